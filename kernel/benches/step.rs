@@ -1,0 +1,2 @@
+//! Placeholder until the step benchmark lands.
+fn main() {}

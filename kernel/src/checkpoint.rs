@@ -1,0 +1,486 @@
+//! Checkpoints: the verifiable snapshot a suspension hands to the outside world, its digest,
+//! its schema versions and the explicit migration from the older one (spec CKP-*).
+
+use crate::ids::{Digest, Name, Revision, Time, NAME_CAPACITY};
+use crate::run::{Identity, Reason, ReasonKind, Run};
+
+#[cfg(feature = "serde")]
+use serde::{Deserialize, Serialize};
+
+/// The schema version this kernel writes and resumes from.
+pub const SCHEMA_VERSION: u16 = 2;
+/// The older schema version, readable only through [`CheckpointV1::migrate`].
+pub const SCHEMA_V1: u16 = 1;
+
+/// Where a resume re-enters the run.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Intent {
+    /// Dispatch the pending call once approved.
+    Dispatch,
+    /// Continue the run's own steps.
+    Continue,
+    /// Reconcile the in-flight call by query before anything else.
+    Reconcile,
+}
+
+/// The call a checkpoint holds: awaiting approval, or in flight with an unknown outcome.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct PendingCall {
+    /// The call's identifier.
+    pub call_id: Name,
+    /// The tool.
+    pub tool: Name,
+    /// The argument digest.
+    pub args: Digest,
+    /// The attempt number.
+    pub attempt: u8,
+}
+
+/// A checkpoint at the current schema (version 2).
+///
+/// `digest` covers every other field in a fixed binary encoding; [`Checkpoint::verify`]
+/// recomputes it. An unkeyed digest detects corruption and careless edits, not a forger who
+/// recomputes it: that is why a resume also compares the checkpoint with the run.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Checkpoint {
+    /// The schema version; [`SCHEMA_VERSION`] for a checkpoint this kernel can resume from.
+    pub schema_version: u16,
+    /// Who the run belongs to.
+    pub identity: Identity,
+    /// The state revision the checkpoint was taken at.
+    pub revision: Revision,
+    /// The resource version the run last observed.
+    pub resource_version: u64,
+    /// Why the run is suspended.
+    pub reason: ReasonKind,
+    /// Where a resume re-enters.
+    pub next_intent: Intent,
+    /// The call awaiting approval or in flight, if any.
+    pub pending: Option<PendingCall>,
+    /// The digest of the pending call's idempotency key, bound to its arguments.
+    pub key_digest: Option<Digest>,
+    /// Who asked for the pending call, for an approval.
+    pub requester: Option<Name>,
+    /// The callback or resource awaited, if any.
+    pub waiting_on: Option<Name>,
+    /// When the suspension expires.
+    pub expires_at: Time,
+    /// Who must act.
+    pub responsible: Name,
+    /// When the checkpoint was made.
+    pub created_at: Time,
+    /// The digest over all the fields above.
+    pub digest: Digest,
+}
+
+/// A checkpoint at schema version 1, which had no definition fingerprint and no resource
+/// version. It is never resumed from directly: [`CheckpointV1::migrate`] turns it into a
+/// current checkpoint, with the missing facts supplied explicitly.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct CheckpointV1 {
+    /// Always [`SCHEMA_V1`].
+    pub schema_version: u16,
+    /// The tenant.
+    pub tenant: Name,
+    /// The session.
+    pub session: Name,
+    /// The run.
+    pub run: Name,
+    /// The state revision.
+    pub revision: Revision,
+    /// Why the run is suspended.
+    pub reason: ReasonKind,
+    /// Where a resume re-enters.
+    pub next_intent: Intent,
+    /// The pending call.
+    pub pending: Option<PendingCall>,
+    /// The key digest.
+    pub key_digest: Option<Digest>,
+    /// The requester.
+    pub requester: Option<Name>,
+    /// The callback or resource awaited.
+    pub waiting_on: Option<Name>,
+    /// The expiry.
+    pub expires_at: Time,
+    /// The responsible party.
+    pub responsible: Name,
+    /// The creation time.
+    pub created_at: Time,
+    /// The version 1 digest.
+    pub digest: Digest,
+}
+
+/// Why a version 1 checkpoint could not be migrated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MigrationError {
+    /// The checkpoint does not claim version 1.
+    #[error("migration reads schema version {SCHEMA_V1}, got {got}")]
+    NotVersion1 {
+        /// The version it claims.
+        got: u16,
+    },
+    /// Its version 1 digest does not match its fields.
+    #[error("version 1 checkpoint digest mismatch: expected {expected}, found {found}")]
+    DigestMismatch {
+        /// The digest of the fields.
+        expected: Digest,
+        /// The digest it carries.
+        found: Digest,
+    },
+}
+
+/// Feeds fields into SHA-256 in a fixed, self-delimiting encoding, without allocating.
+struct Encoder(sha2::Sha256);
+
+impl Encoder {
+    fn new(domain: &[u8]) -> Encoder {
+        use sha2::Digest as _;
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(domain);
+        Encoder(hasher)
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        use sha2::Digest as _;
+        self.0.update(b);
+    }
+    fn u8(&mut self, v: u8) {
+        self.bytes(&[v]);
+    }
+    fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_be_bytes());
+    }
+    fn name(&mut self, n: &Name) {
+        let (len, bytes) = n.padded();
+        self.u8(len);
+        let _: &[u8; NAME_CAPACITY] = bytes;
+        self.bytes(bytes);
+    }
+    fn opt_name(&mut self, n: &Option<Name>) {
+        match n {
+            Some(n) => {
+                self.u8(1);
+                self.name(n);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn digest(&mut self, d: &Digest) {
+        self.bytes(&d.0);
+    }
+    fn opt_digest(&mut self, d: &Option<Digest>) {
+        match d {
+            Some(d) => {
+                self.u8(1);
+                self.digest(d);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn pending(&mut self, p: &Option<PendingCall>) {
+        match p {
+            Some(p) => {
+                self.u8(1);
+                self.name(&p.call_id);
+                self.name(&p.tool);
+                self.digest(&p.args);
+                self.u8(p.attempt);
+            }
+            None => self.u8(0),
+        }
+    }
+    /// The fields versions 1 and 2 share, after the identity and revision.
+    fn suspension_fields(&mut self, f: &SharedFields<'_>) {
+        self.u8(f.reason as u8);
+        self.u8(f.next_intent as u8);
+        self.pending(f.pending);
+        self.opt_digest(f.key_digest);
+        self.opt_name(f.requester);
+        self.opt_name(f.waiting_on);
+        self.u64(f.expires_at.0);
+        self.name(f.responsible);
+        self.u64(f.created_at.0);
+    }
+    fn finish(self) -> Digest {
+        use sha2::Digest as _;
+        Digest(self.0.finalize().into())
+    }
+}
+
+struct SharedFields<'a> {
+    reason: ReasonKind,
+    next_intent: Intent,
+    pending: &'a Option<PendingCall>,
+    key_digest: &'a Option<Digest>,
+    requester: &'a Option<Name>,
+    waiting_on: &'a Option<Name>,
+    expires_at: Time,
+    responsible: &'a Name,
+    created_at: Time,
+}
+
+/// Digests the key of a call bound to its argument digest (spec KEY-1): the same key with
+/// other arguments yields another digest.
+pub fn key_digest(key: &Name, args: &Digest) -> Digest {
+    let mut e = Encoder::new(b"resumable/key\0");
+    e.name(key);
+    e.digest(args);
+    e.finish()
+}
+
+impl Checkpoint {
+    /// The checkpoint of a suspended run, sealed with its digest; `None` if not suspended.
+    pub fn of(run: &Run) -> Option<Checkpoint> {
+        let mut cp = Checkpoint::unsealed(run)?;
+        cp.digest = cp.compute_digest();
+        Some(cp)
+    }
+
+    /// The checkpoint of a suspended run with a zero digest: what a resume compares against,
+    /// field by field, without paying for a hash.
+    pub(crate) fn unsealed(run: &Run) -> Option<Checkpoint> {
+        let s = run.suspension()?;
+        let (next_intent, requester, waiting_on) = match s.reason {
+            Reason::PendingApproval { requester, .. } => (Intent::Dispatch, Some(requester), None),
+            Reason::ExternalCallback { callback } => (Intent::Continue, None, Some(callback)),
+            Reason::ResourceWait { resource } => (Intent::Continue, None, Some(resource)),
+            Reason::ManualIntervention { .. } => (Intent::Continue, None, None),
+            Reason::OutcomeUnknown { .. } => (Intent::Reconcile, None, None),
+        };
+        let call = s.reason.call();
+        Some(Checkpoint {
+            schema_version: SCHEMA_VERSION,
+            identity: run.identity,
+            revision: run.revision,
+            resource_version: run.resource_version,
+            reason: s.reason.kind(),
+            next_intent,
+            pending: call.map(|(c, attempt)| PendingCall {
+                call_id: c.call.call_id,
+                tool: c.call.tool,
+                args: c.call.args,
+                attempt,
+            }),
+            key_digest: call.map(|(c, _)| c.key_digest),
+            requester,
+            waiting_on,
+            expires_at: s.expires_at,
+            responsible: s.responsible,
+            created_at: s.since,
+            digest: Digest::default(),
+        })
+    }
+
+    /// The digest over every field but `digest`, in the version 2 encoding.
+    pub fn compute_digest(&self) -> Digest {
+        let mut e = Encoder::new(b"resumable/checkpoint/2\0");
+        e.u64(u64::from(self.schema_version));
+        e.name(&self.identity.tenant);
+        e.name(&self.identity.session);
+        e.name(&self.identity.run);
+        e.name(&self.identity.definition);
+        e.u64(self.revision.0);
+        e.u64(self.resource_version);
+        e.suspension_fields(&self.shared());
+        e.finish()
+    }
+
+    /// Recomputes the digest and compares it with the one carried.
+    pub fn verify(&self) -> Result<(), (Digest, Digest)> {
+        let expected = self.compute_digest();
+        if expected == self.digest {
+            Ok(())
+        } else {
+            Err((expected, self.digest))
+        }
+    }
+
+    /// Sets `digest` to the digest of the other fields.
+    pub fn seal(mut self) -> Checkpoint {
+        self.digest = self.compute_digest();
+        self
+    }
+
+    fn shared(&self) -> SharedFields<'_> {
+        SharedFields {
+            reason: self.reason,
+            next_intent: self.next_intent,
+            pending: &self.pending,
+            key_digest: &self.key_digest,
+            requester: &self.requester,
+            waiting_on: &self.waiting_on,
+            expires_at: self.expires_at,
+            responsible: &self.responsible,
+            created_at: self.created_at,
+        }
+    }
+}
+
+impl CheckpointV1 {
+    /// The digest over every field but `digest`, in the version 1 encoding.
+    pub fn compute_digest(&self) -> Digest {
+        let mut e = Encoder::new(b"resumable/checkpoint/1\0");
+        e.u64(u64::from(self.schema_version));
+        e.name(&self.tenant);
+        e.name(&self.session);
+        e.name(&self.run);
+        e.u64(self.revision.0);
+        e.suspension_fields(&SharedFields {
+            reason: self.reason,
+            next_intent: self.next_intent,
+            pending: &self.pending,
+            key_digest: &self.key_digest,
+            requester: &self.requester,
+            waiting_on: &self.waiting_on,
+            expires_at: self.expires_at,
+            responsible: &self.responsible,
+            created_at: self.created_at,
+        });
+        e.finish()
+    }
+
+    /// Sets `digest` to the version 1 digest of the other fields.
+    pub fn seal(mut self) -> CheckpointV1 {
+        self.digest = self.compute_digest();
+        self
+    }
+
+    /// Migrates to the current schema. Version 1 did not record the run's definition or the
+    /// resource version, so the caller supplies both: nothing is guessed. The version 1
+    /// digest is verified first and the result is sealed with a version 2 digest.
+    pub fn migrate(
+        &self,
+        definition: Name,
+        resource_version: u64,
+    ) -> Result<Checkpoint, MigrationError> {
+        if self.schema_version != SCHEMA_V1 {
+            return Err(MigrationError::NotVersion1 {
+                got: self.schema_version,
+            });
+        }
+        let expected = self.compute_digest();
+        if expected != self.digest {
+            return Err(MigrationError::DigestMismatch {
+                expected,
+                found: self.digest,
+            });
+        }
+        Ok(Checkpoint {
+            schema_version: SCHEMA_VERSION,
+            identity: Identity {
+                tenant: self.tenant,
+                session: self.session,
+                run: self.run,
+                definition,
+            },
+            revision: self.revision,
+            resource_version,
+            reason: self.reason,
+            next_intent: self.next_intent,
+            pending: self.pending,
+            key_digest: self.key_digest,
+            requester: self.requester,
+            waiting_on: self.waiting_on,
+            expires_at: self.expires_at,
+            responsible: self.responsible,
+            created_at: self.created_at,
+            digest: Digest::default(),
+        }
+        .seal())
+    }
+}
+
+/// A checkpoint decoded from bytes: current, or old and awaiting an explicit migration.
+#[cfg(feature = "json")]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Decoded {
+    /// A current checkpoint whose digest verified.
+    Current(Checkpoint),
+    /// A version 1 checkpoint: call [`CheckpointV1::migrate`] to resume from it.
+    NeedsMigration(CheckpointV1),
+}
+
+/// Why bytes could not be decoded as a checkpoint.
+#[cfg(feature = "json")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// Not a JSON object of the expected shape.
+    #[error("not a checkpoint: {category} error at line {line}, column {column}")]
+    Malformed {
+        /// What kind of JSON error.
+        category: &'static str,
+        /// The line, from 1.
+        line: usize,
+        /// The column, from 1.
+        column: usize,
+    },
+    /// Written by a newer kernel; this one cannot know its meaning.
+    #[error("checkpoint schema {got} is newer than the supported {supported}")]
+    SchemaTooNew {
+        /// The newest version this kernel reads.
+        supported: u16,
+        /// The version found.
+        got: u16,
+    },
+    /// A version this kernel never wrote (0).
+    #[error("checkpoint schema {got} is unknown")]
+    UnknownSchema {
+        /// The version found.
+        got: u16,
+    },
+    /// The digest does not match the fields.
+    #[error("checkpoint digest mismatch: expected {expected}, found {found}")]
+    DigestMismatch {
+        /// The digest of the fields.
+        expected: Digest,
+        /// The digest carried.
+        found: Digest,
+    },
+}
+
+#[cfg(feature = "json")]
+fn malformed(e: &serde_json::Error) -> DecodeError {
+    use serde_json::error::Category;
+    DecodeError::Malformed {
+        category: match e.classify() {
+            Category::Io => "io",
+            Category::Syntax => "syntax",
+            Category::Data => "data",
+            Category::Eof => "eof",
+        },
+        line: e.line(),
+        column: e.column(),
+    }
+}
+
+/// Decodes a checkpoint from JSON: reads `schema_version` first, refuses a newer schema,
+/// returns an older one for explicit migration, and verifies the digest of a current one.
+#[cfg(feature = "json")]
+pub fn decode_json(bytes: &[u8]) -> Result<Decoded, DecodeError> {
+    #[derive(Deserialize)]
+    struct Header {
+        schema_version: u16,
+    }
+    let header: Header = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
+    match header.schema_version {
+        SCHEMA_VERSION => {
+            let cp: Checkpoint = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
+            cp.verify()
+                .map_err(|(expected, found)| DecodeError::DigestMismatch { expected, found })?;
+            Ok(Decoded::Current(cp))
+        }
+        SCHEMA_V1 => {
+            let cp: CheckpointV1 = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
+            Ok(Decoded::NeedsMigration(cp))
+        }
+        got if got > SCHEMA_VERSION => Err(DecodeError::SchemaTooNew {
+            supported: SCHEMA_VERSION,
+            got,
+        }),
+        got => Err(DecodeError::UnknownSchema { got }),
+    }
+}

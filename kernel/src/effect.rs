@@ -1,0 +1,132 @@
+//! Effects: the commands a transition gives the driver, in the order it must carry them out.
+
+use crate::checkpoint::Checkpoint;
+use crate::ids::{Digest, Name, Revision, Time};
+use crate::input::{DecisionKind, EventKind};
+use crate::run::{PhaseKind, ReasonKind};
+
+#[cfg(feature = "serde")]
+use serde::{Deserialize, Serialize};
+
+/// The audit record of one accepted input: new, never a copy of an older one (spec AUD-1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct AuditRecord {
+    /// The revision the transition produced.
+    pub revision: Revision,
+    /// When the input happened.
+    pub at: Time,
+    /// The kind of input accepted.
+    pub event: EventKind,
+    /// For a resume, the kind of decision.
+    pub decision: Option<DecisionKind>,
+    /// The phase after the transition.
+    pub phase: PhaseKind,
+    /// The suspension reason after the transition, if suspended.
+    pub reason: Option<ReasonKind>,
+}
+
+/// A tool call the driver must issue, under this key and attempt.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Dispatch {
+    /// The call's identifier.
+    pub call_id: Name,
+    /// The tool.
+    pub tool: Name,
+    /// The argument digest.
+    pub args: Digest,
+    /// The idempotency key.
+    pub key: Name,
+    /// The attempt; with a fencing query, the tool sees the key and attempt together.
+    pub attempt: u8,
+}
+
+/// A command to the driver.
+// The kernel never allocates, so the checkpoint is held inline rather than boxed.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "effect", rename_all = "snake_case"))]
+pub enum Effect {
+    /// Append this record to the audit log.
+    Audit(AuditRecord),
+    /// Persist this checkpoint and hand it to the responsible party.
+    PersistCheckpoint(Checkpoint),
+    /// Issue this tool call. Only after `next` is durably stored (spec WAL-1).
+    Dispatch(Dispatch),
+    /// Ask the tool's status query about this call and attempt.
+    Query(Dispatch),
+}
+
+/// The most effects one transition emits: an audit record, a checkpoint, and one call.
+pub const MAX_EFFECTS: usize = 3;
+
+/// The ordered effects of a transition, held inline.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Effects {
+    items: [Option<Effect>; MAX_EFFECTS],
+}
+
+impl Effects {
+    pub(crate) fn new(first: Effect) -> Effects {
+        Effects {
+            items: [Some(first), None, None],
+        }
+    }
+
+    pub(crate) fn with(mut self, effect: Effect) -> Effects {
+        // The step emits at most MAX_EFFECTS by construction; a further push would be a
+        // kernel bug, which the invariant checks catch, so it is dropped rather than panic.
+        if let Some(slot) = self.items.iter_mut().find(|s| s.is_none()) {
+            *slot = Some(effect);
+        }
+        self
+    }
+
+    /// The effects in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Effect> {
+        self.items.iter().flatten()
+    }
+
+    /// How many effects there are.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// Whether there are none (never true for a transition).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The audit record, which every transition carries first.
+    pub fn audit(&self) -> Option<&AuditRecord> {
+        self.iter().find_map(|e| match e {
+            Effect::Audit(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// The dispatch command, if any.
+    pub fn dispatch(&self) -> Option<&Dispatch> {
+        self.iter().find_map(|e| match e {
+            Effect::Dispatch(d) => Some(d),
+            _ => None,
+        })
+    }
+
+    /// The checkpoint to persist, if any.
+    pub fn checkpoint(&self) -> Option<&Checkpoint> {
+        self.iter().find_map(|e| match e {
+            Effect::PersistCheckpoint(c) => Some(c),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(feature = "serde")]
+impl Serialize for Effects {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}

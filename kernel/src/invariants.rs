@@ -1,0 +1,237 @@
+//! One checking function per invariant of spec/, named by its ID. [`crate::step`] asserts
+//! them before and after every step in debug builds; the model and conformance call them too.
+
+use crate::checkpoint::key_digest;
+use crate::effect::Effect;
+use crate::input::Input;
+use crate::run::{BoundCall, InFlight, Phase, Reason, Run};
+use crate::step::Transition;
+use core::fmt;
+
+/// A broken invariant: a kernel bug, never a caller's fault.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Violation {
+    /// The spec ID of the invariant.
+    pub id: &'static str,
+    /// What was found.
+    pub what: &'static str,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} violated: {}", self.id, self.what)
+    }
+}
+
+fn require(ok: bool, id: &'static str, what: &'static str) -> Result<(), Violation> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Violation { id, what })
+    }
+}
+
+/// Every state invariant of a run.
+pub fn check_run(run: &Run) -> Result<(), Violation> {
+    sus_1(run)?;
+    apr_3(run)?;
+    key_1(run)?;
+    res_2(run)?;
+    Ok(())
+}
+
+/// SUS-1: a suspension has a reason, an expiry not before its start, a responsible party, and
+/// began no later than the run's last input.
+pub fn sus_1(run: &Run) -> Result<(), Violation> {
+    match run.suspension() {
+        Some(s) => {
+            require(
+                s.expires_at >= s.since,
+                "SUS-1",
+                "suspension expires before it began",
+            )?;
+            require(
+                s.since <= run.updated_at,
+                "SUS-1",
+                "suspension begins in the future",
+            )
+        }
+        None => Ok(()),
+    }
+}
+
+/// APR-3: the party recorded to decide a pending approval is not its requester.
+pub fn apr_3(run: &Run) -> Result<(), Violation> {
+    match run.suspension().map(|s| (&s.reason, s.responsible)) {
+        Some((Reason::PendingApproval { requester, .. }, responsible)) => require(
+            *requester != responsible,
+            "APR-3",
+            "the requester is recorded as its own approver",
+        ),
+        _ => Ok(()),
+    }
+}
+
+fn bound(call: &BoundCall) -> Result<(), Violation> {
+    require(
+        call.key_digest == key_digest(&call.call.key, &call.call.args),
+        "KEY-1",
+        "a call's key digest is not bound to its arguments",
+    )?;
+    require(
+        call.call.contract.max_attempts >= 1,
+        "KEY-1",
+        "a call allows no attempt",
+    )
+}
+
+fn in_flight(f: &InFlight) -> Result<(), Violation> {
+    bound(&f.call)?;
+    require(
+        f.dispatches >= 1 && f.dispatches <= f.call.call.contract.max_attempts,
+        "REC-3",
+        "a call was dispatched more often than its contract allows",
+    )?;
+    require(
+        f.attempt < f.dispatches,
+        "REC-3",
+        "an attempt number exceeds the dispatches made",
+    )
+}
+
+/// KEY-1 and REC-3: every call the run holds has its key bound to its arguments, and every
+/// in-flight call stays within its attempt budget.
+pub fn key_1(run: &Run) -> Result<(), Violation> {
+    match &run.phase {
+        Phase::Running { in_flight: Some(f) } => in_flight(f),
+        Phase::Suspended(s) => match &s.reason {
+            Reason::PendingApproval { call, .. } => bound(call),
+            Reason::OutcomeUnknown { in_flight: f, .. }
+            | Reason::ManualIntervention {
+                unresolved: Some(f),
+            } => in_flight(f),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// RES-2: the receipt of the winning resume points into the run's past.
+pub fn res_2(run: &Run) -> Result<(), Violation> {
+    match run.last_resume() {
+        Some(rc) => require(
+            rc.from < rc.to && rc.to <= run.revision(),
+            "RES-2",
+            "the last resume receipt is not in the run's past",
+        ),
+        None => Ok(()),
+    }
+}
+
+/// Every invariant of an accepted step.
+pub fn check_step(before: &Run, input: &Input, t: &Transition) -> Result<(), Violation> {
+    inv_1(before)?;
+    rev_1(before, t)?;
+    aud_1(t)?;
+    clk_1(before, input, t)?;
+    id_1(before, t)?;
+    wal_1(t)?;
+    ckp_1(t)
+}
+
+/// INV-1: nothing is accepted from a terminal phase.
+pub fn inv_1(before: &Run) -> Result<(), Violation> {
+    require(
+        !before.phase().is_terminal(),
+        "INV-1",
+        "an input was accepted from a terminal phase",
+    )
+}
+
+/// REV-1: an accepted input advances the revision by exactly one.
+pub fn rev_1(before: &Run, t: &Transition) -> Result<(), Violation> {
+    require(
+        before.revision().next() == Some(t.next.revision()),
+        "REV-1",
+        "the revision did not advance by exactly one",
+    )
+}
+
+/// AUD-1: an accepted input emits exactly one audit record, first, at the new revision.
+pub fn aud_1(t: &Transition) -> Result<(), Violation> {
+    let audits = t
+        .effects
+        .iter()
+        .filter(|e| matches!(e, Effect::Audit(_)))
+        .count();
+    require(audits == 1, "AUD-1", "not exactly one audit record")?;
+    match t.effects.iter().next() {
+        Some(Effect::Audit(r)) => require(
+            r.revision == t.next.revision() && r.phase == t.next.phase().kind(),
+            "AUD-1",
+            "the audit record does not describe the new state",
+        ),
+        _ => Err(Violation {
+            id: "AUD-1",
+            what: "the audit record is not the first effect",
+        }),
+    }
+}
+
+/// CLK-1: the run's time is the input's, and never moves backwards.
+pub fn clk_1(before: &Run, input: &Input, t: &Transition) -> Result<(), Violation> {
+    require(
+        t.next.updated_at() == input.at && input.at >= before.updated_at(),
+        "CLK-1",
+        "the run's time moved backwards or is not the input's",
+    )
+}
+
+/// ID-1: a transition never changes who the run belongs to, nor its policy.
+pub fn id_1(before: &Run, t: &Transition) -> Result<(), Violation> {
+    require(
+        before.identity() == t.next.identity() && before.policy() == t.next.policy(),
+        "ID-1",
+        "a transition changed the run's identity or policy",
+    )
+}
+
+/// WAL-1: a dispatch is commanded only together with the durable intent to make it.
+pub fn wal_1(t: &Transition) -> Result<(), Violation> {
+    match (t.effects.dispatch(), t.next.phase()) {
+        (None, _) => Ok(()),
+        (
+            Some(d),
+            Phase::Running {
+                in_flight: Some(in_flight),
+            },
+        ) => require(
+            d.call_id == in_flight.call.call.call_id
+                && d.key == in_flight.call.call.key
+                && d.attempt == in_flight.attempt,
+            "WAL-1",
+            "the dispatch differs from the recorded intent",
+        ),
+        (Some(_), _) => Err(Violation {
+            id: "WAL-1",
+            what: "a dispatch without a recorded intent",
+        }),
+    }
+}
+
+/// CKP-1: a transition into or within a suspension persists a sealed checkpoint of it, and
+/// no other transition does.
+pub fn ckp_1(t: &Transition) -> Result<(), Violation> {
+    match (t.effects.checkpoint(), t.next.suspension()) {
+        (Some(cp), Some(_)) => require(
+            cp.verify().is_ok() && cp.revision == t.next.revision(),
+            "CKP-1",
+            "the checkpoint is not sealed at the new revision",
+        ),
+        (None, None) => Ok(()),
+        _ => Err(Violation {
+            id: "CKP-1",
+            what: "a checkpoint without a suspension, or a suspension without one",
+        }),
+    }
+}

@@ -1,0 +1,109 @@
+//! The lifecycle kernel: the rules by which an agent run is checkpointed, suspended and
+//! resumed safely, as one pure transition function.
+//!
+//! This crate contains no I/O and reads no clock, no random source and no environment: time
+//! and identifiers arrive in the inputs. It is `no_std` and never allocates. [`step`] borrows
+//! the run, so a rejected input leaves it exactly as it was, and it does not panic on any
+//! input.
+//!
+//! # Driving contract
+//!
+//! For each input: call [`step`]. On a [`Rejection`], record it and change nothing. On a
+//! [`Transition`], store `next` in the durable store with compare-and-set on the revision the
+//! step started from (two workers racing on one run: the store decides who wins), then carry
+//! out `effects` in order: append the audit record, persist the checkpoint, dispatch or query
+//! the tool. Dispatch only after the store write succeeded: that is the write-ahead rule.
+//! After a crash, reload the run and feed [`Event::Recover`].
+//!
+//! # Example: a whole approval lifecycle
+//!
+//! ```
+//! use resumable_kernel::*;
+//!
+//! let id = Identity {
+//!     tenant: Name::lit("acme"),
+//!     session: Name::lit("s-1"),
+//!     run: Name::lit("run-approval"),
+//!     definition: Name::lit("publisher@1"),
+//! };
+//! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 100 };
+//! let run = Run::new(id, policy, Time(0));
+//! let call = Call {
+//!     call_id: Name::lit("call-1"),
+//!     tool: Name::lit("publish:demo"),
+//!     args: Digest::of(b"{\"post\":42}"),
+//!     key: Name::lit("idem-run-approval"),
+//!     contract: ToolContract { dedupes: true, query_fences: false, max_attempts: 3 },
+//! };
+//!
+//! // Suspend for approval: the transition carries the checkpoint to hand to the approver.
+//! let suspend = Event::Suspend {
+//!     wait: Wait::Approval { call, requester: Name::lit("agent") },
+//!     expires_at: Time(50),
+//!     responsible: Name::lit("alice"),
+//!     resource_version: 7,
+//! };
+//! let t = step(&run, &Input { at: Time(1), event: suspend }).unwrap();
+//! let checkpoint = *t.effects.checkpoint().unwrap();
+//! let run = t.next;
+//!
+//! // The approver decides on that checkpoint; the resume re-validates everything.
+//! let approval = Approval {
+//!     call_id: call.call_id,
+//!     args: call.args,
+//!     requester: Name::lit("agent"),
+//!     approver: Name::lit("alice"),
+//!     revision: checkpoint.revision,
+//!     expires_at: Time(40),
+//! };
+//! let facts = Facts { resource_version: 7, permitted: true, within_budget: true };
+//! let resume = Event::Resume(Resume { checkpoint, decision: Decision::Approve(approval), facts });
+//! let t = step(&run, &Input { at: Time(2), event: resume }).unwrap();
+//! let dispatch = t.effects.dispatch().unwrap();
+//! assert_eq!(dispatch.key, Name::lit("idem-run-approval"));
+//! let run = t.next;
+//!
+//! // The tool answers; the result and the next revision land together.
+//! let result = Event::ToolResult { call_id: call.call_id, attempt: 0, result: Digest::of(b"ok") };
+//! let run = step(&run, &Input { at: Time(3), event: result }).unwrap().next;
+//! let done = Event::Complete { result: Digest::of(b"published") };
+//! let run = step(&run, &Input { at: Time(4), event: done }).unwrap().next;
+//! assert_eq!(run.phase().kind(), PhaseKind::Completed);
+//! assert_eq!(run.revision(), Revision(4));
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod checkpoint;
+pub mod effect;
+pub mod ids;
+pub mod input;
+pub mod invariants;
+pub mod reject;
+pub mod run;
+mod step;
+
+pub use checkpoint::{Checkpoint, CheckpointV1, Intent, PendingCall, SCHEMA_V1, SCHEMA_VERSION};
+pub use effect::{AuditRecord, Dispatch, Effect, Effects};
+pub use ids::{Digest, Name, NameError, Revision, Time};
+pub use input::{
+    Approval, Decision, DecisionKind, Event, EventKind, Facts, Input, QueryAnswer, Resolution,
+    Resume, Wait,
+};
+pub use reject::{ApprovalField, CheckpointField, Fault, IdentityField, Rejection};
+pub use run::{
+    BoundCall, Call, CallOutcome, FailCause, Identity, InFlight, Phase, PhaseKind, Policy, Reason,
+    ReasonKind, ResumeReceipt, Run, Suspension, ToolContract,
+};
+pub use step::{step, Transition};
+
+impl Run {
+    /// Steps the run in place: on a transition, replaces the run and returns its effects; on a
+    /// rejection, leaves it unchanged. A thin wrapper over [`step`] with no logic of its own.
+    pub fn apply(&mut self, input: &Input) -> Result<Effects, Rejection> {
+        let t = step(self, input)?;
+        *self = t.next;
+        Ok(t.effects)
+    }
+}

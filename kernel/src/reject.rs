@@ -1,0 +1,349 @@
+//! Rejections: why an input was refused, each with its evidence. A rejection changes nothing.
+
+use crate::ids::{Digest, Name, Revision, Time};
+use crate::input::DecisionKind;
+use crate::run::{PhaseKind, ReasonKind};
+
+#[cfg(feature = "serde")]
+use serde::{Deserialize, Serialize};
+
+/// Which identity field did not match. The value is not echoed, so a stranger learns nothing
+/// about the run (spec ID-1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum IdentityField {
+    /// The tenant.
+    Tenant,
+    /// The session.
+    Session,
+    /// The run.
+    Run,
+    /// The run's definition fingerprint.
+    Definition,
+}
+
+/// Which checkpoint field disagrees with the run it claims to describe.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum CheckpointField {
+    /// The suspension reason or where it re-enters.
+    Reason,
+    /// The pending call (id, tool, arguments or attempt): the action.
+    PendingCall,
+    /// The idempotency key digest.
+    KeyDigest,
+    /// The requester.
+    Requester,
+    /// The callback or resource awaited.
+    WaitingOn,
+    /// The expiry.
+    ExpiresAt,
+    /// The responsible party.
+    Responsible,
+    /// The creation time.
+    CreatedAt,
+    /// The resource version recorded at suspension.
+    ResourceVersion,
+}
+
+/// Which part of an approval does not bind to the pending call.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum ApprovalField {
+    /// The call id.
+    CallId,
+    /// The argument digest.
+    Args,
+    /// The requester.
+    Requester,
+    /// The checkpoint revision.
+    Revision,
+}
+
+/// Who is at fault for a rejection, and so who should act on it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Fault {
+    /// The caller sent something wrong or unauthorised: do not retry as is.
+    Caller,
+    /// Someone else moved first or time moved on: re-read the run and decide again.
+    Race,
+    /// The driver misused the kernel: fix the driver.
+    Driver,
+}
+
+/// Why an input was refused. Every variant is distinct, so a caller whose reply was lost can
+/// tell whether it won (spec REJ-1), and each carries the evidence for its verdict.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "rejection", rename_all = "snake_case"))]
+pub enum Rejection {
+    /// The run is completed or failed; nothing moves it again.
+    #[error("run is {phase:?}, a terminal phase")]
+    Terminal {
+        /// The terminal phase.
+        phase: PhaseKind,
+    },
+    /// The checkpoint names another tenant, session, run or definition.
+    #[error("checkpoint is not for this run: {field:?} differs")]
+    IdentityMismatch {
+        /// The field that differs.
+        field: IdentityField,
+    },
+    /// The input's time is before the run's last accepted input.
+    #[error("time ran backwards: last {last}, got {got}")]
+    ClockRegressed {
+        /// The run's time.
+        last: Time,
+        /// The input's time.
+        got: Time,
+    },
+    /// The checkpoint was written by a newer schema.
+    #[error("checkpoint schema {got} is newer than supported {supported}")]
+    SchemaTooNew {
+        /// The version this kernel reads.
+        supported: u16,
+        /// The version offered.
+        got: u16,
+    },
+    /// The checkpoint is an older schema and was not migrated.
+    #[error("checkpoint schema {got} needs an explicit migration to {current}")]
+    MigrationRequired {
+        /// The version offered.
+        got: u16,
+        /// The current version.
+        current: u16,
+    },
+    /// The checkpoint's digest does not match its fields.
+    #[error("checkpoint digest mismatch: expected {expected}, found {found}")]
+    DigestMismatch {
+        /// The digest of the fields.
+        expected: Digest,
+        /// The digest carried.
+        found: Digest,
+    },
+    /// The checkpoint is older than the run and no resume was taken from it.
+    #[error("stale revision: current {current}, got {got}")]
+    StaleRevision {
+        /// The run's revision.
+        current: Revision,
+        /// The checkpoint's revision.
+        got: Revision,
+    },
+    /// The checkpoint claims a revision the run never reached.
+    #[error("revision from the future: current {current}, got {got}")]
+    FutureRevision {
+        /// The run's revision.
+        current: Revision,
+        /// The checkpoint's revision.
+        got: Revision,
+    },
+    /// This exact decision already resumed this checkpoint: the caller won.
+    #[error("already applied: this decision resumed {from} into {to}")]
+    AlreadyApplied {
+        /// The revision resumed from.
+        from: Revision,
+        /// The revision it produced.
+        to: Revision,
+    },
+    /// Another decision already resumed this checkpoint: the caller lost.
+    #[error("conflict: another decision resumed {from} into {to}")]
+    AlreadyResumed {
+        /// The revision resumed from.
+        from: Revision,
+        /// The revision it produced.
+        to: Revision,
+    },
+    /// The resource changed since the checkpoint.
+    #[error("resource changed: checkpoint saw {checkpoint}, current {current}")]
+    ResourceChanged {
+        /// The version in the checkpoint.
+        checkpoint: u64,
+        /// The current version.
+        current: u64,
+    },
+    /// The run is not suspended.
+    #[error("run is {phase:?}, not suspended")]
+    NotSuspended {
+        /// The run's phase.
+        phase: PhaseKind,
+    },
+    /// The checkpoint disagrees with the run's suspension.
+    #[error("checkpoint does not match the run: {field:?} differs")]
+    CheckpointMismatch {
+        /// The first field that differs.
+        field: CheckpointField,
+    },
+    /// The suspension expired before the decision arrived.
+    #[error("suspension expired at {expires_at}, now {now}")]
+    Expired {
+        /// The expiry.
+        expires_at: Time,
+        /// The input's time.
+        now: Time,
+    },
+    /// The decision does not answer the suspension's reason.
+    #[error("a {decision:?} decision does not answer a {reason:?} suspension")]
+    DecisionMismatch {
+        /// The suspension reason.
+        reason: ReasonKind,
+        /// The decision offered.
+        decision: DecisionKind,
+    },
+    /// The approval is for another call, arguments, requester or revision.
+    #[error("approval does not bind to the pending call: {field:?} differs")]
+    ApprovalMismatch {
+        /// The field that differs.
+        field: ApprovalField,
+    },
+    /// The approval itself expired.
+    #[error("approval expired at {expires_at}, now {now}")]
+    ApprovalExpired {
+        /// The approval's expiry.
+        expires_at: Time,
+        /// The input's time.
+        now: Time,
+    },
+    /// The requester tried to approve its own call.
+    #[error("{party} cannot approve its own call")]
+    SelfApproval {
+        /// The party.
+        party: Name,
+    },
+    /// The decision came from a party other than the one the kernel recorded.
+    #[error("only {expected} may decide, not {got}")]
+    Unauthorised {
+        /// The responsible party.
+        expected: Name,
+        /// The party that decided.
+        got: Name,
+    },
+    /// The callback or resource is not the one awaited.
+    #[error("waiting on {expected}, not {got}")]
+    WaitMismatch {
+        /// What the suspension awaits.
+        expected: Name,
+        /// What arrived.
+        got: Name,
+    },
+    /// Current policy no longer permits the step about to run.
+    #[error("permission revoked under current policy")]
+    PermissionRevoked,
+    /// The budget no longer covers the step about to run.
+    #[error("budget exhausted")]
+    BudgetExhausted,
+    /// The input needs a running run.
+    #[error("run is {phase:?}, not running")]
+    NotRunning {
+        /// The run's phase.
+        phase: PhaseKind,
+    },
+    /// A suspend arrived while a suspension is pending.
+    #[error("already suspended ({reason:?})")]
+    AlreadySuspended {
+        /// The pending suspension's reason.
+        reason: ReasonKind,
+    },
+    /// The expiry is not after the input's time.
+    #[error("expiry {expires_at} is not after now {now}")]
+    ExpiryNotInFuture {
+        /// The expiry offered.
+        expires_at: Time,
+        /// The input's time.
+        now: Time,
+    },
+    /// A call declared a contract allowing no attempt at all.
+    #[error("a call needs at least one attempt")]
+    NoAttemptsAllowed,
+    /// The key was already used with other arguments.
+    #[error("key {key} is bound to other arguments")]
+    KeyConflict {
+        /// The key.
+        key: Name,
+    },
+    /// The call id was already used; an edited call needs a new id.
+    #[error("call {call_id} was already made; an edited call is a new call")]
+    CallIdReused {
+        /// The call id.
+        call_id: Name,
+    },
+    /// The input needs the run's in-flight dispatch to be answered first.
+    #[error("call {call_id} is in flight: wait for its answer")]
+    DispatchInFlight {
+        /// The call in flight.
+        call_id: Name,
+    },
+    /// A tool result arrived while nothing is being dispatched.
+    #[error("no dispatch in flight (run is {phase:?})")]
+    NoDispatchInFlight {
+        /// The run's phase.
+        phase: PhaseKind,
+    },
+    /// A tool result for another call or attempt.
+    #[error(
+        "result for {got_call} attempt {got_attempt}, in flight is {call_id} attempt {attempt}"
+    )]
+    ResultMismatch {
+        /// The call in flight.
+        call_id: Name,
+        /// The attempt in flight.
+        attempt: u8,
+        /// The call answered.
+        got_call: Name,
+        /// The attempt answered.
+        got_attempt: u8,
+    },
+    /// Recover arrived with nothing in flight.
+    #[error("nothing in flight to recover (run is {phase:?})")]
+    NothingInFlight {
+        /// The run's phase.
+        phase: PhaseKind,
+    },
+    /// Expire arrived before the expiry.
+    #[error("not expired: expires at {expires_at}, now {now}")]
+    NotExpired {
+        /// The expiry.
+        expires_at: Time,
+        /// The input's time.
+        now: Time,
+    },
+    /// A cancel cannot end the run while an effect's outcome is unknown.
+    #[error("an effect's outcome is unknown: reconcile before cancelling")]
+    ReconcileFirst,
+    /// A cancel already waits for reconciliation.
+    #[error("a cancel already waits for reconciliation")]
+    CancelPending,
+    /// The revision counter is exhausted.
+    #[error("revision counter exhausted")]
+    RevisionExhausted,
+}
+
+impl Rejection {
+    /// Who is at fault, and so who should act.
+    pub fn fault(&self) -> Fault {
+        use Rejection::*;
+        match self {
+            StaleRevision { .. }
+            | AlreadyApplied { .. }
+            | AlreadyResumed { .. }
+            | ResourceChanged { .. }
+            | Expired { .. }
+            | ApprovalExpired { .. }
+            | PermissionRevoked
+            | BudgetExhausted
+            | Terminal { .. }
+            | NotSuspended { .. } => Fault::Race,
+            ClockRegressed { .. }
+            | MigrationRequired { .. }
+            | NoAttemptsAllowed
+            | NotExpired { .. }
+            | NothingInFlight { .. }
+            | RevisionExhausted => Fault::Driver,
+            _ => Fault::Caller,
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! The run: identity, revision, clock, policy and phase. Data that exists in only one phase
+//! lives in that phase's variant, so an illegal combination cannot be written down.
+
+use crate::ids::{Digest, Name, Revision, Time};
+use crate::input::Decision;
+
+#[cfg(feature = "serde")]
+use serde::{Deserialize, Serialize};
+
+/// Who a run belongs to and what it runs. Checked first on every resume (spec ID-1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Identity {
+    /// The tenant that owns the run.
+    pub tenant: Name,
+    /// The session the run belongs to.
+    pub session: Name,
+    /// The run itself.
+    pub run: Name,
+    /// A fingerprint of the run's definition (a version tag or a shortened hash).
+    pub definition: Name,
+}
+
+/// What the tool behind a call promises, declared by the driver with the call. It decides
+/// which retry is safe after a "not committed" answer (spec REC-3).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct ToolContract {
+    /// The tool remembers idempotency keys and commits each at most once.
+    pub dedupes: bool,
+    /// The tool's status query fences the key: once it answers "not committed", a late
+    /// request under that key can no longer commit.
+    pub query_fences: bool,
+    /// How many attempts the call may take in all (at least 1).
+    pub max_attempts: u8,
+}
+
+/// A tool call as the driver proposes it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Call {
+    /// The call's identifier; an edited call is a new call with a new id.
+    pub call_id: Name,
+    /// The tool to call.
+    pub tool: Name,
+    /// The digest of the call's arguments.
+    pub args: Digest,
+    /// The idempotency key the call is dispatched under.
+    pub key: Name,
+    /// What the tool promises about keys and queries.
+    pub contract: ToolContract,
+}
+
+/// A call accepted by the kernel, with its key bound to its payload: `key_digest` is the
+/// digest of the key and the argument digest together (spec KEY-1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct BoundCall {
+    /// The call as proposed.
+    pub call: Call,
+    /// Digest binding the call's key to its argument digest.
+    pub key_digest: Digest,
+}
+
+/// A call that has been dispatched at least once and whose outcome is not yet recorded.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct InFlight {
+    /// The call.
+    pub call: BoundCall,
+    /// The key's attempt number, from 0: the tool sees the key and the attempt together.
+    /// A retry after a fencing query uses the next attempt, a fresh key; a retry on a
+    /// deduping tool keeps it, so the tool's dedupe applies (spec REC-3).
+    pub attempt: u8,
+    /// How many times the call has been dispatched, from 1; bounded by `max_attempts`.
+    pub dispatches: u8,
+}
+
+/// The last call whose result the run recorded.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct CallOutcome {
+    /// The call's identifier.
+    pub call_id: Name,
+    /// The key it committed under.
+    pub key: Name,
+    /// Its argument digest.
+    pub args: Digest,
+    /// The digest of its result.
+    pub result: Digest,
+}
+
+/// Why a run is suspended, with what the suspension waits on.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "reason", rename_all = "snake_case"))]
+pub enum Reason {
+    /// A gated call waits for an approver's decision.
+    PendingApproval {
+        /// The call awaiting approval.
+        call: BoundCall,
+        /// Who asked for the call.
+        requester: Name,
+    },
+    /// The run waits for an external callback.
+    ExternalCallback {
+        /// The callback awaited.
+        callback: Name,
+    },
+    /// A person must decide; `unresolved` names an effect whose outcome is still unknown.
+    ManualIntervention {
+        /// The in-flight effect the person must settle, if any.
+        unresolved: Option<InFlight>,
+    },
+    /// The run waits for a resource.
+    ResourceWait {
+        /// The resource awaited.
+        resource: Name,
+    },
+    /// A dispatch was in flight when the worker stopped: its outcome must be reconciled.
+    OutcomeUnknown {
+        /// The call whose outcome is unknown.
+        in_flight: InFlight,
+        /// Who cancelled while the effect was in flight; the cancel takes effect on reconcile.
+        cancelled_by: Option<Name>,
+    },
+}
+
+/// A suspension: a reason, an expiry and a responsible party (spec SUS-1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Suspension {
+    /// Why the run waits, and on what.
+    pub reason: Reason,
+    /// When the suspension began: the checkpoint's creation time.
+    pub since: Time,
+    /// After this time, decisions are refused and the suspension can be expired.
+    pub expires_at: Time,
+    /// The party who must act: the approver, the callback's owner, the operator.
+    pub responsible: Name,
+}
+
+/// Why a run failed. Failure is terminal.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "cause", rename_all = "snake_case"))]
+pub enum FailCause {
+    /// An approver denied the pending call.
+    Denied {
+        /// The call that was denied.
+        call_id: Name,
+    },
+    /// A suspension expired; `unresolved` names an effect whose outcome was never settled.
+    Expired {
+        /// The effect left unsettled, if any.
+        unresolved: Option<InFlight>,
+    },
+    /// The run was cancelled.
+    Cancelled {
+        /// Who cancelled it.
+        by: Name,
+    },
+    /// The run reported an error of its own.
+    Error {
+        /// The error's code.
+        code: Name,
+    },
+    /// A person abandoned the run during manual intervention.
+    Abandoned {
+        /// Who abandoned it.
+        by: Name,
+    },
+}
+
+/// The phase of a run. `Completed` and `Failed` are terminal and absorbing (spec INV-1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "phase", rename_all = "snake_case"))]
+pub enum Phase {
+    /// The run is stepping. With `in_flight`, the intent to dispatch a call is durable and
+    /// the driver has been told to dispatch it; the run waits for the tool's answer.
+    Running {
+        /// The call dispatched and not yet answered, if any.
+        in_flight: Option<InFlight>,
+    },
+    /// The run waits, resumable.
+    Suspended(Suspension),
+    /// The run finished.
+    Completed {
+        /// The digest of its final result.
+        result: Digest,
+    },
+    /// The run failed.
+    Failed(FailCause),
+}
+
+/// The name of a phase, for rejections, traces and diagrams.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum PhaseKind {
+    /// [`Phase::Running`].
+    Running,
+    /// [`Phase::Suspended`].
+    Suspended,
+    /// [`Phase::Completed`].
+    Completed,
+    /// [`Phase::Failed`].
+    Failed,
+}
+
+/// The name of a suspension reason.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum ReasonKind {
+    /// [`Reason::PendingApproval`].
+    PendingApproval,
+    /// [`Reason::ExternalCallback`].
+    ExternalCallback,
+    /// [`Reason::ManualIntervention`].
+    ManualIntervention,
+    /// [`Reason::ResourceWait`].
+    ResourceWait,
+    /// [`Reason::OutcomeUnknown`].
+    OutcomeUnknown,
+}
+
+impl Reason {
+    /// The reason's name.
+    pub fn kind(&self) -> ReasonKind {
+        match self {
+            Reason::PendingApproval { .. } => ReasonKind::PendingApproval,
+            Reason::ExternalCallback { .. } => ReasonKind::ExternalCallback,
+            Reason::ManualIntervention { .. } => ReasonKind::ManualIntervention,
+            Reason::ResourceWait { .. } => ReasonKind::ResourceWait,
+            Reason::OutcomeUnknown { .. } => ReasonKind::OutcomeUnknown,
+        }
+    }
+
+    /// The call this suspension holds, if any: awaiting approval, or in flight.
+    pub fn call(&self) -> Option<(BoundCall, u8)> {
+        match self {
+            Reason::PendingApproval { call, .. } => Some((*call, 0)),
+            Reason::OutcomeUnknown { in_flight, .. }
+            | Reason::ManualIntervention {
+                unresolved: Some(in_flight),
+            } => Some((in_flight.call, in_flight.attempt)),
+            _ => None,
+        }
+    }
+}
+
+impl Phase {
+    /// The phase's name.
+    pub fn kind(&self) -> PhaseKind {
+        match self {
+            Phase::Running { .. } => PhaseKind::Running,
+            Phase::Suspended(_) => PhaseKind::Suspended,
+            Phase::Completed { .. } => PhaseKind::Completed,
+            Phase::Failed(_) => PhaseKind::Failed,
+        }
+    }
+
+    /// Whether the phase is terminal (completed or failed).
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Phase::Completed { .. } | Phase::Failed(_))
+    }
+}
+
+/// Settings fixed when a run is created.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct Policy {
+    /// The party who reconciles unknown outcomes and handles manual intervention.
+    pub operator: Name,
+    /// How long a reconciliation or an escalated intervention may wait, in time units.
+    pub reconcile_window: u64,
+}
+
+/// The decision that won the last resume, kept so that a duplicate of it is answered as a
+/// duplicate and a different one as a conflict (spec RES-2).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct ResumeReceipt {
+    /// The revision the resume was taken from.
+    pub from: Revision,
+    /// The revision the resume produced.
+    pub to: Revision,
+    /// The decision that won.
+    pub decision: Decision,
+}
+
+/// One agent run under the lifecycle. Its fields are private: a run is made by [`Run::new`]
+/// or by a deserialiser that checks every invariant, and changed only by [`crate::step`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+pub struct Run {
+    pub(crate) identity: Identity,
+    pub(crate) policy: Policy,
+    pub(crate) revision: Revision,
+    pub(crate) resource_version: u64,
+    pub(crate) updated_at: Time,
+    pub(crate) phase: Phase,
+    pub(crate) last_call: Option<CallOutcome>,
+    pub(crate) last_resume: Option<ResumeReceipt>,
+}
+
+impl Run {
+    /// A new run, running at revision 0, created at `at`.
+    pub fn new(identity: Identity, policy: Policy, at: Time) -> Run {
+        Run {
+            identity,
+            policy,
+            revision: Revision(0),
+            resource_version: 0,
+            updated_at: at,
+            phase: Phase::Running { in_flight: None },
+            last_call: None,
+            last_resume: None,
+        }
+    }
+
+    /// Who the run belongs to.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+    /// The run's policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+    /// The state revision.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+    /// The resource version the run last observed (set by a suspend, checked on resume).
+    pub fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
+    /// The time of the last accepted input (or of creation).
+    pub fn updated_at(&self) -> Time {
+        self.updated_at
+    }
+    /// The current phase.
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+    /// The last call result the run recorded: reused, never re-executed (spec REC-4).
+    pub fn last_call(&self) -> Option<&CallOutcome> {
+        self.last_call.as_ref()
+    }
+    /// The decision that won the last resume, if any.
+    pub fn last_resume(&self) -> Option<&ResumeReceipt> {
+        self.last_resume.as_ref()
+    }
+    /// The call in flight, if the run is running with a dispatch outstanding.
+    pub fn in_flight(&self) -> Option<&InFlight> {
+        match &self.phase {
+            Phase::Running { in_flight: Some(f) } => Some(f),
+            _ => None,
+        }
+    }
+    /// The current suspension, if suspended.
+    pub fn suspension(&self) -> Option<&Suspension> {
+        match &self.phase {
+            Phase::Suspended(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> Deserialize<'de> for Run {
+    /// A run read back from storage is checked against every state invariant, so a corrupted
+    /// or hand-edited record is refused at the boundary instead of reaching the step.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            identity: Identity,
+            policy: Policy,
+            revision: Revision,
+            resource_version: u64,
+            updated_at: Time,
+            phase: Phase,
+            last_call: Option<CallOutcome>,
+            last_resume: Option<ResumeReceipt>,
+        }
+        let raw = Raw::deserialize(d)?;
+        let run = Run {
+            identity: raw.identity,
+            policy: raw.policy,
+            revision: raw.revision,
+            resource_version: raw.resource_version,
+            updated_at: raw.updated_at,
+            phase: raw.phase,
+            last_call: raw.last_call,
+            last_resume: raw.last_resume,
+        };
+        crate::invariants::check_run(&run).map_err(serde::de::Error::custom)?;
+        Ok(run)
+    }
+}

@@ -69,13 +69,17 @@ pub struct Effects {
 }
 
 impl Effects {
-    pub(crate) fn new(first: Effect) -> Effects {
+    /// Effects starting with `first`, which for a transition is its audit record. Public so
+    /// that other lifecycle implementations (the model's reference machine) can speak the
+    /// same vocabulary; the kernel's own order is fixed by its step.
+    pub fn new(first: Effect) -> Effects {
         Effects {
             items: [Some(first), None, None],
         }
     }
 
-    pub(crate) fn with(mut self, effect: Effect) -> Effects {
+    /// These effects followed by `effect`; beyond [`MAX_EFFECTS`] it is dropped.
+    pub fn with(mut self, effect: Effect) -> Effects {
         // The step emits at most MAX_EFFECTS by construction; a further push would be a
         // kernel bug, which the invariant checks catch, so it is dropped rather than panic.
         if let Some(slot) = self.items.iter_mut().find(|s| s.is_none()) {

@@ -123,3 +123,219 @@ pub fn outcome_unknown(c: Call) -> (Run, Checkpoint) {
     let (run, fx) = accept(&run, at(2, Event::Recover));
     (run, *fx.checkpoint().unwrap())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures per phase and builders of expected effects, for the phase-by-phase unit tests.
+// ---------------------------------------------------------------------------------------------
+
+/// The effects of a transition, in order, as a list that compares in one assertion.
+pub fn effects(fx: &Effects) -> Vec<Effect> {
+    fx.iter().copied().collect()
+}
+
+/// The audit record an accepted input must emit first (spec AUD-1).
+pub fn audit(
+    revision: u64,
+    at: u64,
+    event: EventKind,
+    decision: Option<DecisionKind>,
+    phase: PhaseKind,
+    reason: Option<ReasonKind>,
+) -> Effect {
+    Effect::Audit(AuditRecord {
+        revision: Revision(revision),
+        at: Time(at),
+        event,
+        decision,
+        phase,
+        reason,
+    })
+}
+
+/// The checkpoint a transition into or within a suspension must persist (spec CKP-1).
+pub fn persisted(next: &Run) -> Effect {
+    Effect::PersistCheckpoint(Checkpoint::of(next).expect("the run is suspended"))
+}
+
+/// The dispatch command for `c` under `attempt`.
+pub fn dispatch_of(c: &Call, attempt: u8) -> Dispatch {
+    Dispatch {
+        call_id: c.call_id,
+        tool: c.tool,
+        args: c.args,
+        key: c.key,
+        attempt,
+    }
+}
+
+/// `c` as the kernel binds it: its key digested together with its arguments (spec KEY-1).
+pub fn bound(c: Call) -> BoundCall {
+    BoundCall {
+        call: c,
+        key_digest: checkpoint::key_digest(&c.key, &c.args),
+    }
+}
+
+/// `c` in flight under `attempt`, dispatched `dispatches` times.
+pub fn in_flight(c: Call, attempt: u8, dispatches: u8) -> InFlight {
+    InFlight {
+        call: bound(c),
+        attempt,
+        dispatches,
+    }
+}
+
+/// `c` with another tool contract.
+pub fn with_contract(c: Call, dedupes: bool, query_fences: bool, max_attempts: u8) -> Call {
+    Call {
+        contract: ToolContract {
+            dedupes,
+            query_fences,
+            max_attempts,
+        },
+        ..c
+    }
+}
+
+/// A checkpoint changed by `edit` and sealed again, so that only the edit differs: what a
+/// forger who recomputes the unkeyed digest would offer.
+pub fn resealed(cp: Checkpoint, edit: impl FnOnce(&mut Checkpoint)) -> Checkpoint {
+    let mut cp = cp;
+    edit(&mut cp);
+    cp.seal()
+}
+
+/// The default call of the phase tests: a deduping tool, three attempts.
+pub fn publish() -> Call {
+    call("call-1", "publish:demo", "idem-1")
+}
+
+/// A run at revision 1 whose dispatch of `c` (made at t1) is in flight.
+pub fn call_in_flight(c: Call) -> Run {
+    accept(
+        &new_run("run-in-flight"),
+        at(1, Event::Dispatch { call: c }),
+    )
+    .0
+}
+
+/// A run suspended at t1 (revision 1) on `wait`, expiring at t50, with resource version 1.
+pub fn waiting_on(wait: Wait, responsible: Name) -> (Run, Checkpoint) {
+    let suspend = Event::Suspend {
+        wait,
+        expires_at: Time(50),
+        responsible,
+        resource_version: 1,
+    };
+    let (run, fx) = accept(&new_run("run-wait"), at(1, suspend));
+    (
+        run,
+        *fx.checkpoint().expect("a suspension persists a checkpoint"),
+    )
+}
+
+pub const CALLBACK: Name = Name::lit("webhook-7");
+pub const RESOURCE: Name = Name::lit("gpu-pool");
+pub const OWNER: Name = Name::lit("partner");
+
+/// A run waiting (since t1, until t50) for the callback [`CALLBACK`], owned by [`OWNER`].
+pub fn awaiting_callback() -> (Run, Checkpoint) {
+    waiting_on(Wait::Callback { callback: CALLBACK }, OWNER)
+}
+
+/// A run waiting (since t1, until t50) for the resource [`RESOURCE`], owned by [`OPERATOR`].
+pub fn awaiting_resource() -> (Run, Checkpoint) {
+    waiting_on(Wait::Resource { resource: RESOURCE }, OPERATOR)
+}
+
+/// A run waiting (since t1, until t50) for a person, [`OPERATOR`], with no unresolved effect.
+pub fn awaiting_person() -> (Run, Checkpoint) {
+    waiting_on(Wait::Intervention, OPERATOR)
+}
+
+pub const CANCELLER: Name = Name::lit("user-9");
+
+/// A run whose unknown outcome for `c` (dispatched t1, recovered t2) was answered "unknown"
+/// at t3: revision 3, manual intervention with the effect unresolved, until t103.
+pub fn unresolved_effect(c: Call) -> (Run, Checkpoint) {
+    let (run, cp) = outcome_unknown(c);
+    let reconcile = resume(cp, Decision::Reconcile(QueryAnswer::Unknown));
+    let (run, fx) = accept(&run, at(3, reconcile));
+    (
+        run,
+        *fx.checkpoint()
+            .expect("an intervention persists a checkpoint"),
+    )
+}
+
+/// A run cancelled by [`CANCELLER`] at t2 while `c` was in flight (dispatched t1): revision 2,
+/// outcome unknown with the cancel pending, until t102.
+pub fn cancelled_in_flight(c: Call) -> (Run, Checkpoint) {
+    let (run, fx) = accept(&call_in_flight(c), at(2, Event::Cancel { by: CANCELLER }));
+    (
+        run,
+        *fx.checkpoint()
+            .expect("a cancel in flight persists a checkpoint"),
+    )
+}
+
+/// A run completed at t1 (revision 1).
+pub fn completed_run() -> Run {
+    let done = Event::Complete {
+        result: Digest::of(b"done"),
+    };
+    accept(&new_run("run-done"), at(1, done)).0
+}
+
+/// A run failed with its own error at t1 (revision 1).
+pub fn failed_run() -> Run {
+    let fail = Event::Fail {
+        code: Name::lit("E42"),
+    };
+    accept(&new_run("run-failed"), at(1, fail)).0
+}
+
+/// `run` as read back from storage with its revision set to `revision`: the only way to reach
+/// a revision counter near its end. Storage reads check every state invariant.
+pub fn with_revision(run: &Run, revision: u64) -> Run {
+    let mut value = serde_json::to_value(run).expect("a run serialises");
+    value["revision"] = serde_json::Value::from(revision);
+    serde_json::from_value(value).expect("the edited run still satisfies every invariant")
+}
+
+/// One input of every kind, valid in shape, for the tables of terminal and phase refusals.
+/// The resume carries `cp`; the suspend and dispatch carry fresh calls.
+pub fn one_of_each_kind(cp: Checkpoint, t: u64) -> Vec<Input> {
+    let fresh = call("call-fresh", "notify:demo", "idem-fresh");
+    vec![
+        at(t, suspend_for_approval(fresh, t + 50)),
+        at(t, Event::Dispatch { call: fresh }),
+        at(
+            t,
+            Event::ToolResult {
+                call_id: fresh.call_id,
+                attempt: 0,
+                result: Digest::of(b"r"),
+            },
+        ),
+        at(t, Event::Recover),
+        at(
+            t,
+            resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)),
+        ),
+        at(t, Event::Expire),
+        at(t, Event::Cancel { by: CANCELLER }),
+        at(
+            t,
+            Event::Complete {
+                result: Digest::of(b"r"),
+            },
+        ),
+        at(
+            t,
+            Event::Fail {
+                code: Name::lit("E1"),
+            },
+        ),
+    ]
+}

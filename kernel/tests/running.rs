@@ -1,0 +1,523 @@
+//! The running phase with nothing in flight: every input kind, accepted with its exact
+//! transition or refused with its exact rejection.
+
+mod common;
+use common::*;
+use resumable_kernel::*;
+
+fn running() -> Run {
+    new_run("run-a")
+}
+
+/// A run that has recorded the result of `c` (dispatched at t1, answered at t2): revision 2.
+fn after_result_of(c: Call) -> Run {
+    let run = accept(&running(), at(1, Event::Dispatch { call: c })).0;
+    let answer = Event::ToolResult {
+        call_id: c.call_id,
+        attempt: 0,
+        result: Digest::of(b"ok"),
+    };
+    accept(&run, at(2, answer)).0
+}
+
+fn suspend(wait: Wait, expires_at: u64, responsible: Name) -> Event {
+    Event::Suspend {
+        wait,
+        expires_at: Time(expires_at),
+        responsible,
+        resource_version: 4,
+    }
+}
+
+#[test]
+fn running_suspend_for_approval_waits_for_the_approver_and_persists_a_checkpoint() {
+    // SUS-1, CKP-1: a reason, an expiry, a responsible party; a sealed checkpoint at r1.
+    let c = publish();
+    let wait = Wait::Approval {
+        call: c,
+        requester: REQUESTER,
+    };
+    let (next, fx) = accept(&running(), at(1, suspend(wait, 50, APPROVER)));
+    let expected = Suspension {
+        reason: Reason::PendingApproval {
+            call: bound(c),
+            requester: REQUESTER,
+        },
+        since: Time(1),
+        expires_at: Time(50),
+        responsible: APPROVER,
+    };
+    assert_eq!(next.phase(), &Phase::Suspended(expected));
+    assert_eq!(next.revision(), Revision(1));
+    assert_eq!(next.updated_at(), Time(1));
+    assert_eq!(next.resource_version(), 4);
+    let reason = Some(ReasonKind::PendingApproval);
+    assert_eq!(
+        effects(&fx),
+        vec![
+            audit(1, 1, EventKind::Suspend, None, PhaseKind::Suspended, reason),
+            persisted(&next),
+        ]
+    );
+    let cp = fx.checkpoint().unwrap();
+    assert_eq!((cp.revision, cp.verify()), (Revision(1), Ok(())));
+}
+
+#[test]
+fn running_suspend_for_a_callback_waits_for_its_owner() {
+    let wait = Wait::Callback { callback: CALLBACK };
+    let (next, fx) = accept(&running(), at(3, suspend(wait, 9, OWNER)));
+    let expected = Suspension {
+        reason: Reason::ExternalCallback { callback: CALLBACK },
+        since: Time(3),
+        expires_at: Time(9),
+        responsible: OWNER,
+    };
+    assert_eq!(next.phase(), &Phase::Suspended(expected));
+    let reason = Some(ReasonKind::ExternalCallback);
+    assert_eq!(
+        effects(&fx),
+        vec![
+            audit(1, 3, EventKind::Suspend, None, PhaseKind::Suspended, reason),
+            persisted(&next),
+        ]
+    );
+}
+
+#[test]
+fn running_suspend_for_a_resource_waits_for_it() {
+    let wait = Wait::Resource { resource: RESOURCE };
+    let (next, fx) = accept(&running(), at(1, suspend(wait, 2, OPERATOR)));
+    let expected = Suspension {
+        reason: Reason::ResourceWait { resource: RESOURCE },
+        since: Time(1),
+        expires_at: Time(2),
+        responsible: OPERATOR,
+    };
+    assert_eq!(next.phase(), &Phase::Suspended(expected));
+    let reason = Some(ReasonKind::ResourceWait);
+    assert_eq!(
+        effects(&fx),
+        vec![
+            audit(1, 1, EventKind::Suspend, None, PhaseKind::Suspended, reason),
+            persisted(&next),
+        ]
+    );
+}
+
+#[test]
+fn running_suspend_for_a_person_waits_with_no_unresolved_effect() {
+    let (next, fx) = accept(&running(), at(1, suspend(Wait::Intervention, 60, OPERATOR)));
+    let expected = Suspension {
+        reason: Reason::ManualIntervention { unresolved: None },
+        since: Time(1),
+        expires_at: Time(60),
+        responsible: OPERATOR,
+    };
+    assert_eq!(next.phase(), &Phase::Suspended(expected));
+    let reason = Some(ReasonKind::ManualIntervention);
+    assert_eq!(
+        effects(&fx),
+        vec![
+            audit(1, 1, EventKind::Suspend, None, PhaseKind::Suspended, reason),
+            persisted(&next),
+        ]
+    );
+}
+
+#[test]
+fn running_suspend_expiring_now_or_earlier_is_rejected() {
+    // SUS-1: no suspension is born expired.
+    for expires_at in [5, 4, 0] {
+        let wait = Wait::Callback { callback: CALLBACK };
+        assert_eq!(
+            reject(&running(), at(5, suspend(wait, expires_at, OWNER))),
+            Rejection::ExpiryNotInFuture {
+                expires_at: Time(expires_at),
+                now: Time(5)
+            }
+        );
+    }
+}
+
+#[test]
+fn running_suspend_for_approval_by_its_own_requester_is_rejected() {
+    // APR-3: the requester is never recorded as its approver.
+    let wait = Wait::Approval {
+        call: publish(),
+        requester: REQUESTER,
+    };
+    assert_eq!(
+        reject(&running(), at(1, suspend(wait, 50, REQUESTER))),
+        Rejection::SelfApproval { party: REQUESTER }
+    );
+}
+
+#[test]
+fn running_suspend_with_a_past_expiry_and_self_approval_reports_the_expiry_first() {
+    let wait = Wait::Approval {
+        call: with_contract(publish(), true, false, 0),
+        requester: REQUESTER,
+    };
+    assert_eq!(
+        reject(&running(), at(7, suspend(wait, 7, REQUESTER))),
+        Rejection::ExpiryNotInFuture {
+            expires_at: Time(7),
+            now: Time(7)
+        }
+    );
+}
+
+#[test]
+fn running_suspend_by_its_own_requester_for_a_call_allowing_no_attempt_reports_self_approval() {
+    // The party check comes before the call is bound.
+    let wait = Wait::Approval {
+        call: with_contract(publish(), true, false, 0),
+        requester: REQUESTER,
+    };
+    assert_eq!(
+        reject(&running(), at(1, suspend(wait, 50, REQUESTER))),
+        Rejection::SelfApproval { party: REQUESTER }
+    );
+}
+
+#[test]
+fn running_suspend_for_approval_of_a_call_allowing_no_attempt_is_rejected() {
+    let wait = Wait::Approval {
+        call: with_contract(publish(), true, false, 0),
+        requester: REQUESTER,
+    };
+    assert_eq!(
+        reject(&running(), at(1, suspend(wait, 50, APPROVER))),
+        Rejection::NoAttemptsAllowed
+    );
+}
+
+#[test]
+fn running_suspend_for_approval_of_a_reused_call_id_is_rejected() {
+    // KEY-2: an edited call is a new call; the old id cannot be approved again.
+    let c = publish();
+    let edited = Call {
+        args: Digest::of(b"edited"),
+        key: Name::lit("idem-2"),
+        ..c
+    };
+    let wait = Wait::Approval {
+        call: edited,
+        requester: REQUESTER,
+    };
+    assert_eq!(
+        reject(&after_result_of(c), at(3, suspend(wait, 50, APPROVER))),
+        Rejection::CallIdReused { call_id: c.call_id }
+    );
+}
+
+#[test]
+fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
+    // WAL-1: the in-flight intent is in `next`, stored before the driver dispatches.
+    let c = publish();
+    let (next, fx) = accept(&running(), at(1, Event::Dispatch { call: c }));
+    assert_eq!(
+        next.phase(),
+        &Phase::Running {
+            in_flight: Some(in_flight(c, 0, 1))
+        }
+    );
+    assert_eq!(next.revision(), Revision(1));
+    assert_eq!(
+        effects(&fx),
+        vec![
+            audit(1, 1, EventKind::Dispatch, None, PhaseKind::Running, None),
+            Effect::Dispatch(dispatch_of(&c, 0)),
+        ]
+    );
+}
+
+#[test]
+fn running_dispatch_of_a_call_allowing_no_attempt_is_rejected() {
+    let c = with_contract(publish(), true, true, 0);
+    assert_eq!(
+        reject(&running(), at(1, Event::Dispatch { call: c })),
+        Rejection::NoAttemptsAllowed
+    );
+}
+
+#[test]
+fn running_dispatch_reusing_the_last_call_id_is_rejected() {
+    // KEY-2: even with other arguments and another key, the id is spent.
+    let c = publish();
+    let edited = Call {
+        args: Digest::of(b"edited"),
+        key: Name::lit("idem-2"),
+        ..c
+    };
+    assert_eq!(
+        reject(&after_result_of(c), at(3, Event::Dispatch { call: edited })),
+        Rejection::CallIdReused { call_id: c.call_id }
+    );
+}
+
+#[test]
+fn running_dispatch_reusing_a_key_with_other_arguments_is_rejected() {
+    // KEY-1: a key is bound to its payload digest.
+    let c = publish();
+    let other = Call {
+        call_id: Name::lit("call-2"),
+        args: Digest::of(b"other payload"),
+        ..c
+    };
+    assert_eq!(
+        reject(&after_result_of(c), at(3, Event::Dispatch { call: other })),
+        Rejection::KeyConflict { key: c.key }
+    );
+}
+
+#[test]
+fn running_dispatch_reusing_a_key_with_the_same_arguments_is_accepted() {
+    // KEY-1 refuses only another payload; the same payload under the same key is the same
+    // request, which a deduping tool answers with its recorded result.
+    let c = publish();
+    let again = Call {
+        call_id: Name::lit("call-2"),
+        ..c
+    };
+    let (next, fx) = accept(&after_result_of(c), at(3, Event::Dispatch { call: again }));
+    assert_eq!(next.in_flight(), Some(&in_flight(again, 0, 1)));
+    assert_eq!(fx.dispatch(), Some(&dispatch_of(&again, 0)));
+}
+
+#[test]
+fn running_dispatch_checks_attempts_then_call_id_then_key() {
+    let c = publish();
+    let run = after_result_of(c);
+    let reused_conflicting = Call {
+        args: Digest::of(b"other payload"),
+        ..c
+    };
+    assert_eq!(
+        reject(
+            &run,
+            at(
+                3,
+                Event::Dispatch {
+                    call: reused_conflicting
+                }
+            )
+        ),
+        Rejection::CallIdReused { call_id: c.call_id }
+    );
+    let no_attempt = with_contract(reused_conflicting, true, false, 0);
+    assert_eq!(
+        reject(&run, at(3, Event::Dispatch { call: no_attempt })),
+        Rejection::NoAttemptsAllowed
+    );
+}
+
+#[test]
+fn running_tool_result_with_nothing_in_flight_is_rejected() {
+    let answer = Event::ToolResult {
+        call_id: publish().call_id,
+        attempt: 0,
+        result: Digest::of(b"late"),
+    };
+    assert_eq!(
+        reject(&running(), at(1, answer)),
+        Rejection::NoDispatchInFlight {
+            phase: PhaseKind::Running
+        }
+    );
+}
+
+#[test]
+fn running_recover_with_nothing_in_flight_is_rejected() {
+    assert_eq!(
+        reject(&running(), at(1, Event::Recover)),
+        Rejection::NothingInFlight {
+            phase: PhaseKind::Running
+        }
+    );
+}
+
+#[test]
+fn running_resume_is_rejected_as_not_suspended() {
+    // RES-4: a checkpoint that passes identity, digest, revision and resource version still
+    // needs a suspended run. It is forged here at the current revision.
+    let c = publish();
+    let (run, cp) = pending(c);
+    let (run, _) = accept(
+        &run,
+        at(2, resume(cp, Decision::Approve(approval(&cp, &c)))),
+    );
+    let answer = Event::ToolResult {
+        call_id: c.call_id,
+        attempt: 0,
+        result: Digest::of(b"ok"),
+    };
+    let (run, _) = accept(&run, at(3, answer));
+    assert_eq!(run.phase(), &Phase::Running { in_flight: None });
+    let forged = resealed(cp, |cp| cp.revision = run.revision());
+    assert_eq!(
+        reject(
+            &run,
+            at(4, resume(forged, Decision::Approve(approval(&forged, &c))))
+        ),
+        Rejection::NotSuspended {
+            phase: PhaseKind::Running
+        }
+    );
+}
+
+#[test]
+fn running_expire_is_rejected_as_not_suspended() {
+    assert_eq!(
+        reject(&running(), at(1_000, Event::Expire)),
+        Rejection::NotSuspended {
+            phase: PhaseKind::Running
+        }
+    );
+}
+
+#[test]
+fn running_cancel_fails_the_run_as_cancelled() {
+    let (next, fx) = accept(&running(), at(1, Event::Cancel { by: CANCELLER }));
+    assert_eq!(
+        next.phase(),
+        &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
+    );
+    assert_eq!(next.revision(), Revision(1));
+    assert_eq!(
+        effects(&fx),
+        vec![audit(
+            1,
+            1,
+            EventKind::Cancel,
+            None,
+            PhaseKind::Failed,
+            None
+        )]
+    );
+}
+
+#[test]
+fn running_complete_completes_the_run_with_its_result() {
+    let result = Digest::of(b"final");
+    let (next, fx) = accept(&running(), at(1, Event::Complete { result }));
+    assert_eq!(next.phase(), &Phase::Completed { result });
+    assert_eq!(
+        effects(&fx),
+        vec![audit(
+            1,
+            1,
+            EventKind::Complete,
+            None,
+            PhaseKind::Completed,
+            None
+        )]
+    );
+}
+
+#[test]
+fn running_fail_fails_the_run_with_its_error() {
+    let code = Name::lit("E500");
+    let (next, fx) = accept(&running(), at(1, Event::Fail { code }));
+    assert_eq!(next.phase(), &Phase::Failed(FailCause::Error { code }));
+    assert_eq!(
+        effects(&fx),
+        vec![audit(1, 1, EventKind::Fail, None, PhaseKind::Failed, None)]
+    );
+}
+
+#[test]
+fn running_input_of_any_kind_from_the_past_is_rejected() {
+    // CLK-1: a run at t5 refuses every kind of input dated t4.
+    let c = publish();
+    let (_, cp) = pending(c);
+    let run = accept(&new_run("run-approval"), at(5, Event::Dispatch { call: c })).0;
+    let run = accept(
+        &run,
+        at(
+            5,
+            Event::ToolResult {
+                call_id: c.call_id,
+                attempt: 0,
+                result: Digest::of(b"ok"),
+            },
+        ),
+    )
+    .0;
+    for input in one_of_each_kind(cp, 4) {
+        assert_eq!(
+            reject(&run, input),
+            Rejection::ClockRegressed {
+                last: Time(5),
+                got: Time(4)
+            },
+            "{:?}",
+            input.event.kind()
+        );
+    }
+}
+
+#[test]
+fn running_input_at_the_same_time_as_the_last_is_accepted() {
+    // CLK-1 forbids going backwards, not standing still: several inputs may share a tick.
+    let run = accept(&running(), at(5, Event::Dispatch { call: publish() })).0;
+    let answer = Event::ToolResult {
+        call_id: publish().call_id,
+        attempt: 0,
+        result: Digest::of(b"ok"),
+    };
+    let (next, _) = accept(&run, at(5, answer));
+    assert_eq!(next.updated_at(), Time(5));
+    assert_eq!(next.revision(), Revision(2));
+}
+
+#[test]
+fn running_input_at_the_end_of_the_revision_counter_is_rejected() {
+    // REV-1: a revision that cannot advance refuses every input rather than wrap.
+    let run = with_revision(&new_run("run-approval"), u64::MAX);
+    let (_, cp) = pending(publish());
+    for input in one_of_each_kind(cp, 1) {
+        assert_eq!(
+            reject(&run, input),
+            Rejection::RevisionExhausted,
+            "{:?}",
+            input.event.kind()
+        );
+    }
+}
+
+#[test]
+fn running_input_from_the_past_at_the_end_of_the_revision_counter_reports_the_clock_first() {
+    let run = accept(&running(), at(5, Event::Dispatch { call: publish() })).0;
+    let answer = Event::ToolResult {
+        call_id: publish().call_id,
+        attempt: 0,
+        result: Digest::of(b"ok"),
+    };
+    let run = with_revision(&accept(&run, at(5, answer)).0, u64::MAX);
+    assert_eq!(
+        reject(&run, at(4, Event::Cancel { by: CANCELLER })),
+        Rejection::ClockRegressed {
+            last: Time(5),
+            got: Time(4)
+        }
+    );
+}
+
+#[test]
+fn running_run_stepped_in_place_is_unchanged_by_a_rejection() {
+    // REJ-2 through the owning wrapper: `apply` replaces the run only on acceptance.
+    let mut run = running();
+    let before = run;
+    assert_eq!(
+        run.apply(&at(1, Event::Recover)),
+        Err(Rejection::NothingInFlight {
+            phase: PhaseKind::Running
+        })
+    );
+    assert_eq!(run, before);
+    let fx = run.apply(&at(1, Event::Dispatch { call: publish() }));
+    assert!(fx.is_ok());
+    assert_eq!(run.revision(), Revision(1));
+}

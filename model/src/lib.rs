@@ -5,6 +5,9 @@
 //! The environment is generic over [`Lifecycle`], so the same checker runs on the kernel, on
 //! the reference machine and on deliberately broken variants.
 
+pub mod reference;
+pub mod variant;
+
 use resumable_kernel::{
     CallOutcome, Effects, Identity, Input, Phase, Policy, Rejection, Revision, Run, Time,
 };

@@ -1,0 +1,178 @@
+//! Deliberately broken lifecycles: each [`Variant`] switches exactly one rule of the reference
+//! machine off, or breaks it in one place, the way real runtimes get it wrong.
+//!
+//! They exist so that every safety property can be shown to bite: the checker must find a
+//! counterexample on the variant that targets the property, and none on the reference. Each
+//! variant names the spec IDs it breaks ([`Variant::targets`]).
+
+use std::fmt;
+
+/// One broken rule. See each variant for the spec ID it breaks and how a runtime gets there.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Variant {
+    /// RES-3 off: the revision of the checkpoint is not compared with the run's, so a stale
+    /// checkpoint (an approval from an old browser tab, a forked thread) is accepted. A
+    /// runtime gets here by looking a checkpoint up by run id and trusting whatever it finds.
+    NoRevisionCheck,
+    /// SUS-2 off: a suspend while suspended replaces the pending suspension, silently
+    /// dropping the approval or callback the run was waiting on. A runtime gets here by
+    /// storing "the current interrupt" in one slot that a second interrupt overwrites.
+    DoubleSuspend,
+    /// APR-1 broken in one place: the approval's argument digest is not compared with the
+    /// pending call's, so an approval of one payload releases another. A runtime gets here by
+    /// keying approvals on the call id alone while the arguments can still be edited.
+    ApprovalNotBoundToArgs,
+    /// REC-1/REC-2 off: a restart with a dispatch in flight re-dispatches it at once instead
+    /// of suspending to reconcile by query. A runtime gets here by treating "no response" as
+    /// "not done" and retrying on restart (activity retry without a status check).
+    RetryUnknownWithoutReconcile,
+    /// REC-3 broken: "not committed" retries under the same key even when the tool neither
+    /// dedupes nor fences its query, so the delayed original and the retry can both commit.
+    /// A runtime gets here by trusting the status query as if it were a fence.
+    RetryWithoutContract,
+    /// REC-3 broken: on a deduping tool whose query does not fence, the retry takes a fresh
+    /// attempt key, so the tool's dedupe no longer protects it and the delayed original
+    /// commits as well. A runtime gets here by minting a new key "to be safe" on every retry.
+    RetryFreshKeyOnDedupe,
+    /// REC-3 broken: with a fencing query, the retry reuses the fenced key, which the tool
+    /// will never commit again: the retry can never succeed. A runtime gets here by reusing
+    /// the key after the query that killed it.
+    RetrySameKeyOnFence,
+    /// ID-1 broken in one place: identity is checked after the revision, so a stranger's
+    /// checkpoint learns whether its revision is stale, current or from the future before
+    /// being told it is not theirs. A runtime gets here by checking the cheap version field
+    /// first.
+    IdentityAfterRevision,
+    /// ID-1 off: the checkpoint's tenant, session, run and definition are never compared, so
+    /// a resume can cross tenants or sessions. A runtime gets here by trusting the id in the
+    /// URL rather than the one in the checkpoint.
+    NoIdentityCheck,
+    /// APR-2 and RES-5 off for approvals: neither the approval's own expiry nor the
+    /// suspension's expiry is checked for an approve or deny decision, so an approval is a
+    /// standing pass. A runtime gets here by storing approvals without a deadline.
+    ApprovalsNeverExpire,
+    /// APR-3 broken: the requester is accepted as an approver of its own call. A runtime gets
+    /// here by letting "the user" approve where the user is also the one who asked.
+    SelfApprovalAllowed,
+    /// The LangGraph way: resuming an approval re-runs the interrupted step from its start,
+    /// so the side effect that step issued before the pause (the last recorded call) is
+    /// dispatched again before the approved call. Breaks REC-4 (a committed result is
+    /// reused, never executed again) and, on a tool that does not dedupe, EFF-1.
+    RerunStepOnResume,
+    /// APR-4 broken: a denial leaves the run running (the revision still advances) instead of
+    /// failing it. A runtime gets here by treating "denied" as "skip this tool call" while
+    /// the agent loop carries on and may propose the same action again.
+    DenyLeavesRunning,
+    /// EXP-1 and LIVE-1 off: expire is always refused, so a suspension waits forever. A
+    /// runtime gets here by having no timer for suspended runs.
+    NoExpiry,
+}
+
+impl Variant {
+    /// Every variant, in a stable order.
+    pub const ALL: [Variant; 14] = [
+        Variant::NoRevisionCheck,
+        Variant::DoubleSuspend,
+        Variant::ApprovalNotBoundToArgs,
+        Variant::RetryUnknownWithoutReconcile,
+        Variant::RetryWithoutContract,
+        Variant::RetryFreshKeyOnDedupe,
+        Variant::RetrySameKeyOnFence,
+        Variant::IdentityAfterRevision,
+        Variant::NoIdentityCheck,
+        Variant::ApprovalsNeverExpire,
+        Variant::SelfApprovalAllowed,
+        Variant::RerunStepOnResume,
+        Variant::DenyLeavesRunning,
+        Variant::NoExpiry,
+    ];
+
+    /// The variant's kebab-case name, as `check --variant` takes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Variant::NoRevisionCheck => "no-revision-check",
+            Variant::DoubleSuspend => "double-suspend",
+            Variant::ApprovalNotBoundToArgs => "approval-not-bound-to-args",
+            Variant::RetryUnknownWithoutReconcile => "retry-unknown-without-reconcile",
+            Variant::RetryWithoutContract => "retry-without-contract",
+            Variant::RetryFreshKeyOnDedupe => "retry-fresh-key-on-dedupe",
+            Variant::RetrySameKeyOnFence => "retry-same-key-on-fence",
+            Variant::IdentityAfterRevision => "identity-after-revision",
+            Variant::NoIdentityCheck => "no-identity-check",
+            Variant::ApprovalsNeverExpire => "approvals-never-expire",
+            Variant::SelfApprovalAllowed => "self-approval-allowed",
+            Variant::RerunStepOnResume => "rerun-step-on-resume",
+            Variant::DenyLeavesRunning => "deny-leaves-running",
+            Variant::NoExpiry => "no-expiry",
+        }
+    }
+
+    /// The variant with this kebab-case name, if any.
+    pub fn from_name(name: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// One line saying what the variant does wrong.
+    pub const fn description(self) -> &'static str {
+        match self {
+            Variant::NoRevisionCheck => "a resume from a stale checkpoint revision is accepted",
+            Variant::DoubleSuspend => "a suspend while suspended replaces the pending suspension",
+            Variant::ApprovalNotBoundToArgs => {
+                "an approval is not compared with the pending call's argument digest"
+            }
+            Variant::RetryUnknownWithoutReconcile => {
+                "a restart re-dispatches an in-flight call instead of reconciling it"
+            }
+            Variant::RetryWithoutContract => {
+                "\"not committed\" retries under the same key on a tool that neither dedupes nor fences"
+            }
+            Variant::RetryFreshKeyOnDedupe => {
+                "\"not committed\" retries under a fresh attempt key on a deduping, non-fencing tool"
+            }
+            Variant::RetrySameKeyOnFence => {
+                "\"not committed\" retries under the fenced key, which can never commit"
+            }
+            Variant::IdentityAfterRevision => {
+                "a resume checks the revision before the identity, telling strangers about the run"
+            }
+            Variant::NoIdentityCheck => {
+                "a resume never compares the checkpoint's tenant, session, run or definition"
+            }
+            Variant::ApprovalsNeverExpire => {
+                "approve and deny decisions are accepted after any expiry"
+            }
+            Variant::SelfApprovalAllowed => "the requester may approve its own call",
+            Variant::RerunStepOnResume => {
+                "resuming an approval re-runs the step, dispatching the last recorded call again"
+            }
+            Variant::DenyLeavesRunning => "a denial leaves the run running instead of failing it",
+            Variant::NoExpiry => "expire is always refused: suspensions wait forever",
+        }
+    }
+
+    /// The spec IDs the variant breaks: the properties that must catch it.
+    pub const fn targets(self) -> &'static [&'static str] {
+        match self {
+            Variant::NoRevisionCheck => &["RES-3", "RES-2"],
+            Variant::DoubleSuspend => &["SUS-2"],
+            Variant::ApprovalNotBoundToArgs => &["APR-1"],
+            Variant::RetryUnknownWithoutReconcile => &["REC-1", "REC-2"],
+            Variant::RetryWithoutContract => &["REC-3", "EFF-1"],
+            Variant::RetryFreshKeyOnDedupe => &["REC-3", "EFF-1"],
+            Variant::RetrySameKeyOnFence => &["REC-3"],
+            Variant::IdentityAfterRevision => &["ID-1", "RES-1"],
+            Variant::NoIdentityCheck => &["ID-1"],
+            Variant::ApprovalsNeverExpire => &["APR-2", "RES-5"],
+            Variant::SelfApprovalAllowed => &["APR-3"],
+            Variant::RerunStepOnResume => &["REC-4", "EFF-1"],
+            Variant::DenyLeavesRunning => &["APR-4"],
+            Variant::NoExpiry => &["EXP-1", "LIVE-1"],
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

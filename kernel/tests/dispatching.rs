@@ -1,0 +1,226 @@
+//! The running phase with a call in flight: the intent is durable and the driver has been told
+//! to dispatch. Every input kind, accepted with its exact transition or refused exactly.
+
+mod common;
+use common::*;
+use resumable_kernel::*;
+
+fn answer(c: &Call, attempt: u8, result: &[u8]) -> Event {
+    Event::ToolResult {
+        call_id: c.call_id,
+        attempt,
+        result: Digest::of(result),
+    }
+}
+
+#[test]
+fn dispatching_tool_result_records_the_result_with_the_next_revision() {
+    // WAL-2: the result and the next revision land together; REC-4 reuses it from then on.
+    let c = publish();
+    let (next, fx) = accept(&call_in_flight(c), at(2, answer(&c, 0, b"ok")));
+    assert_eq!(next.phase(), &Phase::Running { in_flight: None });
+    assert_eq!(next.revision(), Revision(2));
+    assert_eq!(
+        next.last_call(),
+        Some(&CallOutcome {
+            call_id: c.call_id,
+            key: c.key,
+            args: c.args,
+            result: Digest::of(b"ok"),
+        })
+    );
+    assert_eq!(
+        effects(&fx),
+        vec![audit(
+            2,
+            2,
+            EventKind::ToolResult,
+            None,
+            PhaseKind::Running,
+            None
+        )]
+    );
+}
+
+#[test]
+fn dispatching_tool_result_for_another_call_is_rejected() {
+    let c = publish();
+    let other = call("call-2", "publish:demo", "idem-1");
+    assert_eq!(
+        reject(&call_in_flight(c), at(2, answer(&other, 0, b"ok"))),
+        Rejection::ResultMismatch {
+            call_id: c.call_id,
+            attempt: 0,
+            got_call: other.call_id,
+            got_attempt: 0
+        }
+    );
+}
+
+#[test]
+fn dispatching_tool_result_for_another_attempt_is_rejected() {
+    let c = publish();
+    assert_eq!(
+        reject(&call_in_flight(c), at(2, answer(&c, 1, b"ok"))),
+        Rejection::ResultMismatch {
+            call_id: c.call_id,
+            attempt: 0,
+            got_call: c.call_id,
+            got_attempt: 1
+        }
+    );
+}
+
+#[test]
+fn dispatching_late_result_of_a_fenced_attempt_is_rejected_after_the_retry() {
+    // REC-3: after a fencing query said "not committed", attempt 0 is dead; its late answer
+    // is not the retry's answer.
+    let c = with_contract(publish(), false, true, 3);
+    let (run, cp) = outcome_unknown(c);
+    let (run, _) = accept(
+        &run,
+        at(
+            3,
+            resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)),
+        ),
+    );
+    assert_eq!(run.in_flight(), Some(&in_flight(c, 1, 2)));
+    assert_eq!(
+        reject(&run, at(4, answer(&c, 0, b"late"))),
+        Rejection::ResultMismatch {
+            call_id: c.call_id,
+            attempt: 1,
+            got_call: c.call_id,
+            got_attempt: 0
+        }
+    );
+    let (next, _) = accept(&run, at(4, answer(&c, 1, b"ok")));
+    assert_eq!(next.last_call().map(|o| o.result), Some(Digest::of(b"ok")));
+}
+
+#[test]
+fn dispatching_recover_suspends_with_an_unknown_outcome_and_queries_the_tool() {
+    // REC-1: a restart never re-dispatches; it asks the tool's status query.
+    let c = publish();
+    let (next, fx) = accept(&call_in_flight(c), at(7, Event::Recover));
+    let expected = Suspension {
+        reason: Reason::OutcomeUnknown {
+            in_flight: in_flight(c, 0, 1),
+            cancelled_by: None,
+        },
+        since: Time(7),
+        expires_at: Time(7 + WINDOW),
+        responsible: OPERATOR,
+    };
+    assert_eq!(next.phase(), &Phase::Suspended(expected));
+    let reason = Some(ReasonKind::OutcomeUnknown);
+    assert_eq!(
+        effects(&fx),
+        vec![
+            audit(2, 7, EventKind::Recover, None, PhaseKind::Suspended, reason),
+            persisted(&next),
+            Effect::Query(dispatch_of(&c, 0)),
+        ]
+    );
+}
+
+#[test]
+fn dispatching_cancel_waits_for_reconciliation() {
+    // CAN-1: the effect may have happened; the cancel takes effect once it is reconciled.
+    let c = publish();
+    let (next, fx) = accept(&call_in_flight(c), at(2, Event::Cancel { by: CANCELLER }));
+    let expected = Suspension {
+        reason: Reason::OutcomeUnknown {
+            in_flight: in_flight(c, 0, 1),
+            cancelled_by: Some(CANCELLER),
+        },
+        since: Time(2),
+        expires_at: Time(2 + WINDOW),
+        responsible: OPERATOR,
+    };
+    assert_eq!(next.phase(), &Phase::Suspended(expected));
+    let reason = Some(ReasonKind::OutcomeUnknown);
+    assert_eq!(
+        effects(&fx),
+        vec![
+            audit(2, 2, EventKind::Cancel, None, PhaseKind::Suspended, reason),
+            persisted(&next),
+            Effect::Query(dispatch_of(&c, 0)),
+        ]
+    );
+}
+
+#[test]
+fn dispatching_suspend_dispatch_complete_and_fail_wait_for_the_answer() {
+    // WAL-2: while a dispatch is in flight, the run waits for it.
+    let c = publish();
+    let fresh = call("call-2", "notify:demo", "idem-2");
+    let refused = [
+        suspend_for_approval(fresh, 50),
+        Event::Dispatch { call: fresh },
+        Event::Complete {
+            result: Digest::of(b"r"),
+        },
+        Event::Fail {
+            code: Name::lit("E1"),
+        },
+    ];
+    for event in refused {
+        assert_eq!(
+            reject(&call_in_flight(c), at(2, event)),
+            Rejection::DispatchInFlight { call_id: c.call_id },
+            "{:?}",
+            event.kind()
+        );
+    }
+}
+
+#[test]
+fn dispatching_expire_is_rejected_as_not_suspended() {
+    assert_eq!(
+        reject(&call_in_flight(publish()), at(1_000, Event::Expire)),
+        Rejection::NotSuspended {
+            phase: PhaseKind::Running
+        }
+    );
+}
+
+#[test]
+fn dispatching_resume_is_rejected_as_not_suspended() {
+    // RES-4: even a checkpoint at the current revision, sealed, for this run.
+    let c = publish();
+    let run = call_in_flight(c);
+    let (_, later) = accept(&run, at(2, Event::Recover));
+    let forged = resealed(*later.checkpoint().unwrap(), |cp| {
+        cp.revision = run.revision()
+    });
+    let reconcile = Decision::Reconcile(QueryAnswer::Committed {
+        result: Digest::of(b"ok"),
+    });
+    assert_eq!(
+        reject(&run, at(2, resume(forged, reconcile))),
+        Rejection::NotSuspended {
+            phase: PhaseKind::Running
+        }
+    );
+}
+
+#[test]
+fn dispatching_input_from_the_past_is_rejected() {
+    // CLK-1 applies before the in-flight rules.
+    let c = publish();
+    let run = accept(
+        &new_run("run-in-flight"),
+        at(5, Event::Dispatch { call: c }),
+    )
+    .0;
+    for event in [answer(&c, 0, b"ok"), Event::Recover, Event::Expire] {
+        assert_eq!(
+            reject(&run, at(4, event)),
+            Rejection::ClockRegressed {
+                last: Time(5),
+                got: Time(4)
+            }
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! Suspended with an unknown outcome: the three reconcile answers under each tool contract
+//! (REC-2, REC-3, REC-4), the attempt bound, and a cancel while in flight (CAN-1).
+
+mod common;
+use common::*;
+use resumable_kernel::*;
+
+const DEDUPES: (bool, bool) = (true, false);
+const FENCES: (bool, bool) = (false, true);
+const BOTH: (bool, bool) = (true, true);
+const NEITHER: (bool, bool) = (false, false);
+
+fn tool(contract: (bool, bool), max_attempts: u8) -> Call {
+    with_contract(publish(), contract.0, contract.1, max_attempts)
+}
+
+fn answer(a: QueryAnswer) -> Decision {
+    Decision::Reconcile(a)
+}
+
+fn committed() -> QueryAnswer {
+    QueryAnswer::Committed {
+        result: Digest::of(b"committed"),
+    }
+}
+
+fn with_facts(cp: Checkpoint, decision: Decision, permitted: bool, within_budget: bool) -> Event {
+    Event::Resume(Resume {
+        checkpoint: cp,
+        decision,
+        facts: Facts {
+            resource_version: cp.resource_version,
+            permitted,
+            within_budget,
+        },
+    })
+}
+
+/// The reconcile resume's audit record at r3, t3 (the unknown outcome is at r2, t2).
+fn reconciled(phase: PhaseKind, reason: Option<ReasonKind>) -> Effect {
+    audit(
+        3,
+        3,
+        EventKind::Resume,
+        Some(DecisionKind::Reconcile),
+        phase,
+        reason,
+    )
+}
+
+/// The manual intervention an unknown outcome of `c` escalates to at t3.
+fn handed_to_a_person(c: Call, attempt: u8, dispatches: u8) -> Phase {
+    Phase::Suspended(Suspension {
+        reason: Reason::ManualIntervention {
+            unresolved: Some(in_flight(c, attempt, dispatches)),
+        },
+        since: Time(3),
+        expires_at: Time(3 + WINDOW),
+        responsible: OPERATOR,
+    })
+}
+
+#[test]
+fn suspended_reconcile_committed_records_the_result_and_never_dispatches_again() {
+    // REC-4, under every contract.
+    for contract in [DEDUPES, FENCES, BOTH, NEITHER] {
+        let c = tool(contract, 3);
+        let (run, cp) = outcome_unknown(c);
+        let (next, fx) = accept(&run, at(3, resume(cp, answer(committed()))));
+        assert_eq!(next.phase(), &Phase::Running { in_flight: None });
+        assert_eq!(
+            next.last_call(),
+            Some(&CallOutcome {
+                call_id: c.call_id,
+                key: c.key,
+                args: c.args,
+                result: Digest::of(b"committed")
+            })
+        );
+        assert_eq!(
+            effects(&fx),
+            vec![reconciled(PhaseKind::Running, None)],
+            "{contract:?}"
+        );
+        // The recorded call cannot be made again: its id is spent.
+        assert_eq!(
+            reject(&next, at(4, Event::Dispatch { call: c })),
+            Rejection::CallIdReused { call_id: c.call_id }
+        );
+    }
+}
+
+#[test]
+fn suspended_reconcile_not_committed_on_a_deduping_tool_retries_under_the_same_key() {
+    // REC-3: the tool dedupes, so the same key and attempt cannot commit twice.
+    let c = tool(DEDUPES, 3);
+    let (run, cp) = outcome_unknown(c);
+    let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
+    assert_eq!(
+        next.phase(),
+        &Phase::Running {
+            in_flight: Some(in_flight(c, 0, 2))
+        }
+    );
+    assert_eq!(
+        effects(&fx),
+        vec![
+            reconciled(PhaseKind::Running, None),
+            Effect::Dispatch(dispatch_of(&c, 0)),
+        ]
+    );
+}
+
+#[test]
+fn suspended_reconcile_not_committed_on_a_fencing_query_retries_under_a_fresh_attempt() {
+    // REC-3: the old key is fenced; only a fresh attempt key can commit now.
+    let c = tool(FENCES, 3);
+    let (run, cp) = outcome_unknown(c);
+    let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
+    assert_eq!(
+        next.phase(),
+        &Phase::Running {
+            in_flight: Some(in_flight(c, 1, 2))
+        }
+    );
+    assert_eq!(
+        effects(&fx),
+        vec![
+            reconciled(PhaseKind::Running, None),
+            Effect::Dispatch(dispatch_of(&c, 1)),
+        ]
+    );
+}
+
+#[test]
+fn suspended_reconcile_not_committed_on_a_deduping_and_fencing_tool_uses_a_fresh_attempt() {
+    // Both are safe by the brief's table; the kernel prefers the fence.
+    let c = tool(BOTH, 3);
+    let (run, cp) = outcome_unknown(c);
+    let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
+    assert_eq!(next.in_flight(), Some(&in_flight(c, 1, 2)));
+    assert_eq!(fx.dispatch(), Some(&dispatch_of(&c, 1)));
+}
+
+#[test]
+fn suspended_reconcile_not_committed_with_neither_dedupe_nor_fence_hands_it_to_a_person() {
+    // REC-3: the original may still commit late; never retry automatically.
+    let c = tool(NEITHER, 3);
+    let (run, cp) = outcome_unknown(c);
+    let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
+    assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1));
+    let reason = Some(ReasonKind::ManualIntervention);
+    assert_eq!(
+        effects(&fx),
+        vec![reconciled(PhaseKind::Suspended, reason), persisted(&next)]
+    );
+}
+
+#[test]
+fn suspended_reconcile_unknown_hands_it_to_a_person_under_every_contract() {
+    // REC-2: an unknown outcome is never retried blindly.
+    for contract in [DEDUPES, FENCES, BOTH, NEITHER] {
+        let c = tool(contract, 3);
+        let (run, cp) = outcome_unknown(c);
+        let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::Unknown))));
+        assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1), "{contract:?}");
+        let reason = Some(ReasonKind::ManualIntervention);
+        assert_eq!(
+            effects(&fx),
+            vec![reconciled(PhaseKind::Suspended, reason), persisted(&next)]
+        );
+    }
+}
+
+#[test]
+fn suspended_reconcile_not_committed_with_no_attempt_left_hands_it_to_a_person() {
+    // REC-3: bounded by max_attempts; one attempt was all the contract allowed.
+    for contract in [DEDUPES, FENCES, BOTH] {
+        let c = tool(contract, 1);
+        let (run, cp) = outcome_unknown(c);
+        let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
+        assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1), "{contract:?}");
+        assert_eq!(fx.dispatch(), None);
+    }
+}
+
+#[test]
+fn suspended_reconcile_retries_until_max_attempts_then_hands_it_to_a_person() {
+    // Three attempts under a fencing query: attempts 0, 1, 2, then a person.
+    let c = tool(FENCES, 3);
+    let (mut run, mut cp) = outcome_unknown(c);
+    let mut t = 3;
+    for attempt in 1..3u8 {
+        let (next, fx) = accept(&run, at(t, resume(cp, answer(QueryAnswer::NotCommitted))));
+        assert_eq!(next.in_flight(), Some(&in_flight(c, attempt, attempt + 1)));
+        assert_eq!(fx.dispatch(), Some(&dispatch_of(&c, attempt)));
+        let (next, fx) = accept(&next, at(t + 1, Event::Recover));
+        (run, cp) = (next, *fx.checkpoint().unwrap());
+        t += 2;
+    }
+    let (next, fx) = accept(&run, at(t, resume(cp, answer(QueryAnswer::NotCommitted))));
+    assert_eq!(
+        next.suspension().map(|s| s.reason),
+        Some(Reason::ManualIntervention {
+            unresolved: Some(in_flight(c, 2, 3))
+        })
+    );
+    assert_eq!(fx.dispatch(), None);
+}
+
+#[test]
+fn suspended_reconcile_retry_is_rechecked_against_permission_then_budget() {
+    // RES-7: a retry is new work.
+    let c = tool(DEDUPES, 3);
+    let (run, cp) = outcome_unknown(c);
+    let retry = answer(QueryAnswer::NotCommitted);
+    assert_eq!(
+        reject(&run, at(3, with_facts(cp, retry, false, false))),
+        Rejection::PermissionRevoked
+    );
+    assert_eq!(
+        reject(&run, at(3, with_facts(cp, retry, true, false))),
+        Rejection::BudgetExhausted
+    );
+}
+
+#[test]
+fn suspended_reconcile_without_a_retry_needs_no_permission_or_budget() {
+    // Recording a commit, or handing the effect to a person, starts no new work.
+    let cases = [
+        (tool(DEDUPES, 3), committed()),
+        (tool(DEDUPES, 3), QueryAnswer::Unknown),
+        (tool(NEITHER, 3), QueryAnswer::NotCommitted),
+        (tool(FENCES, 1), QueryAnswer::NotCommitted),
+    ];
+    for (c, a) in cases {
+        let (run, cp) = outcome_unknown(c);
+        let (next, fx) = accept(&run, at(3, with_facts(cp, answer(a), false, false)));
+        assert_eq!(fx.dispatch(), None, "{a:?}");
+        assert_eq!(next.revision(), Revision(3));
+    }
+}
+
+#[test]
+fn suspended_reconcile_committed_after_a_cancel_in_flight_records_the_result_and_fails() {
+    // CAN-1, REC-4: the effect happened; the run records it and then honours the cancel.
+    let c = publish();
+    let (run, cp) = cancelled_in_flight(c);
+    let (next, fx) = accept(&run, at(3, resume(cp, answer(committed()))));
+    assert_eq!(
+        next.phase(),
+        &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
+    );
+    assert_eq!(
+        next.last_call().map(|o| o.result),
+        Some(Digest::of(b"committed"))
+    );
+    assert_eq!(effects(&fx), vec![reconciled(PhaseKind::Failed, None)]);
+}
+
+#[test]
+fn suspended_reconcile_not_committed_after_a_cancel_in_flight_fails_without_a_retry() {
+    // CAN-1: under every contract, the cancel wins over the retry.
+    for contract in [DEDUPES, FENCES, BOTH, NEITHER] {
+        let c = tool(contract, 3);
+        let (run, cp) = cancelled_in_flight(c);
+        let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
+        assert_eq!(
+            next.phase(),
+            &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
+        );
+        assert_eq!(next.last_call(), None);
+        assert_eq!(effects(&fx), vec![reconciled(PhaseKind::Failed, None)]);
+    }
+}
+
+#[test]
+fn suspended_reconcile_unknown_after_a_cancel_in_flight_hands_it_to_a_person() {
+    // REC-2 over CAN-1: the effect is still unsettled, so a person gets it. What the kernel
+    // does today: the intervention does not carry the pending cancel.
+    let c = publish();
+    let (run, cp) = cancelled_in_flight(c);
+    let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::Unknown))));
+    assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1));
+    assert_eq!(fx.dispatch(), None);
+    // The canceller must wait for the person, who can give the run up.
+    assert_eq!(
+        reject(&next, at(4, Event::Cancel { by: CANCELLER })),
+        Rejection::ReconcileFirst
+    );
+    let cp = *fx.checkpoint().unwrap();
+    let give_up = Decision::Intervene {
+        by: OPERATOR,
+        resolution: Resolution::Abandon,
+    };
+    let (last, _) = accept(&next, at(4, resume(cp, give_up)));
+    assert_eq!(
+        last.phase(),
+        &Phase::Failed(FailCause::Abandoned { by: OPERATOR })
+    );
+}
+
+#[test]
+fn suspended_reconcile_after_a_cancel_following_recovery_honours_the_cancel() {
+    // CAN-1 also when the cancel arrives after the restart, during reconciliation.
+    let c = tool(DEDUPES, 3);
+    let (run, _) = outcome_unknown(c);
+    let (run, fx) = accept(&run, at(3, Event::Cancel { by: CANCELLER }));
+    let cp = *fx.checkpoint().unwrap();
+    let (next, fx) = accept(&run, at(4, resume(cp, answer(QueryAnswer::NotCommitted))));
+    assert_eq!(
+        next.phase(),
+        &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
+    );
+    assert_eq!(fx.dispatch(), None);
+}

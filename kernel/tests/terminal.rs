@@ -1,0 +1,149 @@
+//! The terminal phases, completed and failed (for every cause): every input kind is refused
+//! (INV-1), after the identity check of a resume (ID-1) and before the clock (CLK-1).
+
+mod common;
+use common::*;
+use resumable_kernel::*;
+
+/// A checkpoint sealed for `run`'s identity at its revision: one that passes identity, so
+/// the terminal check is what answers.
+fn checkpoint_for(run: &Run) -> Checkpoint {
+    let (_, cp) = pending(publish());
+    resealed(cp, |cp| {
+        cp.identity = *run.identity();
+        cp.revision = run.revision();
+    })
+}
+
+/// Terminal runs: completed, and failed by each cause the lifecycle produces.
+fn terminal_runs() -> Vec<Run> {
+    let c = publish();
+    let (approval_run, cp) = pending(c);
+    let denied = accept(
+        &approval_run,
+        at(2, resume(cp, Decision::Deny(approval(&cp, &c)))),
+    )
+    .0;
+    let expired = accept(&awaiting_callback().0, at(51, Event::Expire)).0;
+    let cancelled = accept(&new_run("run-c"), at(1, Event::Cancel { by: CANCELLER })).0;
+    let (person, pcp) = awaiting_person();
+    let give_up = Decision::Intervene {
+        by: OPERATOR,
+        resolution: Resolution::Abandon,
+    };
+    let abandoned = accept(&person, at(2, resume(pcp, give_up))).0;
+    vec![
+        completed_run(),
+        failed_run(),
+        denied,
+        expired,
+        cancelled,
+        abandoned,
+    ]
+}
+
+#[test]
+fn terminal_runs_cover_completion_and_every_failure_cause() {
+    let phases: Vec<_> = terminal_runs().iter().map(|r| *r.phase()).collect();
+    assert!(matches!(phases[0], Phase::Completed { .. }));
+    assert!(matches!(phases[1], Phase::Failed(FailCause::Error { .. })));
+    assert!(matches!(phases[2], Phase::Failed(FailCause::Denied { .. })));
+    assert!(matches!(
+        phases[3],
+        Phase::Failed(FailCause::Expired { .. })
+    ));
+    assert!(matches!(
+        phases[4],
+        Phase::Failed(FailCause::Cancelled { .. })
+    ));
+    assert!(matches!(
+        phases[5],
+        Phase::Failed(FailCause::Abandoned { .. })
+    ));
+}
+
+#[test]
+fn terminal_input_of_every_kind_is_rejected_as_terminal() {
+    // INV-1: terminal phases are absorbing.
+    for run in terminal_runs() {
+        let t = run.updated_at().0 + 1;
+        for input in one_of_each_kind(checkpoint_for(&run), t) {
+            assert_eq!(
+                reject(&run, input),
+                Rejection::Terminal {
+                    phase: run.phase().kind()
+                },
+                "{:?} {:?}",
+                run.phase(),
+                input.event.kind()
+            );
+        }
+    }
+}
+
+#[test]
+fn terminal_input_from_the_past_is_rejected_as_terminal() {
+    // INV-1 before CLK-1: the phase is the more useful answer.
+    for run in terminal_runs() {
+        let t = run.updated_at().0 - 1;
+        for input in one_of_each_kind(checkpoint_for(&run), t) {
+            assert_eq!(
+                reject(&run, input),
+                Rejection::Terminal {
+                    phase: run.phase().kind()
+                }
+            );
+        }
+    }
+}
+
+#[test]
+fn terminal_input_at_the_end_of_the_revision_counter_is_rejected_as_terminal() {
+    for run in terminal_runs() {
+        let exhausted = with_revision(&run, u64::MAX);
+        let t = run.updated_at().0 + 1;
+        for input in one_of_each_kind(checkpoint_for(&exhausted), t) {
+            assert_eq!(
+                reject(&exhausted, input),
+                Rejection::Terminal {
+                    phase: run.phase().kind()
+                }
+            );
+        }
+    }
+}
+
+#[test]
+fn terminal_resume_from_another_run_is_rejected_for_identity_first() {
+    // ID-1: a stranger is not even told that the run has ended.
+    for run in terminal_runs() {
+        let stranger = resealed(checkpoint_for(&run), |cp| {
+            cp.identity.session = Name::lit("session-2")
+        });
+        let t = run.updated_at().0 + 1;
+        assert_eq!(
+            reject(
+                &run,
+                at(
+                    t,
+                    resume(stranger, Decision::Reconcile(QueryAnswer::Unknown))
+                )
+            ),
+            Rejection::IdentityMismatch {
+                field: IdentityField::Session
+            }
+        );
+    }
+}
+
+#[test]
+fn terminal_run_is_unchanged_by_every_refused_input() {
+    // REJ-2 through the owning wrapper.
+    for run in terminal_runs() {
+        let mut stepped = run;
+        for input in one_of_each_kind(checkpoint_for(&run), run.updated_at().0 + 1) {
+            assert!(stepped.apply(&input).is_err());
+            assert_eq!(stepped, run);
+        }
+    }
+}

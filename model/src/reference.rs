@@ -28,10 +28,9 @@ use crate::{Lifecycle, Snapshot};
 use resumable_kernel::checkpoint::key_digest;
 use resumable_kernel::{
     Approval, AuditRecord, BoundCall, Call, CallOutcome, Checkpoint, CheckpointField, Decision,
-    DecisionKind, Digest, Dispatch, Effect, Effects, Event, EventKind, Facts, FailCause,
-    Identity, IdentityField, InFlight, Input, Intent, Name, PendingCall, Phase,
-    Policy, QueryAnswer, Reason, Rejection, Resolution, Resume, ResumeReceipt, Revision,
-    Suspension, Time, Wait, SCHEMA_VERSION,
+    DecisionKind, Digest, Dispatch, Effect, Effects, Event, EventKind, Facts, FailCause, Identity,
+    IdentityField, InFlight, Input, Intent, Name, PendingCall, Phase, Policy, QueryAnswer, Reason,
+    Rejection, Resolution, Resume, ResumeReceipt, Revision, Suspension, Time, Wait, SCHEMA_VERSION,
 };
 
 /// The reference machine, or one of its broken variants.
@@ -254,9 +253,12 @@ impl Reference {
             Event::Recover => self.recover(run, at),
             Event::Expire => self.expire(run, at),
             Event::Cancel { by } => self.cancel(run, at, *by),
-            Event::Complete { result } => {
-                self.finish(run, at, EventKind::Complete, Status::Completed { result: *result })
-            }
+            Event::Complete { result } => self.finish(
+                run,
+                at,
+                EventKind::Complete,
+                Status::Completed { result: *result },
+            ),
             Event::Fail { code } => self.finish(
                 run,
                 at,
@@ -655,8 +657,7 @@ impl Reference {
         use resumable_kernel::ApprovalField as F;
         let field = if approval.call_id != call.call.call_id {
             Some(F::CallId)
-        } else if approval.args != call.call.args && !self.breaks(Variant::ApprovalNotBoundToArgs)
-        {
+        } else if approval.args != call.call.args && !self.breaks(Variant::ApprovalNotBoundToArgs) {
             Some(F::Args)
         } else if approval.requester != requester {
             Some(F::Requester)
@@ -780,11 +781,13 @@ impl Reference {
         match (answer, cancelled_by) {
             // REC-4: the committed result is recorded and reused; a pending cancel now ends
             // the run.
-            (QueryAnswer::Committed { result }, _) => Move::to(after).recording(Some(RecordedCall {
-                call: f.call,
-                attempt: f.attempt,
-                result: *result,
-            })),
+            (QueryAnswer::Committed { result }, _) => {
+                Move::to(after).recording(Some(RecordedCall {
+                    call: f.call,
+                    attempt: f.attempt,
+                    result: *result,
+                }))
+            }
             // CAN-1: the effect did not happen; the cancel takes effect.
             (QueryAnswer::NotCommitted, Some(_)) => Move::to(after),
             // REC-3: retry only as the tool's contract allows.
@@ -887,7 +890,10 @@ fn guard_running_idle(run: &RefRun) -> Result<(), Rejection> {
 /// SUS-1: a suspension expires after it begins.
 fn guard_expiry_in_future(expires_at: Time, at: Time) -> Result<(), Rejection> {
     if expires_at <= at {
-        return Err(Rejection::ExpiryNotInFuture { expires_at, now: at });
+        return Err(Rejection::ExpiryNotInFuture {
+            expires_at,
+            now: at,
+        });
     }
     Ok(())
 }
@@ -1067,7 +1073,11 @@ fn escalate(run: &RefRun, f: InFlight, at: Time) -> Move {
 
 /// REV-1 and CLK-1: the next run, one revision on, its clock at the input's time. The last
 /// guard of every input: a run whose revision counter is exhausted accepts nothing.
-fn transition(run: &RefRun, at: Time, mv: Move) -> Result<(RefRun, [Option<Effect>; 2]), Rejection> {
+fn transition(
+    run: &RefRun,
+    at: Time,
+    mv: Move,
+) -> Result<(RefRun, [Option<Effect>; 2]), Rejection> {
     let revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
     let next = RefRun {
         revision,

@@ -29,8 +29,9 @@ use resumable_kernel::checkpoint::key_digest;
 use resumable_kernel::{
     Approval, AuditRecord, BoundCall, Call, CallOutcome, Checkpoint, CheckpointField, Decision,
     DecisionKind, Digest, Dispatch, Effect, Effects, Event, EventKind, Facts, FailCause, Identity,
-    IdentityField, InFlight, Input, Intent, Name, PendingCall, Phase, Policy, QueryAnswer, Reason,
-    Rejection, Resolution, Resume, ResumeReceipt, Revision, Suspension, Time, Wait, SCHEMA_VERSION,
+    IdentityField, InFlight, Input, Intent, Name, PendingCall, Phase, PhaseKind, Policy,
+    QueryAnswer, Reason, Rejection, Resolution, Resume, ResumeReceipt, Revision, Suspension, Time,
+    Wait, SCHEMA_VERSION,
 };
 
 /// The reference machine, or one of its broken variants.
@@ -191,6 +192,9 @@ struct Move {
     status: Status,
     record: Option<RecordedCall>,
     commands: [Option<Effect>; 2],
+    /// Whether a resume making this move starts new work, and so re-checks current
+    /// permission and budget first (RES-7).
+    new_work: bool,
 }
 
 impl Move {
@@ -199,7 +203,12 @@ impl Move {
             status,
             record: None,
             commands: [None, None],
+            new_work: false,
         }
+    }
+    fn new_work(mut self) -> Move {
+        self.new_work = true;
+        self
     }
     fn recording(mut self, record: Option<RecordedCall>) -> Move {
         self.record = record;
@@ -235,6 +244,7 @@ impl Reference {
     /// One step: the guards of the input's kind in the specification's order, then the
     /// transition and its effects. Never panics.
     pub fn step(&self, run: &RefRun, input: &Input) -> Stepped {
+        self.guard_every_input(run, input)?;
         let at = input.at;
         match &input.event {
             Event::Resume(resume) => self.resume(run, at, resume),
@@ -268,8 +278,21 @@ impl Reference {
         }
     }
 
+    /// Spec 4.1, the guards every input meets first, in this order: identity (for a resume
+    /// only), terminal phase, clock, revision counter.
+    fn guard_every_input(&self, run: &RefRun, input: &Input) -> Result<(), Rejection> {
+        if let Event::Resume(resume) = &input.event {
+            if !self.breaks(Variant::IdentityAfterRevision) {
+                self.guard_identity(run, &resume.checkpoint)?;
+            }
+        }
+        guard_not_terminal(run)?;
+        guard_clock(run, input.at)?;
+        guard_revision_counter(run)
+    }
+
     // ---------------------------------------------------------------------------------------
-    // Inputs other than resume: clock, terminal phase, then the input's own guards.
+    // Inputs other than resume (spec 4.2 to 4.8): the guards of the event and phase.
     // ---------------------------------------------------------------------------------------
 
     /// Suspend: only a running run with nothing in flight may suspend.
@@ -282,8 +305,6 @@ impl Reference {
         responsible: Name,
         resource_version: u64,
     ) -> Stepped {
-        guard_clock(run, at)?;
-        guard_not_terminal(run)?;
         match run.status {
             Status::Running => {}
             Status::AwaitingResult(f) => return Err(in_flight_rejection(&f)),
@@ -300,8 +321,8 @@ impl Reference {
         guard_expiry_in_future(expires_at, at)?;
         let reason = match *wait {
             Wait::Approval { call, requester } => {
-                guard_new_call(run, &call)?;
                 guard_requester_is_not_responsible(requester, responsible)?;
+                guard_new_call(run, &call)?;
                 Reason::PendingApproval {
                     call: bind(&call),
                     requester,
@@ -327,8 +348,6 @@ impl Reference {
 
     /// Dispatch an ungated call: write-ahead, the intent and the command together (WAL-1).
     fn dispatch(&self, run: &RefRun, at: Time, call: &Call) -> Stepped {
-        guard_clock(run, at)?;
-        guard_not_terminal(run)?;
         guard_running_idle(run)?;
         guard_new_call(run, call)?;
         let in_flight = InFlight {
@@ -350,8 +369,6 @@ impl Reference {
         attempt: u8,
         result: Digest,
     ) -> Stepped {
-        guard_clock(run, at)?;
-        guard_not_terminal(run)?;
         let Status::AwaitingResult(f) = run.status else {
             return Err(Rejection::NoDispatchInFlight {
                 phase: run.phase().kind(),
@@ -376,8 +393,6 @@ impl Reference {
     /// A worker restarted: a dispatch in flight has an unknown outcome, to be reconciled by
     /// query before anything else (REC-1).
     fn recover(&self, run: &RefRun, at: Time) -> Stepped {
-        guard_clock(run, at)?;
-        guard_not_terminal(run)?;
         let Status::AwaitingResult(f) = run.status else {
             return Err(Rejection::NothingInFlight {
                 phase: run.phase().kind(),
@@ -409,8 +424,6 @@ impl Reference {
     /// The clock passed a suspension's expiry: it ends, except that an unknown outcome is
     /// first handed to a person (EXP-1).
     fn expire(&self, run: &RefRun, at: Time) -> Stepped {
-        guard_clock(run, at)?;
-        guard_not_terminal(run)?;
         let Status::Suspended(s) = run.status else {
             return Err(Rejection::NotSuspended {
                 phase: run.phase().kind(),
@@ -439,8 +452,6 @@ impl Reference {
     /// Cancel: ends the run, unless an effect's outcome is unknown, which must be reconciled
     /// first; a cancel with a dispatch in flight waits for that reconciliation (CAN-1).
     fn cancel(&self, run: &RefRun, at: Time, by: Name) -> Stepped {
-        guard_clock(run, at)?;
-        guard_not_terminal(run)?;
         let cancelled = Move::to(Status::Failed(FailCause::Cancelled { by }));
         let mv = match run.status {
             Status::Running => cancelled,
@@ -487,42 +498,36 @@ impl Reference {
 
     /// Complete or fail on the run's own account: only from running with nothing in flight.
     fn finish(&self, run: &RefRun, at: Time, event: EventKind, status: Status) -> Stepped {
-        guard_clock(run, at)?;
-        guard_not_terminal(run)?;
         guard_running_idle(run)?;
         finish_step(run, at, event, None, Move::to(status))
     }
 
     // ---------------------------------------------------------------------------------------
-    // Resume, in the order of RES-1: identity, clock, schema and digest, revision, resource
-    // version, phase, checkpoint against run, expiry, decision, re-checks, reconciliation.
+    // Resume (spec 5, RES-1): after the guards of every input (identity, terminal phase,
+    // clock, revision counter), the rows of the spec's table in order.
     // ---------------------------------------------------------------------------------------
 
     fn resume(&self, run: &RefRun, at: Time, resume: &Resume) -> Stepped {
         let cp = &resume.checkpoint;
         let decision = &resume.decision;
-        if !self.breaks(Variant::IdentityAfterRevision) {
-            self.guard_identity(run, cp)?;
-        }
-        guard_clock(run, at)?;
-        guard_schema(cp)?;
-        guard_digest(cp)?;
-        self.guard_revision(run, cp, decision)?;
+        guard_schema(cp)?; // rows 1 and 2, CKP-3
+        guard_digest(cp)?; // row 3, CKP-2
+        self.guard_revision(run, cp, decision)?; // rows 4 and 5, RES-3 and RES-2
         if self.breaks(Variant::IdentityAfterRevision) {
             self.guard_identity(run, cp)?;
         }
-        guard_resource_version(cp, &resume.facts)?;
-        let suspension = guard_suspended(run)?;
-        guard_checkpoint_matches_run(run, cp)?;
-        self.guard_decision_in_time(&suspension, decision, at)?;
-        self.guard_decision_answers(&suspension, decision, cp, at)?;
-        let mv = self.decide(run, &suspension, decision, at)?;
-        if leads_to_new_work(&mv) {
-            guard_facts(&resume.facts)?;
+        guard_resource_version(cp, &resume.facts)?; // row 6, RES-3
+        let suspension = guard_suspended(run)?; // row 7
+        guard_checkpoint_matches_run(run, cp)?; // row 8, RES-4
+        self.guard_decision_in_time(&suspension, decision, at)?; // row 9, RES-5
+        self.guard_decision_answers(&suspension, decision, cp, at)?; // rows 10 and 11, RES-6
+        let mv = self.decide(run, &suspension, decision, at)?; // row 13, decided before...
+        if mv.new_work {
+            guard_facts(&resume.facts)?; // ...row 12, RES-7, which depends on it
         }
         let (mut next, commands) = transition(run, at, mv)?;
         next.last_resume = Some(ResumeReceipt {
-            from: cp.revision,
+            from: run.revision,
             to: next.revision,
             decision: *decision,
         });
@@ -631,8 +636,16 @@ impl Reference {
             (Reason::ResourceWait { resource }, Decision::ResourceReady { resource: got }) => {
                 guard_awaited(*resource, *got)
             }
-            (Reason::ManualIntervention { .. }, Decision::Intervene { by, .. }) => {
-                guard_party(s.responsible, *by)
+            (Reason::ManualIntervention { unresolved }, Decision::Intervene { by, resolution }) => {
+                guard_party(s.responsible, *by)?;
+                // REC-4: "committed" records the unresolved effect's result; with none, there
+                // is nothing to record.
+                if matches!(resolution, Resolution::Committed { .. }) && unresolved.is_none() {
+                    return Err(Rejection::NothingInFlight {
+                        phase: PhaseKind::Suspended,
+                    });
+                }
+                Ok(())
             }
             (Reason::OutcomeUnknown { .. }, Decision::Reconcile(_)) => Ok(()),
             (reason, decision) => Err(Rejection::DecisionMismatch {
@@ -642,9 +655,9 @@ impl Reference {
         }
     }
 
-    /// APR-1, APR-3, APR-2: an approval (or a denial) binds to the pending call's id, its
-    /// argument digest, its requester and the checkpoint revision; it comes from the
-    /// recorded approver, never the requester; and it has not expired.
+    /// Spec 5.2, for approve and deny alike: the approval binds to the checkpoint revision
+    /// and the pending call's id, argument digest and requester (APR-1); it has not expired
+    /// (APR-2); the approver is not the requester, and is the party the run recorded (APR-3).
     fn guard_approval(
         &self,
         call: &BoundCall,
@@ -655,39 +668,37 @@ impl Reference {
         at: Time,
     ) -> Result<(), Rejection> {
         use resumable_kernel::ApprovalField as F;
-        let field = if approval.call_id != call.call.call_id {
+        let unbound = if approval.revision != revision {
+            Some(F::Revision)
+        } else if approval.call_id != call.call.call_id {
             Some(F::CallId)
         } else if approval.args != call.call.args && !self.breaks(Variant::ApprovalNotBoundToArgs) {
             Some(F::Args)
         } else if approval.requester != requester {
             Some(F::Requester)
-        } else if approval.revision != revision {
-            Some(F::Revision)
         } else {
             None
         };
-        if let Some(field) = field {
+        if let Some(field) = unbound {
             return Err(Rejection::ApprovalMismatch { field });
         }
-        // APR-3. The requester is refused by name before the general party check, which would
-        // refuse it anyway (the suspend made sure the approver is someone else).
-        if approval.approver == requester {
-            if !self.breaks(Variant::SelfApprovalAllowed) {
-                return Err(Rejection::SelfApproval {
-                    party: approval.approver,
-                });
-            }
-        } else {
-            guard_party(responsible, approval.approver)?;
-        }
-        // APR-2: the approval's own deadline.
         if at > approval.expires_at && !self.breaks(Variant::ApprovalsNeverExpire) {
             return Err(Rejection::ApprovalExpired {
                 expires_at: approval.expires_at,
                 now: at,
             });
         }
-        Ok(())
+        if approval.approver == requester {
+            // The broken variant takes the requester for an entitled approver of its own
+            // call, skipping both this check and the party check below.
+            if self.breaks(Variant::SelfApprovalAllowed) {
+                return Ok(());
+            }
+            return Err(Rejection::SelfApproval {
+                party: approval.approver,
+            });
+        }
+        guard_party(responsible, approval.approver)
     }
 
     /// What the decision does, once every guard passed. Reconciliation (REC-2 to REC-4) is
@@ -700,14 +711,16 @@ impl Reference {
         at: Time,
     ) -> Result<Move, Rejection> {
         let mv = match (&s.reason, decision) {
-            // APR-1: the approved call is dispatched once, under its original key.
+            // APR-1, WAL-1: the approved call is dispatched once, under its original key.
+            // New work, as are a callback, a ready resource, a person's "continue" and a retry
+            // (spec 5.3); every other decision ends the run or only records a result.
             (Reason::PendingApproval { call, .. }, Decision::Approve(_)) => {
                 let in_flight = InFlight {
                     call: *call,
                     attempt: 0,
                     dispatches: 1,
                 };
-                let mut mv = Move::to(Status::AwaitingResult(in_flight));
+                let mut mv = Move::to(Status::AwaitingResult(in_flight)).new_work();
                 if self.breaks(Variant::RerunStepOnResume) {
                     // The interrupted step runs again from its start, and with it the side
                     // effect it issued before the pause.
@@ -729,11 +742,12 @@ impl Reference {
             }
             (Reason::ExternalCallback { .. }, Decision::Callback { .. })
             | (Reason::ResourceWait { .. }, Decision::ResourceReady { .. }) => {
-                Move::to(Status::Running)
+                Move::to(Status::Running).new_work()
             }
             (Reason::ManualIntervention { unresolved }, Decision::Intervene { by, resolution }) => {
                 match resolution {
-                    // The person established the effect committed: record it (REC-4).
+                    // The person established the effect committed: record it (REC-4). The
+                    // decision guard made sure there is an unresolved effect to record.
                     Resolution::Committed { result } => {
                         Move::to(Status::Running).recording(unresolved.map(|f| RecordedCall {
                             call: f.call,
@@ -741,7 +755,9 @@ impl Reference {
                             result: *result,
                         }))
                     }
-                    Resolution::Continue => Move::to(Status::Running),
+                    // The unresolved effect, if any, is dropped: the person has made sure it
+                    // did not and will not commit.
+                    Resolution::Continue => Move::to(Status::Running).new_work(),
                     Resolution::Abandon => {
                         Move::to(Status::Failed(FailCause::Abandoned { by: *by }))
                     }
@@ -834,7 +850,9 @@ impl Reference {
             attempt,
             dispatches,
         };
-        Move::to(Status::AwaitingResult(again)).then(Effect::Dispatch(command(&f.call, attempt)))
+        Move::to(Status::AwaitingResult(again))
+            .then(Effect::Dispatch(command(&f.call, attempt)))
+            .new_work()
     }
 }
 
@@ -851,6 +869,14 @@ fn guard_clock(run: &RefRun, at: Time) -> Result<(), Rejection> {
         });
     }
     Ok(())
+}
+
+/// REV-1: a run whose revision counter is exhausted accepts nothing more.
+fn guard_revision_counter(run: &RefRun) -> Result<(), Rejection> {
+    match run.revision.next() {
+        Some(_) => Ok(()),
+        None => Err(Rejection::RevisionExhausted),
+    }
 }
 
 /// INV-1: completed and failed are absorbing.
@@ -959,12 +985,11 @@ fn guard_resource_version(cp: &Checkpoint, facts: &Facts) -> Result<(), Rejectio
     Ok(())
 }
 
-/// RES-1 (phase): only a suspended run can be resumed.
+/// Spec 5 row 7: only a suspended run can be resumed (terminal phases were refused first).
 fn guard_suspended(run: &RefRun) -> Result<Suspension, Rejection> {
     match run.status {
         Status::Suspended(s) => Ok(s),
-        Status::Completed { .. } | Status::Failed(_) => Err(terminal(run)),
-        Status::Running | Status::AwaitingResult(_) => Err(Rejection::NotSuspended {
+        _ => Err(Rejection::NotSuspended {
             phase: run.phase().kind(),
         }),
     }
@@ -1029,12 +1054,6 @@ fn guard_facts(facts: &Facts) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// New work: the resume puts the run back to running (and perhaps dispatches). A resume
-/// that fails the run or keeps it waiting starts nothing, so needs no re-check.
-fn leads_to_new_work(mv: &Move) -> bool {
-    matches!(mv.status, Status::Running | Status::AwaitingResult(_))
-}
-
 // -------------------------------------------------------------------------------------------
 // Transition and effects.
 // -------------------------------------------------------------------------------------------
@@ -1071,8 +1090,9 @@ fn escalate(run: &RefRun, f: InFlight, at: Time) -> Move {
     }))
 }
 
-/// REV-1 and CLK-1: the next run, one revision on, its clock at the input's time. The last
-/// guard of every input: a run whose revision counter is exhausted accepts nothing.
+/// REV-1 and CLK-1: the next run, one revision on, its clock at the input's time. The
+/// revision counter was checked first (spec 4.1); it is checked again here so the step stays
+/// total without trusting that.
 fn transition(
     run: &RefRun,
     at: Time,

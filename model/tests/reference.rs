@@ -386,6 +386,41 @@ fn a_terminal_run_refuses_every_input() {
     }
 }
 
+#[test]
+fn a_terminal_run_is_refused_as_terminal_before_the_clock_is_checked() {
+    let (done, _) = accept(
+        &new_run("r"),
+        at(
+            5,
+            Event::Fail {
+                code: Name::lit("e"),
+            },
+        ),
+    );
+    assert_eq!(
+        reject(&done, at(1, Event::Cancel { by: OPERATOR })),
+        Rejection::Terminal {
+            phase: PhaseKind::Failed
+        }
+    );
+}
+
+#[test]
+fn denied_duplicate_denial_is_refused_as_terminal_not_as_already_applied() {
+    // Spec 4.1 puts the terminal check before the revision rows of section 5, so once a
+    // denial has failed the run, its duplicate meets the terminal check first.
+    let c = call("c", "t", "k");
+    let (run, cp) = pending(c);
+    let deny = Decision::Deny(approval(&cp, &c));
+    let (failed, _) = accept(&run, at(2, resume(cp, deny)));
+    assert_eq!(
+        reject(&failed, at(3, resume(cp, deny))),
+        Rejection::Terminal {
+            phase: PhaseKind::Failed
+        }
+    );
+}
+
 // -------------------------------------------------------------------------------------------
 // Suspend: SUS-1, SUS-2, APR-3 at the source.
 // -------------------------------------------------------------------------------------------
@@ -415,6 +450,34 @@ fn running_suspend_with_the_requester_as_approver_is_rejected() {
     assert_eq!(
         reject(&new_run("r"), at(1, suspend)),
         Rejection::SelfApproval { party: REQUESTER }
+    );
+}
+
+#[test]
+fn running_suspend_refuses_self_approval_before_binding_the_call() {
+    let no_attempts = Call {
+        contract: ToolContract {
+            max_attempts: 0,
+            ..contract(true, false)
+        },
+        ..call("c", "t", "k")
+    };
+    let suspend = |responsible| Event::Suspend {
+        wait: Wait::Approval {
+            call: no_attempts,
+            requester: REQUESTER,
+        },
+        expires_at: Time(9),
+        responsible,
+        resource_version: 1,
+    };
+    assert_eq!(
+        reject(&new_run("r"), at(1, suspend(REQUESTER))),
+        Rejection::SelfApproval { party: REQUESTER }
+    );
+    assert_eq!(
+        reject(&new_run("r"), at(1, suspend(APPROVER))),
+        Rejection::NoAttemptsAllowed
     );
 }
 
@@ -571,6 +634,14 @@ fn resume_race_duplicate_is_applied_and_a_different_decision_conflicts() {
     let approve = Decision::Approve(approval(&cp, &c));
     let (run, _) = accept(&run, at(2, resume(cp, approve)));
     let won = (Revision(1), Revision(2));
+    assert_eq!(
+        run.last_resume,
+        Some(ResumeReceipt {
+            from: won.0,
+            to: won.1,
+            decision: approve
+        })
+    );
     assert_eq!(
         reject(&run, at(3, resume(cp, approve))),
         Rejection::AlreadyApplied {
@@ -751,9 +822,114 @@ fn suspended_resume_into_new_work_rechecks_permission_then_budget() {
     assert_eq!(run.phase().kind(), PhaseKind::Failed);
 }
 
+#[test]
+fn outcome_unknown_committed_answer_needs_no_recheck_but_a_retry_does() {
+    let revoked = |cp: &Checkpoint| Facts {
+        permitted: false,
+        ..facts_for(cp)
+    };
+    let (run, cp) = outcome_unknown(call("c", "t", "k"));
+    let committed = Decision::Reconcile(QueryAnswer::Committed {
+        result: Digest::of(b"done"),
+    });
+    accept(&run, at(3, resume_with(cp, committed, revoked(&cp))));
+    let retry = Decision::Reconcile(QueryAnswer::NotCommitted);
+    assert_eq!(
+        reject(&run, at(3, resume_with(cp, retry, revoked(&cp)))),
+        Rejection::PermissionRevoked
+    );
+    // Without a contract that allows a retry the run goes to a person: no new work.
+    let neither = Call {
+        contract: contract(false, false),
+        ..call("c", "t", "k")
+    };
+    let (run, cp) = outcome_unknown(neither);
+    let (run, _) = accept(&run, at(3, resume_with(cp, retry, revoked(&cp))));
+    assert_eq!(reason_of(&run), Some(ReasonKind::ManualIntervention));
+}
+
+#[test]
+fn manual_intervention_committed_without_an_unresolved_effect_is_rejected() {
+    let suspend = Event::Suspend {
+        wait: Wait::Intervention,
+        expires_at: Time(9),
+        responsible: OPERATOR,
+        resource_version: 1,
+    };
+    let (run, fx) = accept(&new_run("r"), at(1, suspend));
+    let cp = checkpoint_of(&fx);
+    let committed = Decision::Intervene {
+        by: OPERATOR,
+        resolution: Resolution::Committed {
+            result: Digest::of(b"x"),
+        },
+    };
+    assert_eq!(
+        reject(&run, at(2, resume(cp, committed))),
+        Rejection::NothingInFlight {
+            phase: PhaseKind::Suspended
+        }
+    );
+    let revoked = Facts {
+        permitted: false,
+        ..facts_for(&cp)
+    };
+    let go_on = Decision::Intervene {
+        by: OPERATOR,
+        resolution: Resolution::Continue,
+    };
+    assert_eq!(
+        reject(&run, at(2, resume_with(cp, go_on, revoked))),
+        Rejection::PermissionRevoked
+    );
+}
+
 // -------------------------------------------------------------------------------------------
 // Approvals: APR-1 to APR-4.
 // -------------------------------------------------------------------------------------------
+
+#[test]
+fn approval_checks_binding_then_expiry_then_self_then_party() {
+    let c = call("c", "t", "k");
+    let (run, cp) = pending(c);
+    let good = approval(&cp, &c);
+    let decide = |a: Approval| reject(&run, at(4, resume(cp, Decision::Approve(a))));
+    // Every check fails: the revision binding is named first.
+    let all_wrong = Approval {
+        revision: Revision(0),
+        call_id: Name::lit("other"),
+        approver: REQUESTER,
+        expires_at: Time(3),
+        ..good
+    };
+    assert_eq!(
+        decide(all_wrong),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::Revision
+        }
+    );
+    assert_eq!(
+        decide(Approval {
+            revision: cp.revision,
+            ..all_wrong
+        }),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::CallId
+        }
+    );
+    let bound_but_late_and_own = Approval {
+        approver: REQUESTER,
+        expires_at: Time(3),
+        ..good
+    };
+    assert_eq!(
+        decide(bound_but_late_and_own),
+        Rejection::ApprovalExpired {
+            expires_at: Time(3),
+            now: Time(4)
+        }
+    );
+}
 
 #[test]
 fn approval_for_other_arguments_or_revision_is_rejected_naming_the_field() {

@@ -1,0 +1,556 @@
+//! Sample logs, all made by driving the kernel through a [`Writer`]: the short examples kept in
+//! `spec/audit-examples/` (good ones, and tampered ones with the finding each must produce),
+//! and a generator of long logs with a realistic mix of inputs, for benchmarks and tests.
+
+use super::{Record, RunHeader, Verdict, Writer};
+use resumable_kernel::{
+    Approval, Call, Checkpoint, Decision, Digest, Event, Facts, Identity, Input, Name, PendingCall,
+    Policy, QueryAnswer, Rejection, Resolution, Resume, Revision, Time, ToolContract, Transition,
+    Wait,
+};
+use std::io::{self, Write};
+
+/// The party who approves in the samples.
+pub const APPROVER: Name = Name::lit("alice");
+/// The party who asks for gated calls in the samples.
+pub const REQUESTER: Name = Name::lit("agent");
+/// The run's operator in the samples.
+pub const OPERATOR: Name = Name::lit("ops");
+
+/// The header of a sample run named `run`, created at time 0.
+pub fn header(run: Name) -> RunHeader {
+    RunHeader {
+        identity: Identity {
+            tenant: Name::lit("acme"),
+            session: Name::lit("session-1"),
+            run,
+            definition: Name::lit("publisher@1"),
+        },
+        policy: Policy {
+            operator: OPERATOR,
+            reconcile_window: 100,
+        },
+        created_at: Time(0),
+    }
+}
+
+/// Drives one run through a writer: a clock that ticks once per input, fresh call ids, and a
+/// budget of records after which every further input is dropped (so a generated log has
+/// exactly the length asked for).
+pub struct Driver<W: Write> {
+    log: Writer<W>,
+    clock: u64,
+    calls: u64,
+    budget: u64,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> Driver<W> {
+    /// A driver writing at most `budget` records of the run `header` describes.
+    pub fn new(out: W, header: &RunHeader, budget: u64) -> io::Result<Driver<W>> {
+        Ok(Driver {
+            log: Writer::new(out, header)?,
+            clock: header.created_at.0,
+            calls: 0,
+            budget,
+            error: None,
+        })
+    }
+
+    /// Feeds `event` at the next tick and records it; `None` once the budget is spent (or
+    /// after a write failed, which [`Driver::finish`] reports).
+    pub fn feed(&mut self, event: Event) -> Option<Result<Transition, Rejection>> {
+        if self.error.is_some() || self.log.records() >= self.budget {
+            return None;
+        }
+        self.clock += 1;
+        let input = Input {
+            at: Time(self.clock),
+            event,
+        };
+        match self.log.step(&input) {
+            Ok(result) => Some(result),
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
+    }
+
+    /// Feeds `event` and returns the checkpoint it persisted, if accepted with one.
+    fn checkpoint(&mut self, event: Event) -> Option<Checkpoint> {
+        self.feed(event)?.ok()?.effects.checkpoint().copied()
+    }
+
+    /// Feeds `event`, expecting the kernel to accept it: `None` if it refused (or the budget
+    /// is spent), which ends the sample's current cycle.
+    pub fn accept(&mut self, event: Event) -> Option<Transition> {
+        self.feed(event)?.ok()
+    }
+
+    /// Feeds `event`, expecting the kernel to refuse it: `None` if it accepted (or the budget
+    /// is spent), which ends the sample's current cycle.
+    pub fn refuse(&mut self, event: Event) -> Option<Rejection> {
+        self.feed(event)?.err()
+    }
+
+    /// The time of the next input.
+    pub fn now(&self) -> Time {
+        Time(self.clock + 1)
+    }
+
+    /// How many records have been written.
+    pub fn records(&self) -> u64 {
+        self.log.records()
+    }
+
+    /// Whether the budget is spent.
+    pub fn full(&self) -> bool {
+        self.log.records() >= self.budget
+    }
+
+    /// Flushes the log and returns the output, or the first write error.
+    pub fn finish(self) -> io::Result<W> {
+        match self.error {
+            Some(e) => Err(e),
+            None => self.log.into_inner(),
+        }
+    }
+
+    /// A fresh call with the given tool contract.
+    pub fn call(&mut self, contract: ToolContract) -> Call {
+        self.calls += 1;
+        let n = self.calls;
+        Call {
+            call_id: name(&format!("call-{n}")),
+            tool: Name::lit("publish"),
+            args: Digest::of(format!("{{\"post\":{n}}}").as_bytes()),
+            key: name(&format!("idem-{n}")),
+            contract,
+        }
+    }
+
+    /// Suspends for approval of `call`, expiring 50 ticks from now.
+    pub fn suspend_for_approval(&mut self, call: Call) -> Option<Checkpoint> {
+        let expires_at = self.now().after(50);
+        self.checkpoint(suspend_event(call, expires_at))
+    }
+
+    /// Resumes from `checkpoint` with `decision`, with facts that agree with it.
+    pub fn resume(
+        &mut self,
+        checkpoint: Checkpoint,
+        decision: Decision,
+    ) -> Option<Result<Transition, Rejection>> {
+        self.feed(resume(checkpoint, decision))
+    }
+}
+
+/// A resume from `checkpoint` with `decision`, with facts that agree with the checkpoint.
+pub fn resume(checkpoint: Checkpoint, decision: Decision) -> Event {
+    Event::Resume(Resume {
+        checkpoint,
+        decision,
+        facts: Facts {
+            resource_version: checkpoint.resource_version,
+            permitted: true,
+            within_budget: true,
+        },
+    })
+}
+
+/// A name from generated text; the generator only makes short printable names, and an
+/// impossible one degrades to a fixed name rather than a panic.
+fn name(s: &str) -> Name {
+    Name::new(s).unwrap_or(Name::lit("invalid"))
+}
+
+/// An approval of `call` on `checkpoint` by `approver`.
+pub fn approval(checkpoint: &Checkpoint, call: &Call, approver: Name) -> Approval {
+    Approval {
+        call_id: call.call_id,
+        args: call.args,
+        requester: REQUESTER,
+        approver,
+        revision: checkpoint.revision,
+        expires_at: Time(checkpoint.created_at.0 + 40),
+    }
+}
+
+const DEDUPES: ToolContract = ToolContract {
+    dedupes: true,
+    query_fences: false,
+    max_attempts: 3,
+};
+const FENCES: ToolContract = ToolContract {
+    dedupes: false,
+    query_fences: true,
+    max_attempts: 3,
+};
+const NEITHER: ToolContract = ToolContract {
+    dedupes: false,
+    query_fences: false,
+    max_attempts: 3,
+};
+
+/// The error for a sample whose script the kernel did not follow: a kernel change broke it.
+fn off_script() -> io::Error {
+    io::Error::other("the kernel did not follow the sample's script")
+}
+
+/// The seed's approval lifecycle, with the refused attempts it shows (SUS-2, ID-1, RES-4,
+/// RES-3, RES-2), then the approved call's result and completion.
+pub fn approval_log() -> io::Result<Vec<u8>> {
+    approval_log_for(Name::lit("run-approval"))
+}
+
+/// [`approval_log`] for a run of another name.
+pub fn approval_log_for(run: Name) -> io::Result<Vec<u8>> {
+    let mut d = Driver::new(Vec::new(), &header(run), u64::MAX)?;
+    approval_script(&mut d).ok_or_else(off_script)?;
+    d.finish()
+}
+
+fn approval_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
+    let call = d.call(DEDUPES);
+    let cp = d.suspend_for_approval(call)?;
+    // SUS-2: a second suspend while one is pending is refused.
+    let again = d.call(DEDUPES);
+    d.refuse(suspend_event(again, d.now().after(50)))?;
+    // ID-1: a checkpoint of another run, resealed so that only the identity differs.
+    let mut other_run = cp;
+    other_run.identity.run = Name::lit("run-other");
+    let other_run = other_run.seal();
+    let decision = Decision::Approve(approval(&other_run, &call, APPROVER));
+    d.refuse(resume(other_run, decision))?;
+    // RES-4: a checkpoint naming another action than the one pending.
+    let mut other_action = cp;
+    other_action.pending = other_action.pending.map(|p| PendingCall {
+        tool: Name::lit("delete"),
+        ..p
+    });
+    let other_action = other_action.seal();
+    let decision = Decision::Approve(approval(&other_action, &call, APPROVER));
+    d.refuse(resume(other_action, decision))?;
+    // RES-3: a checkpoint of an older revision.
+    let mut old = cp;
+    old.revision = Revision(0);
+    let old = old.seal();
+    d.refuse(resume(
+        old,
+        Decision::Approve(approval(&old, &call, APPROVER)),
+    ))?;
+    // APR-1, WAL-1: the approval binds to the call; the call is dispatched once.
+    let approve = Decision::Approve(approval(&cp, &call, APPROVER));
+    d.accept(resume(cp, approve))?;
+    // RES-2: the same approval again is a duplicate of the winner.
+    d.refuse(resume(cp, approve))?;
+    d.accept(result_of(&call, 0))?;
+    d.accept(Event::Complete {
+        result: Digest::of(b"done"),
+    })?;
+    Some(())
+}
+
+/// A restart with a call in flight (REC-1), reconciled: "not committed" on a fencing tool
+/// retries under a fresh attempt key (REC-3); "unknown" hands the run to a person (REC-2), who
+/// records the committed result (REC-4).
+pub fn reconcile_log() -> io::Result<Vec<u8>> {
+    let mut d = Driver::new(Vec::new(), &header(Name::lit("run-reconcile")), u64::MAX)?;
+    reconcile_script(&mut d).ok_or_else(off_script)?;
+    d.finish()
+}
+
+fn reconcile_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
+    reconcile_retry(d, true)?;
+    reconcile_unknown(d)?;
+    d.accept(Event::Complete {
+        result: Digest::of(b"done"),
+    })?;
+    Some(())
+}
+
+/// A generated log of exactly `records` records (when `records` is at least the header's
+/// worth of nothing: every count works), one long-lived run with a realistic mix: plain
+/// dispatches and results, approvals with refused attempts around them, restarts reconciled
+/// every way, callbacks, resource waits, stale resumes and stray inputs. Deterministic for a
+/// given `seed`. The run never ends, so any length can be generated.
+pub fn generate<W: Write>(out: W, records: u64, seed: u64) -> io::Result<W> {
+    let mut d = Driver::new(out, &header(Name::lit("run-generated")), records)?;
+    let mut rng = SplitMix(seed);
+    while !d.full() {
+        match rng.next() % 100 {
+            0..=29 => plain(&mut d),
+            30..=49 => approve(&mut d, rng.next()),
+            50..=61 => reconcile_committed(&mut d),
+            62..=71 => reconcile_retry(&mut d, rng.next().is_multiple_of(2)),
+            72..=76 => reconcile_unknown(&mut d),
+            77..=86 => callback(&mut d, rng.next()),
+            87..=94 => resource(&mut d),
+            _ => stray(&mut d),
+        };
+    }
+    d.finish()
+}
+
+/// A small, fast deterministic generator (SplitMix64): enough to vary the mix.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+fn result_of(call: &Call, attempt: u8) -> Event {
+    Event::ToolResult {
+        call_id: call.call_id,
+        attempt,
+        result: call.args,
+    }
+}
+
+fn suspend_event(call: Call, expires_at: Time) -> Event {
+    Event::Suspend {
+        wait: Wait::Approval {
+            call,
+            requester: REQUESTER,
+        },
+        expires_at,
+        responsible: APPROVER,
+        resource_version: 7,
+    }
+}
+
+// Each cycle below returns `None` as soon as an input is not answered as the script expects
+// (or the budget is spent); the generator then starts the next cycle. Its tests check that
+// the generated mix is what the weights say, so a drifting script does not go unseen.
+
+fn plain<W: Write>(d: &mut Driver<W>) -> Option<()> {
+    let call = d.call(DEDUPES);
+    d.accept(Event::Dispatch { call })?;
+    d.accept(result_of(&call, 0))?;
+    Some(())
+}
+
+fn approve<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
+    let call = d.call(DEDUPES);
+    let cp = d.suspend_for_approval(call)?;
+    if dice.is_multiple_of(3) {
+        // The requester tries to approve its own call (APR-3).
+        d.refuse(resume(
+            cp,
+            Decision::Approve(approval(&cp, &call, REQUESTER)),
+        ))?;
+    }
+    if dice.is_multiple_of(5) {
+        // A second suspend while this one is pending (SUS-2).
+        let again = d.call(DEDUPES);
+        d.refuse(suspend_event(again, d.now().after(50)))?;
+    }
+    let decision = Decision::Approve(approval(&cp, &call, APPROVER));
+    d.accept(resume(cp, decision))?;
+    if dice.is_multiple_of(4) {
+        // The approver's retry after a lost reply: already applied (RES-2).
+        d.refuse(resume(cp, decision))?;
+    }
+    d.accept(result_of(&call, 0))?;
+    Some(())
+}
+
+fn reconcile_committed<W: Write>(d: &mut Driver<W>) -> Option<()> {
+    let call = d.call(NEITHER);
+    d.accept(Event::Dispatch { call })?;
+    let cp = d.checkpoint(Event::Recover)?;
+    let answer = QueryAnswer::Committed { result: call.args };
+    d.accept(resume(cp, Decision::Reconcile(answer)))?;
+    Some(())
+}
+
+fn reconcile_retry<W: Write>(d: &mut Driver<W>, fences: bool) -> Option<()> {
+    let call = d.call(if fences { FENCES } else { DEDUPES });
+    d.accept(Event::Dispatch { call })?;
+    let cp = d.checkpoint(Event::Recover)?;
+    d.accept(resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)))?;
+    // A fencing query killed the old key: the retry is attempt 1. A deduping tool keeps it.
+    d.accept(result_of(&call, u8::from(fences)))?;
+    Some(())
+}
+
+fn reconcile_unknown<W: Write>(d: &mut Driver<W>) -> Option<()> {
+    let call = d.call(NEITHER);
+    d.accept(Event::Dispatch { call })?;
+    let cp = d.checkpoint(Event::Recover)?;
+    let t = d.accept(resume(cp, Decision::Reconcile(QueryAnswer::Unknown)))?;
+    let cp = t.effects.checkpoint().copied()?;
+    let decision = Decision::Intervene {
+        by: OPERATOR,
+        resolution: Resolution::Committed { result: call.args },
+    };
+    d.accept(resume(cp, decision))?;
+    Some(())
+}
+
+fn callback<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
+    let hook = Name::lit("payment-hook");
+    let expires_at = d.now().after(50);
+    let cp = d.checkpoint(Event::Suspend {
+        wait: Wait::Callback { callback: hook },
+        expires_at,
+        responsible: Name::lit("payments"),
+        resource_version: 7,
+    })?;
+    if dice.is_multiple_of(2) {
+        // A callback for something else arrives first (RES-6).
+        let other = Decision::Callback {
+            callback: Name::lit("other-hook"),
+            payload: Digest::of(b"?"),
+        };
+        d.refuse(resume(cp, other))?;
+    }
+    let arrived = Decision::Callback {
+        callback: hook,
+        payload: Digest::of(b"paid"),
+    };
+    d.accept(resume(cp, arrived))?;
+    Some(())
+}
+
+fn resource<W: Write>(d: &mut Driver<W>) -> Option<()> {
+    let gpu = Name::lit("gpu-pool");
+    let expires_at = d.now().after(50);
+    let cp = d.checkpoint(Event::Suspend {
+        wait: Wait::Resource { resource: gpu },
+        expires_at,
+        responsible: OPERATOR,
+        resource_version: 7,
+    })?;
+    d.accept(resume(cp, Decision::ResourceReady { resource: gpu }))?;
+    // A stale tab resumes from an older revision (RES-3).
+    let mut old = cp;
+    old.revision = Revision(cp.revision.0.saturating_sub(1));
+    d.refuse(resume(
+        old.seal(),
+        Decision::ResourceReady { resource: gpu },
+    ))?;
+    Some(())
+}
+
+fn stray<W: Write>(d: &mut Driver<W>) -> Option<()> {
+    d.refuse(Event::Recover)?;
+    d.refuse(Event::Expire)?;
+    d.refuse(Event::ToolResult {
+        call_id: Name::lit("call-0"),
+        attempt: 0,
+        result: Digest::of(b"late"),
+    })?;
+    Some(())
+}
+
+/// Splits a log into its header line and its records; `None` if any line is not one.
+pub fn parse_log(log: &[u8]) -> Option<(String, Vec<Record>)> {
+    let text = std::str::from_utf8(log).ok()?;
+    let mut lines = text.lines();
+    let head = lines.next()?.to_string();
+    let records = lines
+        .map(|l| serde_json::from_str(l).ok())
+        .collect::<Option<Vec<Record>>>()?;
+    Some((head, records))
+}
+
+/// Writes a header line and records as a log, recomputing every `prev` so the chain is
+/// intact: what a forger who knows the (unkeyed) chain would do after editing records.
+pub fn rechain(head: &str, records: &[Record]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(head.as_bytes());
+    let mut prev = Digest::of(head.as_bytes());
+    for record in records {
+        let record = Record { prev, ..*record };
+        let line = serde_json::to_vec(&record).unwrap_or_default();
+        prev = Digest::of(&line);
+        out.push(b'\n');
+        out.extend_from_slice(&line);
+    }
+    out.push(b'\n');
+    out
+}
+
+/// The approval log with a forged acceptance of a stale resume, chain recomputed: the
+/// duplicate approval, which the kernel refuses, is recorded as accepted, as if it had
+/// resumed the same checkpoint a second time.
+pub fn forged_stale_resume() -> io::Result<Vec<u8>> {
+    let log = approval_log()?;
+    let bad = || io::Error::other("the approval log did not parse");
+    let (head, mut records) = parse_log(&log).ok_or_else(bad)?;
+    let winner = records
+        .iter()
+        .position(|r| matches!(r.verdict, Verdict::Accepted(a) if a.dispatch.is_some()))
+        .ok_or_else(bad)?;
+    let forged_at = winner + 1;
+    let (won, duplicate) = (
+        records[winner],
+        records.get(forged_at).copied().ok_or_else(bad)?,
+    );
+    records.truncate(forged_at);
+    records.push(Record {
+        revision: Revision(duplicate.revision.0 + 1),
+        verdict: won.verdict,
+        ..duplicate
+    });
+    Ok(rechain(&head, &records))
+}
+
+/// The reconcile log with its third record replaced by the third record of the approval log:
+/// a record of another run spliced in, as it was (its `prev` belongs to the other chain).
+pub fn spliced() -> io::Result<Vec<u8>> {
+    let bad = || io::Error::other("a sample log did not parse");
+    let ours = reconcile_log()?;
+    let theirs = approval_log()?;
+    let mine: Vec<&[u8]> = ours.split(|&b| b == b'\n').collect();
+    let other: Vec<&[u8]> = theirs.split(|&b| b == b'\n').collect();
+    let mut out = Vec::new();
+    for (i, line) in mine.iter().enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let line = if i == 3 {
+            other.get(3).copied().ok_or_else(bad)?
+        } else {
+            line
+        };
+        out.extend_from_slice(line);
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+/// Every example kept in `spec/audit-examples/`, by file name.
+pub fn examples() -> io::Result<Vec<(&'static str, Vec<u8>)>> {
+    let approval = approval_log()?;
+    let mut edited = String::from_utf8(approval.clone()).unwrap_or_default();
+    // An edited verdict: the stale-revision refusal on line 6 rewritten as a different
+    // refusal, chain left as it was.
+    edited = edited.replacen(
+        "\"rejection\":\"stale_revision\",\"current\":1,\"got\":0",
+        "\"rejection\":\"stale_revision\",\"current\":1,\"got\":1",
+        1,
+    );
+    let unknown_version = String::from_utf8(approval.clone())
+        .unwrap_or_default()
+        .replacen("\"version\":1", "\"version\":2", 1);
+    Ok(vec![
+        ("approval.jsonl", approval),
+        ("reconcile.jsonl", reconcile_log()?),
+        ("tampered-edited-verdict.jsonl", edited.into_bytes()),
+        ("tampered-forged-stale-resume.jsonl", forged_stale_resume()?),
+        ("tampered-spliced.jsonl", spliced()?),
+        (
+            "malformed-unknown-version.jsonl",
+            unknown_version.into_bytes(),
+        ),
+    ])
+}

@@ -1,0 +1,473 @@
+//! Audit logs written from kernel runs validate; every kind of tampering is caught on the right
+//! line, with the right finding.
+
+use resumable_conformance::audit::{
+    self, sample, Accepted, Class, Finding, Options, Problem, Record, Verdict, Writer,
+};
+use resumable_kernel::*;
+
+fn check(log: &[u8]) -> Result<audit::Summary, Finding> {
+    audit::validate(log, &Options::default())
+}
+
+fn finding(log: &[u8]) -> Finding {
+    match check(log) {
+        Ok(s) => panic!("expected a finding, the log conforms: {s:?}"),
+        Err(f) => f,
+    }
+}
+
+fn lines(log: &[u8]) -> Vec<String> {
+    String::from_utf8(log.to_vec())
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+fn join(lines: &[String]) -> Vec<u8> {
+    let mut out = lines.join("\n").into_bytes();
+    out.push(b'\n');
+    out
+}
+
+fn approval() -> Vec<u8> {
+    sample::approval_log().unwrap()
+}
+
+/// The approval log as a header and records, for forgeries that recompute the chain.
+fn approval_records() -> (String, Vec<Record>) {
+    sample::parse_log(&approval()).unwrap()
+}
+
+fn is_approve(r: &Record) -> bool {
+    matches!(&r.input.event, Event::Resume(x) if matches!(x.decision, Decision::Approve(_)))
+        && matches!(r.verdict, Verdict::Accepted(_))
+}
+
+#[test]
+fn a_log_written_from_the_seed_lifecycle_validates() {
+    let summary = check(&approval()).unwrap();
+    assert_eq!(
+        (summary.records, summary.accepted, summary.rejected),
+        (9, 4, 5)
+    );
+    assert_eq!(summary.revision, Revision(4));
+    assert_eq!(summary.phase, PhaseKind::Completed);
+    assert_eq!((summary.dispatches, summary.commits), (1, 1));
+}
+
+#[test]
+fn a_log_of_every_reconcile_path_validates() {
+    let summary = check(&sample::reconcile_log().unwrap()).unwrap();
+    assert_eq!((summary.records, summary.rejected), (9, 0));
+    assert_eq!((summary.dispatches, summary.commits), (3, 2));
+}
+
+#[test]
+fn a_generated_log_has_the_requested_length_and_a_realistic_mix() {
+    let log = sample::generate(Vec::new(), 5_000, 7).unwrap();
+    let s = check(&log).unwrap();
+    assert_eq!(s.records, 5_000);
+    // The weights in `generate`: about a sixth of inputs are refused, a fifth commit a result.
+    assert!(s.rejected > 400 && s.rejected < 1_250, "{s:?}");
+    assert!(s.commits > 1_000, "{s:?}");
+    assert!(s.dispatches > s.commits, "{s:?}");
+    assert_eq!(s.phase, PhaseKind::Running);
+    assert!(!s.commit_window_exceeded);
+}
+
+#[test]
+fn a_log_with_a_header_and_no_records_conforms() {
+    let log = Writer::new(Vec::new(), &sample::header(Name::lit("idle")))
+        .unwrap()
+        .into_inner()
+        .unwrap();
+    let s = check(&log).unwrap();
+    assert_eq!((s.records, s.revision), (0, Revision(0)));
+}
+
+#[test]
+fn an_edited_verdict_is_a_divergence_on_its_line() {
+    let mut l = lines(&approval());
+    // Line 3 is the refused second suspend; claim it was refused for another reason.
+    l[2] = l[2].replace("already_suspended", "not_running");
+    l[2] = l[2].replace(
+        "\"reason\":\"pending_approval\"}}",
+        "\"phase\":\"suspended\"}}",
+    );
+    let f = finding(&join(&l));
+    assert_eq!((f.line, f.exit_code()), (3, 1));
+    assert!(matches!(f.problem, Problem::VerdictDiverges { .. }), "{f}");
+    assert!(
+        f.to_string().contains(
+            "the log says rejected (not_running), the kernel says rejected (already_suspended)"
+        ),
+        "{f}"
+    );
+}
+
+#[test]
+fn an_edited_input_that_changes_the_verdict_is_a_divergence_on_its_line() {
+    let mut l = lines(&approval());
+    // The tool result on line 9: a different result digest than the one recorded committed.
+    let i = l
+        .iter()
+        .position(|x| x.contains("\"kind\":\"tool_result\""))
+        .unwrap();
+    let mut rec: Record = serde_json::from_str(&l[i]).unwrap();
+    rec.input.event = Event::ToolResult {
+        call_id: Name::lit("call-1"),
+        attempt: 0,
+        result: Digest::of(b"forged"),
+    };
+    l[i] = serde_json::to_string(&rec).unwrap();
+    let f = finding(&join(&l));
+    assert_eq!(f.line, i as u64 + 1);
+    assert!(matches!(f.problem, Problem::VerdictDiverges { .. }), "{f}");
+}
+
+#[test]
+fn an_edited_input_with_the_same_verdict_breaks_the_chain_on_the_next_line() {
+    let mut l = lines(&approval());
+    // The refused second suspend, with another expiry: still refused the same way.
+    l[2] = l[2].replacen("\"expires_at\":52", "\"expires_at\":99", 1);
+    let f = finding(&join(&l));
+    assert_eq!(f.line, 4);
+    assert!(matches!(f.problem, Problem::ChainBroken { .. }), "{f}");
+}
+
+#[test]
+fn a_removed_line_is_a_sequence_gap_where_it_was() {
+    let mut l = lines(&approval());
+    l.remove(4);
+    let f = finding(&join(&l));
+    assert_eq!(f.line, 5);
+    assert_eq!(
+        f.problem,
+        Problem::SeqGap {
+            expected: 4,
+            found: 5
+        }
+    );
+    assert!(f
+        .to_string()
+        .starts_with("line 5: record seq 5 where seq 4 should come"));
+}
+
+#[test]
+fn reordered_lines_are_a_sequence_gap_at_the_first_moved_line() {
+    let mut l = lines(&approval());
+    l.swap(3, 4);
+    let f = finding(&join(&l));
+    assert_eq!(f.line, 4);
+    assert_eq!(
+        f.problem,
+        Problem::SeqGap {
+            expected: 3,
+            found: 4
+        }
+    );
+}
+
+#[test]
+fn a_duplicated_record_is_a_sequence_gap_on_the_copy() {
+    let mut l = lines(&approval());
+    let copy = l[5].clone();
+    l.insert(6, copy);
+    let f = finding(&join(&l));
+    assert_eq!(f.line, 7);
+    assert_eq!(
+        f.problem,
+        Problem::SeqGap {
+            expected: 6,
+            found: 5
+        }
+    );
+}
+
+#[test]
+fn an_edited_prev_breaks_the_chain_on_its_line() {
+    let mut l = lines(&approval());
+    let mut rec: Record = serde_json::from_str(&l[6]).unwrap();
+    let genuine = rec.prev;
+    rec.prev = Digest::of(b"something else");
+    l[6] = serde_json::to_string(&rec).unwrap();
+    let f = finding(&join(&l));
+    assert_eq!(f.line, 7);
+    assert_eq!(
+        f.problem,
+        Problem::ChainBroken {
+            expected: genuine,
+            found: Digest::of(b"something else")
+        }
+    );
+}
+
+#[test]
+fn an_edited_header_breaks_the_chain_on_the_first_record() {
+    let mut l = lines(&approval());
+    l[0] = l[0].replace("\"reconcile_window\":100", "\"reconcile_window\":101");
+    let f = finding(&join(&l));
+    assert_eq!(f.line, 2);
+    assert!(matches!(f.problem, Problem::ChainBroken { .. }), "{f}");
+}
+
+#[test]
+fn a_record_of_another_run_spliced_in_as_it_was_breaks_the_chain() {
+    let f = finding(&sample::spliced().unwrap());
+    assert_eq!((f.line, f.exit_code()), (4, 1));
+    assert!(matches!(f.problem, Problem::ChainBroken { .. }), "{f}");
+}
+
+#[test]
+fn a_resume_of_another_run_spliced_in_with_the_chain_recomputed_is_a_divergence() {
+    // A twin run with the same script: its records are the same but for the run's identity.
+    let (_, genuine) = approval_records();
+    let twin_log = sample::approval_log_for(Name::lit("run-twin")).unwrap();
+    let (twin_head, mut twin) = sample::parse_log(&twin_log).unwrap();
+    let at = twin.iter().position(is_approve).unwrap();
+    // The twin's log claims the original run's approval as its own.
+    twin[at] = genuine[at];
+    twin.truncate(at + 1);
+    let f = finding(&sample::rechain(&twin_head, &twin));
+    assert_eq!(f.line, at as u64 + 2);
+    match &f.problem {
+        Problem::VerdictDiverges { expected, .. } => assert_eq!(
+            **expected,
+            Verdict::Rejected(Rejection::IdentityMismatch {
+                field: IdentityField::Run
+            })
+        ),
+        other => panic!("expected a divergence, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_forged_acceptance_of_a_stale_resume_violates_res_3() {
+    let f = finding(&sample::forged_stale_resume().unwrap());
+    assert_eq!((f.line, f.exit_code()), (8, 1));
+    match &f.problem {
+        Problem::Property {
+            id,
+            expected,
+            found,
+            ..
+        } => {
+            assert_eq!(*id, "RES-3");
+            assert_eq!(
+                **expected,
+                Verdict::Rejected(Rejection::AlreadyApplied {
+                    from: Revision(1),
+                    to: Revision(2)
+                })
+            );
+            assert!(matches!(**found, Verdict::Accepted(_)));
+        }
+        other => panic!("expected RES-3, got {other:?}"),
+    }
+    assert!(f.to_string().contains(
+        "RES-3 violated: a resume from stale checkpoint revision 1 was accepted while the run was at revision 2"
+    ));
+}
+
+#[test]
+fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
+    let (head, mut records) = approval_records();
+    let call = match &records[0].input.event {
+        Event::Suspend {
+            wait: Wait::Approval { call, .. },
+            ..
+        } => *call,
+        other => panic!("{other:?}"),
+    };
+    // Line 3: instead of the refused second suspend, an ungated dispatch of the gated call.
+    records[1] = Record {
+        revision: Revision(2),
+        input: Input {
+            at: Time(2),
+            event: Event::Dispatch { call },
+        },
+        verdict: Verdict::Accepted(Accepted {
+            event: EventKind::Dispatch,
+            decision: None,
+            phase: PhaseKind::Running,
+            reason: None,
+            checkpoint: None,
+            dispatch: Some(Dispatch {
+                call_id: call.call_id,
+                tool: call.tool,
+                args: call.args,
+                key: call.key,
+                attempt: 0,
+            }),
+            query: None,
+            committed: None,
+        }),
+        ..records[1]
+    };
+    records.truncate(2);
+    let f = finding(&sample::rechain(&head, &records));
+    assert_eq!(f.line, 3);
+    match &f.problem {
+        Problem::Property { id, expected, .. } => {
+            assert_eq!(*id, "APR-1");
+            assert_eq!(
+                **expected,
+                Verdict::Rejected(Rejection::NotRunning {
+                    phase: PhaseKind::Suspended
+                })
+            );
+        }
+        other => panic!("expected APR-1, got {other:?}"),
+    }
+    assert!(f
+        .message()
+        .contains("call-1 was dispatched while call call-1 awaited approval"));
+}
+
+#[test]
+fn an_approval_for_other_arguments_claimed_accepted_violates_apr_1() {
+    let (head, mut records) = approval_records();
+    let at = records.iter().position(is_approve).unwrap();
+    if let Event::Resume(r) = &mut records[at].input.event {
+        if let Decision::Approve(a) = &mut r.decision {
+            a.args = Digest::of(b"{\"post\":666}");
+        }
+    }
+    records.truncate(at + 1);
+    let f = finding(&sample::rechain(&head, &records));
+    assert_eq!(f.line, at as u64 + 2);
+    match &f.problem {
+        Problem::Property {
+            id, what, expected, ..
+        } => {
+            assert_eq!(*id, "APR-1");
+            assert!(what.contains("argument digest"), "{what}");
+            assert_eq!(
+                **expected,
+                Verdict::Rejected(Rejection::ApprovalMismatch {
+                    field: ApprovalField::Args
+                })
+            );
+        }
+        other => panic!("expected APR-1, got {other:?}"),
+    }
+}
+
+/// A run that dispatches call A, then B, then A again: the kernel compares a new call only
+/// with the last one recorded, so it accepts the second A and its result.
+fn reused_call_log() -> (Vec<u8>, u64) {
+    let mut w = Writer::new(Vec::new(), &sample::header(Name::lit("run-reuse"))).unwrap();
+    let contract = ToolContract {
+        dedupes: false,
+        query_fences: false,
+        max_attempts: 1,
+    };
+    let call = |id: &str| Call {
+        call_id: Name::new(id).unwrap(),
+        tool: Name::lit("pay"),
+        args: Digest::of(id.as_bytes()),
+        key: Name::new(&format!("key-{id}")).unwrap(),
+        contract,
+    };
+    let mut t = 0;
+    let mut feed = |w: &mut Writer<Vec<u8>>, event| {
+        t += 1;
+        w.step(&Input { at: Time(t), event }).unwrap()
+    };
+    for id in ["a", "b", "a"] {
+        let c = call(id);
+        feed(&mut w, Event::Dispatch { call: c }).unwrap();
+        feed(
+            &mut w,
+            Event::ToolResult {
+                call_id: c.call_id,
+                attempt: 0,
+                result: Digest::of(b"paid"),
+            },
+        )
+        .unwrap();
+    }
+    (w.into_inner().unwrap(), 7)
+}
+
+#[test]
+fn a_key_committed_twice_violates_rec_4_even_where_the_kernel_accepts_each_step() {
+    let (log, second_commit_line) = reused_call_log();
+    let f = finding(&log);
+    assert_eq!(f.line, second_commit_line);
+    match &f.problem {
+        Problem::Property {
+            id,
+            what,
+            expected,
+            found,
+        } => {
+            assert_eq!(*id, "REC-4");
+            assert_eq!(
+                expected, found,
+                "the kernel accepts it: only the window sees it"
+            );
+            assert!(what.contains("first committed on line 3"), "{what}");
+        }
+        other => panic!("expected REC-4, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_commit_window_smaller_than_the_reuse_distance_misses_it_and_says_so() {
+    let (log, _) = reused_call_log();
+    let narrow = Options {
+        commit_window: 1,
+        ..Options::default()
+    };
+    let s = audit::validate(&log[..], &narrow).unwrap();
+    assert_eq!(s.commits, 3);
+    assert!(s.commit_window_exceeded);
+}
+
+#[test]
+fn an_accepted_record_that_keeps_its_revision_is_a_revision_gap() {
+    let (head, mut records) = approval_records();
+    records[0].revision = Revision(0);
+    let f = finding(&sample::rechain(&head, &records));
+    assert_eq!(f.line, 2);
+    assert_eq!(
+        f.problem,
+        Problem::RevisionGap {
+            expected: Revision(1),
+            found: Revision(0)
+        }
+    );
+}
+
+#[test]
+fn a_refused_input_recorded_as_accepted_is_a_divergence() {
+    let (head, mut records) = approval_records();
+    // The second suspend, claimed accepted as a suspension of its own.
+    let first = records[0].verdict;
+    records[1].verdict = first;
+    records[1].revision = Revision(2);
+    records.truncate(2);
+    let f = finding(&sample::rechain(&head, &records));
+    assert_eq!(f.line, 3);
+    assert!(
+        f.message()
+            .contains("the log says accepted, the kernel says rejected (already_suspended)"),
+        "{f}"
+    );
+}
+
+#[test]
+fn a_finding_in_json_names_line_class_problem_and_both_verdicts() {
+    let f = finding(&sample::forged_stale_resume().unwrap());
+    let json = f.to_json();
+    assert_eq!(json["line"], 8);
+    assert_eq!(json["class"], "divergence");
+    assert_eq!(json["problem"], "property");
+    assert_eq!(json["id"], "RES-3");
+    assert_eq!(json["expected"]["rejected"]["rejection"], "already_applied");
+    assert!(json["found"]["accepted"].is_object());
+    assert_eq!(f.problem.class(), Class::Divergence);
+}

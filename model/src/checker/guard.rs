@@ -1,0 +1,211 @@
+//! The model stateright actually runs: the user's model wrapped so that the driver can stop
+//! it, count what it expanded, and see every state the boundary cut.
+//!
+//! stateright offers no way to stop a running checker from outside, and its own timeout is
+//! only seen by a worker that runs out of local work or shares work with another thread, so
+//! with one thread it never fires. The wrapper stops the search from the inside instead: once
+//! a bound is reached, `actions` withholds every successor, the workers drain what is already
+//! queued (checking the properties of those states, which is cheap) and finish.
+
+use stateright::{Expectation, Model, Path, Property};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The time bound was reached.
+pub(crate) const STOP_TIME: u8 = 1;
+/// The state bound was reached.
+pub(crate) const STOP_STATES: u8 = 2;
+
+/// How often, in expanded states, the wrapper reads the clock: reading it for every state
+/// would cost about a tenth of the throughput of a lean model.
+const CLOCK_EVERY: usize = 64;
+
+/// What the driver and the wrapped model share while a check runs.
+#[derive(Debug)]
+pub(crate) struct Control {
+    /// States whose actions were computed: each state the checker popped and did not skip
+    /// for depth. Compared with the number of states queued, it reveals a depth cut.
+    pub(crate) expanded: AtomicUsize,
+    /// Which bounds have fired (`STOP_*` bits).
+    pub(crate) stop: AtomicU8,
+    /// At least one successor was withheld because a bound had fired.
+    pub(crate) withheld: AtomicBool,
+    /// The model's own `within_boundary` refused at least one state.
+    pub(crate) boundary: AtomicBool,
+    /// While false the wrapper is transparent: used when stateright replays discovery paths
+    /// after the run, which must not count or be cut.
+    active: AtomicBool,
+    deadline: Option<Instant>,
+    max_states: Option<usize>,
+}
+
+impl Control {
+    pub(crate) fn new(deadline: Option<Instant>, max_states: Option<usize>) -> Self {
+        Control {
+            expanded: AtomicUsize::new(0),
+            stop: AtomicU8::new(0),
+            withheld: AtomicBool::new(false),
+            boundary: AtomicBool::new(false),
+            active: AtomicBool::new(true),
+            deadline,
+            max_states,
+        }
+    }
+
+    /// Fires a bound from outside the workers (the driver's own clock check).
+    pub(crate) fn fire(&self, bound: u8) {
+        self.stop.fetch_or(bound, Ordering::Relaxed);
+    }
+
+    /// Makes the wrapper transparent; called once every worker has finished.
+    pub(crate) fn deactivate(&self) {
+        self.active.store(false, Ordering::SeqCst);
+    }
+
+    fn should_stop(&self, expanded_before: usize) -> bool {
+        if self.stop.load(Ordering::Relaxed) != 0 {
+            return true;
+        }
+        if self.max_states.is_some_and(|max| expanded_before >= max) {
+            self.fire(STOP_STATES);
+            return true;
+        }
+        if expanded_before.is_multiple_of(CLOCK_EVERY)
+            && self
+                .deadline
+                .is_some_and(|deadline| Instant::now() >= deadline)
+        {
+            self.fire(STOP_TIME);
+            return true;
+        }
+        false
+    }
+}
+
+/// A property condition of the user's model.
+pub(crate) type Condition<M> = fn(&M, &<M as Model>::State) -> bool;
+
+/// The user's model, guarded by the driver's bounds.
+pub(crate) struct Guarded<M: Model> {
+    pub(crate) inner: M,
+    /// The user's properties, in order: name, expectation, condition.
+    properties: Vec<(&'static str, Expectation, Condition<M>)>,
+    control: Arc<Control>,
+}
+
+impl<M: Model> Guarded<M> {
+    /// Wraps `inner`, or returns `None` when it has more properties than [`LIMIT`].
+    pub(crate) fn new(inner: M, control: Arc<Control>) -> Option<Self> {
+        let properties: Vec<_> = (inner.properties().into_iter())
+            .map(|p| (p.name, p.expectation, p.condition))
+            .collect();
+        if properties.len() > LIMIT {
+            return None;
+        }
+        Some(Guarded {
+            inner,
+            properties,
+            control,
+        })
+    }
+}
+
+/// Property conditions are plain `fn` pointers that receive the model, so the wrapper cannot
+/// hand stateright a closure over the user's condition. Instead each position `I` gets its
+/// own monomorphised function that calls the user's `I`-th condition.
+fn condition<M: Model, const I: usize>(guarded: &Guarded<M>, state: &M::State) -> bool {
+    // `Guarded::properties` only builds entry `I` when the user's property `I` exists, so the
+    // `None` arm cannot be taken; "holds" is the answer that cannot invent a discovery.
+    (guarded.properties.get(I)).is_none_or(|(_, _, condition)| condition(&guarded.inner, state))
+}
+
+type GuardedCondition<M> = fn(&Guarded<M>, &<M as Model>::State) -> bool;
+
+macro_rules! condition_table {
+    ($($i:literal)*) => {
+        fn condition_at<M: Model>(index: usize) -> Option<GuardedCondition<M>> {
+            match index {
+                $($i => Some(condition::<M, $i> as GuardedCondition<M>),)*
+                _ => None,
+            }
+        }
+
+        /// The most properties a model may have.
+        pub(crate) const LIMIT: usize = [$($i),*].len();
+    };
+}
+
+condition_table!(
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61
+    62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91
+    92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115
+    116 117 118 119 120 121 122 123 124 125 126 127
+);
+
+impl<M: Model> Model for Guarded<M> {
+    type State = M::State;
+    type Action = M::Action;
+
+    fn init_states(&self) -> Vec<M::State> {
+        self.inner.init_states()
+    }
+
+    fn actions(&self, state: &M::State, actions: &mut Vec<M::Action>) {
+        let before = actions.len();
+        self.inner.actions(state, actions);
+        let control = &self.control;
+        if !control.active.load(Ordering::Relaxed) {
+            return;
+        }
+        let expanded_before = control.expanded.fetch_add(1, Ordering::Relaxed);
+        // A terminal state loses nothing to a bound, so it does not make the run incomplete.
+        if actions.len() > before && control.should_stop(expanded_before) {
+            actions.truncate(before);
+            control.withheld.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn next_state(&self, last: &M::State, action: M::Action) -> Option<M::State> {
+        self.inner.next_state(last, action)
+    }
+
+    fn format_action(&self, action: &M::Action) -> String
+    where
+        M::Action: std::fmt::Debug,
+    {
+        self.inner.format_action(action)
+    }
+
+    fn format_step(&self, last: &M::State, action: M::Action) -> Option<String>
+    where
+        M::State: std::fmt::Debug,
+    {
+        self.inner.format_step(last, action)
+    }
+
+    fn as_svg(&self, path: Path<M::State, M::Action>) -> Option<String> {
+        self.inner.as_svg(path)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        (self.properties.iter().enumerate())
+            .filter_map(|(i, (name, expectation, _))| {
+                condition_at::<M>(i).map(|condition| Property {
+                    expectation: expectation.clone(),
+                    name,
+                    condition,
+                })
+            })
+            .collect()
+    }
+
+    fn within_boundary(&self, state: &M::State) -> bool {
+        let within = self.inner.within_boundary(state);
+        if !within && self.control.active.load(Ordering::Relaxed) {
+            self.control.boundary.store(true, Ordering::Relaxed);
+        }
+        within
+    }
+}

@@ -1,0 +1,185 @@
+//! A breadth-first search of the driver's own, for the shortest path to each discovery.
+//!
+//! stateright records a discovery by overwriting whatever path it held for that property, so
+//! the path it reports is the last one found, not the first, and often far from the shortest
+//! (even under its breadth-first checker, which also explores in blocks on several threads).
+//! This search visits states level by level and keeps the first hit of each target, so each
+//! path it returns is a shortest one. It stores one parent pointer per state and only the
+//! current level's states, and it stops at the depth of the longest path stateright reported,
+//! which bounds every shortest path from above.
+
+use super::guard::Condition;
+use stateright::Model;
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::Instant;
+
+/// How often, in generated states, the search reads the clock.
+const CLOCK_EVERY: usize = 1024;
+
+/// A state to look for: one whose condition evaluates to `hit`.
+pub(crate) struct Target<M: Model> {
+    pub(crate) condition: Condition<M>,
+    pub(crate) hit: bool,
+}
+
+/// A path as stateright encodes one: the index of the initial state (among those within the
+/// boundary), then the index of each action among the actions enabled where it was taken.
+pub(crate) type IndexPath = (usize, Vec<usize>);
+
+/// The initial states the checker starts from: those within the boundary, in the model's
+/// order. Indices into this list start every [`IndexPath`].
+pub(crate) fn initial_states<M: Model>(model: &M) -> Vec<M::State> {
+    (model.init_states().into_iter())
+        .filter(|s| model.within_boundary(s))
+        .collect()
+}
+
+struct Node {
+    /// The node this state was first reached from, `None` for an initial state.
+    parent: Option<usize>,
+    /// The initial state's index, or the action's index in its parent.
+    index: usize,
+}
+
+/// A symmetry representative, when symmetry reduction is on.
+pub(crate) type Symmetry<S> = Option<fn(&S) -> S>;
+
+/// The identity of a state in a visited set: a 64-bit hash of it (of its representative under
+/// symmetry), as stateright's own visited sets use.
+pub(crate) fn fingerprint<S: Hash>(state: &S, symmetry: Symmetry<S>) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    match symmetry {
+        Some(representative) => representative(state).hash(&mut hasher),
+        None => state.hash(&mut hasher),
+    }
+    hasher.finish()
+}
+
+/// The shortest path to a state hitting each target, searching at most `max_steps` steps
+/// deep; `None` for a target not hit within that depth or before `deadline`.
+///
+/// With `symmetry`, states are identified by their representative, as in stateright's
+/// depth-first checker; a path still follows the states actually reached, so it replays.
+/// Lengths stay minimal because symmetric states have equally short paths to a target when
+/// the targets are symmetric, which symmetry reduction requires anyway.
+pub(crate) fn shortest_paths<M: Model>(
+    model: &M,
+    targets: &[Target<M>],
+    max_steps: usize,
+    symmetry: Symmetry<M::State>,
+    deadline: Option<Instant>,
+) -> Vec<Option<IndexPath>>
+where
+    M::State: Hash,
+{
+    let mut found: Vec<Option<usize>> = targets.iter().map(|_| None).collect();
+    let mut remaining = targets.len();
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut level: Vec<(M::State, usize)> = Vec::new();
+    for (index, state) in initial_states(model).into_iter().enumerate() {
+        if seen.insert(fingerprint(&state, symmetry)) {
+            nodes.push(Node {
+                parent: None,
+                index,
+            });
+            level.push((state, nodes.len() - 1));
+        }
+    }
+
+    let mut actions = Vec::new();
+    let mut generated = 0usize;
+    'levels: for steps in 0..=max_steps {
+        for (state, node) in &level {
+            for (target, slot) in targets.iter().zip(found.iter_mut()) {
+                if slot.is_none() && (target.condition)(model, state) == target.hit {
+                    *slot = Some(*node);
+                    remaining -= 1;
+                }
+            }
+        }
+        if remaining == 0 || steps == max_steps {
+            break;
+        }
+        let mut next = Vec::new();
+        for (state, node) in &level {
+            model.actions(state, &mut actions);
+            for (index, action) in actions.drain(..).enumerate() {
+                let Some(successor) = model.next_state(state, action) else {
+                    continue;
+                };
+                if !model.within_boundary(&successor) {
+                    continue;
+                }
+                generated += 1;
+                if generated.is_multiple_of(CLOCK_EVERY)
+                    && deadline.is_some_and(|deadline| Instant::now() >= deadline)
+                {
+                    break 'levels;
+                }
+                if seen.insert(fingerprint(&successor, symmetry)) {
+                    nodes.push(Node {
+                        parent: Some(*node),
+                        index,
+                    });
+                    next.push((successor, nodes.len() - 1));
+                }
+            }
+        }
+        level = next;
+    }
+
+    (found.into_iter())
+        .map(|slot| slot.and_then(|node| path_to(&nodes, node)))
+        .collect()
+}
+
+fn path_to(nodes: &[Node], mut node: usize) -> Option<IndexPath> {
+    let mut actions = Vec::new();
+    loop {
+        let entry = nodes.get(node)?;
+        match entry.parent {
+            Some(parent) => {
+                actions.push(entry.index);
+                node = parent;
+            }
+            None => {
+                actions.reverse();
+                return Some((entry.index, actions));
+            }
+        }
+    }
+}
+
+/// A replayed path: the initial state, then each action with the state it leads to.
+pub(crate) type Replayed<M> = (
+    <M as Model>::State,
+    Vec<(<M as Model>::Action, <M as Model>::State)>,
+);
+
+/// Replays an index path. `None` if it does not replay, which only a model whose initial
+/// states or actions vary between calls can cause.
+pub(crate) fn replay<M: Model>(model: &M, path: &IndexPath) -> Option<Replayed<M>>
+where
+    M::State: Clone,
+    M::Action: Clone,
+{
+    let (init, indices) = path;
+    let first = initial_states(model).into_iter().nth(*init)?;
+    let mut last = first.clone();
+    let mut steps = Vec::with_capacity(indices.len());
+    let mut actions = Vec::new();
+    for index in indices {
+        actions.clear();
+        model.actions(&last, &mut actions);
+        if *index >= actions.len() {
+            return None;
+        }
+        let action = actions.swap_remove(*index);
+        let next = model.next_state(&last, action.clone())?;
+        last = next.clone();
+        steps.push((action, next));
+    }
+    Some((first, steps))
+}

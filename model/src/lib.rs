@@ -5,7 +5,9 @@
 //! The environment is generic over [`Lifecycle`], so the same checker runs on the kernel, on
 //! the reference machine and on deliberately broken variants.
 
+pub mod checker;
 pub mod reference;
+pub mod twopc;
 pub mod variant;
 
 use resumable_kernel::{

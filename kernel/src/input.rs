@@ -162,7 +162,7 @@ impl Decision {
     }
 }
 
-/// Facts the driver establishes just before a resume, under current policy (spec RES-5).
+/// Facts the driver establishes just before a resume, under current policy (spec RES-7).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct Facts {

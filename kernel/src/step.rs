@@ -39,7 +39,7 @@ pub fn step(run: &Run, input: &Input) -> Result<Transition, Rejection> {
 
 fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
     let at = input.at;
-    // RES-1: identity comes first, before anything that would tell a stranger about the run.
+    // ID-1, RES-1: identity comes first, before anything that would tell a stranger about the run.
     if let Event::Resume(r) = &input.event {
         check_identity(&run.identity, &r.checkpoint.identity)?;
     }
@@ -393,7 +393,7 @@ impl From<Phase> for Resumed {
 /// RES-1 to RES-7, in order. Identity was checked before the phase.
 fn resume(run: &Run, at: Time, r: &Resume) -> Result<Resumed, Rejection> {
     let cp = &r.checkpoint;
-    // RES-2: schema gate, then integrity.
+    // CKP-3: schema gate; CKP-2: then integrity.
     if cp.schema_version > crate::checkpoint::SCHEMA_VERSION {
         return Err(Rejection::SchemaTooNew {
             supported: crate::checkpoint::SCHEMA_VERSION,

@@ -519,7 +519,7 @@ impl Reference {
         guard_resource_version(cp, &resume.facts)?; // row 6, RES-3
         let suspension = guard_suspended(run)?; // row 7
         guard_checkpoint_matches_run(run, cp)?; // row 8, RES-4
-        self.guard_decision_in_time(&suspension, decision, at)?; // row 9, RES-5
+        self.guard_decision_in_time(&suspension, at)?; // row 9, RES-5
         self.guard_decision_answers(&suspension, decision, cp, at)?; // rows 10 and 11, RES-6
         let mv = self.decide(run, &suspension, decision, at)?; // row 13, decided before...
         if mv.new_work {
@@ -595,16 +595,10 @@ impl Reference {
         Ok(())
     }
 
-    /// RES-5 (and APR-2 for the suspension's own deadline): a decision after the
-    /// suspension's expiry is refused.
-    fn guard_decision_in_time(
-        &self,
-        s: &Suspension,
-        decision: &Decision,
-        at: Time,
-    ) -> Result<(), Rejection> {
-        let is_approval = matches!(decision, Decision::Approve(_) | Decision::Deny(_));
-        if is_approval && self.breaks(Variant::ApprovalsNeverExpire) {
+    /// RES-5: a decision after the suspension's expiry is refused.
+    fn guard_decision_in_time(&self, s: &Suspension, at: Time) -> Result<(), Rejection> {
+        let awaits_approval = matches!(s.reason, Reason::PendingApproval { .. });
+        if awaits_approval && self.breaks(Variant::ApprovalsNeverExpire) {
             return Ok(());
         }
         if at > s.expires_at {

@@ -47,9 +47,10 @@ pub enum Variant {
     /// a resume can cross tenants or sessions. A runtime gets here by trusting the id in the
     /// URL rather than the one in the checkpoint.
     NoIdentityCheck,
-    /// APR-2 and RES-5 off for approvals: neither the approval's own expiry nor the
-    /// suspension's expiry is checked for an approve or deny decision, so an approval is a
-    /// standing pass. A runtime gets here by storing approvals without a deadline.
+    /// APR-2 and RES-5 off for approvals: neither the approval's own expiry nor the expiry
+    /// of a pending-approval suspension is checked, so an approval is a standing pass as long
+    /// as nobody fed `expire` first. A runtime gets here by storing approvals without a
+    /// deadline.
     ApprovalsNeverExpire,
     /// APR-3 broken: the requester is accepted as an approver of its own call. A runtime gets
     /// here by letting "the user" approve where the user is also the one who asked.

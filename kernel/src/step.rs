@@ -42,6 +42,9 @@ fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
     // ID-1, RES-1: identity comes first, before anything that would tell a stranger about the run.
     if let Event::Resume(r) = &input.event {
         check_identity(&run.identity, &r.checkpoint.identity)?;
+        // REJ-1: the checkpoint's integrity and revision come before the terminal check, so a
+        // resumer whose reply was lost learns that it won (or lost) even after the run ended.
+        check_checkpoint(run, r)?;
     }
     // INV-1: terminal phases absorb every input.
     if run.phase.is_terminal() {
@@ -390,8 +393,9 @@ impl From<Phase> for Resumed {
     }
 }
 
-/// RES-1 to RES-7, in order. Identity was checked before the phase.
-fn resume(run: &Run, at: Time, r: &Resume) -> Result<Resumed, Rejection> {
+/// CKP-3, CKP-2, then RES-3 and RES-2: the checkpoint is of a schema this kernel resumes,
+/// intact, and of the run's current revision (or the evidence of who won it).
+fn check_checkpoint(run: &Run, r: &Resume) -> Result<(), Rejection> {
     let cp = &r.checkpoint;
     // CKP-3: schema gate; CKP-2: then integrity.
     if cp.schema_version > crate::checkpoint::SCHEMA_VERSION {
@@ -408,8 +412,17 @@ fn resume(run: &Run, at: Time, r: &Resume) -> Result<Resumed, Rejection> {
     }
     cp.verify()
         .map_err(|(expected, found)| Rejection::DigestMismatch { expected, found })?;
-    // RES-3: state revision (one winner per suspension), then resource version.
+    // RES-3: state revision (one winner per suspension).
     check_revision(run, cp.revision, &r.decision)?;
+    Ok(())
+}
+
+/// RES-1 to RES-7, in order. Identity, schema, digest and revision were checked before the
+/// phase.
+fn resume(run: &Run, at: Time, r: &Resume) -> Result<Resumed, Rejection> {
+    let cp = &r.checkpoint;
+    // Schema, digest and revision (CKP-3, CKP-2, RES-3, RES-2) were checked before the phase.
+    // RES-3: the resource must be the version the checkpoint saw.
     if cp.resource_version != r.facts.resource_version {
         return Err(Rejection::ResourceChanged {
             checkpoint: cp.resource_version,

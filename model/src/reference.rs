@@ -278,12 +278,21 @@ impl Reference {
         }
     }
 
-    /// Spec 4.1, the guards every input meets first, in this order: identity (for a resume
-    /// only), terminal phase, clock, revision counter.
+    /// Spec 4.1, the guards every input meets first, in this order: for a resume only,
+    /// identity then rows 1 to 5 of section 5; then terminal phase, clock, revision counter.
     fn guard_every_input(&self, run: &RefRun, input: &Input) -> Result<(), Rejection> {
         if let Event::Resume(resume) = &input.event {
             if !self.breaks(Variant::IdentityAfterRevision) {
                 self.guard_identity(run, &resume.checkpoint)?;
+            }
+            // Spec 5 rows 1 to 5 come before the terminal check (REJ-1): a resumer whose reply
+            // was lost learns whether it won even after the run has ended.
+            let cp = &resume.checkpoint;
+            guard_schema(cp)?; // rows 1 and 2, CKP-3
+            guard_digest(cp)?; // row 3, CKP-2
+            self.guard_revision(run, cp, &resume.decision)?; // rows 4 and 5, RES-3 and RES-2
+            if self.breaks(Variant::IdentityAfterRevision) {
+                self.guard_identity(run, cp)?;
             }
         }
         guard_not_terminal(run)?;
@@ -510,12 +519,7 @@ impl Reference {
     fn resume(&self, run: &RefRun, at: Time, resume: &Resume) -> Stepped {
         let cp = &resume.checkpoint;
         let decision = &resume.decision;
-        guard_schema(cp)?; // rows 1 and 2, CKP-3
-        guard_digest(cp)?; // row 3, CKP-2
-        self.guard_revision(run, cp, decision)?; // rows 4 and 5, RES-3 and RES-2
-        if self.breaks(Variant::IdentityAfterRevision) {
-            self.guard_identity(run, cp)?;
-        }
+        // Rows 1 to 5 (schema, digest, revision) were checked with the guards of every input.
         guard_resource_version(cp, &resume.facts)?; // row 6, RES-3
         let suspension = guard_suspended(run)?; // row 7
         guard_checkpoint_matches_run(run, cp)?; // row 8, RES-4

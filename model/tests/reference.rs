@@ -406,17 +406,27 @@ fn a_terminal_run_is_refused_as_terminal_before_the_clock_is_checked() {
 }
 
 #[test]
-fn denied_duplicate_denial_is_refused_as_terminal_not_as_already_applied() {
-    // Spec 4.1 puts the terminal check before the revision rows of section 5, so once a
-    // denial has failed the run, its duplicate meets the terminal check first.
+fn denied_duplicate_denial_is_answered_already_applied_even_after_the_run_failed() {
+    // Spec 4.1 guard 2 puts the revision rows of section 5 before the terminal check (REJ-1),
+    // so the denier whose reply was lost learns that its denial won.
     let c = call("c", "t", "k");
     let (run, cp) = pending(c);
     let deny = Decision::Deny(approval(&cp, &c));
     let (failed, _) = accept(&run, at(2, resume(cp, deny)));
     assert_eq!(
         reject(&failed, at(3, resume(cp, deny))),
-        Rejection::Terminal {
-            phase: PhaseKind::Failed
+        Rejection::AlreadyApplied {
+            from: cp.revision,
+            to: failed.revision
+        }
+    );
+    // A different decision on the same checkpoint lost, and is told so.
+    let approve = Decision::Approve(approval(&cp, &c));
+    assert_eq!(
+        reject(&failed, at(3, resume(cp, approve))),
+        Rejection::AlreadyResumed {
+            from: cp.revision,
+            to: failed.revision
         }
     );
 }

@@ -39,7 +39,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Debug};
 use std::hash::Hash;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// The `schema` field of every JSON report; see spec/check-output.md.
@@ -404,6 +404,8 @@ pub enum CheckError {
     },
     /// The model panicked in a worker thread (the panic message went to stderr).
     ModelPanicked,
+    /// The operating system refused a thread.
+    ThreadSpawn,
 }
 
 impl fmt::Display for CheckError {
@@ -426,6 +428,7 @@ impl fmt::Display for CheckError {
                 )
             }
             CheckError::ModelPanicked => write!(f, "the model panicked during the check"),
+            CheckError::ThreadSpawn => write!(f, "could not start a thread"),
         }
     }
 }
@@ -536,15 +539,34 @@ impl<S> Run<'_, S> {
         C: Checker<Guarded<M>>,
     {
         let options = self.options;
-        // Poll the workers rather than block in `join`, to report progress and to fire the
-        // time bound for a model so slow that the workers' own clock reads come too seldom.
-        // The nap grows from a fraction of a millisecond, so a quick check returns quickly.
+        // A joiner thread waits for the workers and says when they are done, while this
+        // thread wakes up now and then to report progress and to fire the time bound for a
+        // model so slow that the workers' own clock reads come too seldom. The channel wakes
+        // it the moment the workers finish, so a quick check is timed without slack.
         let handles = checker.handles();
-        let mut nap = Duration::from_micros(100);
+        let (done_tx, done_rx) = mpsc::channel();
+        let joiner = std::thread::Builder::new()
+            .name("checker-join".to_owned())
+            .spawn(move || {
+                let mut panicked = false;
+                for handle in handles {
+                    panicked |= handle.join().is_err();
+                }
+                // The receiver outlives this thread: it waits for this message or for the
+                // channel to close, so a failed send cannot lose anything.
+                let _ = done_tx.send(panicked);
+            })
+            .map_err(|_| CheckError::ThreadSpawn)?;
         let mut next_progress = self.started + options.progress_every;
-        while !handles.iter().all(|h| h.is_finished()) {
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(50));
+        let panicked = loop {
+            let wait = (next_progress.saturating_duration_since(Instant::now()))
+                .clamp(Duration::from_millis(1), Duration::from_millis(50));
+            match done_rx.recv_timeout(wait) {
+                Ok(panicked) => break panicked,
+                // The joiner ended without a word: it can only have panicked itself.
+                Err(mpsc::RecvTimeoutError::Disconnected) => break true,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
             let now = Instant::now();
             if self.deadline.is_some_and(|deadline| now >= deadline) {
                 self.control.fire(STOP_TIME);
@@ -558,11 +580,8 @@ impl<S> Run<'_, S> {
                 });
                 next_progress = now + options.progress_every;
             }
-        }
-        let mut panicked = false;
-        for handle in handles {
-            panicked |= handle.join().is_err();
-        }
+        };
+        let panicked = joiner.join().is_err() || panicked;
         if panicked {
             return Err(CheckError::ModelPanicked);
         }

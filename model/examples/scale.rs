@@ -1,0 +1,127 @@
+//! How the checker scales: states, depth, time and throughput for growing configurations,
+//! with and without symmetry, on one and two threads. Prints a Markdown table.
+//!
+//! Run it in release mode (the figures in BENCHMARKS.md come from here):
+//!
+//! ```text
+//! cargo run --release -p resumable-model --example scale
+//! cargo run --release -p resumable-model --example scale -- twopc    # only matching cases
+//! ```
+//!
+//! To measure another model, add a line to `cases()`: any model the checker driver accepts
+//! whose state has a symmetry representative.
+
+use resumable_model::checker::{check, Options, Outcome, Report, Summarize};
+use resumable_model::twopc::TwoPhaseCommit;
+use stateright::Representative;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::time::{Duration, Instant};
+
+/// A configuration to measure: a name and a function that checks it under given options.
+struct Case {
+    name: String,
+    run: Box<dyn Fn(Setting) -> Report>,
+}
+
+#[derive(Clone, Copy)]
+struct Setting {
+    threads: usize,
+    symmetry: bool,
+}
+
+fn case<M, F>(name: impl Into<String>, make: F) -> Case
+where
+    F: Fn() -> M + 'static,
+    M: Summarize + Send + Sync + 'static,
+    M::State: Clone + Debug + Hash + PartialEq + Representative + Send + Sync + 'static,
+    M::Action: Clone + Debug + PartialEq + Send + Sync + 'static,
+{
+    Case {
+        name: name.into(),
+        run: Box::new(move |setting: Setting| {
+            let mut options = Options {
+                threads: setting.threads,
+                ..Options::default()
+            };
+            if setting.symmetry {
+                options = options.with_symmetry();
+            }
+            match check(make(), &options) {
+                Ok(report) => report,
+                Err(e) => {
+                    eprintln!("scale: {e}");
+                    std::process::exit(2);
+                }
+            }
+        }),
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for rms in 3..=7 {
+        cases.push(case(format!("twopc rms={rms}"), move || {
+            TwoPhaseCommit::new(rms)
+        }));
+    }
+    cases
+}
+
+/// Runs `case` repeatedly (at least 3 times and for at least half a second) and keeps the
+/// fastest run, so that thread start-up and a cold cache do not dominate small models.
+fn best_of(case: &Case, setting: Setting) -> Report {
+    let started = Instant::now();
+    let mut best = (case.run)(setting);
+    let mut runs = 1;
+    while runs < 3 || started.elapsed() < Duration::from_millis(500) {
+        let report = (case.run)(setting);
+        if report.stats.elapsed_secs < best.stats.elapsed_secs {
+            best = report;
+        }
+        runs += 1;
+        if started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+    }
+    best
+}
+
+fn main() {
+    let filter: Vec<String> = std::env::args().skip(1).collect();
+    if cfg!(debug_assertions) {
+        eprintln!("scale: a debug build; run with --release for meaningful figures");
+    }
+    println!(
+        "| configuration | symmetry | threads | unique | generated | depth | time (s) | generated/s | verdict |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for case in cases() {
+        if !filter.is_empty() && !filter.iter().any(|f| case.name.contains(f.as_str())) {
+            continue;
+        }
+        for symmetry in [false, true] {
+            for threads in [1, 2] {
+                let report = best_of(&case, Setting { threads, symmetry });
+                let stats = &report.stats;
+                let verdict = match report.outcome {
+                    Outcome::Pass => "pass",
+                    Outcome::Fail => "fail",
+                    Outcome::Incomplete => "incomplete",
+                };
+                println!(
+                    "| {} | {} | {} | {} | {} | {} | {:.4} | {:.2}M | {} |",
+                    case.name,
+                    if symmetry { "on" } else { "off" },
+                    threads,
+                    stats.unique,
+                    stats.generated,
+                    stats.max_depth,
+                    stats.elapsed_secs,
+                    stats.states_per_second / 1e6,
+                    verdict
+                );
+            }
+        }
+    }
+}

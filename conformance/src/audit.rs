@@ -44,9 +44,11 @@ use resumable_kernel::{
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
 
+mod report;
 pub mod sample;
 mod validate;
 
+pub use report::{report_json, report_text};
 pub use validate::{
     validate, Class, Finding, Options, Problem, Summary, DEFAULT_COMMIT_WINDOW, MAX_LINE_BYTES,
 };

@@ -1,0 +1,174 @@
+//! `resumable validate`, run as a user runs it: the built binary, on the audit-log examples of
+//! spec/audit-examples/ and on bad input, checking exit status and where the report points.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../spec/audit-examples")
+        .join(name)
+}
+
+fn validate(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_resumable"))
+        .arg("validate")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    // Ignore a write error: the validator stops reading at its first finding.
+    let _ = child.stdin.take().expect("stdin is piped").write_all(stdin);
+    child.wait_with_output().expect("the binary finishes")
+}
+
+fn validate_example(name: &str, extra: &[&str]) -> (Output, String) {
+    let path = example(name).display().to_string();
+    let mut args = vec![path.as_str()];
+    args.extend_from_slice(extra);
+    (validate(&args, b""), path)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn a_conforming_log_exits_0_with_a_summary() {
+    let (out, path) = validate_example("approval.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{path}: conforming: 9 records (4 accepted, 5 refused); run \
+             acme/session-1/run-approval at revision 4, completed; 1 dispatch, 1 commit\n"
+        )
+    );
+}
+
+#[test]
+fn a_conforming_log_read_from_stdin_exits_0() {
+    let log = std::fs::read(example("reconcile.jsonl")).unwrap();
+    let out = validate(&["-"], &log);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("<stdin>: conforming: 9 records"));
+}
+
+#[test]
+fn a_forged_stale_resume_exits_1_naming_the_line_the_property_and_both_verdicts() {
+    let (out, path) = validate_example("tampered-forged-stale-resume.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!(
+            "{path}:8: divergence: RES-3 violated: a resume from stale checkpoint revision 1"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  expected (kernel): {\"rejected\":{\"rejection\":\"already_applied\"")
+    );
+    assert!(text.contains("\n  found (log):       {\"accepted\":"));
+}
+
+#[test]
+fn an_edited_verdict_exits_1_on_its_line() {
+    let (out, path) = validate_example("tampered-edited-verdict.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).starts_with(&format!("{path}:6: divergence: ")));
+}
+
+#[test]
+fn a_spliced_record_exits_1_with_a_broken_chain() {
+    let (out, path) = validate_example("tampered-spliced.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).starts_with(&format!("{path}:4: divergence: prev is ")));
+}
+
+#[test]
+fn an_unknown_format_version_exits_2() {
+    let (out, path) = validate_example("malformed-unknown-version.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stdout(&out),
+        format!("{path}:1: malformed: unknown format version 2; this validator reads version 1\n")
+    );
+}
+
+#[test]
+fn the_json_report_carries_status_exit_code_and_the_finding() {
+    let (out, _) = validate_example("tampered-forged-stale-resume.jsonl", &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    for part in [
+        "\"status\":\"divergence\"",
+        "\"exit_code\":1",
+        "\"line\":8",
+        "\"id\":\"RES-3\"",
+        "\"problem\":\"property\"",
+    ] {
+        assert!(text.contains(part), "{part} missing from {text}");
+    }
+}
+
+#[test]
+fn the_json_report_of_a_conforming_log_carries_the_summary() {
+    let (out, _) = validate_example("approval.jsonl", &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.contains("\"status\":\"conforming\""), "{text}");
+    assert!(text.contains("\"records\":9"), "{text}");
+}
+
+#[test]
+fn an_empty_stdin_exits_2() {
+    let out = validate(&["-"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stdout(&out),
+        "<stdin>:1: malformed: the log is empty: line 1 must be the header\n"
+    );
+}
+
+#[test]
+fn binary_bytes_exit_2_naming_line_and_column() {
+    let out = validate(&["-"], b"{\"format\"\xff\xfe\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stdout(&out),
+        "<stdin>:1:10: malformed: the line is not valid UTF-8\n"
+    );
+}
+
+#[test]
+fn a_ten_megabyte_line_exits_2_without_being_read_whole() {
+    let mut log = std::fs::read(example("approval.jsonl")).unwrap();
+    log.extend(std::iter::repeat_n(b'x', 10 * 1024 * 1024));
+    log.push(b'\n');
+    let out = validate(&["-"], &log);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stdout(&out).starts_with("<stdin>:11:65537: malformed: line longer than 65536 bytes"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_missing_file_exits_2_on_stderr() {
+    let out = validate(&["/nonexistent/audit.jsonl"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .starts_with("error: /nonexistent/audit.jsonl: cannot read"));
+}
+
+#[test]
+fn a_wrong_flag_is_misuse_and_exits_2() {
+    let out = validate(&["--format", "yaml", "-"], b"");
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,85 @@
+//! The validator's report, as the command line prints it: a line for people, or one JSON
+//! object for programs. Kept here, beside the validator, so that both are tested together.
+
+use super::{Class, Finding, Summary, Verdict};
+use std::fmt::Write as _;
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A serde value's JSON text; every type reported here serialises infallibly.
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// The text report for a validation of `file`:
+///
+/// - conforming: `FILE: conforming: N records (A accepted, R refused); run T/S/R at revision
+///   V, PHASE; D dispatches, C commits`, and a note when the commit window was exceeded;
+/// - otherwise: `FILE:LINE[:COLUMN]: malformed|divergence: message`, then the kernel's and
+///   the log's verdicts when the finding compares them.
+pub fn report_text(file: &str, result: &Result<Summary, Finding>) -> String {
+    let mut out = String::new();
+    match result {
+        Ok(s) => {
+            let id = &s.identity;
+            let _ = writeln!(
+                out,
+                "{file}: conforming: {} ({} accepted, {} refused); run {}/{}/{} at revision {}, \
+                 {}; {}, {}",
+                plural(s.records, "record", "records"),
+                s.accepted,
+                s.rejected,
+                id.tenant,
+                id.session,
+                id.run,
+                s.revision.0,
+                json(&s.phase).trim_matches('"'),
+                plural(s.dispatches, "dispatch", "dispatches"),
+                plural(s.commits, "commit", "commits"),
+            );
+            if s.commit_window_exceeded {
+                let _ = writeln!(
+                    out,
+                    "note: more than {w} commits: REC-4 was checked over every {w} consecutive \
+                     commits; a key reused farther apart was not checked",
+                    w = s.commit_window
+                );
+            }
+        }
+        Err(f) => {
+            let class = match f.problem.class() {
+                Class::Malformed => "malformed",
+                Class::Divergence => "divergence",
+            };
+            let column = f.column.map(|c| format!(":{c}")).unwrap_or_default();
+            let _ = writeln!(out, "{file}:{}{column}: {class}: {}", f.line, f.message());
+            if let Some((expected, found)) = f.verdicts() {
+                let _ = writeln!(out, "  expected (kernel): {}", json::<Verdict>(expected));
+                let _ = writeln!(out, "  found (log):       {}", json::<Verdict>(found));
+            }
+        }
+    }
+    out
+}
+
+/// The JSON report for a validation of `file`, one object on one line: `file`, `status`
+/// (`conforming`, `divergence` or `malformed`), `exit_code`, and `summary` or `finding`.
+pub fn report_json(file: &str, result: &Result<Summary, Finding>) -> String {
+    let report = match result {
+        Ok(s) => serde_json::json!({
+            "file": file,
+            "status": "conforming",
+            "exit_code": 0,
+            "summary": s,
+        }),
+        Err(f) => serde_json::json!({
+            "file": file,
+            "status": f.problem.class(),
+            "exit_code": f.exit_code(),
+            "finding": f.to_json(),
+        }),
+    };
+    format!("{report}\n")
+}

@@ -1,5 +1,30 @@
-//! The `resumable` command line: replay scenarios through the kernel (more commands follow).
-fn main() {
-    eprintln!("resumable: no command is available yet; see README.md");
-    std::process::exit(2);
+//! `resumable`: the command line of the resumable lifecycle kernel.
+//!
+//! Each command lives in its own module with an `Args` struct (clap derive) and a `run`
+//! function returning the exit status; adding a command is a module, a variant and an arm.
+//! Exit status 2 means misuse or malformed input, for every command (clap's own errors too).
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod replay;
+
+/// Check, explore, replay and validate the checkpoint / suspend / resume lifecycle.
+#[derive(Parser)]
+#[command(name = "resumable", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario (JSON lines) through the kernel and print the trace.
+    Replay(replay::Args),
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Replay(args) => replay::run(&args),
+    }
 }

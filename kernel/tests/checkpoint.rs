@@ -192,7 +192,8 @@ fn checkpoint_digest_covers_every_field() {
     // CKP-2: an edit to any single field, not resealed, fails verification with the digest
     // of the edited fields and the digest carried; and every edit gives a distinct digest.
     let (_, cp, _) = approval_checkpoint();
-    let edits: Vec<(&str, Box<dyn Fn(&mut Checkpoint)>)> = vec![
+    type Edit = (&'static str, Box<dyn Fn(&mut Checkpoint)>);
+    let edits: Vec<Edit> = vec![
         ("schema_version", Box::new(|c| c.schema_version = 3)),
         ("tenant", Box::new(|c| c.identity.tenant = Name::lit("t-b"))),
         (

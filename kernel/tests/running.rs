@@ -445,7 +445,10 @@ fn running_input_of_any_kind_from_the_past_is_rejected() {
         ),
     )
     .0;
-    for input in one_of_each_kind(cp, 4) {
+    // The resume's checkpoint is sealed at the run's revision, so that it passes the
+    // checkpoint guards that come before the clock (spec 4.1, guard 2).
+    let current = resealed(cp, |cp| cp.revision = run.revision());
+    for input in one_of_each_kind(current, 4) {
         assert_eq!(
             reject(&run, input),
             Rejection::ClockRegressed {
@@ -477,7 +480,8 @@ fn running_input_at_the_end_of_the_revision_counter_is_rejected() {
     // REV-1: a revision that cannot advance refuses every input rather than wrap.
     let run = with_revision(&new_run("run-approval"), u64::MAX);
     let (_, cp) = pending(publish());
-    for input in one_of_each_kind(cp, 1) {
+    let current = resealed(cp, |cp| cp.revision = run.revision());
+    for input in one_of_each_kind(current, 1) {
         assert_eq!(
             reject(&run, input),
             Rejection::RevisionExhausted,

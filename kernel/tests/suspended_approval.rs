@@ -88,13 +88,30 @@ fn suspended_approval_deny_needs_no_permission_or_budget() {
 }
 
 #[test]
-fn suspended_approval_duplicate_of_a_winning_deny_is_rejected_as_terminal() {
-    // What the kernel does today: the run is failed, and the terminal check comes before
-    // the revision check, so the duplicate is told `Terminal`, not `AlreadyApplied`.
+fn suspended_approval_duplicate_of_a_winning_deny_is_already_applied_after_the_run_failed() {
+    // RES-2, REJ-1: the checkpoint's revision is checked before the terminal phase, so an
+    // approver whose reply was lost learns that its denial won, and a rival that it lost.
     let (run, cp, _, granted) = fixture();
     let (run, _) = accept(&run, at(2, resume(cp, Decision::Deny(granted))));
+    let receipt = (Revision(1), Revision(2));
     assert_eq!(
         reject(&run, at(3, resume(cp, Decision::Deny(granted)))),
+        Rejection::AlreadyApplied {
+            from: receipt.0,
+            to: receipt.1
+        }
+    );
+    assert_eq!(
+        reject(&run, at(3, resume(cp, Decision::Approve(granted)))),
+        Rejection::AlreadyResumed {
+            from: receipt.0,
+            to: receipt.1
+        }
+    );
+    // A resume at the failed run's own revision passes those checks and meets the phase.
+    let current = resealed(cp, |cp| cp.revision = run.revision());
+    assert_eq!(
+        reject(&run, at(3, resume(current, Decision::Deny(granted)))),
         Rejection::Terminal {
             phase: PhaseKind::Failed
         }

@@ -14,6 +14,12 @@ fn fixture() -> (Run, Checkpoint, Call) {
     (run, cp, c)
 }
 
+/// An edit of one identity field, with the field the rejection must name.
+type IdentityEdit = (IdentityField, fn(&mut Identity));
+
+/// An edit of a checkpoint, with the field the rejection must name.
+type CheckpointEdit<'a> = (CheckpointField, &'a dyn Fn(&mut Checkpoint));
+
 fn approve(cp: &Checkpoint, c: &Call) -> Decision {
     Decision::Approve(approval(cp, c))
 }
@@ -33,7 +39,7 @@ fn resume_with(cp: Checkpoint, decision: Decision, resource_version: u64) -> Eve
 fn suspended_resume_from_another_tenant_session_run_or_definition_is_rejected_naming_it() {
     // ID-1: each identity field is checked, and the rejection names the field only.
     let (run, cp, c) = fixture();
-    let edits: [(IdentityField, fn(&mut Identity)); 4] = [
+    let edits: [IdentityEdit; 4] = [
         (IdentityField::Tenant, |i| i.tenant = Name::lit("tenant-b")),
         (IdentityField::Session, |i| {
             i.session = Name::lit("session-2")
@@ -64,7 +70,7 @@ fn suspended_resume_from_another_tenant_session_run_or_definition_is_rejected_na
 #[test]
 fn suspended_resume_checks_identity_fields_in_order_tenant_session_run_definition() {
     let (run, cp, c) = fixture();
-    let cases: [(IdentityField, fn(&mut Identity)); 3] = [
+    let cases: [IdentityEdit; 3] = [
         (IdentityField::Tenant, |i| {
             i.tenant = Name::lit("tenant-b");
             i.session = Name::lit("session-2");
@@ -129,14 +135,32 @@ fn suspended_resume_from_the_past_is_rejected() {
 }
 
 #[test]
-fn suspended_resume_from_the_past_with_a_newer_schema_is_rejected_for_the_clock() {
+fn suspended_resume_from_the_past_with_a_newer_schema_is_rejected_for_the_schema() {
+    // The checkpoint's schema, digest and revision come before the clock (spec 4.1, guard 2).
     let (run, cp, c) = fixture();
     let newer = resealed(cp, |cp| cp.schema_version = 3);
     assert_eq!(
         reject(&run, at(0, resume(newer, approve(&newer, &c)))),
-        Rejection::ClockRegressed {
-            last: Time(1),
-            got: Time(0)
+        Rejection::SchemaTooNew {
+            supported: SCHEMA_VERSION,
+            got: 3
+        }
+    );
+}
+
+#[test]
+fn suspended_resume_from_the_past_with_a_stale_revision_is_rejected_as_stale() {
+    let c = publish();
+    let (run, old) = outcome_unknown(c);
+    let (run, _) = accept(&run, at(3, Event::Cancel { by: CANCELLER }));
+    assert_eq!(
+        reject(
+            &run,
+            at(0, resume(old, Decision::Reconcile(QueryAnswer::Unknown)))
+        ),
+        Rejection::StaleRevision {
+            current: Revision(3),
+            got: Revision(2)
         }
     );
 }
@@ -346,7 +370,7 @@ fn suspended_resume_from_a_checkpoint_differing_from_the_run_is_rejected_naming_
     };
     let other_attempt =
         |cp: &mut Checkpoint| cp.pending = cp.pending.map(|p| PendingCall { attempt: 1, ..p });
-    let edits: [(CheckpointField, &dyn Fn(&mut Checkpoint)); 10] = [
+    let edits: [CheckpointEdit; 10] = [
         (CheckpointField::Reason, &|cp| {
             cp.reason = ReasonKind::ExternalCallback
         }),

@@ -147,3 +147,41 @@ fn terminal_run_is_unchanged_by_every_refused_input() {
         }
     }
 }
+
+#[test]
+fn terminal_resume_with_a_broken_or_old_checkpoint_is_rejected_for_the_checkpoint_first() {
+    // Spec 4.1, guard 2: schema, digest and revision come before the terminal check, so a
+    // late resumer learns what happened to its checkpoint even after the run ended (REJ-1).
+    for run in terminal_runs() {
+        let cp = checkpoint_for(&run);
+        let t = run.updated_at().0 + 1;
+        let decision = Decision::Reconcile(QueryAnswer::Unknown);
+        let garbage = Checkpoint {
+            digest: Digest([7; 32]),
+            ..cp
+        };
+        assert_eq!(
+            reject(&run, at(t, resume(garbage, decision))),
+            Rejection::DigestMismatch {
+                expected: cp.digest,
+                found: garbage.digest
+            }
+        );
+        let newer = resealed(cp, |cp| cp.schema_version = 3);
+        assert_eq!(
+            reject(&run, at(t, resume(newer, decision))),
+            Rejection::SchemaTooNew {
+                supported: SCHEMA_VERSION,
+                got: 3
+            }
+        );
+        let ahead = resealed(cp, |cp| cp.revision = Revision(run.revision().0 + 1));
+        assert_eq!(
+            reject(&run, at(t, resume(ahead, decision))),
+            Rejection::FutureRevision {
+                current: run.revision(),
+                got: ahead.revision
+            }
+        );
+    }
+}

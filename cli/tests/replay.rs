@@ -1,0 +1,234 @@
+//! `resumable replay`, run as a user runs it: the built binary, on good and bad scenarios.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const HEADER: &str = r#"{"scenario": "t", "format": 1, "shows": ["SUS-2"], "description": "A test scenario.", "run": {"tenant": "tenant-a", "session": "s-1", "run": "run-1", "definition": "demo@1", "operator": "ops", "reconcile_window": 100, "created_at": 0}}"#;
+
+fn seed() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/scenarios/seed.jsonl")
+}
+
+fn replay(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_resumable"))
+        .arg("replay")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    // Ignore a write error: a command that fails before reading stdin closes the pipe.
+    let _ = child.stdin.take().expect("stdin is piped").write_all(stdin);
+    child.wait_with_output().expect("the binary finishes")
+}
+
+/// Replays `bytes` from a temporary file named after the test; returns the output and the
+/// file's path as the binary prints it.
+fn replay_file(name: &str, bytes: &[u8]) -> (Output, String) {
+    let dir = std::env::temp_dir().join(format!("resumable-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let path = dir.join(format!("{name}.jsonl"));
+    std::fs::write(&path, bytes).expect("the scenario is written");
+    let shown = path.display().to_string();
+    let out = replay(&[&shown], b"");
+    let _ = std::fs::remove_file(&path);
+    (out, shown)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Asserts exit status 2, an empty stdout and exactly one line on stderr that starts with
+/// `error: FILE:LINE` and contains `what`.
+fn assert_malformed(name: &str, bytes: &[u8], line: &str, what: &str) {
+    let (out, path) = replay_file(name, bytes);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(out.stdout.is_empty(), "nothing on stdout: {}", stdout(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    let prefix = format!("error: {path}:{line}");
+    assert!(err.starts_with(&prefix), "{err:?} starts with {prefix:?}");
+    assert!(err.contains(what), "{err:?} contains {what:?}");
+}
+
+#[test]
+fn replay_of_the_seed_prints_the_trace_and_exits_zero() {
+    let out = replay(&[seed().to_str().expect("a UTF-8 path")], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("scenario seed (format 1)"), "{text}");
+    assert!(text.contains("rejected already_suspended"));
+    assert!(text.contains("dispatch publish:demo key idem-run-approval#0"));
+    assert!(text.contains("9 inputs: 4 accepted, 5 rejected"));
+    assert!(out.stderr.is_empty());
+}
+
+#[test]
+fn replay_in_json_prints_one_object_per_step() {
+    let out = replay(
+        &[seed().to_str().expect("a UTF-8 path"), "--format", "json"],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 9);
+    for (i, line) in lines.iter().enumerate() {
+        assert!(
+            line.starts_with(&format!("{{\"scenario\":\"seed\",\"step\":{}", i + 1)),
+            "{line}"
+        );
+    }
+    assert!(lines[1].contains("\"verdict\":\"already_suspended\""));
+}
+
+#[test]
+fn replay_reads_the_scenario_from_stdin_with_a_dash() {
+    let bytes = std::fs::read(seed()).expect("the seed scenario");
+    let out = replay(&["-"], &bytes);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("scenario seed"));
+}
+
+#[test]
+fn replay_from_stdin_names_stdin_in_errors() {
+    let out = replay(&["-"], b"{\"at\": 1");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error: <stdin>:1:8: not JSON"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn replay_of_a_rejection_exits_zero_because_rejections_are_trace_content() {
+    let text = format!("{HEADER}\n{{\"at\": 1, \"kind\": \"expire\"}}\n");
+    let (out, _) = replay_file("rejection", text.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("rejected not_suspended"));
+}
+
+#[test]
+fn replay_exits_one_when_a_verdict_differs_from_its_expect() {
+    let text = format!("{HEADER}\n{{\"at\": 1, \"kind\": \"expire\", \"expect\": \"accepted\"}}\n");
+    let (out, path) = replay_file("unmet", text.as_bytes());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("UNEXPECTED: the scenario expects accepted"));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "unexpected: {path}:2: step 1 expected accepted, the kernel answered not_suspended"
+        )
+    );
+}
+
+#[test]
+fn replay_of_a_line_that_is_not_json_names_line_and_column() {
+    let text = format!("{HEADER}\n{{\"at\": 1, \"kind\": \n");
+    assert_malformed("not-json", text.as_bytes(), "2:", "not JSON");
+}
+
+#[test]
+fn replay_of_a_field_with_the_wrong_type_names_the_line() {
+    let text = format!("{HEADER}\n{{\"at\": \"soon\", \"kind\": \"expire\"}}\n");
+    assert_malformed(
+        "wrong-type",
+        text.as_bytes(),
+        "2:13",
+        "invalid type: string \"soon\"",
+    );
+}
+
+#[test]
+fn replay_of_an_unknown_field_names_it() {
+    let text = format!(
+        "{HEADER}\n{{\"at\": 1, \"kind\": \"cancel\", \"by\": \"alice\", \"reason\": \"x\"}}\n"
+    );
+    assert_malformed(
+        "unknown-field",
+        text.as_bytes(),
+        "2",
+        "unknown field `reason`",
+    );
+}
+
+#[test]
+fn replay_of_an_unknown_kind_lists_the_known_ones() {
+    let text = format!("{HEADER}\n{{\"at\": 1, \"kind\": \"pause\"}}\n");
+    assert_malformed(
+        "unknown-kind",
+        text.as_bytes(),
+        "2",
+        "unknown variant `pause`",
+    );
+}
+
+#[test]
+fn replay_of_an_empty_file_says_it_is_empty() {
+    assert_malformed("empty", b"", "1", "empty scenario");
+}
+
+#[test]
+fn replay_of_binary_bytes_says_they_are_not_utf8() {
+    let mut bytes = format!("{HEADER}\n").into_bytes();
+    bytes.extend_from_slice(&[0x7b, 0xff, 0x00, 0xfe, 0x7d]);
+    assert_malformed("binary", &bytes, "2:2", "not UTF-8");
+}
+
+#[test]
+fn replay_without_a_header_says_the_header_is_missing() {
+    assert_malformed(
+        "no-header",
+        b"{\"at\": 1, \"kind\": \"expire\"}\n",
+        "1",
+        "missing header",
+    );
+}
+
+#[test]
+fn replay_of_a_header_without_inputs_is_malformed() {
+    assert_malformed(
+        "header-only",
+        format!("{HEADER}\n").as_bytes(),
+        "1",
+        "no inputs",
+    );
+}
+
+#[test]
+fn replay_of_a_reference_to_no_checkpoint_names_the_line() {
+    let text = format!(
+        "{HEADER}\n{{\"at\": 1, \"kind\": \"resume\", \"checkpoint\": \"latest\", \"decision\": {{\"decision\": \"reconcile\", \"answer\": \"unknown\"}}}}\n"
+    );
+    assert_malformed(
+        "no-checkpoint",
+        text.as_bytes(),
+        "2",
+        "no checkpoint has been emitted yet",
+    );
+}
+
+#[test]
+fn replay_of_a_missing_file_exits_two() {
+    let out = replay(&["/nonexistent/scenario.jsonl"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("error: /nonexistent/scenario.jsonl: cannot read"));
+}
+
+#[test]
+fn replay_with_an_unknown_format_is_a_usage_error() {
+    let out = replay(
+        &[seed().to_str().expect("a UTF-8 path"), "--format", "yaml"],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("invalid value 'yaml'"));
+}

@@ -1,0 +1,336 @@
+//! The teaching traces: every `spec/scenarios/*.jsonl`, replayed through the kernel and kept
+//! as an insta snapshot named after the file. A new scenario file is picked up by reading
+//! the directory; its snapshot appears on the first run with `INSTA_UPDATE=always`.
+
+use resumable_conformance::scenario::{self, Scenario};
+use resumable_conformance::trace::{self, Trace};
+use resumable_conformance::SPEC_IDS;
+use resumable_kernel::{
+    ApprovalField, CheckpointField, DecisionKind, Digest, IdentityField, Name, PhaseKind,
+    ReasonKind, Rejection, Revision, Time,
+};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn scenario_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/scenarios")
+}
+
+/// Every scenario file, sorted by name, with its parsed scenario and its replay.
+fn scenarios() -> Vec<(String, Scenario, Trace)> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(scenario_dir())
+        .expect("spec/scenarios is readable")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "spec/scenarios holds no scenario");
+    paths
+        .into_iter()
+        .map(|path| {
+            let stem = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("a UTF-8 file name")
+                .to_string();
+            let bytes = std::fs::read(&path).expect("a readable scenario");
+            let parsed = scenario::parse(&bytes).unwrap_or_else(|e| panic!("{stem}.jsonl:{e}"));
+            let replayed = trace::replay(&parsed).unwrap_or_else(|e| panic!("{stem}.jsonl:{e}"));
+            (stem, parsed, replayed)
+        })
+        .collect()
+}
+
+/// The one check function: each scenario's text trace is its snapshot, and each step shows
+/// the verdict the scenario claims for it.
+#[test]
+fn every_scenario_replays_to_its_snapshot_with_the_verdicts_it_claims() {
+    for (stem, parsed, replayed) in scenarios() {
+        for step in &replayed.steps {
+            let expect = step.expect.as_deref().unwrap_or_else(|| {
+                panic!(
+                    "{stem}.jsonl:{}: a shipped step states its expected verdict",
+                    step.line
+                )
+            });
+            assert_eq!(
+                step.verdict_name(),
+                expect,
+                "{stem}.jsonl:{}: step {} ({})",
+                step.line,
+                step.number,
+                step.summary
+            );
+        }
+        assert_eq!(
+            parsed.header.scenario, stem,
+            "the header names the file's stem"
+        );
+        insta::assert_snapshot!(stem.as_str(), replayed.to_text());
+    }
+}
+
+#[test]
+fn every_scenario_header_shows_at_least_one_known_spec_id() {
+    for (stem, parsed, _) in scenarios() {
+        assert!(!parsed.header.shows.is_empty(), "{stem}: shows is empty");
+        for id in &parsed.header.shows {
+            assert!(
+                SPEC_IDS.contains(&id.as_str()),
+                "{stem}: `{id}` is not a spec ID"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_header_with_empty_shows_is_refused() {
+    let text = br#"{"scenario": "x", "format": 1, "shows": [], "description": "d", "run": {"tenant": "t", "session": "s", "run": "r", "definition": "d", "operator": "ops", "reconcile_window": 10, "created_at": 0}}
+{"at": 1, "kind": "expire"}
+"#;
+    let err = scenario::parse(text).expect_err("empty shows is refused");
+    assert_eq!(err.line, 1);
+    assert!(err.message.contains("\"shows\" is empty"), "{err}");
+}
+
+#[test]
+fn a_header_naming_an_unknown_spec_id_is_refused() {
+    let text = br#"{"scenario": "x", "format": 1, "shows": ["RES-99"], "description": "d", "run": {"tenant": "t", "session": "s", "run": "r", "definition": "d", "operator": "ops", "reconcile_window": 10, "created_at": 0}}
+{"at": 1, "kind": "expire"}
+"#;
+    let err = scenario::parse(text).expect_err("an unknown ID is refused");
+    assert!(err.message.contains("RES-99"), "{err}");
+}
+
+#[test]
+fn the_seed_scenario_keeps_the_seed_names_and_verdicts() {
+    let (_, parsed, replayed) = scenarios()
+        .into_iter()
+        .find(|(stem, _, _)| stem == "seed")
+        .expect("spec/scenarios/seed.jsonl exists");
+    assert_eq!(parsed.header.run.run, Name::lit("run-approval"));
+    let verdicts: Vec<String> = replayed.steps.iter().map(|s| s.verdict_name()).collect();
+    assert_eq!(
+        verdicts,
+        [
+            "accepted",
+            "already_suspended",
+            "identity_mismatch",
+            "checkpoint_mismatch",
+            "stale_revision",
+            "accepted",
+            "already_applied",
+            "accepted",
+            "accepted",
+        ]
+    );
+    // Suspended at r1 under the seed's key; approved into r2, dispatched once under it.
+    let first = &replayed.steps[0];
+    assert_eq!(first.run.revision(), Revision(1));
+    let approved = &replayed.steps[5];
+    assert_eq!(approved.run.revision(), Revision(2));
+    let dispatch = approved
+        .verdict
+        .as_ref()
+        .ok()
+        .and_then(|fx| fx.dispatch())
+        .expect("the approval dispatches");
+    assert_eq!(
+        (dispatch.tool, dispatch.key),
+        (Name::lit("publish:demo"), Name::lit("idem-run-approval"))
+    );
+    let dispatches = replayed
+        .steps
+        .iter()
+        .filter_map(|s| s.verdict.as_ref().ok())
+        .filter(|fx| fx.dispatch().is_some())
+        .count();
+    assert_eq!(
+        dispatches, 1,
+        "the approved action is dispatched exactly once"
+    );
+    // The unknown reconcile answer leaves the run suspended for manual intervention.
+    let last = replayed.final_run();
+    assert_eq!(
+        last.suspension().map(|s| s.reason.kind()),
+        Some(ReasonKind::ManualIntervention)
+    );
+}
+
+#[test]
+fn the_json_trace_of_the_seed_is_stable() {
+    let (_, _, replayed) = scenarios()
+        .into_iter()
+        .find(|(stem, _, _)| stem == "seed")
+        .expect("spec/scenarios/seed.jsonl exists");
+    let json = replayed.to_json_lines().expect("the trace serialises");
+    for line in json.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+        assert!(v.get("verdict").is_some() && v.get("effects").is_some());
+    }
+    insta::assert_snapshot!("seed_json", json);
+}
+
+/// Whether a scenario can reach the variant. The match has no wildcard, so a new kernel
+/// rejection fails to compile here until someone decides whether a scenario must show it.
+fn reachable_by_a_scenario(r: &Rejection) -> bool {
+    use Rejection::*;
+    match r {
+        // A run starts at revision 0; exhausting a u64 counter takes 2^64 inputs.
+        RevisionExhausted => false,
+        Terminal { .. }
+        | IdentityMismatch { .. }
+        | ClockRegressed { .. }
+        | SchemaTooNew { .. }
+        | MigrationRequired { .. }
+        | DigestMismatch { .. }
+        | StaleRevision { .. }
+        | FutureRevision { .. }
+        | AlreadyApplied { .. }
+        | AlreadyResumed { .. }
+        | ResourceChanged { .. }
+        | NotSuspended { .. }
+        | CheckpointMismatch { .. }
+        | Expired { .. }
+        | DecisionMismatch { .. }
+        | ApprovalMismatch { .. }
+        | ApprovalExpired { .. }
+        | SelfApproval { .. }
+        | Unauthorised { .. }
+        | WaitMismatch { .. }
+        | PermissionRevoked
+        | BudgetExhausted
+        | NotRunning { .. }
+        | AlreadySuspended { .. }
+        | ExpiryNotInFuture { .. }
+        | NoAttemptsAllowed
+        | KeyConflict { .. }
+        | CallIdReused { .. }
+        | DispatchInFlight { .. }
+        | NoDispatchInFlight { .. }
+        | ResultMismatch { .. }
+        | NothingInFlight { .. }
+        | NotExpired { .. }
+        | ReconcileFirst
+        | CancelPending => true,
+    }
+}
+
+/// One value of every rejection variant (the evidence does not matter, only the name).
+fn one_of_each_rejection() -> Vec<Rejection> {
+    let n = Name::lit("x");
+    let (r, t, d) = (Revision(0), Time(0), Digest::default());
+    vec![
+        Rejection::Terminal {
+            phase: PhaseKind::Failed,
+        },
+        Rejection::IdentityMismatch {
+            field: IdentityField::Run,
+        },
+        Rejection::ClockRegressed { last: t, got: t },
+        Rejection::SchemaTooNew {
+            supported: 2,
+            got: 3,
+        },
+        Rejection::MigrationRequired { got: 1, current: 2 },
+        Rejection::DigestMismatch {
+            expected: d,
+            found: d,
+        },
+        Rejection::StaleRevision { current: r, got: r },
+        Rejection::FutureRevision { current: r, got: r },
+        Rejection::AlreadyApplied { from: r, to: r },
+        Rejection::AlreadyResumed { from: r, to: r },
+        Rejection::ResourceChanged {
+            checkpoint: 0,
+            current: 1,
+        },
+        Rejection::NotSuspended {
+            phase: PhaseKind::Running,
+        },
+        Rejection::CheckpointMismatch {
+            field: CheckpointField::Reason,
+        },
+        Rejection::Expired {
+            expires_at: t,
+            now: t,
+        },
+        Rejection::DecisionMismatch {
+            reason: ReasonKind::PendingApproval,
+            decision: DecisionKind::Callback,
+        },
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::Args,
+        },
+        Rejection::ApprovalExpired {
+            expires_at: t,
+            now: t,
+        },
+        Rejection::SelfApproval { party: n },
+        Rejection::Unauthorised {
+            expected: n,
+            got: n,
+        },
+        Rejection::WaitMismatch {
+            expected: n,
+            got: n,
+        },
+        Rejection::PermissionRevoked,
+        Rejection::BudgetExhausted,
+        Rejection::NotRunning {
+            phase: PhaseKind::Suspended,
+        },
+        Rejection::AlreadySuspended {
+            reason: ReasonKind::PendingApproval,
+        },
+        Rejection::ExpiryNotInFuture {
+            expires_at: t,
+            now: t,
+        },
+        Rejection::NoAttemptsAllowed,
+        Rejection::KeyConflict { key: n },
+        Rejection::CallIdReused { call_id: n },
+        Rejection::DispatchInFlight { call_id: n },
+        Rejection::NoDispatchInFlight {
+            phase: PhaseKind::Running,
+        },
+        Rejection::ResultMismatch {
+            call_id: n,
+            attempt: 0,
+            got_call: n,
+            got_attempt: 1,
+        },
+        Rejection::NothingInFlight {
+            phase: PhaseKind::Running,
+        },
+        Rejection::NotExpired {
+            expires_at: t,
+            now: t,
+        },
+        Rejection::ReconcileFirst,
+        Rejection::CancelPending,
+        Rejection::RevisionExhausted,
+    ]
+}
+
+#[test]
+fn every_rejection_a_scenario_can_reach_appears_in_some_scenario() {
+    let shown: BTreeSet<String> = scenarios()
+        .iter()
+        .flat_map(|(_, _, t)| t.steps.iter().map(|s| s.verdict_name()))
+        .collect();
+    let all = one_of_each_rejection();
+    let names: BTreeSet<String> = all.iter().map(trace::rejection_name).collect();
+    assert_eq!(
+        names.len(),
+        all.len(),
+        "one sample per variant, no duplicates"
+    );
+    let missing: Vec<String> = all
+        .iter()
+        .filter(|r| reachable_by_a_scenario(r))
+        .map(trace::rejection_name)
+        .filter(|name| !shown.contains(name))
+        .collect();
+    assert!(missing.is_empty(), "no scenario shows: {missing:?}");
+}

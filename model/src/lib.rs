@@ -6,9 +6,12 @@
 //! the reference machine and on deliberately broken variants.
 
 pub mod checker;
+pub mod config;
+pub mod properties;
 pub mod reference;
 pub mod twopc;
 pub mod variant;
+pub mod world;
 
 use resumable_kernel::{
     CallOutcome, Effects, Identity, Input, Phase, Policy, Rejection, Revision, Run, Time,

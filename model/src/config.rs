@@ -1,0 +1,212 @@
+//! The world's configuration: how many runs, workers and approvers, which budgets, which tool
+//! contract. It lives outside the state, so it is never hashed and never changes during a check.
+//!
+//! Every budget is a bound on what the environment may do (crash, lose, duplicate, let time
+//! pass), not a cut of the exploration: within the budgets the model is explored exhaustively.
+
+use core::fmt;
+
+/// The agent program every run executes. Programs are tiny and fixed: the model explores the
+/// world around the run, not the agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Program {
+    /// Suspend for approval of the gated call `c1`; once its result is recorded, complete.
+    Approval,
+    /// Dispatch `c1` directly, ungated; once its result is recorded, complete. Smaller: it
+    /// explores crashes, lost responses and reconciliation without the approval phase.
+    Direct,
+    /// Dispatch the ungated call `c0`, then suspend for approval of `c1`, then complete: a side
+    /// effect before the pause, which no resume may execute again (spec REC-4).
+    SideEffectFirst,
+}
+
+impl Program {
+    /// The program's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Approval => "approval",
+            Program::Direct => "direct",
+            Program::SideEffectFirst => "side-effect-first",
+        }
+    }
+
+    /// Every program, for listings.
+    pub const ALL: [Program; 3] = [Program::Approval, Program::Direct, Program::SideEffectFirst];
+
+    /// Whether call `c` (0 or 1) needs an approval before it may be dispatched.
+    pub fn gated(self, call: u8) -> bool {
+        call == 1 && self != Program::Direct
+    }
+}
+
+/// The configuration of the world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    /// Runs (1 or 2). With two, the runs belong to different tenants and sessions.
+    pub runs: u8,
+    /// Workers that step runs, racing on the store's compare-and-set (1 to 4).
+    pub workers: u8,
+    /// How many times, in all, a worker may crash and lose its volatile state.
+    pub crashes: u8,
+    /// Instances of the responsible approver (browser tabs, devices): each sends at most one
+    /// decision per checkpoint, so two of them can race an approval against a denial (0 to 3).
+    pub approvers: u8,
+    /// The requester also tries to approve its own call (spec APR-3).
+    pub self_approval: bool,
+    /// An approver may approve an edited version of the call (other arguments, spec APR-1).
+    pub edited_approvals: bool,
+    /// With two runs, an approval of run 1's checkpoint is also sent to run 0 (spec ID-1).
+    pub cross_tenant: bool,
+    /// The tool remembers idempotency keys and commits each at most once.
+    pub dedupes: bool,
+    /// The tool's status query fences the key it answers "not committed" for.
+    pub query_fences: bool,
+    /// The status query may also answer "unknown" (spec REC-2).
+    pub query_unknown: bool,
+    /// A person (the run's operator) settles manual interventions truthfully: "committed"
+    /// with the result if the tool committed the call, otherwise "abandon".
+    pub operator: bool,
+    /// Attempts the call's contract allows in all (1 to 4).
+    pub max_attempts: u8,
+    /// How many tool responses the network may lose in all.
+    pub losses: u8,
+    /// How many extra deliveries of decisions the network may make in all.
+    pub duplicates: u8,
+    /// How many cancel requests the run's owner may send in all (spec CAN-1).
+    pub cancels: u8,
+    /// The agent program.
+    pub program: Program,
+    /// Ticks an approval suspension lasts before it expires (at least 1).
+    pub suspend_for: u8,
+    /// Ticks an approval is valid after it is given (spec APR-2).
+    pub approval_ttl: u8,
+    /// Ticks a reconciliation or manual intervention may wait: the run's policy (at least 1).
+    pub reconcile_window: u8,
+    /// The clock runs from 0 to this tick (at most 30).
+    pub max_time: u8,
+    /// No input is offered to a run at or past this revision (at most 31). A correct lifecycle
+    /// never comes near it; it only keeps a looping broken variant finite.
+    pub max_revision: u8,
+    /// An optional bound on the depth of the exploration, in actions. A check cut short by it
+    /// is incomplete, never a pass.
+    pub depth_bound: Option<usize>,
+}
+
+impl Default for Config {
+    /// One run, two workers racing, one crash, one lost response, one duplicated decision, two
+    /// approver tabs and a requester approving itself, a deduping tool whose query may answer
+    /// "unknown", and a clock long enough for an approval to expire.
+    fn default() -> Config {
+        Config {
+            runs: 1,
+            workers: 2,
+            crashes: 1,
+            approvers: 2,
+            self_approval: true,
+            edited_approvals: false,
+            cross_tenant: false,
+            dedupes: true,
+            query_fences: false,
+            query_unknown: true,
+            operator: false,
+            max_attempts: 2,
+            losses: 1,
+            duplicates: 1,
+            cancels: 0,
+            program: Program::Approval,
+            suspend_for: 2,
+            approval_ttl: 1,
+            reconcile_window: 1,
+            max_time: 4,
+            max_revision: 12,
+            depth_bound: None,
+        }
+    }
+}
+
+/// Why a configuration cannot be explored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A count or duration is outside its range.
+    OutOfRange {
+        /// The field.
+        field: &'static str,
+        /// The value given.
+        got: u64,
+        /// The smallest allowed value.
+        min: u64,
+        /// The largest allowed value.
+        max: u64,
+    },
+    /// `cross_tenant` needs two runs.
+    CrossTenantNeedsTwoRuns,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::OutOfRange {
+                field,
+                got,
+                min,
+                max,
+            } => write!(f, "{field} must be between {min} and {max}, got {got}"),
+            ConfigError::CrossTenantNeedsTwoRuns => {
+                f.write_str("a cross-tenant resume needs two runs")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn range(field: &'static str, got: u8, min: u8, max: u8) -> Result<(), ConfigError> {
+    if got < min || got > max {
+        return Err(ConfigError::OutOfRange {
+            field,
+            got: u64::from(got),
+            min: u64::from(min),
+            max: u64::from(max),
+        });
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Checks every field against its range. The world relies on these ranges to keep its
+    /// state in small fixed-width fields (bit sets of keys, revisions and ticks).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        range("runs", self.runs, 1, 2)?;
+        range("workers", self.workers, 1, 4)?;
+        range("crashes", self.crashes, 0, 8)?;
+        range("approvers", self.approvers, 0, 3)?;
+        range("max_attempts", self.max_attempts, 1, 4)?;
+        range("losses", self.losses, 0, 8)?;
+        range("duplicates", self.duplicates, 0, 8)?;
+        range("cancels", self.cancels, 0, 4)?;
+        range("suspend_for", self.suspend_for, 1, 20)?;
+        range("approval_ttl", self.approval_ttl, 0, 20)?;
+        range("reconcile_window", self.reconcile_window, 1, 20)?;
+        range("max_time", self.max_time, 0, 30)?;
+        range("max_revision", self.max_revision, 1, 31)?;
+        if self.cross_tenant && self.runs != 2 {
+            return Err(ConfigError::CrossTenantNeedsTwoRuns);
+        }
+        Ok(())
+    }
+
+    /// How long, in ticks, any suspension may last before it must have been left (spec
+    /// LIVE-1): the longest expiry the world asks for, plus the one tick after it at which
+    /// the expiry becomes due.
+    pub fn suspension_bound(&self) -> u8 {
+        self.suspend_for
+            .max(self.reconcile_window)
+            .saturating_add(1)
+    }
+
+    /// Whether the tool's contract lets a correct lifecycle retry after "not committed"
+    /// (spec REC-3): only a deduping tool or a fencing query make a retry safe.
+    pub fn retry_is_safe(&self) -> bool {
+        (self.dedupes || self.query_fences) && self.max_attempts > 1
+    }
+}

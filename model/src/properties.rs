@@ -1,0 +1,274 @@
+//! The lifecycle's properties, named `"<SPEC-ID> <present-tense sentence>"`.
+//!
+//! Safety properties are `always`. Those about history read the violation bits the world sets
+//! when a transition lands (see [`crate::world::violation`]); the rest read the state. Each
+//! has a `sometimes` partner showing that the states it speaks about are reached, so it cannot
+//! hold vacuously.
+//!
+//! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
+//! current suspension has lasted and the property requires it to stay within the longest
+//! expiry plus one tick. The clock is bounded and never passes a due expiry, so the model is
+//! acyclic and the property can really be broken, unlike stateright's `eventually`, which
+//! misses violations on cycles and on paths cut by a bound.
+
+use crate::world::{violation, waits_for_approval, witness, World, WorldState};
+use crate::Lifecycle;
+use resumable_kernel::{FailCause, Phase, Reason, ReasonKind};
+use stateright::Property;
+
+/// Property names, for tests, reports and broken variants' targets.
+pub mod names {
+    /// RES-2, always.
+    pub const RES_2: &str = "RES-2 at most one resume wins per suspension";
+    /// RES-3, always.
+    pub const RES_3: &str = "RES-3 a stale revision is never resumed";
+    /// RES-5, always.
+    pub const RES_5: &str = "RES-5 no resume is accepted after the suspension expired";
+    /// APR-1, always.
+    pub const APR_1: &str =
+        "APR-1 nothing gated is dispatched without an approval bound to its call, arguments, requester and revision";
+    /// APR-2, always.
+    pub const APR_2: &str = "APR-2 an expired decision is never accepted";
+    /// APR-3, always.
+    pub const APR_3: &str =
+        "APR-3 only the recorded approver decides, never the requester of the call";
+    /// APR-4, always.
+    pub const APR_4: &str = "APR-4 a denied call never runs";
+    /// EFF-1, always.
+    pub const EFF_1: &str = "EFF-1 the tool commits each call at most once";
+    /// REC-2, always.
+    pub const REC_2: &str =
+        "REC-2 an unknown outcome is never dispatched again before a not-committed answer";
+    /// REC-3, always.
+    pub const REC_3: &str =
+        "REC-3 a call goes again only under a key its tool's contract makes safe and live";
+    /// REC-4, always.
+    pub const REC_4: &str = "REC-4 a committed result is reused, never executed again";
+    /// INV-1, always.
+    pub const INV_1: &str = "INV-1 terminal phases are absorbing";
+    /// AUD-1, always.
+    pub const AUD_1: &str =
+        "AUD-1 each accepted transition is audited exactly once, the revision advancing by one";
+    /// ID-1, always.
+    pub const ID_1: &str =
+        "ID-1 no resume crosses tenant or session, and a foreign checkpoint is refused for its identity first";
+    /// SUS-1, always.
+    pub const SUS_1: &str =
+        "SUS-1 every suspension has a reason, an expiry and a responsible party";
+    /// SUS-2, always.
+    pub const SUS_2: &str = "SUS-2 a suspend while suspended is refused";
+    /// LIVE-1, always (budgeted).
+    pub const LIVE_1: &str = "LIVE-1 every suspension is left within its bound";
+
+    /// RES-2's partner.
+    pub const RACE_WON: &str = "RES-2 two workers race to resume one suspension and one wins";
+    /// RES-3's partner.
+    pub const STALE_ARRIVES: &str = "RES-3 a stale approval arrives";
+    /// APR-1's partner (programs with a gated call).
+    pub const APPROVED_RUNS: &str = "APR-1 the tool commits an approved call";
+    /// APR-2's partner (with approvers).
+    pub const EXPIRED_ARRIVES: &str = "APR-2 a decision arrives after it expired";
+    /// APR-3's partner (with the requester approving itself).
+    pub const SELF_ARRIVES: &str = "APR-3 the requester's approval of its own call arrives";
+    /// RES-5's partner (with approvers).
+    pub const AFTER_EXPIRY: &str = "RES-5 a decision arrives after the suspension expired";
+    /// APR-4's partner (with approvers).
+    pub const DENIED: &str = "APR-4 a denial fails the run";
+    /// EFF-1's partner (with crashes).
+    pub const LATE_REQUEST: &str =
+        "EFF-1 a delayed request reaches the tool after a not-committed answer";
+    /// REC-2's partner (with crashes).
+    pub const UNKNOWN: &str = "REC-2 a crash leaves an unknown outcome";
+    /// REC-3's witness (only where the tool's contract makes a retry safe).
+    pub const RETRY_SUCCEEDS: &str = "REC-3 a retry after a not-committed answer succeeds";
+    /// REC-4's partner (with crashes).
+    pub const REUSED: &str = "REC-4 reconcile reuses a committed result";
+    /// INV-1's partner.
+    pub const LATE_TO_TERMINAL: &str = "INV-1 a message reaches a finished run";
+    /// AUD-1's partner.
+    pub const COMPLETES: &str = "AUD-1 a run completes, every step audited";
+    /// ID-1's partner (two runs, cross-tenant decisions on).
+    pub const FOREIGN_OFFERED: &str = "ID-1 a checkpoint of another tenant reaches a run";
+    /// SUS-1's partner.
+    pub const WAITS: &str = "SUS-1 a run waits, suspended";
+    /// LIVE-1's partner.
+    pub const EXPIRES: &str = "LIVE-1 a suspension expires";
+
+    /// Not in the default list: a `sometimes` that no correct lifecycle reaches. Where the
+    /// tool neither dedupes nor fences and a broken lifecycle retries after "not committed",
+    /// the delayed original commits too. [`super::hazards`] holds it, for demonstrations.
+    pub const DOUBLE_COMMIT: &str =
+        "EFF-1 hazard: a call commits twice (only a retrying broken lifecycle reaches it)";
+}
+
+fn clean<R>(s: &WorldState<R>, bit: u16) -> bool {
+    s.violated & bit == 0
+}
+
+fn any_run<L: Lifecycle>(
+    w: &World<L>,
+    s: &WorldState<L::Run>,
+    f: impl Fn(&crate::Snapshot) -> bool,
+) -> bool {
+    s.runs
+        .iter()
+        .any(|slot| f(&w.lifecycle().snapshot(&slot.run)))
+}
+
+/// SUS-1 on one run: a suspension has a reason (by type), an expiry not before it began, began
+/// no later than the run's last input, and a responsible party who, for an approval, is not
+/// the requester (spec APR-3).
+fn suspension_well_formed(snap: &crate::Snapshot) -> bool {
+    match &snap.phase {
+        Phase::Suspended(s) => {
+            let party_ok = match &s.reason {
+                Reason::PendingApproval { requester, .. } => *requester != s.responsible,
+                _ => true,
+            };
+            s.expires_at >= s.since && s.since <= snap.updated_at && party_ok
+        }
+        _ => true,
+    }
+}
+
+/// AUD-1 on the state: every run's log holds one record per revision, and no write broke the
+/// rule (checked when it landed).
+fn audited<L: Lifecycle>(w: &World<L>, s: &WorldState<L::Run>) -> bool {
+    clean(s, violation::AUD_1)
+        && s.runs
+            .iter()
+            .all(|slot| u64::from(slot.audited) == w.lifecycle().snapshot(&slot.run).revision.0)
+}
+
+/// LIVE-1: no run has been suspended for longer than the bound, in clock ticks.
+fn within_bound<L: Lifecycle>(w: &World<L>, s: &WorldState<L::Run>) -> bool {
+    let bound = w.config().suspension_bound();
+    s.runs.iter().all(|slot| {
+        slot.waiting_since
+            .is_none_or(|since| s.now.saturating_sub(since) <= bound)
+    })
+}
+
+/// The properties for this world's configuration: every `always`, and the `sometimes`
+/// partners the configuration can reach (a partner about approvals needs a gated call and an
+/// approver, one about crashes needs a crash budget, and so on). A partner left out is one the
+/// configuration cannot exercise, never one a correct lifecycle fails to reach.
+pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
+    use names::*;
+    type P<L> = Property<World<L>>;
+    let c = world.config();
+    let mut v = vec![
+        P::<L>::always(RES_2, |_, s| clean(s, violation::RES_2)),
+        P::<L>::always(RES_3, |_, s| clean(s, violation::RES_3)),
+        P::<L>::always(RES_5, |_, s| clean(s, violation::RES_5)),
+        P::<L>::always(APR_1, |_, s| clean(s, violation::APR_1)),
+        P::<L>::always(APR_2, |_, s| clean(s, violation::APR_2)),
+        P::<L>::always(APR_3, |_, s| clean(s, violation::APR_3)),
+        P::<L>::always(APR_4, |_, s| clean(s, violation::APR_4)),
+        P::<L>::always(EFF_1, |_, s| clean(s, violation::EFF_1)),
+        P::<L>::always(REC_2, |_, s| clean(s, violation::REC_2)),
+        P::<L>::always(REC_3, |_, s| clean(s, violation::REC_3)),
+        P::<L>::always(REC_4, |_, s| clean(s, violation::REC_4)),
+        P::<L>::always(INV_1, |_, s| clean(s, violation::INV_1)),
+        P::<L>::always(AUD_1, audited),
+        P::<L>::always(ID_1, |_, s| clean(s, violation::ID_1)),
+        P::<L>::always(SUS_1, |w, s| !any_run(w, s, |r| !suspension_well_formed(r))),
+        P::<L>::always(SUS_2, |_, s| clean(s, violation::SUS_2)),
+        P::<L>::always(LIVE_1, within_bound),
+    ];
+    let gated = c.program != crate::config::Program::Direct;
+    let deciders = c.approvers > 0;
+    v.push(P::<L>::sometimes(RACE_WON, |_, s| {
+        s.workers.iter().any(|w| match w {
+            crate::world::Worker::Staged(st) => {
+                st.resumed_from.is_some()
+                    && s.runs
+                        .get(usize::from(st.run))
+                        .is_some_and(|slot| slot.won & (1u32 << st.from.min(31)) != 0)
+            }
+            _ => false,
+        })
+    }));
+    if gated && deciders {
+        v.push(P::<L>::sometimes(STALE_ARRIVES, |_, s| {
+            s.seen & witness::STALE_ARRIVED != 0
+        }));
+        v.push(P::<L>::sometimes(APPROVED_RUNS, |_, s| {
+            s.runs.iter().any(|slot| slot.tool.committed_call(1))
+        }));
+        v.push(P::<L>::sometimes(EXPIRED_ARRIVES, |_, s| {
+            s.seen & witness::EXPIRED_APPROVAL != 0
+        }));
+        v.push(P::<L>::sometimes(AFTER_EXPIRY, |_, s| {
+            s.seen & witness::AFTER_EXPIRY != 0
+        }));
+        v.push(P::<L>::sometimes(DENIED, |w, s| {
+            any_run(w, s, |r| {
+                matches!(r.phase, Phase::Failed(FailCause::Denied { .. }))
+            })
+        }));
+    }
+    if gated && c.self_approval {
+        v.push(P::<L>::sometimes(SELF_ARRIVES, |_, s| {
+            s.decisions
+                .iter()
+                .any(|m| m.party == crate::world::Party::Requester && m.delivered > 0)
+        }));
+    }
+    if c.crashes > 0 {
+        v.push(P::<L>::sometimes(LATE_REQUEST, |_, s| {
+            s.seen & witness::LATE_REQUEST != 0
+        }));
+        v.push(P::<L>::sometimes(UNKNOWN, |w, s| {
+            any_run(w, s, |r| {
+                matches!(&r.phase, Phase::Suspended(x) if x.reason.kind() == ReasonKind::OutcomeUnknown)
+            })
+        }));
+        v.push(P::<L>::sometimes(REUSED, |_, s| {
+            s.seen & witness::REUSED != 0
+        }));
+        if c.retry_is_safe() {
+            v.push(P::<L>::sometimes(RETRY_SUCCEEDS, |_, s| {
+                s.seen & witness::RETRY_SUCCEEDED != 0
+            }));
+        }
+    }
+    v.push(P::<L>::sometimes(LATE_TO_TERMINAL, |_, s| {
+        s.seen & witness::LATE_TO_TERMINAL != 0
+    }));
+    v.push(P::<L>::sometimes(COMPLETES, |w, s| {
+        any_run(w, s, |r| matches!(r.phase, Phase::Completed { .. })) && audited(w, s)
+    }));
+    if c.cross_tenant {
+        v.push(P::<L>::sometimes(FOREIGN_OFFERED, |_, s| {
+            s.decisions
+                .iter()
+                .any(|m| m.source != m.target && m.delivered > 0)
+        }));
+    }
+    if gated {
+        v.push(P::<L>::sometimes(WAITS, |w, s| {
+            any_run(w, s, |r| waits_for_approval(&r.phase))
+        }));
+    } else {
+        v.push(P::<L>::sometimes(WAITS, |w, s| {
+            any_run(w, s, |r| matches!(r.phase, Phase::Suspended(_)))
+        }));
+    }
+    v.push(P::<L>::sometimes(EXPIRES, |w, s| {
+        any_run(w, s, |r| {
+            matches!(r.phase, Phase::Failed(FailCause::Expired { .. }))
+        })
+    }));
+    v
+}
+
+/// Demonstrations that no correct lifecycle reaches, kept out of [`properties`] so that a
+/// correct lifecycle's check is not reported as missing them: the double commit of the tool
+/// table's first row (spec EFF-1, REC-3).
+pub fn hazards<L: Lifecycle>() -> Vec<Property<World<L>>> {
+    vec![Property::<World<L>>::sometimes(
+        names::DOUBLE_COMMIT,
+        |_, s| s.violated & violation::EFF_1 != 0,
+    )]
+}

@@ -1,0 +1,250 @@
+//! Words for actions and states, so that a trace reads as who did what: "Worker(1) steps run 0
+//! with resume approve c1@r1 from alice", then what the lifecycle said and where the world is.
+
+use super::{
+    Action, Answer, Choice, DecisionMsg, Intent, Party, Settle, ToolMsg, ToolOutcome, Verdict,
+    Worker, World, WorldState,
+};
+use crate::Lifecycle;
+use core::fmt;
+use resumable_kernel::{FailCause, Phase, Reason};
+
+fn key(f: &mut fmt::Formatter<'_>, call: u8, attempt: u8) -> fmt::Result {
+    write!(f, "c{call} key k{call}#{attempt}")
+}
+
+fn tool_msg(f: &mut fmt::Formatter<'_>, m: &ToolMsg) -> fmt::Result {
+    key(f, m.call, m.attempt)?;
+    write!(f, " for run {}", m.run)
+}
+
+fn party(p: Party) -> &'static str {
+    match p {
+        Party::Approver => "alice",
+        Party::Requester => "agent",
+    }
+}
+
+fn decision(f: &mut fmt::Formatter<'_>, m: &DecisionMsg) -> fmt::Result {
+    let verdict = match m.verdict {
+        Verdict::Approve => "approve",
+        Verdict::Deny => "deny",
+        Verdict::ApproveEdited => "approve edited",
+    };
+    write!(f, "{verdict} c1@r{} from {}", m.revision, party(m.party))?;
+    if m.source != m.target {
+        write!(f, " (run {}'s checkpoint)", m.source)?;
+    }
+    if m.delivered > 0 {
+        f.write_str(" again")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Choice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Choice::Agent(Intent::Suspend) => f.write_str("suspend for approval of c1"),
+            Choice::Agent(Intent::Dispatch(c)) => write!(f, "dispatch c{c}"),
+            Choice::Agent(Intent::Complete) => f.write_str("complete"),
+            Choice::Decision(m) => {
+                f.write_str("resume ")?;
+                decision(f, m)
+            }
+            Choice::Result { call, attempt } => {
+                f.write_str("result of ")?;
+                key(f, *call, *attempt)
+            }
+            Choice::Recover => f.write_str("recover"),
+            Choice::Expire => f.write_str("expire"),
+            Choice::Reconcile {
+                call,
+                attempt,
+                answer,
+                ..
+            } => {
+                f.write_str("reconcile ")?;
+                key(f, *call, *attempt)?;
+                f.write_str(match answer {
+                    Answer::Committed => ": committed",
+                    Answer::NotCommitted => ": not committed",
+                    Answer::Unknown => ": unknown",
+                })
+            }
+            Choice::Cancel => f.write_str("cancel by owner"),
+            Choice::Intervene { call, settle } => {
+                f.write_str("intervention by ops: ")?;
+                match (settle, call) {
+                    (Settle::Committed, Some(c)) => write!(f, "c{c} committed"),
+                    (Settle::Committed, None) => f.write_str("committed"),
+                    (Settle::Abandon, _) => f.write_str("abandon"),
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Step {
+                worker,
+                run,
+                choice,
+            } => write!(f, "Worker({worker}) steps run {run} with {choice}"),
+            Action::Commit {
+                worker,
+                run,
+                from,
+                to,
+            } => write!(f, "Worker({worker}) commits run {run} r{from}->r{to}"),
+            Action::Conflict {
+                worker,
+                run,
+                staged,
+                store,
+            } => write!(
+                f,
+                "Worker({worker}) fails to commit run {run}: read r{staged}, store at r{store}"
+            ),
+            Action::Dispatch { worker, msg } => {
+                write!(f, "Worker({worker}) dispatches ")?;
+                tool_msg(f, msg)
+            }
+            Action::Crash { worker } => write!(f, "Worker({worker}) crashes"),
+            Action::Tool { msg, outcome } => {
+                f.write_str(match outcome {
+                    ToolOutcome::Commits => "Tool commits ",
+                    ToolOutcome::Dedupes => "Tool dedupes ",
+                    ToolOutcome::Refuses => "Tool refuses fenced ",
+                })?;
+                tool_msg(f, msg)
+            }
+            Action::Lose { msg } => {
+                f.write_str("Tool response lost: ")?;
+                tool_msg(f, msg)
+            }
+            Action::Decide { msg } => {
+                let (who, what) = match (msg.party, msg.verdict) {
+                    (Party::Requester, _) => ("Requester agent", "approves its own"),
+                    (Party::Approver, Verdict::Approve) => ("Approver alice", "approves"),
+                    (Party::Approver, Verdict::Deny) => ("Approver alice", "denies"),
+                    (Party::Approver, Verdict::ApproveEdited) => {
+                        ("Approver alice", "approves an edited")
+                    }
+                };
+                write!(
+                    f,
+                    "{who} {what} c1 at r{} of run {}",
+                    msg.revision, msg.source
+                )?;
+                if msg.target != msg.source {
+                    write!(f, ", sent to run {}", msg.target)?;
+                }
+                Ok(())
+            }
+            Action::Tick { to } => write!(f, "Clock ticks to {to}"),
+        }
+    }
+}
+
+impl fmt::Debug for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A phase in a few words: `suspended (pending_approval)`, `failed (denied)`.
+pub fn phase_words(phase: &Phase) -> String {
+    match phase {
+        Phase::Running { in_flight: None } => "running".into(),
+        Phase::Running { in_flight: Some(f) } => format!(
+            "running, {} attempt {} in flight",
+            f.call.call.call_id, f.attempt
+        ),
+        Phase::Suspended(s) => {
+            let reason = match &s.reason {
+                Reason::PendingApproval { .. } => "pending approval",
+                Reason::ExternalCallback { .. } => "external callback",
+                Reason::ManualIntervention { .. } => "manual intervention",
+                Reason::ResourceWait { .. } => "resource wait",
+                Reason::OutcomeUnknown { .. } => "outcome unknown",
+            };
+            format!("suspended ({reason}, expires {})", s.expires_at)
+        }
+        Phase::Completed { .. } => "completed".into(),
+        Phase::Failed(cause) => {
+            let cause = match cause {
+                FailCause::Denied { .. } => "denied",
+                FailCause::Expired { .. } => "expired",
+                FailCause::Cancelled { .. } => "cancelled",
+                FailCause::Error { .. } => "error",
+                FailCause::Abandoned { .. } => "abandoned",
+            };
+            format!("failed ({cause})")
+        }
+    }
+}
+
+impl<L: Lifecycle> World<L> {
+    /// What happened in a step, in words: for a worker's step, whether the lifecycle accepted
+    /// the input (and into which phase) or refused it (and why).
+    pub fn explain(&self, state: &WorldState<L::Run>, action: &Action) -> String {
+        match self.verdict_of(state, action) {
+            Some(Ok((run, _))) => {
+                let snap = self.lifecycle.snapshot(&run);
+                format!(
+                    "accepted: {} at r{}",
+                    phase_words(&snap.phase),
+                    snap.revision.0
+                )
+            }
+            Some(Err(rejection)) => format!("refused: {rejection}"),
+            None => match action {
+                Action::Tick { .. } => "time passes".into(),
+                _ => "done".into(),
+            },
+        }
+    }
+
+    /// The world in one line per run and one for the rest: each run's phase and revision,
+    /// then the workers and what is in flight.
+    pub fn summary(&self, state: &WorldState<L::Run>) -> String {
+        let mut out = String::new();
+        for (r, slot) in state.runs.iter().enumerate() {
+            let snap = self.lifecycle.snapshot(&slot.run);
+            out.push_str(&format!(
+                "run {r}: {} at r{}, {} audit records, {} checkpoints\n",
+                phase_words(&snap.phase),
+                snap.revision.0,
+                slot.audited,
+                slot.checkpoints.len()
+            ));
+        }
+        let workers: Vec<String> = state
+            .workers
+            .iter()
+            .map(|w| match w {
+                Worker::Idle => "idle".to_string(),
+                Worker::Staged(st) => format!("holds run {} from r{}", st.run, st.from),
+                Worker::Dispatching { run, queue } => {
+                    let keys: Vec<String> = queue
+                        .iter()
+                        .flatten()
+                        .map(|(c, a)| format!("c{c}#{a}"))
+                        .collect();
+                    format!("to dispatch {} of run {run}", keys.join(" then "))
+                }
+            })
+            .collect();
+        out.push_str(&format!(
+            "t{}, workers [{}], {} requests, {} responses, {} decisions in flight",
+            state.now,
+            workers.join(", "),
+            state.requests.len(),
+            state.responses.len(),
+            state.decisions.iter().filter(|m| m.delivered == 0).count()
+        ));
+        out
+    }
+}

@@ -1,0 +1,421 @@
+//! The world's state and actions. Everything here is hashed at every state the checker visits,
+//! so it is kept small: indices are `u8`, sets of keys and revisions are bit sets, messages
+//! are sorted vectors (a multiset with one canonical order), and the configuration lives
+//! outside, in [`crate::config::Config`].
+
+use super::intern::Shared;
+use resumable_kernel::Checkpoint;
+
+/// The state of the whole world, generic over the lifecycle's run type `R`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct WorldState<R: 'static> {
+    /// The logical clock, in ticks.
+    pub now: u8,
+    /// What the environment may still do.
+    pub budgets: Budgets,
+    /// One slot per run: its durable store, its log summary, the tool's durable side.
+    pub runs: Vec<RunSlot<R>>,
+    /// The workers. None of them is named anywhere else in the state, so they are
+    /// interchangeable: sorting them gives a canonical representative.
+    pub workers: Vec<Worker<R>>,
+    /// Requests dispatched to the tool and not yet handled (delayed arbitrarily).
+    pub requests: Vec<ToolMsg>,
+    /// Tool responses travelling back (delayed arbitrarily, or lost within the budget).
+    pub responses: Vec<ToolMsg>,
+    /// Decisions sent by approvers, each with how often it has been delivered so far.
+    pub decisions: Vec<DecisionMsg>,
+    /// Safety properties found broken along the path to this state: one bit per property,
+    /// see [`violation`]. Always empty for a correct lifecycle, so it never splits its states.
+    pub violated: u16,
+    /// Rare events seen along the path that no state shows otherwise, for the `sometimes`
+    /// properties: see [`witness`].
+    pub seen: u8,
+}
+
+/// The environment's remaining budgets.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Budgets {
+    /// Worker crashes left.
+    pub crashes: u8,
+    /// Tool responses the network may still lose.
+    pub losses: u8,
+    /// Extra deliveries of decisions the network may still make.
+    pub duplicates: u8,
+    /// Cancel requests the owner may still send.
+    pub cancels: u8,
+}
+
+/// One run's durable side of the world.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct RunSlot<R: 'static> {
+    /// The durable store's record of the run, written with compare-and-set on its revision.
+    pub run: Shared<R>,
+    /// Every checkpoint persisted for the run, oldest first: what approvers and resumers read.
+    /// Persisted in the same write as the run, so a crash never separates them.
+    pub checkpoints: Vec<Shared<Checkpoint>>,
+    /// Records in the run's audit log, also appended in the same write (spec AUD-1).
+    pub audited: u8,
+    /// The tick at which the run entered its current suspension, if suspended (spec LIVE-1).
+    pub waiting_since: Option<u8>,
+    /// A worker crashed while the run had a dispatch in flight: a restarted worker may feed
+    /// `Recover` (spec REC-1). Cleared by the next accepted write.
+    pub orphaned: bool,
+    /// Checkpoint revisions a resume has won from (spec RES-2), one bit per revision.
+    pub won: u32,
+    /// What the world knows about each call (`c0`, `c1`), as bits of [`book`].
+    pub books: [u8; 2],
+    /// Keys (bits as in [`ToolSide`]) whose dispatch was made durable (spec REC-3).
+    pub dispatched: u16,
+    /// The tool's durable side for this run's calls.
+    pub tool: ToolSide,
+}
+
+/// Bits of [`RunSlot::books`]: the world's ledger of each call, for the properties.
+pub mod book {
+    /// A dispatch of the call was made durable and its outcome is not known to the run yet.
+    pub const OPEN: u8 = 1 << 0;
+    /// The run learned the call's committed result (spec REC-4).
+    pub const SETTLED: u8 = 1 << 1;
+    /// A denial of the call was accepted (spec APR-4).
+    pub const DENIED: u8 = 1 << 2;
+    /// The call was dispatched under a valid approval (spec APR-1); retries may follow.
+    pub const APPROVED: u8 = 1 << 3;
+}
+
+/// The tool's durable side. A key is a call and an attempt (the tool sees the key and the
+/// attempt together); bit `8 * call + attempt` stands for it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct ToolSide {
+    /// Keys the tool committed.
+    pub committed: u16,
+    /// Keys the status query fenced: a late request under them can no longer commit.
+    pub fenced: u16,
+    /// Keys the status query answered "not committed" for.
+    pub denied_commit: u16,
+}
+
+impl ToolSide {
+    /// The bit for a call and attempt; attempts past 7 share bit 7 (never reached: the
+    /// configuration allows at most 4 attempts).
+    pub fn key(call: u8, attempt: u8) -> u16 {
+        1u16 << (8 * u32::from(call.min(1)) + u32::from(attempt.min(7)))
+    }
+
+    /// The bits of every attempt of a call.
+    pub fn call(call: u8) -> u16 {
+        0xffu16 << (8 * u32::from(call.min(1)))
+    }
+
+    /// Whether the tool committed any attempt of the call.
+    pub fn committed_call(&self, call: u8) -> bool {
+        self.committed & ToolSide::call(call) != 0
+    }
+}
+
+/// A worker: idle, holding a step it computed and will write, or carrying out a dispatch.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Worker<R: 'static> {
+    /// Nothing in hand.
+    Idle,
+    /// It read the run at `from`, stepped it locally and will compare-and-set.
+    Staged(Staged<R>),
+    /// Its write landed; it still has to send the step's dispatches to the tool, in order.
+    Dispatching {
+        /// The run.
+        run: u8,
+        /// Call and attempt of each dispatch still to send; the first is always present.
+        queue: Dispatches,
+    },
+}
+
+/// Up to three dispatches (call, attempt), in order, packed to the front: as many as one
+/// effect list can hold.
+pub type Dispatches = [Option<(u8, u8)>; 3];
+
+/// A step computed and not yet written.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Staged<R: 'static> {
+    /// The run.
+    pub run: u8,
+    /// The revision the worker read; the write succeeds only if the store is still there.
+    pub from: u64,
+    /// The input the worker fed.
+    pub choice: Choice,
+    /// The run after the step.
+    pub next: Shared<R>,
+    /// The checkpoint to persist with the write.
+    pub checkpoint: Option<Shared<Checkpoint>>,
+    /// The dispatches to carry out after the write, in order. A correct lifecycle emits at
+    /// most one; a broken one may emit more.
+    pub dispatches: Dispatches,
+    /// For a resume, the revision of the checkpoint it was taken from (past 31: 31).
+    pub resumed_from: Option<u8>,
+    /// Audit records the step emitted (exactly one for a correct lifecycle).
+    pub audits: u8,
+    /// The step was a resume by an approval that binds to the dispatch it makes (spec APR-1).
+    pub approval_binds: bool,
+    /// Violations the write makes real, found when the step was computed.
+    pub raise: u16,
+    /// Witness bits the write makes real.
+    pub witness: u8,
+}
+
+/// A request to the tool or its response: the run, the call and the attempt.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct ToolMsg {
+    /// The run.
+    pub run: u8,
+    /// The call.
+    pub call: u8,
+    /// The attempt.
+    pub attempt: u8,
+}
+
+/// Who sent a decision.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Party {
+    /// The approver the suspension names as responsible.
+    Approver,
+    /// The requester of the call, approving its own call (spec APR-3).
+    Requester,
+}
+
+/// What a decision says.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Approve the call as the checkpoint shows it.
+    Approve,
+    /// Deny it (spec APR-4).
+    Deny,
+    /// Approve an edited version of it: other arguments (spec APR-1, KEY-2).
+    ApproveEdited,
+}
+
+/// A decision on a checkpoint, in flight to a run.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct DecisionMsg {
+    /// The run it is sent to.
+    pub target: u8,
+    /// The run whose checkpoint it decides on (another run's: spec ID-1).
+    pub source: u8,
+    /// The index of that checkpoint among the source run's persisted checkpoints.
+    pub checkpoint: u8,
+    /// The checkpoint's revision (determined by the two fields above; kept for reading).
+    pub revision: u8,
+    /// Who decided.
+    pub party: Party,
+    /// What.
+    pub verdict: Verdict,
+    /// The approval's own expiry (spec APR-2).
+    pub expires_at: u8,
+    /// How often it has been delivered.
+    pub delivered: u8,
+}
+
+/// The agent program's next request.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Intent {
+    /// Suspend for approval of `c1`.
+    Suspend,
+    /// Dispatch an ungated call.
+    Dispatch(u8),
+    /// Finish with the final result.
+    Complete,
+}
+
+/// What the tool's status query answered.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Answer {
+    /// The key committed.
+    Committed,
+    /// The key did not commit (and, with a fencing query, now never will).
+    NotCommitted,
+    /// The query could not tell.
+    Unknown,
+}
+
+/// How the operator settles a manual intervention.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Settle {
+    /// The unresolved call committed: record its result.
+    Committed,
+    /// Give the run up.
+    Abandon,
+}
+
+/// The input a worker feeds a run, as the world chose it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Choice {
+    /// The agent program's next request.
+    Agent(Intent),
+    /// A decision from the network, resumed from the checkpoint it was made on.
+    Decision(DecisionMsg),
+    /// A tool response from the network.
+    Result {
+        /// The call.
+        call: u8,
+        /// The attempt.
+        attempt: u8,
+    },
+    /// The worker restarted after a crash with the run's dispatch in flight.
+    Recover,
+    /// The clock passed the suspension's expiry.
+    Expire,
+    /// The tool's status query answered for the unknown outcome: resume from the latest
+    /// checkpoint with that answer.
+    Reconcile {
+        /// The index of the checkpoint the reconciler read (the latest, or an older one of
+        /// the same suspension that a slow reconciler still holds).
+        checkpoint: u8,
+        /// The call queried.
+        call: u8,
+        /// The attempt queried.
+        attempt: u8,
+        /// The answer.
+        answer: Answer,
+    },
+    /// The owner cancels the run.
+    Cancel,
+    /// The operator settles a manual intervention, from the latest checkpoint.
+    Intervene {
+        /// The unresolved call, if any.
+        call: Option<u8>,
+        /// How.
+        settle: Settle,
+    },
+}
+
+/// What the tool does with a request.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ToolOutcome {
+    /// It commits the key and answers.
+    Commits,
+    /// The key already committed: it answers with the stored result (a deduping tool).
+    Dedupes,
+    /// The key was fenced by a query: it refuses, and nothing commits.
+    Refuses,
+}
+
+/// An action of the world: who does what to what.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// A worker reads a run and steps it with an input (accepted: it holds the step;
+    /// refused: it drops the input).
+    Step {
+        /// The worker.
+        worker: u8,
+        /// The run.
+        run: u8,
+        /// The input.
+        choice: Choice,
+    },
+    /// A worker's compare-and-set succeeds.
+    Commit {
+        /// The worker.
+        worker: u8,
+        /// The run.
+        run: u8,
+        /// The revision it read.
+        from: u64,
+        /// The revision it writes.
+        to: u64,
+    },
+    /// A worker's compare-and-set fails: another write landed first.
+    Conflict {
+        /// The worker.
+        worker: u8,
+        /// The run.
+        run: u8,
+        /// The revision it read.
+        staged: u64,
+        /// The revision in the store.
+        store: u64,
+    },
+    /// A worker sends a dispatch to the tool.
+    Dispatch {
+        /// The worker.
+        worker: u8,
+        /// The request.
+        msg: ToolMsg,
+    },
+    /// A worker crashes, losing everything volatile.
+    Crash {
+        /// The worker.
+        worker: u8,
+    },
+    /// The tool handles a request.
+    Tool {
+        /// The request.
+        msg: ToolMsg,
+        /// What it does.
+        outcome: ToolOutcome,
+    },
+    /// The network loses a tool response.
+    Lose {
+        /// The response.
+        msg: ToolMsg,
+    },
+    /// An approver (or the requester) decides on a run's current checkpoint.
+    Decide {
+        /// The decision.
+        msg: DecisionMsg,
+    },
+    /// The clock ticks.
+    Tick {
+        /// The new time.
+        to: u8,
+    },
+}
+
+/// Bits of [`WorldState::violated`], one per safety property that needs history.
+pub mod violation {
+    /// RES-2: a second resume won the same suspension.
+    pub const RES_2: u16 = 1 << 0;
+    /// RES-3: a resume from another revision than the run's was accepted.
+    pub const RES_3: u16 = 1 << 1;
+    /// APR-1: a gated call was dispatched without a binding, valid approval.
+    pub const APR_1: u16 = 1 << 2;
+    /// APR-4: a denied call was dispatched.
+    pub const APR_4: u16 = 1 << 3;
+    /// EFF-1: the tool committed a call twice.
+    pub const EFF_1: u16 = 1 << 4;
+    /// REC-2: a call whose outcome was unknown was dispatched again without "not committed".
+    pub const REC_2: u16 = 1 << 5;
+    /// REC-4: a call whose committed result the run knew was dispatched again.
+    pub const REC_4: u16 = 1 << 6;
+    /// INV-1: an input was accepted in a terminal phase.
+    pub const INV_1: u16 = 1 << 7;
+    /// AUD-1: a step emitted other than one audit record, first, at the next revision.
+    pub const AUD_1: u16 = 1 << 8;
+    /// ID-1: a foreign checkpoint was accepted, or refused for anything but its identity.
+    pub const ID_1: u16 = 1 << 9;
+    /// SUS-2: a suspend was accepted while suspended.
+    pub const SUS_2: u16 = 1 << 10;
+    /// APR-2: a decision was accepted after its own expiry.
+    pub const APR_2: u16 = 1 << 11;
+    /// APR-3: a decision was accepted from the requester or a party other than the approver.
+    pub const APR_3: u16 = 1 << 12;
+    /// RES-5: a resume was accepted after the suspension's expiry.
+    pub const RES_5: u16 = 1 << 13;
+    /// REC-3: a call was dispatched again under a key its tool's contract does not make safe
+    /// (an earlier key may still commit) or under a fenced key (it can never succeed).
+    pub const REC_3: u16 = 1 << 14;
+}
+
+/// Bits of [`WorldState::seen`].
+pub mod witness {
+    /// A decision reached its run after the run had moved past the decision's revision.
+    pub const STALE_ARRIVED: u8 = 1 << 0;
+    /// A reconcile answer of "committed" was recorded, the call not executed again.
+    pub const REUSED: u8 = 1 << 1;
+    /// A retry made after "not committed" had its result recorded.
+    pub const RETRY_SUCCEEDED: u8 = 1 << 2;
+    /// A request reached the tool after the query had answered "not committed" for its key.
+    pub const LATE_REQUEST: u8 = 1 << 3;
+    /// A decision or response reached a run that had already finished.
+    pub const LATE_TO_TERMINAL: u8 = 1 << 4;
+    /// A decision reached its run after the decision's own expiry.
+    pub const EXPIRED_APPROVAL: u8 = 1 << 5;
+    /// A decision reached a run suspended past its expiry, before anyone fed the expiry.
+    pub const AFTER_EXPIRY: u8 = 1 << 6;
+}

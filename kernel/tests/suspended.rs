@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use resumable_kernel::*;
 
-/// One suspended run of every reason, with the reason's name, the run's revision and its
-/// suspension's expiry.
+/// One suspended run of every reason (and of the variants an unknown outcome and a manual
+/// intervention take), with the reason's name and the suspension's expiry.
 struct Case {
     run: Run,
     reason: ReasonKind,

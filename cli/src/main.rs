@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 mod replay;
 
-/// Check, explore, replay and validate the checkpoint / suspend / resume lifecycle.
+/// Checkpoint, suspend and resume of agent runs: the lifecycle kernel on the command line.
 #[derive(Parser)]
-#[command(name = "resumable", version, about)]
+#[command(name = "resumable", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

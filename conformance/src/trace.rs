@@ -395,11 +395,16 @@ impl Trace {
         let h = &self.header;
         let r = &h.run;
         let mut out = String::new();
-        let _ = writeln!(out, "scenario {} (format {})", h.scenario, h.format);
-        let _ = writeln!(out, "shows: {}", h.shows.join(", "));
-        let _ = writeln!(out, "{}", h.description);
+        let _ = writeln!(
+            out,
+            "scenario {} (format {})",
+            printable(&h.scenario),
+            h.format
+        );
+        let _ = writeln!(out, "shows: {}", printable(&h.shows.join(", ")));
+        let _ = writeln!(out, "{}", printable(&h.description));
         if let Some(note) = &h.note {
-            let _ = writeln!(out, "note: {note}");
+            let _ = writeln!(out, "note: {}", printable(note));
         }
         let _ = writeln!(
             out,
@@ -413,7 +418,7 @@ impl Trace {
             let _ = writeln!(out);
             let _ = writeln!(out, "{}. {}", s.number, s.summary);
             if let Some(note) = &s.note {
-                let _ = writeln!(out, "{pad}note: {note}");
+                let _ = writeln!(out, "{pad}note: {}", printable(note));
             }
             match &s.verdict {
                 Ok(effects) => {
@@ -436,7 +441,11 @@ impl Trace {
                 }
             }
             if let (Some(expect), Some(false)) = (&s.expect, s.met()) {
-                let _ = writeln!(out, "{pad}UNEXPECTED: the scenario expects {expect}");
+                let _ = writeln!(
+                    out,
+                    "{pad}UNEXPECTED: the scenario expects {}",
+                    printable(expect)
+                );
             }
         }
         let accepted = self.steps.iter().filter(|s| s.verdict.is_ok()).count();
@@ -495,6 +504,20 @@ impl Trace {
         }
         Ok(out)
     }
+}
+
+/// Free text from the scenario with control characters escaped, so a note cannot break the
+/// one-paragraph-per-step layout or send escape sequences to a terminal.
+fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// One line of the JSON form. Field order is fixed by this struct, so output is stable.

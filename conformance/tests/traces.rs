@@ -334,3 +334,17 @@ fn every_rejection_a_scenario_can_reach_appears_in_some_scenario() {
         .collect();
     assert!(missing.is_empty(), "no scenario shows: {missing:?}");
 }
+
+#[test]
+fn a_note_with_control_characters_stays_on_its_line_escaped() {
+    let text = br#"{"scenario": "x", "format": 1, "shows": ["EXP-1"], "description": "d", "run": {"tenant": "t", "session": "s", "run": "r", "definition": "d", "operator": "ops", "reconcile_window": 10, "created_at": 0}}
+{"at": 1, "kind": "expire", "note": "one\nTWO \u001b[31m"}
+"#;
+    let parsed = scenario::parse(text).expect("a valid scenario");
+    let rendered = trace::replay(&parsed).expect("it replays").to_text();
+    assert!(
+        rendered.contains("   note: one\\nTWO \\u{1b}[31m\n"),
+        "{rendered}"
+    );
+    assert!(!rendered.lines().any(|l| l.starts_with("TWO")));
+}

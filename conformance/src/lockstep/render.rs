@@ -1,0 +1,314 @@
+//! Short, deterministic text for lockstep verdicts: inputs, runs, effects, divergences and
+//! side-by-side tables. Digests are cut to eight hex digits, enough to tell them apart.
+
+use super::{Divergence, Observation, Row, Said};
+use resumable_kernel::{
+    Decision, Digest, Effect, Effects, Event, FailCause, Input, Phase, QueryAnswer, Reason,
+    Rejection, Resolution, Wait,
+};
+use std::fmt::Write as _;
+
+/// The snake_case name of a rejection, as its serde form tags it and spec/ names it.
+pub fn rejection_name(r: &Rejection) -> &'static str {
+    use Rejection::*;
+    match r {
+        Terminal { .. } => "terminal",
+        IdentityMismatch { .. } => "identity_mismatch",
+        ClockRegressed { .. } => "clock_regressed",
+        SchemaTooNew { .. } => "schema_too_new",
+        MigrationRequired { .. } => "migration_required",
+        DigestMismatch { .. } => "digest_mismatch",
+        StaleRevision { .. } => "stale_revision",
+        FutureRevision { .. } => "future_revision",
+        AlreadyApplied { .. } => "already_applied",
+        AlreadyResumed { .. } => "already_resumed",
+        ResourceChanged { .. } => "resource_changed",
+        NotSuspended { .. } => "not_suspended",
+        CheckpointMismatch { .. } => "checkpoint_mismatch",
+        Expired { .. } => "expired",
+        DecisionMismatch { .. } => "decision_mismatch",
+        ApprovalMismatch { .. } => "approval_mismatch",
+        ApprovalExpired { .. } => "approval_expired",
+        SelfApproval { .. } => "self_approval",
+        Unauthorised { .. } => "unauthorised",
+        WaitMismatch { .. } => "wait_mismatch",
+        PermissionRevoked => "permission_revoked",
+        BudgetExhausted => "budget_exhausted",
+        NotRunning { .. } => "not_running",
+        AlreadySuspended { .. } => "already_suspended",
+        ExpiryNotInFuture { .. } => "expiry_not_in_future",
+        NoAttemptsAllowed => "no_attempts_allowed",
+        KeyConflict { .. } => "key_conflict",
+        CallIdReused { .. } => "call_id_reused",
+        DispatchInFlight { .. } => "dispatch_in_flight",
+        NoDispatchInFlight { .. } => "no_dispatch_in_flight",
+        ResultMismatch { .. } => "result_mismatch",
+        NothingInFlight { .. } => "nothing_in_flight",
+        NotExpired { .. } => "not_expired",
+        ReconcileFirst => "reconcile_first",
+        CancelPending => "cancel_pending",
+        RevisionExhausted => "revision_exhausted",
+    }
+}
+
+fn short(d: &Digest) -> String {
+    format!("{d:?}").trim_end_matches('.').to_owned()
+}
+
+fn decision(d: &Decision) -> String {
+    match d {
+        Decision::Approve(a) | Decision::Deny(a) => format!(
+            "{} {} (args {}, requester {}) by {} on r{}, valid until {}",
+            if matches!(d, Decision::Approve(_)) {
+                "approve"
+            } else {
+                "deny"
+            },
+            a.call_id,
+            short(&a.args),
+            a.requester,
+            a.approver,
+            a.revision.0,
+            a.expires_at
+        ),
+        Decision::Callback { callback, payload } => {
+            format!("callback {callback} (payload {})", short(payload))
+        }
+        Decision::ResourceReady { resource } => format!("resource_ready {resource}"),
+        Decision::Intervene { by, resolution } => format!(
+            "intervene by {by}: {}",
+            match resolution {
+                Resolution::Committed { result } => format!("committed {}", short(result)),
+                Resolution::Continue => "continue".to_owned(),
+                Resolution::Abandon => "abandon".to_owned(),
+            }
+        ),
+        Decision::Reconcile(answer) => format!(
+            "reconcile: {}",
+            match answer {
+                QueryAnswer::Committed { result } => format!("committed {}", short(result)),
+                QueryAnswer::NotCommitted => "not_committed".to_owned(),
+                QueryAnswer::Unknown => "unknown".to_owned(),
+            }
+        ),
+    }
+}
+
+/// An input in one line: its time, kind and what matters of its fields.
+pub fn input(i: &Input) -> String {
+    let what = match &i.event {
+        Event::Suspend {
+            wait,
+            expires_at,
+            responsible,
+            resource_version,
+        } => {
+            let wait = match wait {
+                Wait::Approval { call, requester } => format!(
+                    "approval of {} (key {}, args {}) asked by {requester}",
+                    call.call_id,
+                    call.key,
+                    short(&call.args)
+                ),
+                Wait::Callback { callback } => format!("callback {callback}"),
+                Wait::Intervention => "intervention".to_owned(),
+                Wait::Resource { resource } => format!("resource {resource}"),
+            };
+            format!(
+                "suspend for {wait}, responsible {responsible}, until {expires_at}, resource v{resource_version}"
+            )
+        }
+        Event::Dispatch { call } => format!(
+            "dispatch {} (key {}, args {}, max {} attempts)",
+            call.call_id,
+            call.key,
+            short(&call.args),
+            call.contract.max_attempts
+        ),
+        Event::ToolResult {
+            call_id,
+            attempt,
+            result,
+        } => format!("tool_result {call_id}#{attempt} = {}", short(result)),
+        Event::Recover => "recover".to_owned(),
+        Event::Resume(r) => {
+            let cp = &r.checkpoint;
+            let sealed = if cp.verify().is_ok() {
+                "sealed"
+            } else {
+                "digest broken"
+            };
+            format!(
+                "resume {} from checkpoint r{} of {}/{}/{} (schema {}, {sealed}), facts v{}{}{}",
+                decision(&r.decision),
+                cp.revision.0,
+                cp.identity.tenant,
+                cp.identity.session,
+                cp.identity.run,
+                cp.schema_version,
+                r.facts.resource_version,
+                if r.facts.permitted {
+                    ""
+                } else {
+                    ", not permitted"
+                },
+                if r.facts.within_budget {
+                    ""
+                } else {
+                    ", over budget"
+                },
+            )
+        }
+        Event::Expire => "expire".to_owned(),
+        Event::Cancel { by } => format!("cancel by {by}"),
+        Event::Complete { result } => format!("complete = {}", short(result)),
+        Event::Fail { code } => format!("fail {code}"),
+    };
+    format!("{} {what}", i.at)
+}
+
+/// A phase in a few words.
+pub fn phase(p: &Phase) -> String {
+    match p {
+        Phase::Running { in_flight: None } => "running".to_owned(),
+        Phase::Running { in_flight: Some(f) } => format!(
+            "running, {}#{} in flight (dispatch {})",
+            f.call.call.call_id, f.attempt, f.dispatches
+        ),
+        Phase::Suspended(s) => {
+            let reason = match &s.reason {
+                Reason::PendingApproval { call, requester } => {
+                    format!(
+                        "pending_approval {} asked by {requester}",
+                        call.call.call_id
+                    )
+                }
+                Reason::ExternalCallback { callback } => format!("external_callback {callback}"),
+                Reason::ResourceWait { resource } => format!("resource_wait {resource}"),
+                Reason::ManualIntervention { unresolved: None } => "manual_intervention".to_owned(),
+                Reason::ManualIntervention {
+                    unresolved: Some(f),
+                } => format!(
+                    "manual_intervention, {}#{} unresolved",
+                    f.call.call.call_id, f.attempt
+                ),
+                Reason::OutcomeUnknown {
+                    in_flight,
+                    cancelled_by,
+                } => format!(
+                    "outcome_unknown {}#{}{}",
+                    in_flight.call.call.call_id,
+                    in_flight.attempt,
+                    cancelled_by
+                        .map(|by| format!(", cancel by {by} pending"))
+                        .unwrap_or_default()
+                ),
+            };
+            format!(
+                "suspended({reason}) since {} until {}, responsible {}",
+                s.since, s.expires_at, s.responsible
+            )
+        }
+        Phase::Completed { result } => format!("completed = {}", short(result)),
+        Phase::Failed(cause) => format!(
+            "failed({})",
+            match cause {
+                FailCause::Denied { call_id } => format!("denied {call_id}"),
+                FailCause::Expired { unresolved: None } => "expired".to_owned(),
+                FailCause::Expired {
+                    unresolved: Some(f),
+                } => format!("expired, {}#{} unresolved", f.call.call.call_id, f.attempt),
+                FailCause::Cancelled { by } => format!("cancelled by {by}"),
+                FailCause::Error { code } => format!("error {code}"),
+                FailCause::Abandoned { by } => format!("abandoned by {by}"),
+            }
+        ),
+    }
+}
+
+/// A run in the common vocabulary, in one line.
+pub fn observation(o: &Observation) -> String {
+    let s = &o.snapshot;
+    let mut out = format!("r{} {} {}", s.revision.0, s.updated_at, phase(&s.phase));
+    if let Some(c) = &s.last_call {
+        let _ = write!(out, "; last call {} = {}", c.call_id, short(&c.result));
+    }
+    if let Some(r) = &o.last_resume {
+        let _ = write!(
+            out,
+            "; last resume r{}->r{} by {:?}",
+            r.from.0,
+            r.to.0,
+            r.decision.kind()
+        );
+    }
+    let _ = write!(out, "; resource v{}", o.resource_version);
+    out
+}
+
+/// Effects in one line, in order.
+pub fn effects(e: &Effects) -> String {
+    let items: Vec<String> = e
+        .iter()
+        .map(|e| match e {
+            Effect::Audit(a) => format!(
+                "audit r{} {:?}{} -> {:?}",
+                a.revision.0,
+                a.event,
+                a.decision.map(|d| format!("({d:?})")).unwrap_or_default(),
+                a.phase
+            ),
+            Effect::PersistCheckpoint(c) => {
+                format!("checkpoint r{} {}", c.revision.0, short(&c.digest))
+            }
+            Effect::Dispatch(d) => format!("dispatch {} key {}#{}", d.call_id, d.key, d.attempt),
+            Effect::Query(d) => format!("query {} key {}#{}", d.call_id, d.key, d.attempt),
+        })
+        .collect();
+    items.join(", ")
+}
+
+/// What a machine said, in one line.
+pub fn said(s: &Said) -> String {
+    match s {
+        Said::Created(o) => format!("created {}", observation(o)),
+        Said::Accepted { run, effects: e } => {
+            format!("accepted -> {} [{}]", observation(run), effects(e))
+        }
+        Said::Refused(r) => format!("refused {}: {r}", rejection_name(r)),
+    }
+}
+
+/// A divergence over a few lines: the input, how the verdicts disagree, each verdict.
+pub fn divergence(d: &Divergence) -> String {
+    let [a, b] = d.names;
+    let width = a.len().max(b.len());
+    let on = d
+        .input
+        .as_ref()
+        .map_or_else(|| "creation".to_owned(), input);
+    format!(
+        "CONF-1 divergence on {on}\n  {}\n  {a:width$}: {}\n  {b:width$}: {}",
+        match d.disagreement() {
+            super::Disagreement::OnlyAAccepted => format!("only {a} accepted"),
+            super::Disagreement::OnlyBAccepted => format!("only {b} accepted"),
+            other => other.to_string(),
+        },
+        said(&d.a),
+        said(&d.b),
+    )
+}
+
+/// Rows side by side: each input, then each machine's verdict, then whether they agree.
+pub fn rows(names: [&'static str; 2], rows: &[Row]) -> String {
+    let [a, b] = names;
+    let width = a.len().max(b.len());
+    let mut out = String::new();
+    for (n, row) in rows.iter().enumerate() {
+        let _ = writeln!(out, "{:>2}. {}", n + 1, input(&row.input));
+        let _ = writeln!(out, "    {a:width$}: {}", said(&row.a));
+        let _ = writeln!(out, "    {b:width$}: {}", said(&row.b));
+        let _ = writeln!(out, "    {}", if row.agreed { "agree" } else { "DISAGREE" });
+    }
+    out
+}

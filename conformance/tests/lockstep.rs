@@ -1,0 +1,311 @@
+//! CONF-1: the kernel and the reference machine agree on every input, named cases first.
+//!
+//! Each named case drives both machines through a short story with a [`Session`] and keeps
+//! the verdicts side by side as a snapshot: which inputs each accepted, into which run and
+//! with which effects, and which rejection each gave, with its evidence. The last test runs
+//! the whole model world in lockstep on a small configuration.
+
+use resumable_conformance::lockstep::world::{self, render_trace, LockstepWorld, CONF_1};
+use resumable_conformance::lockstep::{kernel_and_reference, Said, Session};
+use resumable_kernel::*;
+use resumable_model::checker::Verdict;
+use resumable_model::properties::names;
+use resumable_model::reference::Reference;
+use resumable_model::Kernel;
+use stateright::Model;
+
+const REQUESTER: Name = Name::lit("agent");
+const APPROVER: Name = Name::lit("alice");
+const RESOURCE_VERSION: u64 = 7;
+
+fn session() -> Session<Kernel, Reference> {
+    let identity = Identity {
+        tenant: Name::lit("acme"),
+        session: Name::lit("s-1"),
+        run: Name::lit("run-1"),
+        definition: Name::lit("publisher@1"),
+    };
+    let policy = Policy {
+        operator: Name::lit("ops"),
+        reconcile_window: 10,
+    };
+    Session::new(kernel_and_reference(), identity, policy, Time(0))
+}
+
+fn call(id: &str) -> Call {
+    Call {
+        call_id: Name::new(id).unwrap(),
+        tool: Name::lit("publish"),
+        args: Digest::of(id.as_bytes()),
+        key: Name::new(&format!("key-{id}")).unwrap(),
+        contract: ToolContract {
+            dedupes: true,
+            query_fences: false,
+            max_attempts: 2,
+        },
+    }
+}
+
+fn at(t: u64, event: Event) -> Input {
+    Input { at: Time(t), event }
+}
+
+fn suspend_for_approval(c: Call) -> Event {
+    Event::Suspend {
+        wait: Wait::Approval {
+            call: c,
+            requester: REQUESTER,
+        },
+        expires_at: Time(20),
+        responsible: APPROVER,
+        resource_version: RESOURCE_VERSION,
+    }
+}
+
+fn approval(cp: &Checkpoint, c: &Call) -> Approval {
+    Approval {
+        call_id: c.call_id,
+        args: c.args,
+        requester: REQUESTER,
+        approver: APPROVER,
+        revision: cp.revision,
+        expires_at: Time(30),
+    }
+}
+
+fn resume(cp: Checkpoint, decision: Decision) -> Event {
+    Event::Resume(Resume {
+        checkpoint: cp,
+        decision,
+        facts: Facts {
+            resource_version: RESOURCE_VERSION,
+            permitted: true,
+            within_budget: true,
+        },
+    })
+}
+
+/// The checkpoint both machines persisted for the last input; the step fails if either
+/// refused it or persisted none.
+fn persisted(s: &Session<Kernel, Reference>) -> Checkpoint {
+    let row = s.rows().last().expect("an input was fed");
+    match (&row.a, &row.b) {
+        (Said::Accepted { effects: a, .. }, Said::Accepted { effects: b, .. }) => {
+            let cp = *a.checkpoint().expect("the kernel persisted a checkpoint");
+            assert_eq!(
+                Some(&cp),
+                b.checkpoint(),
+                "both persisted the same checkpoint"
+            );
+            cp
+        }
+        other => panic!("both machines should have accepted: {other:?}"),
+    }
+}
+
+fn assert_all_agreed(s: &Session<Kernel, Reference>) {
+    if let Some(d) = s.divergence() {
+        panic!("{d}\n\n{}", s.to_text());
+    }
+    assert!(s.rows().iter().all(|r| r.agreed));
+}
+
+fn both_refused(s: &Session<Kernel, Reference>, row: usize) -> Rejection {
+    let r = &s.rows()[row];
+    match (r.a, r.b) {
+        (Said::Refused(a), Said::Refused(b)) if a == b => a,
+        other => panic!("row {}: both should refuse alike, got {other:?}", row + 1),
+    }
+}
+
+/// RES-3, RES-2: a second approver tab decides on an old checkpoint after the run has moved
+/// through another resume. Both machines give `StaleRevision` with the same evidence; the
+/// winner's duplicate gets `AlreadyApplied` and a different decision `AlreadyResumed`.
+#[test]
+fn suspended_resume_from_a_stale_revision_is_refused_alike_by_kernel_and_reference() {
+    let mut s = session();
+    let (c1, c2) = (call("c1"), call("c2"));
+    s.feed(&at(1, suspend_for_approval(c1)));
+    let cp1 = persisted(&s);
+    s.feed(&at(2, resume(cp1, Decision::Approve(approval(&cp1, &c1)))));
+    s.feed(&at(
+        3,
+        Event::ToolResult {
+            call_id: c1.call_id,
+            attempt: 0,
+            result: Digest::of(b"published"),
+        },
+    ));
+    s.feed(&at(4, suspend_for_approval(c2)));
+    let cp4 = persisted(&s);
+    let won = Decision::Approve(approval(&cp4, &c2));
+    s.feed(&at(5, resume(cp4, won)));
+    // The other tab's decision on the first checkpoint, arriving late.
+    s.feed(&at(6, resume(cp1, Decision::Deny(approval(&cp1, &c1)))));
+    // The winner's reply was lost: it sends again. Then the other tab's denial arrives.
+    s.feed(&at(6, resume(cp4, won)));
+    s.feed(&at(6, resume(cp4, Decision::Deny(approval(&cp4, &c2)))));
+
+    assert_all_agreed(&s);
+    assert_eq!(
+        both_refused(&s, 5),
+        Rejection::StaleRevision {
+            current: Revision(5),
+            got: Revision(1)
+        }
+    );
+    assert_eq!(
+        both_refused(&s, 6),
+        Rejection::AlreadyApplied {
+            from: Revision(4),
+            to: Revision(5)
+        }
+    );
+    assert_eq!(
+        both_refused(&s, 7),
+        Rejection::AlreadyResumed {
+            from: Revision(4),
+            to: Revision(5)
+        }
+    );
+    insta::assert_snapshot!("stale_revision", s.to_text());
+}
+
+/// SUS-2: a suspend while suspended is refused by both, whatever it waits for, and the first
+/// suspension is left as it was: its checkpoint still resumes. WAL-2: a suspend with a call
+/// in flight is refused by both too.
+#[test]
+fn suspended_suspend_is_refused_alike_by_kernel_and_reference() {
+    let mut s = session();
+    let c1 = call("c1");
+    s.feed(&at(1, suspend_for_approval(c1)));
+    let cp1 = persisted(&s);
+    s.feed(&at(
+        2,
+        Event::Suspend {
+            wait: Wait::Callback {
+                callback: Name::lit("webhook"),
+            },
+            expires_at: Time(20),
+            responsible: Name::lit("partner"),
+            resource_version: RESOURCE_VERSION,
+        },
+    ));
+    // The agent whose first request's reply was lost asks again.
+    s.feed(&at(2, suspend_for_approval(c1)));
+    s.feed(&at(3, resume(cp1, Decision::Approve(approval(&cp1, &c1)))));
+    s.feed(&at(4, suspend_for_approval(call("c2"))));
+
+    assert_all_agreed(&s);
+    for row in [1, 2] {
+        assert_eq!(
+            both_refused(&s, row),
+            Rejection::AlreadySuspended {
+                reason: ReasonKind::PendingApproval
+            }
+        );
+    }
+    assert!(
+        s.rows()[3].a.accepted(),
+        "the first suspension still resumes"
+    );
+    assert_eq!(
+        both_refused(&s, 4),
+        Rejection::DispatchInFlight {
+            call_id: c1.call_id
+        }
+    );
+    insta::assert_snapshot!("double_suspend", s.to_text());
+}
+
+/// The number of distinct states of the lockstep world on [`world::default_config`]. A change means the
+/// world, or one of the machines, now reaches other states: look at why before updating it.
+const SMALL_WORLD_STATES: usize = 32446;
+
+/// CONF-1 over the whole model world: every input the world offers at every reachable state,
+/// the ones that must be refused included, goes through both machines, and they agree.
+#[test]
+fn whole_world_lockstep_check_on_a_small_config_finds_no_divergence() {
+    let r = world::check_kernel_and_reference().unwrap();
+    println!(
+        "lockstep world: {} unique states, {} generated, depth {}, {:.1} s",
+        r.report.stats.unique,
+        r.report.stats.generated,
+        r.report.stats.max_depth,
+        r.report.stats.elapsed_secs
+    );
+    assert!(r.report.exploration.complete, "{:?}", r.report.exploration);
+    if let Some(text) = r.counterexample_text() {
+        panic!("{CONF_1} violated:\n{text}");
+    }
+    assert_eq!(r.conf_1, Verdict::Holds);
+    assert_eq!(r.report.stats.unique, SMALL_WORLD_STATES);
+
+    // Not vacuous: the inputs that must be refused were offered, and refused alike.
+    let refused = r.agreed_rejections();
+    for expected in [
+        "already_applied",
+        "already_resumed",
+        "already_suspended",
+        "approval_expired",
+        "expired",
+        "self_approval",
+        "stale_revision",
+    ] {
+        assert!(
+            refused.contains(&expected),
+            "{expected} never compared: {refused:?}"
+        );
+    }
+    // The world's own witnesses, reached while the machines agree.
+    for partner in [
+        names::STALE_ARRIVES,
+        names::SELF_ARRIVES,
+        names::EXPIRED_ARRIVES,
+        names::UNKNOWN,
+    ] {
+        let p = r
+            .report
+            .property(partner)
+            .expect("the world has the property");
+        assert_eq!(p.verdict, Verdict::Holds, "{partner}");
+    }
+}
+
+/// The lockstep world carries every property of the world, after CONF-1, under the same
+/// names: none is lost to the table of conditions.
+#[test]
+fn lockstep_world_keeps_every_world_property_after_conf_1() {
+    let m = LockstepWorld::new(kernel_and_reference(), world::default_config()).unwrap();
+    let inner: Vec<&str> = m.world().properties().iter().map(|p| p.name).collect();
+    let outer: Vec<&str> = m.properties().iter().map(|p| p.name).collect();
+    assert_eq!(outer.first(), Some(&CONF_1));
+    assert_eq!(&outer[1..], &inner[..]);
+    assert!(!inner.is_empty());
+}
+
+/// A trace renders as numbered steps with the state under each.
+#[test]
+fn rendered_trace_numbers_each_step_and_indents_its_state() {
+    let t = resumable_model::checker::Trace {
+        steps: 1,
+        shortest: true,
+        unminimised_steps: 1,
+        trace: vec![
+            resumable_model::checker::TraceStep {
+                step: 0,
+                action: None,
+                state: "run 0: running".into(),
+            },
+            resumable_model::checker::TraceStep {
+                step: 1,
+                action: Some("worker 0 steps run 0".into()),
+                state: "run 0: suspended\nt0".into(),
+            },
+        ],
+    };
+    assert_eq!(
+        render_trace(&t),
+        "0. initial\n   | run 0: running\n1. worker 0 steps run 0\n   | run 0: suspended\n   | t0\n"
+    );
+}

@@ -30,6 +30,7 @@
 mod guard;
 mod render;
 mod shortest;
+pub mod world;
 
 use guard::{Control, Guarded, STOP_STATES, STOP_TIME};
 use serde::Serialize;
@@ -38,6 +39,7 @@ use stateright::{Checker, Expectation, Model, Representative};
 use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Debug};
 use std::hash::Hash;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -47,8 +49,8 @@ pub const SCHEMA: &str = "resumable-check/1";
 
 /// How a model describes its states and steps in counterexample traces.
 pub trait Summarize: Model {
-    /// One line saying what matters in `state`, e.g. "run 0: suspended(pending_approval) r1;
-    /// worker 1 staged r1->r2".
+    /// What matters in `state`, e.g. "run 0: suspended(pending_approval) r1; worker 1 staged
+    /// r1->r2": one line, or a few short ones (one per run, say).
     fn summary(&self, state: &Self::State) -> String;
 
     /// One line saying what `action`, taken in `last`, did, e.g. "worker 2 resumes run 1
@@ -799,6 +801,21 @@ where
         unminimised_steps,
         trace,
     }
+}
+
+/// Serves stateright's web Explorer for `model` on `address`, so a person can click through
+/// the state space; returns only if the address cannot be bound, or if the server stops.
+pub fn explore<M>(model: M, address: SocketAddr) -> std::io::Result<()>
+where
+    M: Model + Send + Sync + 'static,
+    M::State: Debug + Hash + Send + Sync + Clone + PartialEq,
+    M::Action: Debug + Send + Sync + Clone + PartialEq,
+{
+    // stateright binds with `unwrap` and so panics on a port in use: bind once first, to
+    // report the error instead. (Another process may still take the port in between.)
+    drop(TcpListener::bind(address)?);
+    model.checker().serve(address);
+    Ok(())
 }
 
 fn short_type_name<T>() -> String {

@@ -153,13 +153,19 @@ impl<M: Model> Model for Guarded<M> {
     }
 
     fn actions(&self, state: &M::State, actions: &mut Vec<M::Action>) {
-        let before = actions.len();
-        self.inner.actions(state, actions);
         let control = &self.control;
         if !control.active.load(Ordering::Relaxed) {
+            self.inner.actions(state, actions);
             return;
         }
         let expanded_before = control.expanded.fetch_add(1, Ordering::Relaxed);
+        // Once a successor has been withheld the run is cut anyway: the workers only drain
+        // their queues, so computing actions that would be withheld too is wasted work.
+        if control.withheld.load(Ordering::Relaxed) {
+            return;
+        }
+        let before = actions.len();
+        self.inner.actions(state, actions);
         // A terminal state loses nothing to a bound, so it does not make the run incomplete.
         if actions.len() > before && control.should_stop(expanded_before) {
             actions.truncate(before);

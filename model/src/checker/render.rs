@@ -151,6 +151,9 @@ fn trace_text(out: &mut String, what: &str, name: &str, trace: &Trace) {
     for step in &trace.trace {
         let action = step.action.as_deref().unwrap_or("initial state");
         let _ = writeln!(out, "  {:>number_width$}. {action}", step.step);
-        let _ = writeln!(out, "  {:>number_width$}  {}", "", step.state);
+        // A summary may take several lines (one per run, say): indent each alike.
+        for line in step.state.lines() {
+            let _ = writeln!(out, "  {:>number_width$}  {line}", "");
+        }
     }
 }

@@ -1,0 +1,303 @@
+//! `resumable check`: explore every interleaving of the world around runs (workers that race
+//! and crash, approvers, a lossy tool, a clock) and report, per property, whether it holds.
+//!
+//! Exit status: 0 every property holds on a complete exploration; 1 a property is violated,
+//! or a `sometimes` property was never reached on a complete exploration; 2 misuse (or a
+//! check that could not run); 3 the exploration was cut short by a bound without finding a
+//! violation. The report's format is documented in spec/check-output.md.
+
+use clap::ValueEnum;
+use resumable_model::checker::{self, world::config_json, Options, Report, Search};
+use resumable_model::config::{Config, Program};
+use resumable_model::reference::Reference;
+use resumable_model::variant::Variant;
+use resumable_model::world::World;
+use resumable_model::{Kernel, Lifecycle};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The lifecycle implementation under check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Subject {
+    /// The kernel crate's `step`, the default.
+    Kernel,
+    /// The model's independent reference machine (broken variants are built on it).
+    Reference,
+}
+
+/// How the report is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A property table, figures and numbered counterexamples, for people.
+    Text,
+    /// One JSON document (schema `resumable-check/1`, spec/check-output.md).
+    Json,
+}
+
+/// The agent program each run executes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProgramArg {
+    /// Suspend for approval of a gated call, run it, complete.
+    Approval,
+    /// Dispatch an ungated call, complete.
+    Direct,
+    /// Dispatch an ungated call, then suspend for approval of a gated one, then complete.
+    SideEffectFirst,
+}
+
+/// What is checked: the subject and the world around it. Shared by `check` and `explore`.
+/// A flag left out keeps the world's default (see `Config::default`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// The lifecycle under check [default: kernel; reference with --variant].
+    #[arg(long, value_enum)]
+    pub subject: Option<Subject>,
+    /// A deliberately broken variant of the reference machine (see --list-variants).
+    #[arg(long, value_name = "NAME", value_parser = variant_names())]
+    pub variant: Option<String>,
+    /// Runs (1 or 2; two runs belong to different tenants).
+    #[arg(long)]
+    pub runs: Option<u8>,
+    /// Workers racing on the store's compare-and-set (1 to 4).
+    #[arg(long)]
+    pub workers: Option<u8>,
+    /// Crash budget: how many times in all a worker may crash.
+    #[arg(long)]
+    pub crashes: Option<u8>,
+    /// Approver instances (0 to 3); each may send one decision per checkpoint.
+    #[arg(long)]
+    pub approvers: Option<u8>,
+    /// The tool dedupes by idempotency key (`--dedupes=false` to turn off).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub dedupes: Option<bool>,
+    /// The tool's status query fences the key it answers "not committed" for.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub query_fences: Option<bool>,
+    /// Loss budget: how many tool responses the network may lose in all.
+    #[arg(long)]
+    pub losses: Option<u8>,
+    /// How many extra deliveries of decisions the network may make in all.
+    #[arg(long)]
+    pub duplicates: Option<u8>,
+    /// Attempts the tool call's contract allows in all (1 to 4).
+    #[arg(long)]
+    pub max_attempts: Option<u8>,
+    /// The clock runs from tick 0 to this tick.
+    #[arg(long)]
+    pub max_time: Option<u8>,
+    /// The agent program each run executes.
+    #[arg(long, value_enum)]
+    pub program: Option<ProgramArg>,
+}
+
+fn variant_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Variant::ALL.map(Variant::name))
+}
+
+/// Arguments of `check`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// The subject and its world.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Worker threads of the checker.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: u16,
+    /// Check states at most N steps from the start, and no further (an exploration this
+    /// bound cuts short is incomplete, exit 3).
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
+    /// Expand at most N states (a cut exploration is incomplete, exit 3).
+    #[arg(long, value_name = "N")]
+    pub max_states: Option<usize>,
+    /// Stop after SECS seconds (a cut exploration is incomplete, exit 3).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Symmetry reduction over interchangeable workers (depth-first search).
+    #[arg(long)]
+    pub symmetry: bool,
+    /// Also print a shortest witness for each `sometimes` property.
+    #[arg(long)]
+    pub witnesses: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Print the broken variants, one per line: the name, then what it does wrong.
+    #[arg(long)]
+    pub list_variants: bool,
+}
+
+/// A subject and a validated configuration, ready to build a world.
+pub struct Setup {
+    /// The reference machine with this variant, or the kernel when `None`.
+    pub lifecycle: Option<Reference>,
+    /// The world's configuration.
+    pub config: Config,
+    /// The subject's name for reports: "kernel", "reference" or the variant's name.
+    pub name: String,
+}
+
+impl ModelArgs {
+    /// The subject and the configuration, or a one-line reason they are misused.
+    pub fn setup(&self, depth: Option<usize>) -> Result<Setup, String> {
+        let variant = match &self.variant {
+            Some(name) => {
+                Some(Variant::from_name(name).ok_or_else(|| format!("no variant named {name}"))?)
+            }
+            None => None,
+        };
+        let lifecycle = match (self.subject, variant) {
+            (Some(Subject::Kernel), Some(v)) => {
+                return Err(format!(
+                    "--variant {v} breaks the reference machine; it cannot be combined with \
+                     --subject kernel"
+                ))
+            }
+            (Some(Subject::Kernel), None) | (None, None) => None,
+            (Some(Subject::Reference), v) | (None, v @ Some(_)) => Some(Reference { variant: v }),
+        };
+        let mut config = Config::default();
+        let set = |field: &mut u8, value: Option<u8>| {
+            if let Some(value) = value {
+                *field = value;
+            }
+        };
+        set(&mut config.runs, self.runs);
+        set(&mut config.workers, self.workers);
+        set(&mut config.crashes, self.crashes);
+        set(&mut config.approvers, self.approvers);
+        set(&mut config.losses, self.losses);
+        set(&mut config.duplicates, self.duplicates);
+        set(&mut config.max_attempts, self.max_attempts);
+        set(&mut config.max_time, self.max_time);
+        if let Some(dedupes) = self.dedupes {
+            config.dedupes = dedupes;
+        }
+        if let Some(fences) = self.query_fences {
+            config.query_fences = fences;
+        }
+        if let Some(program) = self.program {
+            config.program = match program {
+                ProgramArg::Approval => Program::Approval,
+                ProgramArg::Direct => Program::Direct,
+                ProgramArg::SideEffectFirst => Program::SideEffectFirst,
+            };
+        }
+        config.depth_bound = depth;
+        config.validate().map_err(|e| e.to_string())?;
+        let name = match lifecycle {
+            None => "kernel".to_owned(),
+            Some(Reference { variant: None }) => "reference".to_owned(),
+            Some(Reference { variant: Some(v) }) => v.name().to_owned(),
+        };
+        Ok(Setup {
+            lifecycle,
+            config,
+            name,
+        })
+    }
+}
+
+fn misuse(message: &str) -> ExitCode {
+    eprintln!("resumable check: {message}");
+    ExitCode::from(2)
+}
+
+/// Runs the command and returns its exit status.
+pub fn run(args: &Args) -> ExitCode {
+    if args.list_variants {
+        let width = Variant::ALL
+            .iter()
+            .map(|v| v.name().len())
+            .max()
+            .unwrap_or(0);
+        for v in Variant::ALL {
+            println!("{:<width$}  {}", v.name(), v.description());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let timeout = match args.timeout.map(Duration::try_from_secs_f64) {
+        None => None,
+        Some(Ok(timeout)) => Some(timeout),
+        Some(Err(_)) => return misuse("--timeout must be a number of seconds, 0 or more"),
+    };
+    let setup = match args.model.setup(args.depth) {
+        Ok(setup) => setup,
+        Err(message) => return misuse(&message),
+    };
+    let result = match setup.lifecycle {
+        None => check_world(Kernel, &setup, args, timeout),
+        Some(reference) => check_world(reference, &setup, args, timeout),
+    };
+    match result {
+        Ok(report) => {
+            match args.format {
+                Format::Text => print!("{}", report.to_text()),
+                Format::Json => println!("{}", report.to_json()),
+            }
+            ExitCode::from(report.exit_code)
+        }
+        Err(message) => misuse(&message),
+    }
+}
+
+fn check_world<L: Lifecycle>(
+    lifecycle: L,
+    setup: &Setup,
+    args: &Args,
+    timeout: Option<Duration>,
+) -> Result<Report, String> {
+    let world = World::new(lifecycle, setup.config).map_err(|e| e.to_string())?;
+    let mut options = Options {
+        threads: usize::from(args.threads),
+        depth: args.depth,
+        max_states: args.max_states,
+        timeout,
+        search: Search::Bfs,
+        witnesses: args.witnesses,
+        ..Options::default()
+    };
+    if args.symmetry {
+        options = options.with_symmetry();
+    }
+    if args.format == Format::Text {
+        println!("checking {} in {}\n", setup.name, describe(&setup.config));
+    }
+    // Progress goes to stderr, so it never mixes with a report read from stdout.
+    let mut report = checker::check_with_progress(world, &options, |progress| {
+        eprintln!("{progress}");
+    })
+    .map_err(|e| e.to_string())?;
+    report.model = setup.name.clone();
+    report.config = config_json(&setup.config);
+    Ok(report)
+}
+
+/// The configuration in one line of words, for the text report's heading.
+pub fn describe(config: &Config) -> String {
+    let count = |n: u8, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "a world of {}, {}, {}, {}, {} and {}; a tool that {} and whose query {}; program {}",
+        count(config.runs, "run", "runs"),
+        count(config.workers, "worker", "workers"),
+        count(config.approvers, "approver", "approvers"),
+        count(config.crashes, "crash", "crashes"),
+        count(config.losses, "lost response", "lost responses"),
+        count(
+            config.duplicates,
+            "duplicated decision",
+            "duplicated decisions"
+        ),
+        if config.dedupes {
+            "dedupes"
+        } else {
+            "does not dedupe"
+        },
+        if config.query_fences {
+            "fences"
+        } else {
+            "does not fence"
+        },
+        config.program.name()
+    )
+}

@@ -9,14 +9,27 @@
 //! ```
 //!
 //! To measure another model, add a line to `cases()`: any model the checker driver accepts
-//! whose state has a symmetry representative.
+//! whose state has a symmetry representative. Every run is bounded by `BOUND_SECS` and
+//! `BOUND_STATES` (a memory guard); a run either bound cuts short says `incomplete` in the
+//! verdict column, and its figures then cover only the part explored.
 
 use resumable_model::checker::{check, Options, Outcome, Report, Summarize};
+use resumable_model::config::Config;
 use resumable_model::twopc::TwoPhaseCommit;
+use resumable_model::world::World;
+use resumable_model::Kernel;
 use stateright::Representative;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::time::{Duration, Instant};
+
+/// The time bound of every run: the issue asks for the largest configuration checked
+/// exhaustively within a minute.
+const BOUND_SECS: u64 = 60;
+
+/// The state bound of every run, to keep a breadth-first queue of large world states within
+/// the memory of a small machine.
+const BOUND_STATES: usize = 5_000_000;
 
 /// A configuration to measure: a name and a function that checks it under given options.
 struct Case {
@@ -42,6 +55,8 @@ where
         run: Box::new(move |setting: Setting| {
             let mut options = Options {
                 threads: setting.threads,
+                timeout: Some(Duration::from_secs(BOUND_SECS)),
+                max_states: Some(BOUND_STATES),
                 ..Options::default()
             };
             if setting.symmetry {
@@ -64,6 +79,62 @@ fn cases() -> Vec<Case> {
         cases.push(case(format!("twopc rms={rms}"), move || {
             TwoPhaseCommit::new(rms)
         }));
+    }
+    // The world around one run, from the smallest environment up: one worker and no faults,
+    // then a second worker racing, a crash, a lost response, a duplicated decision.
+    let small = Config {
+        workers: 1,
+        approvers: 1,
+        self_approval: false,
+        crashes: 0,
+        losses: 0,
+        duplicates: 0,
+        ..Config::default()
+    };
+    let growing = [
+        ("small", small),
+        (
+            "small+worker",
+            Config {
+                workers: 2,
+                ..small
+            },
+        ),
+        (
+            "small+crash",
+            Config {
+                crashes: 1,
+                ..small
+            },
+        ),
+        ("small+loss", Config { losses: 1, ..small }),
+        (
+            "small+duplicate",
+            Config {
+                duplicates: 1,
+                ..small
+            },
+        ),
+        (
+            "small+worker+crash",
+            Config {
+                workers: 2,
+                crashes: 1,
+                ..small
+            },
+        ),
+    ];
+    for (name, config) in growing {
+        cases.push(case(
+            format!("world kernel {name}"),
+            move || match World::new(Kernel, config) {
+                Ok(world) => world,
+                Err(e) => {
+                    eprintln!("scale: {name}: {e}");
+                    std::process::exit(2);
+                }
+            },
+        ));
     }
     cases
 }

@@ -202,6 +202,7 @@ pub enum Comparison {
 #[derive(Debug, Default)]
 pub struct Tally {
     counts: Mutex<BTreeMap<(EventKind, &'static str), u64>>,
+    disagreements: Mutex<BTreeMap<Disagreement, u64>>,
 }
 
 impl Tally {
@@ -215,6 +216,23 @@ impl Tally {
         *counts.entry((kind, verdict)).or_insert(0) += 1;
     }
 
+    fn disagree(&self, kind: Disagreement) {
+        let mut counts = self
+            .disagreements
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *counts.entry(kind).or_insert(0) += 1;
+    }
+
+    /// The disagreements met so far, by kind, and how often: every step of a search that
+    /// reached a divergence, not only the shortest.
+    pub fn disagreements(&self) -> BTreeMap<Disagreement, u64> {
+        self.disagreements
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// The agreements counted so far: (input kind, `"accepted"` or the rejection's name) and
     /// how often.
     pub fn counts(&self) -> BTreeMap<(EventKind, &'static str), u64> {
@@ -226,14 +244,19 @@ impl Tally {
 
     /// The names of the rejections both machines agreed on, sorted.
     pub fn agreed_rejections(&self) -> Vec<&'static str> {
-        let mut names: Vec<&'static str> = (self.counts().into_keys())
-            .map(|(_, verdict)| verdict)
-            .filter(|v| *v != ACCEPTED)
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        names
+        agreed_rejections(&self.counts())
     }
+}
+
+/// The rejection names among counted agreements, sorted and without repeats.
+pub fn agreed_rejections(counts: &BTreeMap<(EventKind, &'static str), u64>) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = (counts.keys())
+        .map(|(_, verdict)| *verdict)
+        .filter(|v| *v != ACCEPTED)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 const ACCEPTED: &str = "accepted";
@@ -379,6 +402,11 @@ impl<A: Observable, B: Observable> Pair<A, B> {
                 Ok((diverged(run.a.clone(), next_b, Side::B), effects))
             }
         };
+        if let (Some(t), Ok((next, _))) = (&self.tally, &next) {
+            if let Some(d) = &next.divergence {
+                t.disagree(d.disagreement());
+            }
+        }
         Compared { a, b, next }
     }
 

@@ -7,9 +7,9 @@
 //! divergence, neither in a run the store holds nor in a step a worker has computed and not
 //! yet written. The world's own properties are kept, judged only on states where the two
 //! machines still agree: past a divergence the pair is neither machine, and what it does
-//! there says nothing about either.
+//! there says nothing about either. A state that holds a divergence has no successors.
 
-use super::{Divergence, Observable, Pair, PairRun, Tally};
+use super::{Disagreement, Divergence, Observable, Pair, PairRun, Tally};
 use resumable_kernel::EventKind;
 use resumable_model::checker::{self, CheckError, Options, Report, Summarize, Trace, Verdict};
 use resumable_model::config::{Config, ConfigError};
@@ -133,7 +133,12 @@ impl<A: Observable, B: Observable> Model for LockstepWorld<A, B> {
     }
 
     fn actions(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
-        self.world.actions(state, actions);
+        // A state holding a divergence is where the check stops, as a test stops at its first
+        // failure: nothing past it says anything about either machine, and exploring on from
+        // every divergence would multiply the search for no verdict.
+        if divergence(state).is_none() {
+            self.world.actions(state, actions);
+        }
     }
 
     fn next_state(&self, last: &Self::State, action: Self::Action) -> Option<Self::State> {
@@ -208,6 +213,9 @@ pub struct LockstepReport {
     /// What the two machines agreed on during the check, per input kind: `"accepted"` or the
     /// name of the rejection both gave, with how many comparisons.
     pub agreements: BTreeMap<(EventKind, &'static str), u64>,
+    /// The disagreements the search met, by kind: empty exactly when CONF-1 holds on a
+    /// complete search.
+    pub disagreements: BTreeMap<Disagreement, u64>,
 }
 
 impl LockstepReport {
@@ -218,13 +226,7 @@ impl LockstepReport {
 
     /// The names of the rejections both machines gave alike at least once, sorted.
     pub fn agreed_rejections(&self) -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = (self.agreements.keys())
-            .map(|(_, verdict)| *verdict)
-            .filter(|v| *v != "accepted")
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+        super::agreed_rejections(&self.agreements)
     }
 }
 
@@ -285,6 +287,7 @@ pub fn check<A: Observable, B: Observable>(
         conf_1,
         counterexample,
         agreements: tally.counts(),
+        disagreements: tally.disagreements(),
     })
 }
 

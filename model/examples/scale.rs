@@ -1,5 +1,6 @@
 //! How the checker scales: states, depth, time and throughput for growing configurations,
-//! with and without symmetry, on one and two threads. Prints a Markdown table.
+//! breadth-first, depth-first, and depth-first with symmetry (the only search that applies
+//! it), on one and two threads. Prints a Markdown table.
 //!
 //! Run it in release mode (the figures in BENCHMARKS.md come from here):
 //!
@@ -13,7 +14,7 @@
 //! `BOUND_STATES` (a memory guard); a run either bound cuts short says `incomplete` in the
 //! verdict column, and its figures then cover only the part explored.
 
-use resumable_model::checker::{check, Options, Outcome, Report, Summarize};
+use resumable_model::checker::{check, Options, Outcome, Report, Search, Summarize};
 use resumable_model::config::Config;
 use resumable_model::twopc::TwoPhaseCommit;
 use resumable_model::world::World;
@@ -40,6 +41,7 @@ struct Case {
 #[derive(Clone, Copy)]
 struct Setting {
     threads: usize,
+    search: Search,
     symmetry: bool,
 }
 
@@ -55,6 +57,7 @@ where
         run: Box::new(move |setting: Setting| {
             let mut options = Options {
                 threads: setting.threads,
+                search: setting.search,
                 timeout: Some(Duration::from_secs(BOUND_SECS)),
                 max_states: Some(BOUND_STATES),
                 ..Options::default()
@@ -164,16 +167,26 @@ fn main() {
         eprintln!("scale: a debug build; run with --release for meaningful figures");
     }
     println!(
-        "| configuration | symmetry | threads | unique | generated | depth | time (s) | generated/s | verdict |"
+        "| configuration | search | threads | unique | generated | depth | time (s) | generated/s | verdict |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for case in cases() {
         if !filter.is_empty() && !filter.iter().any(|f| case.name.contains(f.as_str())) {
             continue;
         }
-        for symmetry in [false, true] {
+        let searches = [
+            (Search::Bfs, false, "bfs"),
+            (Search::Dfs, false, "dfs"),
+            (Search::Dfs, true, "dfs+symmetry"),
+        ];
+        for (search, symmetry, label) in searches {
             for threads in [1, 2] {
-                let report = best_of(&case, Setting { threads, symmetry });
+                let setting = Setting {
+                    threads,
+                    search,
+                    symmetry,
+                };
+                let report = best_of(&case, setting);
                 let stats = &report.stats;
                 let verdict = match report.outcome {
                     Outcome::Pass => "pass",
@@ -183,7 +196,7 @@ fn main() {
                 println!(
                     "| {} | {} | {} | {} | {} | {} | {:.4} | {:.2}M | {} |",
                     case.name,
-                    if symmetry { "on" } else { "off" },
+                    label,
                     threads,
                     stats.unique,
                     stats.generated,

@@ -387,6 +387,8 @@ impl fmt::Display for Progress {
 pub enum CheckError {
     /// `threads` was 0.
     NoThreads,
+    /// The model has no properties: there is nothing to judge.
+    NoProperties,
     /// The model has an `eventually` property, which the driver cannot judge honestly.
     Eventually {
         /// The property.
@@ -414,6 +416,7 @@ impl fmt::Display for CheckError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CheckError::NoThreads => write!(f, "at least one thread is needed"),
+            CheckError::NoProperties => write!(f, "the model has no properties to check"),
             CheckError::Eventually { name } => write!(
                 f,
                 "property \"{name}\" is an `eventually` property, which stateright misses on \
@@ -462,6 +465,10 @@ where
         return Err(CheckError::NoThreads);
     }
     let properties = model.properties();
+    if properties.is_empty() {
+        // stateright would stop after its first block, every (zero) property "decided".
+        return Err(CheckError::NoProperties);
+    }
     let mut names = HashSet::new();
     for p in &properties {
         if p.expectation == Expectation::Eventually {

@@ -355,12 +355,13 @@ fn a_state_bound_makes_the_verdict_incomplete_only_when_reached() {
 
 // --- Vacuity, boundaries and refused properties ---------------------------------------------
 
-/// The protocol with an extra `sometimes` that no state satisfies, and optionally a boundary
-/// or an `eventually` property.
+/// The protocol with an extra `sometimes` that no state satisfies, and optionally a boundary,
+/// an `eventually` property, or no properties at all.
 struct Extended {
     inner: TwoPhaseCommit,
     boundary: bool,
     eventually: bool,
+    silent: bool,
 }
 
 impl Extended {
@@ -369,6 +370,7 @@ impl Extended {
             inner: TwoPhaseCommit::new(rms),
             boundary: false,
             eventually: false,
+            silent: false,
         }
     }
 }
@@ -390,6 +392,9 @@ impl Model for Extended {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
+        if self.silent {
+            return Vec::new();
+        }
         let mut properties = vec![
             Property::<Self>::always("consistent", |m, s| {
                 (m.inner.property("consistent").condition)(&m.inner, s)
@@ -463,6 +468,16 @@ fn eventually_properties_are_refused() {
         name: "decided".to_owned(),
     };
     assert_eq!(refused.err(), Some(expected));
+}
+
+#[test]
+fn a_model_without_properties_is_refused() {
+    let model = Extended {
+        silent: true,
+        ..Extended::new(2)
+    };
+    let refused = check(model, &Options::default());
+    assert_eq!(refused.err(), Some(CheckError::NoProperties));
 }
 
 #[test]

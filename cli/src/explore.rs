@@ -52,10 +52,13 @@ fn serve<L: Lifecycle>(
     address: SocketAddr,
 ) -> Result<(), String> {
     let world = World::new(lifecycle, setup.config).map_err(|e| e.to_string())?;
+    let unavailable = |e: std::io::Error| format!("cannot serve on {address}: {e}");
+    // Refuse a port in use before announcing anything (`explore` checks again itself).
+    drop(std::net::TcpListener::bind(address).map_err(unavailable)?);
     eprintln!(
         "exploring {} in {}\nExplorer on http://{address}/ (interrupt to stop)",
         setup.name,
         crate::check::describe(&setup.config)
     );
-    checker::explore(world, address).map_err(|e| format!("cannot serve on {address}: {e}"))
+    checker::explore(world, address).map_err(unavailable)
 }

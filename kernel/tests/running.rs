@@ -525,3 +525,22 @@ fn running_run_stepped_in_place_is_unchanged_by_a_rejection() {
     assert!(fx.is_ok());
     assert_eq!(run.revision(), Revision(1));
 }
+
+#[test]
+fn running_dispatch_reusing_an_older_call_id_is_accepted_since_only_the_last_call_is_kept() {
+    // Spec 4.9: the run remembers one outcome, so KEY-1 and KEY-2 are enforced against the
+    // last recorded call only; a longer memory of keys is the driver's dedupe record.
+    let first = publish();
+    let second = call("call-2", "notify:demo", "idem-2");
+    let run = after_result_of(first);
+    let run = accept(&run, at(3, Event::Dispatch { call: second })).0;
+    let answer = Event::ToolResult {
+        call_id: second.call_id,
+        attempt: 0,
+        result: Digest::of(b"ok"),
+    };
+    let run = accept(&run, at(4, answer)).0;
+    let (next, fx) = accept(&run, at(5, Event::Dispatch { call: first }));
+    assert_eq!(fx.dispatch(), Some(&dispatch_of(&first, 0)));
+    assert_eq!(next.in_flight(), Some(&in_flight(first, 0, 1)));
+}

@@ -4,6 +4,7 @@
 //! Every budget is a bound on what the environment may do (crash, lose, duplicate, let time
 //! pass), not a cut of the exploration: within the budgets the model is explored exhaustively.
 
+use crate::variant::Variant;
 use core::fmt;
 
 /// The agent program every run executes. Programs are tiny and fixed: the model explores the
@@ -93,16 +94,17 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// One run, two workers racing, one crash, one lost response, one duplicated decision, two
-    /// approver tabs and a requester approving itself, a deduping tool whose query may answer
-    /// "unknown", and a clock long enough for an approval to expire.
+    /// One run, two workers racing, one crash, one lost response, one duplicated decision, one
+    /// approver, a deduping tool whose query may answer "unknown", and a clock long enough for
+    /// a suspension to expire. A second approver tab or the requester approving itself each
+    /// multiply the states by about ten; turn them on for a longer check.
     fn default() -> Config {
         Config {
             runs: 1,
             workers: 2,
             crashes: 1,
-            approvers: 2,
-            self_approval: true,
+            approvers: 1,
+            self_approval: false,
             edited_approvals: false,
             cross_tenant: false,
             dedupes: true,
@@ -193,6 +195,63 @@ impl Config {
             return Err(ConfigError::CrossTenantNeedsTwoRuns);
         }
         Ok(())
+    }
+
+    /// A small configuration in which the flaw of `variant` is reachable, so that the property
+    /// it breaks can catch it: the default, with only what the flaw needs turned on (and, for
+    /// two runs, everything else turned down to keep the check short).
+    pub fn exposing(variant: Variant) -> Config {
+        let base = Config::default();
+        let direct = |dedupes, query_fences| Config {
+            program: Program::Direct,
+            approvers: 0,
+            duplicates: 0,
+            dedupes,
+            query_fences,
+            ..base
+        };
+        match variant {
+            // A stale checkpoint that matches the run in every field but its revision: the
+            // owner cancels while an outcome is unknown, and a slow reconciler still holds the
+            // checkpoint from before the cancel.
+            Variant::NoRevisionCheck => Config {
+                cancels: 1,
+                ..direct(true, false)
+            },
+            Variant::ApprovalNotBoundToArgs => Config {
+                edited_approvals: true,
+                ..base
+            },
+            Variant::RetryUnknownWithoutReconcile | Variant::RetryFreshKeyOnDedupe => {
+                direct(true, false)
+            }
+            Variant::RetryWithoutContract => direct(false, false),
+            Variant::RetrySameKeyOnFence => direct(false, true),
+            Variant::IdentityAfterRevision | Variant::NoIdentityCheck => Config {
+                runs: 2,
+                cross_tenant: true,
+                workers: 1,
+                crashes: 0,
+                losses: 0,
+                duplicates: 0,
+                query_unknown: false,
+                ..base
+            },
+            Variant::SelfApprovalAllowed => Config {
+                self_approval: true,
+                losses: 0,
+                duplicates: 0,
+                ..base
+            },
+            Variant::RerunStepOnResume => Config {
+                program: Program::SideEffectFirst,
+                ..base
+            },
+            Variant::DoubleSuspend
+            | Variant::ApprovalsNeverExpire
+            | Variant::DenyLeavesRunning
+            | Variant::NoExpiry => base,
+        }
     }
 
     /// How long, in ticks, any suspension may last before it must have been left (spec

@@ -150,8 +150,8 @@ fn within_bound<L: Lifecycle>(w: &World<L>, s: &WorldState<L::Run>) -> bool {
 }
 
 /// The properties for this world's configuration: every `always`, and the `sometimes`
-/// partners the configuration can reach (a partner about approvals needs a gated call and an
-/// approver, one about crashes needs a crash budget, and so on). A partner left out is one the
+/// partners the configuration can reach (a race needs two workers, a partner about approvals
+/// needs a gated call and an approver, one about crashes needs a crash budget, and so on). A partner left out is one the
 /// configuration cannot exercise, never one a correct lifecycle fails to reach.
 pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
     use names::*;
@@ -178,17 +178,19 @@ pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
     ];
     let gated = c.program != crate::config::Program::Direct;
     let deciders = c.approvers > 0;
-    v.push(P::<L>::sometimes(RACE_WON, |_, s| {
-        s.workers.iter().any(|w| match w {
-            crate::world::Worker::Staged(st) => {
-                st.resumed_from.is_some()
-                    && s.runs
-                        .get(usize::from(st.run))
-                        .is_some_and(|slot| slot.won & (1u32 << st.from.min(31)) != 0)
-            }
-            _ => false,
-        })
-    }));
+    if c.workers >= 2 {
+        v.push(P::<L>::sometimes(RACE_WON, |_, s| {
+            s.workers.iter().any(|w| match w {
+                crate::world::Worker::Staged(st) => {
+                    st.resumed_from.is_some()
+                        && s.runs
+                            .get(usize::from(st.run))
+                            .is_some_and(|slot| slot.won & (1u32 << st.from.min(31)) != 0)
+                }
+                _ => false,
+            })
+        }));
+    }
     if gated && deciders {
         v.push(P::<L>::sometimes(STALE_ARRIVES, |_, s| {
             s.seen & witness::STALE_ARRIVED != 0

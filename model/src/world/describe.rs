@@ -201,8 +201,19 @@ impl<L: Lifecycle> World<L> {
             }
             Some(Err(rejection)) => format!("refused: {rejection}"),
             None => match action {
+                Action::Step { .. } => "no such input".into(),
+                Action::Commit { .. } => "written with its audit record and checkpoint".into(),
+                Action::Conflict { .. } => "its step is dropped".into(),
+                Action::Dispatch { .. } => "sent to the tool".into(),
+                Action::Crash { .. } => "volatile state lost".into(),
+                Action::Tool { outcome, .. } => match outcome {
+                    ToolOutcome::Commits => "committed, response sent".into(),
+                    ToolOutcome::Dedupes => "stored response sent again".into(),
+                    ToolOutcome::Refuses => "nothing committed, no response".into(),
+                },
+                Action::Lose { .. } => "gone".into(),
+                Action::Decide { .. } => "sent".into(),
                 Action::Tick { .. } => "time passes".into(),
-                _ => "done".into(),
             },
         }
     }

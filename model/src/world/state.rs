@@ -160,6 +160,66 @@ pub struct Staged<R: 'static> {
     pub witness: u8,
 }
 
+// Workers are ordered by their whole content, so that sorting them is canonical. Written out
+// because a derive would require `R: Ord`; the run is compared by its interned address.
+impl<R> Staged<R> {
+    #[allow(clippy::type_complexity)]
+    fn key(
+        &self,
+    ) -> (
+        (u8, u64, Choice, Shared<R>, Option<Shared<Checkpoint>>),
+        (Dispatches, Option<u8>, u8, bool, u16, u8),
+    ) {
+        (
+            (self.run, self.from, self.choice, self.next, self.checkpoint),
+            (
+                self.dispatches,
+                self.resumed_from,
+                self.audits,
+                self.approval_binds,
+                self.raise,
+                self.witness,
+            ),
+        )
+    }
+}
+
+impl<R: Eq> PartialOrd for Staged<R> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<R: Eq> Ord for Staged<R> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl<R: Eq> PartialOrd for Worker<R> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<R: Eq> Ord for Worker<R> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        match (self, other) {
+            (Worker::Idle, Worker::Idle) => Ordering::Equal,
+            (Worker::Idle, _) => Ordering::Less,
+            (_, Worker::Idle) => Ordering::Greater,
+            (Worker::Staged(a), Worker::Staged(b)) => a.cmp(b),
+            (Worker::Staged(_), _) => Ordering::Less,
+            (_, Worker::Staged(_)) => Ordering::Greater,
+            (
+                Worker::Dispatching { run: a, queue: qa },
+                Worker::Dispatching { run: b, queue: qb },
+            ) => (a, qa).cmp(&(b, qb)),
+        }
+    }
+}
+
 /// A request to the tool or its response: the run, the call and the attempt.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct ToolMsg {
@@ -213,7 +273,7 @@ pub struct DecisionMsg {
 }
 
 /// The agent program's next request.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Intent {
     /// Suspend for approval of `c1`.
     Suspend,
@@ -224,7 +284,7 @@ pub enum Intent {
 }
 
 /// What the tool's status query answered.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Answer {
     /// The key committed.
     Committed,
@@ -235,7 +295,7 @@ pub enum Answer {
 }
 
 /// How the operator settles a manual intervention.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Settle {
     /// The unresolved call committed: record its result.
     Committed,
@@ -244,7 +304,7 @@ pub enum Settle {
 }
 
 /// The input a worker feeds a run, as the world chose it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Choice {
     /// The agent program's next request.
     Agent(Intent),
@@ -412,7 +472,7 @@ pub mod witness {
     pub const RETRY_SUCCEEDED: u8 = 1 << 2;
     /// A request reached the tool after the query had answered "not committed" for its key.
     pub const LATE_REQUEST: u8 = 1 << 3;
-    /// A decision or response reached a run that had already finished.
+    /// A decision or response reached a run that had already finished (spec INV-1).
     pub const LATE_TO_TERMINAL: u8 = 1 << 4;
     /// A decision reached its run after the decision's own expiry.
     pub const EXPIRED_APPROVAL: u8 = 1 << 5;

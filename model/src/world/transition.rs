@@ -196,6 +196,11 @@ impl<L: Lifecycle> World<L> {
         };
         let mut next = state.clone();
         let mut used = false;
+        if before.phase.is_terminal()
+            && matches!(choice, Choice::Decision(_) | Choice::Result { .. })
+        {
+            next.seen |= witness::LATE_TO_TERMINAL;
+        }
         match choice {
             Choice::Decision(m) => {
                 let mut taken = remove_one(&mut next.decisions, &m)?;
@@ -256,11 +261,6 @@ impl<L: Lifecycle> World<L> {
                         next.violated |= violation::ID_1;
                         used = true;
                     }
-                }
-                if matches!(rejection, Rejection::Terminal { .. })
-                    && matches!(choice, Choice::Decision(_) | Choice::Result { .. })
-                {
-                    next.seen |= witness::LATE_TO_TERMINAL;
                 }
                 used.then_some(next)
             }

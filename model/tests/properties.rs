@@ -1,0 +1,398 @@
+//! Every property holds on the kernel and on the reference, and every `sometimes` partner is
+//! reached, so no `always` holds vacuously. For each partner, a shortest witness path is
+//! pinned: it is the shortest story of how the interesting state comes about.
+//!
+//! The larger configurations (the default, two runs, the requester approving itself) take
+//! seconds in release and minutes in debug; they are `#[ignore]`d here and run with
+//! `cargo test --release -p resumable-model --test properties -- --ignored`.
+
+mod world_support;
+
+use resumable_model::config::{Config, Program};
+use resumable_model::properties::names;
+use resumable_model::reference::Reference;
+use resumable_model::world::World;
+use resumable_model::{Kernel, Lifecycle};
+use world_support::*;
+
+fn with_self_approval() -> Config {
+    Config {
+        self_approval: true,
+        ..tiny()
+    }
+}
+
+/// Two runs of different tenants, with run 1's approval also sent to run 0 (spec ID-1).
+fn two_runs() -> Config {
+    Config {
+        runs: 2,
+        cross_tenant: true,
+        workers: 1,
+        crashes: 0,
+        losses: 0,
+        duplicates: 0,
+        query_unknown: false,
+        max_time: 2,
+        suspend_for: 1,
+        ..Config::default()
+    }
+}
+
+/// A side effect before the pause, with one worker.
+fn side_effect_first() -> Config {
+    Config {
+        program: Program::SideEffectFirst,
+        workers: 1,
+        ..tiny()
+    }
+}
+
+/// The small configurations every lifecycle must pass in debug tests.
+fn small() -> Vec<(&'static str, Config)> {
+    vec![
+        ("tiny", tiny()),
+        ("direct, deduping tool", direct(true, false)),
+        ("direct, fencing query", direct(false, true)),
+        ("direct, neither", direct(false, false)),
+        ("side effect first", side_effect_first()),
+    ]
+}
+
+fn assert_holds<L: Lifecycle>(lifecycle: L, configs: Vec<(&'static str, Config)>) {
+    for (name, config) in configs {
+        let explored = explore(World::new(lifecycle.clone(), config).unwrap());
+        assert!(
+            explored.failed.is_empty(),
+            "{} in the {name} world: {:?}",
+            lifecycle.name(),
+            explored.failed
+        );
+    }
+}
+
+fn assert_witness(config: Config, property: &str, expected: &[&str]) {
+    let world = World::new(Kernel, config).unwrap();
+    let path = shortest(&world, property, true).expect("the partner is reached");
+    assert_eq!(path, expected, "{property}");
+}
+
+#[test]
+fn the_kernel_holds_every_property_and_reaches_every_partner() {
+    assert_holds(Kernel, small());
+}
+
+#[test]
+fn the_reference_holds_every_property_and_reaches_every_partner() {
+    assert_holds(Reference::default(), small());
+}
+
+#[test]
+#[ignore = "seconds in release; run with --release -- --ignored"]
+fn the_kernel_and_the_reference_hold_on_the_larger_configurations() {
+    let larger = || {
+        vec![
+            ("default", Config::default()),
+            ("two runs", two_runs()),
+            ("requester approves itself", with_self_approval()),
+            (
+                "fencing and deduping, three attempts, an operator",
+                Config {
+                    dedupes: true,
+                    query_fences: true,
+                    max_attempts: 3,
+                    operator: true,
+                    ..tiny()
+                },
+            ),
+        ]
+    };
+    assert_holds(Kernel, larger());
+    assert_holds(Reference::default(), larger());
+}
+
+#[test]
+fn witness_two_workers_race_to_resume_one_suspension_and_one_wins() {
+    assert_witness(
+        tiny(),
+        names::RACE_WON,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) crashes: volatile state lost",
+            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) steps run 0 with reconcile c1 key k1#0: not committed: accepted: running, c1 attempt 0 in flight at r4",
+            "Worker(1) steps run 0 with reconcile c1 key k1#0: not committed: accepted: running, c1 attempt 0 in flight at r4",
+            "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_stale_approval_arrives() {
+    assert_witness(
+        tiny(),
+        names::STALE_ARRIVES,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Clock ticks to 1: time passes",
+            "Clock ticks to 2: time passes",
+            "Clock ticks to 3: time passes",
+            "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: stale revision: current r2, got r1",
+        ],
+    );
+}
+
+#[test]
+fn witness_the_tool_commits_an_approved_call() {
+    assert_witness(
+        tiny(),
+        names::APPROVED_RUNS,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
+            "Tool commits c1 key k1#0 for run 0: committed, response sent",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_decision_arrives_after_it_expired() {
+    assert_witness(
+        tiny(),
+        names::EXPIRED_ARRIVES,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Clock ticks to 1: time passes",
+            "Clock ticks to 2: time passes",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: approval expired at t1, now t2",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_decision_arrives_after_the_suspension_expired() {
+    assert_witness(
+        tiny(),
+        names::AFTER_EXPIRY,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Clock ticks to 1: time passes",
+            "Clock ticks to 2: time passes",
+            "Clock ticks to 3: time passes",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: suspension expired at t2, now t3",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_denial_fails_the_run() {
+    assert_witness(
+        tiny(),
+        names::DENIED,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice denies c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume deny c1@r1 from alice: accepted: failed (denied) at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_delayed_request_reaches_the_tool_after_a_not_committed_answer() {
+    assert_witness(
+        tiny(),
+        names::LATE_REQUEST,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
+            "Worker(0) crashes: volatile state lost",
+            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) steps run 0 with reconcile c1 key k1#0: not committed: accepted: running, c1 attempt 0 in flight at r4",
+            "Tool commits c1 key k1#0 for run 0: committed, response sent",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_crash_leaves_an_unknown_outcome() {
+    assert_witness(
+        tiny(),
+        names::UNKNOWN,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) crashes: volatile state lost",
+            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+        ],
+    );
+}
+
+#[test]
+fn witness_reconcile_reuses_a_committed_result() {
+    assert_witness(
+        tiny(),
+        names::REUSED,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
+            "Worker(0) crashes: volatile state lost",
+            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Tool commits c1 key k1#0 for run 0: committed, response sent",
+            "Worker(0) steps run 0 with reconcile c1 key k1#0: committed: accepted: running at r4",
+            "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_retry_after_a_not_committed_answer_succeeds() {
+    assert_witness(
+        tiny(),
+        names::RETRY_SUCCEEDS,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
+            "Worker(0) crashes: volatile state lost",
+            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) steps run 0 with reconcile c1 key k1#0: not committed: accepted: running, c1 attempt 0 in flight at r4",
+            "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
+            "Tool commits c1 key k1#0 for run 0: committed, response sent",
+            "Worker(1) steps run 0 with result of c1 key k1#0: accepted: running at r5",
+            "Worker(1) commits run 0 r4->r5: written with its audit record and checkpoint",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_message_reaches_a_finished_run() {
+    assert_witness(
+        tiny(),
+        names::LATE_TO_TERMINAL,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Clock ticks to 1: time passes",
+            "Clock ticks to 2: time passes",
+            "Clock ticks to 3: time passes",
+            "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: stale revision: current r2, got r1",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_run_completes_every_step_audited() {
+    assert_witness(
+        tiny(),
+        names::COMPLETES,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
+            "Tool commits c1 key k1#0 for run 0: committed, response sent",
+            "Worker(0) steps run 0 with result of c1 key k1#0: accepted: running at r3",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) steps run 0 with complete: accepted: completed at r4",
+            "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_run_waits_suspended() {
+    assert_witness(
+        tiny(),
+        names::WAITS,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_suspension_expires() {
+    assert_witness(
+        tiny(),
+        names::EXPIRES,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Clock ticks to 1: time passes",
+            "Clock ticks to 2: time passes",
+            "Clock ticks to 3: time passes",
+            "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+        ],
+    );
+}
+
+#[test]
+fn witness_the_requester_s_approval_of_its_own_call_arrives() {
+    assert_witness(
+        with_self_approval(),
+        names::SELF_ARRIVES,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Requester agent approves its own c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from agent: refused: agent cannot approve its own call",
+        ],
+    );
+}
+
+#[test]
+fn witness_a_checkpoint_of_another_tenant_reaches_a_run() {
+    assert_witness(
+        two_runs(),
+        names::FOREIGN_OFFERED,
+        &[
+            "Worker(0) steps run 1 with suspend for approval of c1: accepted: suspended (pending approval, expires t1) at r1",
+            "Worker(0) commits run 1 r0->r1: written with its audit record and checkpoint",
+            "Approver alice approves c1 at r1 of run 1, sent to run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice (run 1's checkpoint): refused: checkpoint is not for this run: Tenant differs",
+        ],
+    );
+}

@@ -1,0 +1,158 @@
+//! Helpers shared by the world and property tests: exhaustive exploration with one thread
+//! (so counts are deterministic), verdicts per property, and a breadth-first search of our
+//! own for shortest witness paths (stateright reports the last path it found, not the first).
+
+#![allow(dead_code)]
+
+use resumable_model::config::{Config, Program};
+use resumable_model::world::World;
+use resumable_model::Lifecycle;
+use stateright::{Checker, Expectation, HasDiscoveries, Model};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// The smallest world with a race: one run on the approval program, two workers, one crash,
+/// one approver, nothing lost or duplicated.
+pub fn tiny() -> Config {
+    Config {
+        approvers: 1,
+        self_approval: false,
+        losses: 0,
+        duplicates: 0,
+        query_unknown: false,
+        max_time: 3,
+        ..Config::default()
+    }
+}
+
+/// The direct program (no approval), for the tool and reconciliation paths.
+pub fn direct(dedupes: bool, query_fences: bool) -> Config {
+    Config {
+        program: Program::Direct,
+        approvers: 0,
+        self_approval: false,
+        dedupes,
+        query_fences,
+        duplicates: 0,
+        ..Config::default()
+    }
+}
+
+/// What an exhaustive check found.
+pub struct Explored {
+    /// Unique states.
+    pub unique: usize,
+    /// Properties whose expectation failed: an `always` with a counterexample, a `sometimes`
+    /// never reached.
+    pub failed: Vec<&'static str>,
+    /// Every property with a discovery (counterexample or example).
+    pub discovered: HashSet<&'static str>,
+}
+
+/// Explores the whole world breadth-first on one thread.
+pub fn explore<L: Lifecycle>(world: World<L>) -> Explored {
+    let properties: Vec<(&'static str, Expectation)> = world
+        .properties()
+        .into_iter()
+        .map(|p| (p.name, p.expectation))
+        .collect();
+    let checker = world.checker().spawn_bfs().join();
+    let discoveries = checker.discoveries();
+    let discovered: HashSet<&'static str> = discoveries.keys().copied().collect();
+    let failed = properties
+        .iter()
+        .filter(|(name, e)| match e {
+            Expectation::Sometimes => !discovered.contains(name),
+            _ => discovered.contains(name),
+        })
+        .map(|(name, _)| *name)
+        .collect();
+    Explored {
+        unique: checker.unique_state_count(),
+        failed,
+        discovered,
+    }
+}
+
+/// Explores until one of `targets` is discovered (or the space is exhausted) and returns the
+/// targets discovered.
+pub fn hunt<L: Lifecycle>(world: World<L>, targets: &[&'static str]) -> HashSet<&'static str> {
+    let wanted: HashSet<&'static str> = targets.iter().copied().collect();
+    let checker = world
+        .checker()
+        .finish_when(HasDiscoveries::AnyOf(wanted.iter().copied().collect()))
+        .spawn_bfs()
+        .join();
+    checker
+        .discoveries()
+        .into_keys()
+        .filter(|k| wanted.contains(k))
+        .collect()
+}
+
+/// The actions of a shortest path from the initial state to a state where the named
+/// property's condition is `hit`, each with what the lifecycle made of it.
+pub fn shortest<L: Lifecycle>(world: &World<L>, property: &str, hit: bool) -> Option<Vec<String>> {
+    let condition = world
+        .properties()
+        .into_iter()
+        .chain(resumable_model::properties::hazards())
+        .find(|p| p.name == property)?
+        .condition;
+    let mut states = Vec::new();
+    let mut parent: Vec<Option<(usize, <World<L> as Model>::Action)>> = Vec::new();
+    let mut seen = HashMap::new();
+    let mut queue = VecDeque::new();
+    for s in world.init_states() {
+        seen.insert(s.clone(), states.len());
+        queue.push_back(states.len());
+        states.push(s);
+        parent.push(None);
+    }
+    let mut actions = Vec::new();
+    while let Some(i) = queue.pop_front() {
+        if condition(world, &states[i]) == hit {
+            let mut path = Vec::new();
+            let mut at = i;
+            while let Some((p, a)) = parent[at] {
+                path.push(format!("{a}: {}", world.explain(&states[p], &a)));
+                at = p;
+            }
+            path.reverse();
+            return Some(path);
+        }
+        actions.clear();
+        world.actions(&states[i], &mut actions);
+        for a in actions.drain(..) {
+            if let Some(next) = world.next_state(&states[i], a) {
+                if !seen.contains_key(&next) {
+                    seen.insert(next.clone(), states.len());
+                    queue.push_back(states.len());
+                    states.push(next);
+                    parent.push(Some((i, a)));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Every reachable state, breadth-first.
+pub fn reachable<L: Lifecycle>(world: &World<L>) -> Vec<<World<L> as Model>::State> {
+    let mut states = world.init_states();
+    let mut seen: HashSet<_> = states.iter().cloned().collect();
+    let mut actions = Vec::new();
+    let mut i = 0;
+    while i < states.len() {
+        actions.clear();
+        world.actions(&states[i], &mut actions);
+        for a in actions.drain(..) {
+            if let Some(next) = world.next_state(&states[i], a) {
+                if seen.insert(next.clone()) {
+                    states.push(next);
+                }
+            }
+        }
+        i += 1;
+    }
+    states
+}

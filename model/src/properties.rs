@@ -11,9 +11,9 @@
 //! acyclic and the property can really be broken, unlike stateright's `eventually`, which
 //! misses violations on cycles and on paths cut by a bound.
 
-use crate::world::{violation, waits_for_approval, witness, World, WorldState};
+use crate::world::{violation, witness, Ending, RunView, World, WorldState};
 use crate::Lifecycle;
-use resumable_kernel::{FailCause, Phase, Reason, ReasonKind};
+use resumable_kernel::{PhaseKind, ReasonKind};
 use stateright::Property;
 
 /// Property names, for tests, reports and broken variants' targets.
@@ -105,39 +105,17 @@ fn clean<R>(s: &WorldState<R>, bit: u16) -> bool {
     s.violated & bit == 0
 }
 
-fn any_run<L: Lifecycle>(
-    w: &World<L>,
-    s: &WorldState<L::Run>,
-    f: impl Fn(&crate::Snapshot) -> bool,
-) -> bool {
-    s.runs
-        .iter()
-        .any(|slot| f(&w.lifecycle().snapshot(&slot.run)))
-}
-
-/// SUS-1 on one run: a suspension has a reason (by type), an expiry not before it began, began
-/// no later than the run's last input, and a responsible party who, for an approval, is not
-/// the requester (spec APR-3).
-fn suspension_well_formed(snap: &crate::Snapshot) -> bool {
-    match &snap.phase {
-        Phase::Suspended(s) => {
-            let party_ok = match &s.reason {
-                Reason::PendingApproval { requester, .. } => *requester != s.responsible,
-                _ => true,
-            };
-            s.expires_at >= s.since && s.since <= snap.updated_at && party_ok
-        }
-        _ => true,
-    }
+fn any_run<R>(s: &WorldState<R>, f: impl Fn(&RunView) -> bool) -> bool {
+    s.runs.iter().any(|slot| f(&slot.run.view))
 }
 
 /// AUD-1 on the state: every run's log holds one record per revision, and no write broke the
 /// rule (checked when it landed).
-fn audited<L: Lifecycle>(w: &World<L>, s: &WorldState<L::Run>) -> bool {
+fn audited<L: Lifecycle>(_: &World<L>, s: &WorldState<L::Run>) -> bool {
     clean(s, violation::AUD_1)
         && s.runs
             .iter()
-            .all(|slot| u64::from(slot.audited) == w.lifecycle().snapshot(&slot.run).revision.0)
+            .all(|slot| u64::from(slot.audited) == slot.run.view.revision)
 }
 
 /// LIVE-1: no run has been suspended for longer than the bound, in clock ticks.
@@ -172,7 +150,7 @@ pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
         P::<L>::always(INV_1, |_, s| clean(s, violation::INV_1)),
         P::<L>::always(AUD_1, audited),
         P::<L>::always(ID_1, |_, s| clean(s, violation::ID_1)),
-        P::<L>::always(SUS_1, |w, s| !any_run(w, s, |r| !suspension_well_formed(r))),
+        P::<L>::always(SUS_1, |_, s| !any_run(s, |v| !v.well_formed)),
         P::<L>::always(SUS_2, |_, s| clean(s, violation::SUS_2)),
         P::<L>::always(LIVE_1, within_bound),
     ];
@@ -204,10 +182,8 @@ pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
         v.push(P::<L>::sometimes(AFTER_EXPIRY, |_, s| {
             s.seen & witness::AFTER_EXPIRY != 0
         }));
-        v.push(P::<L>::sometimes(DENIED, |w, s| {
-            any_run(w, s, |r| {
-                matches!(r.phase, Phase::Failed(FailCause::Denied { .. }))
-            })
+        v.push(P::<L>::sometimes(DENIED, |_, s| {
+            any_run(s, |v| v.ending == Some(Ending::Denied))
         }));
     }
     if gated && c.self_approval {
@@ -221,10 +197,8 @@ pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
         v.push(P::<L>::sometimes(LATE_REQUEST, |_, s| {
             s.seen & witness::LATE_REQUEST != 0
         }));
-        v.push(P::<L>::sometimes(UNKNOWN, |w, s| {
-            any_run(w, s, |r| {
-                matches!(&r.phase, Phase::Suspended(x) if x.reason.kind() == ReasonKind::OutcomeUnknown)
-            })
+        v.push(P::<L>::sometimes(UNKNOWN, |_, s| {
+            any_run(s, |v| v.reason == Some(ReasonKind::OutcomeUnknown))
         }));
         v.push(P::<L>::sometimes(REUSED, |_, s| {
             s.seen & witness::REUSED != 0
@@ -239,7 +213,7 @@ pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
         s.seen & witness::LATE_TO_TERMINAL != 0
     }));
     v.push(P::<L>::sometimes(COMPLETES, |w, s| {
-        any_run(w, s, |r| matches!(r.phase, Phase::Completed { .. })) && audited(w, s)
+        any_run(s, |v| v.ending == Some(Ending::Completed)) && audited(w, s)
     }));
     if c.cross_tenant {
         v.push(P::<L>::sometimes(FOREIGN_OFFERED, |_, s| {
@@ -249,18 +223,16 @@ pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
         }));
     }
     if gated {
-        v.push(P::<L>::sometimes(WAITS, |w, s| {
-            any_run(w, s, |r| waits_for_approval(&r.phase))
+        v.push(P::<L>::sometimes(WAITS, |_, s| {
+            any_run(s, |v| v.reason == Some(ReasonKind::PendingApproval))
         }));
     } else {
-        v.push(P::<L>::sometimes(WAITS, |w, s| {
-            any_run(w, s, |r| matches!(r.phase, Phase::Suspended(_)))
+        v.push(P::<L>::sometimes(WAITS, |_, s| {
+            any_run(s, |v| v.phase == PhaseKind::Suspended)
         }));
     }
-    v.push(P::<L>::sometimes(EXPIRES, |w, s| {
-        any_run(w, s, |r| {
-            matches!(r.phase, Phase::Failed(FailCause::Expired { .. }))
-        })
+    v.push(P::<L>::sometimes(EXPIRES, |_, s| {
+        any_run(s, |v| v.ending == Some(Ending::Expired))
     }));
     v
 }

@@ -37,8 +37,8 @@ use crate::config::{Config, ConfigError, Program};
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::Checkpoint;
 use resumable_kernel::{
-    Call, Digest, Event, Identity, InFlight, Input, Name, Phase, Policy, Reason, ReasonKind, Time,
-    ToolContract,
+    Call, Digest, Event, FailCause, Identity, InFlight, Input, Name, Phase, PhaseKind, Policy,
+    Reason, ReasonKind, Time, ToolContract,
 };
 use stateright::{Model, Property};
 use std::sync::Arc;
@@ -126,8 +126,9 @@ pub struct World<L: Lifecycle> {
     lifecycle: L,
     config: Config,
     cast: Cast,
-    runs: Arc<Interner<L::Run>>,
+    runs: Arc<Interner<Stored<L::Run>>>,
     checkpoints: Arc<Interner<Checkpoint>>,
+    logs: Arc<Interner<Vec<Shared<Checkpoint>>>>,
 }
 
 impl<L: Lifecycle> World<L> {
@@ -140,6 +141,7 @@ impl<L: Lifecycle> World<L> {
             config,
             runs: Arc::default(),
             checkpoints: Arc::default(),
+            logs: Arc::default(),
         })
     }
 
@@ -163,7 +165,24 @@ impl<L: Lifecycle> World<L> {
         state
             .runs
             .get(r)
-            .map(|slot| self.lifecycle.snapshot(&slot.run))
+            .map(|slot| self.lifecycle.snapshot(&slot.run.run))
+    }
+
+    /// The run as the store holds it: interned, with its view.
+    fn store(&self, run: L::Run) -> Shared<Stored<L::Run>> {
+        let view = view_of(&self.lifecycle.snapshot(&run));
+        self.runs.intern(Stored { run, view })
+    }
+
+    /// A checkpoint log with one more checkpoint.
+    fn append(
+        &self,
+        log: Shared<Vec<Shared<Checkpoint>>>,
+        checkpoint: Checkpoint,
+    ) -> Shared<Vec<Shared<Checkpoint>>> {
+        let mut next = (*log).clone();
+        next.push(self.checkpoints.intern(checkpoint));
+        self.logs.intern(next)
     }
 
     fn time(state: &WorldState<L::Run>) -> Time {
@@ -212,10 +231,10 @@ impl<L: Lifecycle> World<L> {
         let Some(slot) = state.runs.get(r) else {
             return;
         };
-        let snap = self.lifecycle.snapshot(&slot.run);
-        if snap.revision.0 >= u64::from(self.config.max_revision) {
+        if slot.run.view.revision >= u64::from(self.config.max_revision) {
             return;
         }
+        let snap = self.lifecycle.snapshot(&slot.run.run);
         if let Some(intent) = self.intent(slot, &snap) {
             out.push(Choice::Agent(intent));
         }
@@ -311,13 +330,13 @@ impl<L: Lifecycle> World<L> {
     fn decision_actions(&self, state: &WorldState<L::Run>, out: &mut Vec<Action>) {
         let expires_at = state.now.saturating_add(self.config.approval_ttl);
         for (r, slot) in state.runs.iter().enumerate() {
-            let snap = self.lifecycle.snapshot(&slot.run);
+            let view = &slot.run.view;
             let Some(cp) = slot.checkpoints.last() else {
                 continue;
             };
             if cp.reason != ReasonKind::PendingApproval
-                || cp.revision != snap.revision
-                || !matches!(snap.phase, Phase::Suspended(_))
+                || cp.revision.0 != view.revision
+                || view.phase != PhaseKind::Suspended
             {
                 continue;
             }
@@ -398,15 +417,15 @@ impl<L: Lifecycle> World<L> {
     fn expiry_due(&self, state: &WorldState<L::Run>) -> bool {
         let at = Self::time(state);
         state.runs.iter().any(|slot| {
-            let snap = self.lifecycle.snapshot(&slot.run);
-            match &snap.phase {
-                Phase::Suspended(s) if at > s.expires_at => {
+            let view = &slot.run.view;
+            match view.expires_at {
+                Some(expires_at) if at > expires_at => {
                     let expire = Input {
                         at,
                         event: Event::Expire,
                     };
-                    snap.revision.0 < u64::from(self.config.max_revision)
-                        && self.lifecycle.step(&slot.run, &expire).is_ok()
+                    view.revision < u64::from(self.config.max_revision)
+                        && self.lifecycle.step(&slot.run.run, &expire).is_ok()
                 }
                 _ => false,
             }
@@ -417,17 +436,49 @@ impl<L: Lifecycle> World<L> {
     /// would only shift every later time by the same amount, and no rule depends on absolute
     /// time, so leaving those ticks out loses no behaviour and saves a factor of the clock.
     fn someone_waits(&self, state: &WorldState<L::Run>) -> bool {
-        state.runs.iter().any(|slot| {
-            matches!(
-                self.lifecycle.snapshot(&slot.run).phase,
-                Phase::Suspended(_)
-            )
-        })
+        state
+            .runs
+            .iter()
+            .any(|slot| slot.run.view.phase == PhaseKind::Suspended)
     }
 
     /// Whether an identity is not run `r`'s.
     fn foreign(&self, identity: &Identity, r: usize) -> bool {
         self.cast.identities.get(r) != Some(identity)
+    }
+}
+
+/// What the world reads of a run's snapshot (see [`RunView`]).
+pub fn view_of(snap: &Snapshot) -> RunView {
+    let suspension = match &snap.phase {
+        Phase::Suspended(s) => Some(s),
+        _ => None,
+    };
+    let well_formed = suspension.is_none_or(|s| {
+        let party_ok = match &s.reason {
+            Reason::PendingApproval { requester, .. } => *requester != s.responsible,
+            _ => true,
+        };
+        s.expires_at >= s.since && s.since <= snap.updated_at && party_ok
+    });
+    RunView {
+        revision: snap.revision.0,
+        phase: snap.phase.kind(),
+        reason: suspension.map(|s| s.reason.kind()),
+        expires_at: suspension.map(|s| s.expires_at),
+        ending: match &snap.phase {
+            Phase::Completed { .. } => Some(Ending::Completed),
+            Phase::Failed(cause) => Some(match cause {
+                FailCause::Denied { .. } => Ending::Denied,
+                FailCause::Expired { .. } => Ending::Expired,
+                FailCause::Cancelled { .. } => Ending::Cancelled,
+                FailCause::Error { .. } => Ending::Error,
+                FailCause::Abandoned { .. } => Ending::Abandoned,
+            }),
+            _ => None,
+        },
+        in_flight: in_flight(&snap.phase).is_some(),
+        well_formed,
     }
 }
 
@@ -437,14 +488,6 @@ fn in_flight(phase: &Phase) -> Option<&InFlight> {
         Phase::Running { in_flight } => in_flight.as_ref(),
         _ => None,
     }
-}
-
-/// Whether a suspension is waiting for an approval.
-pub fn waits_for_approval(phase: &Phase) -> bool {
-    matches!(
-        phase,
-        Phase::Suspended(s) if matches!(s.reason, Reason::PendingApproval { .. })
-    )
 }
 
 impl<L: Lifecycle> Model for World<L> {
@@ -458,10 +501,8 @@ impl<L: Lifecycle> Model for World<L> {
             .iter()
             .take(usize::from(self.config.runs))
             .map(|identity| RunSlot {
-                run: self
-                    .runs
-                    .intern(self.lifecycle.create(*identity, self.cast.policy, Time(0))),
-                checkpoints: Vec::new(),
+                run: self.store(self.lifecycle.create(*identity, self.cast.policy, Time(0))),
+                checkpoints: self.logs.intern(Vec::new()),
                 audited: 0,
                 waiting_since: None,
                 orphaned: false,
@@ -496,11 +537,12 @@ impl<L: Lifecycle> Model for World<L> {
             match w {
                 Worker::Idle => {}
                 Worker::Staged(st) => {
-                    let store = self
-                        .snapshot(state, usize::from(st.run))
-                        .map_or(0, |s| s.revision.0);
+                    let store = state
+                        .runs
+                        .get(usize::from(st.run))
+                        .map_or(0, |s| s.run.view.revision);
                     if store == st.from {
-                        let to = self.lifecycle.snapshot(&st.next).revision.0;
+                        let to = st.next.view.revision;
                         actions.push(Action::Commit {
                             worker,
                             run: st.run,

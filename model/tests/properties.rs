@@ -11,6 +11,7 @@ mod world_support;
 use resumable_model::config::{Config, Program};
 use resumable_model::properties::names;
 use resumable_model::reference::Reference;
+use resumable_model::variant::Variant;
 use resumable_model::world::World;
 use resumable_model::{Kernel, Lifecycle};
 use world_support::*;
@@ -104,10 +105,33 @@ fn the_kernel_and_the_reference_hold_on_the_larger_configurations() {
                     ..tiny()
                 },
             ),
+            (
+                "a cancel and an operator",
+                Config {
+                    cancels: 1,
+                    operator: true,
+                    ..tiny()
+                },
+            ),
         ]
     };
     assert_holds(Kernel, larger());
     assert_holds(Reference::default(), larger());
+}
+
+#[test]
+#[ignore = "seconds in release; run with --release -- --ignored"]
+fn the_kernel_and_the_reference_hold_where_each_variant_is_exposed() {
+    // So that a variant caught in its exposing configuration is caught for its flaw, not for
+    // something the configuration does to every lifecycle.
+    let exposing = || {
+        Variant::ALL
+            .into_iter()
+            .map(|v| (v.name(), Config::exposing(v)))
+            .collect()
+    };
+    assert_holds(Kernel, exposing());
+    assert_holds(Reference::default(), exposing());
 }
 
 #[test]

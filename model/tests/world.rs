@@ -56,6 +56,15 @@ fn symmetry_merges_states_that_differ_only_in_which_worker_is_which() {
     let full = world.clone().checker().spawn_dfs().join();
     assert_eq!(full.unique_state_count(), 14_072);
     assert_eq!(reduced.unique_state_count(), 7_761);
+    // Canonical representatives make the reduced count independent of the thread count.
+    let two_threads = world
+        .clone()
+        .checker()
+        .symmetry()
+        .threads(2)
+        .spawn_dfs()
+        .join();
+    assert_eq!(two_threads.unique_state_count(), 7_761);
     // The representative is canonical: swapping the workers of any state changes nothing.
     for state in reachable(&world) {
         let mut swapped = state.clone();

@@ -223,7 +223,7 @@ impl<L: Lifecycle> World<L> {
     pub fn summary(&self, state: &WorldState<L::Run>) -> String {
         let mut out = String::new();
         for (r, slot) in state.runs.iter().enumerate() {
-            let snap = self.lifecycle.snapshot(&slot.run);
+            let snap = self.lifecycle.snapshot(&slot.run.run);
             out.push_str(&format!(
                 "run {r}: {} at r{}, {} audit records, {} checkpoints\n",
                 phase_words(&snap.phase),

@@ -7,7 +7,7 @@
 //! live for the rest of the process: a check produces a few thousand distinct runs and
 //! checkpoints, far fewer than states, and never frees one it might meet again.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::Deref;
@@ -74,18 +74,60 @@ const SHARDS: usize = 16;
 #[derive(Default, Clone, Copy)]
 pub struct FastHasher(u64);
 
+impl FastHasher {
+    fn mix(&mut self, word: u64) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+    }
+}
+
 impl Hasher for FastHasher {
     fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
         let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
             let mut word = [0u8; 8];
             word.copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+            self.mix(u64::from_le_bytes(word));
         }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            // The length keeps "ab" and "ab\0" apart.
+            self.mix(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 56));
         }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.mix(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.mix(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.mix(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A hasher for keys that are already hashes.
+#[derive(Default, Clone, Copy)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = i;
     }
 
     fn finish(&self) -> u64 {
@@ -94,16 +136,18 @@ impl Hasher for FastHasher {
 }
 
 type FastBuild = std::hash::BuildHasherDefault<FastHasher>;
+type Buckets<T> = HashMap<u64, Vec<&'static T>, std::hash::BuildHasherDefault<PassThrough>>;
 
-/// A set of interned values, sharded so that checker threads rarely wait on each other.
+/// A set of interned values, sharded so that checker threads rarely wait on each other, and
+/// keyed by the value's hash so that a lookup hashes the value once.
 pub struct Interner<T: 'static> {
-    shards: [Mutex<HashSet<&'static T, FastBuild>>; SHARDS],
+    shards: [Mutex<Buckets<T>>; SHARDS],
 }
 
 impl<T> Default for Interner<T> {
     fn default() -> Self {
         Interner {
-            shards: std::array::from_fn(|_| Mutex::new(HashSet::default())),
+            shards: std::array::from_fn(|_| Mutex::new(HashMap::default())),
         }
     }
 }
@@ -118,20 +162,19 @@ impl<T: Hash + Eq + Send + Sync + 'static> Interner<T> {
     /// The shared reference for `value`, interning it if it is new.
     pub fn intern(&self, value: T) -> Shared<T> {
         let hash = FastBuild::default().hash_one(&value);
-        // The low bits pick the shard; the set rehashes with the same function, which is
-        // cheap next to a lookup's comparisons.
         let shard = usize::try_from(hash % SHARDS as u64).unwrap_or(0);
-        // A poisoned shard only means another thread panicked while inserting; the set itself
+        // A poisoned shard only means another thread panicked while inserting; the map itself
         // is still consistent (insertion is the only mutation), so keep using it.
-        let mut set = match self.shards[shard].lock() {
-            Ok(set) => set,
+        let mut buckets = match self.shards[shard].lock() {
+            Ok(b) => b,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if let Some(&existing) = set.get(&value) {
+        let bucket = buckets.entry(hash).or_default();
+        if let Some(&existing) = bucket.iter().find(|e| ***e == value) {
             return Shared(existing);
         }
         let leaked: &'static T = Box::leak(Box::new(value));
-        set.insert(leaked);
+        bucket.push(leaked);
         Shared(leaked)
     }
 }

@@ -4,7 +4,56 @@
 //! outside, in [`crate::config::Config`].
 
 use super::intern::Shared;
-use resumable_kernel::Checkpoint;
+use resumable_kernel::{Checkpoint, PhaseKind, ReasonKind, Time};
+
+/// A run as the store holds it, with the [`RunView`] the world and the properties read of it.
+/// Interned as one value, so the view is computed once per distinct run.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Stored<R> {
+    /// The lifecycle's run.
+    pub run: R,
+    /// What the world reads of it.
+    pub view: RunView,
+}
+
+/// How a finished run ended.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Ending {
+    /// Completed.
+    Completed,
+    /// Failed: the pending call was denied.
+    Denied,
+    /// Failed: a suspension expired.
+    Expired,
+    /// Failed: cancelled.
+    Cancelled,
+    /// Failed: the run's own error.
+    Error,
+    /// Failed: abandoned by a person.
+    Abandoned,
+}
+
+/// What the world's guards and the properties read of a run: a function of the run alone,
+/// computed once from its snapshot, so that no state pays for a snapshot again.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct RunView {
+    /// The revision.
+    pub revision: u64,
+    /// The phase.
+    pub phase: PhaseKind,
+    /// The suspension's reason, if suspended.
+    pub reason: Option<ReasonKind>,
+    /// The suspension's expiry, if suspended.
+    pub expires_at: Option<Time>,
+    /// How it ended, if it did.
+    pub ending: Option<Ending>,
+    /// Running with a dispatch in flight.
+    pub in_flight: bool,
+    /// SUS-1: not suspended, or suspended with an expiry not before its start, a start no
+    /// later than the last input, and (for an approval) a responsible party who is not the
+    /// requester.
+    pub well_formed: bool,
+}
 
 /// The state of the whole world, generic over the lifecycle's run type `R`.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -49,10 +98,10 @@ pub struct Budgets {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct RunSlot<R: 'static> {
     /// The durable store's record of the run, written with compare-and-set on its revision.
-    pub run: Shared<R>,
+    pub run: Shared<Stored<R>>,
     /// Every checkpoint persisted for the run, oldest first: what approvers and resumers read.
     /// Persisted in the same write as the run, so a crash never separates them.
-    pub checkpoints: Vec<Shared<Checkpoint>>,
+    pub checkpoints: Shared<Vec<Shared<Checkpoint>>>,
     /// Records in the run's audit log, also appended in the same write (spec AUD-1).
     pub audited: u8,
     /// The tick at which the run entered its current suspension, if suspended (spec LIVE-1).
@@ -142,7 +191,7 @@ pub struct Staged<R: 'static> {
     /// The input the worker fed.
     pub choice: Choice,
     /// The run after the step.
-    pub next: Shared<R>,
+    pub next: Shared<Stored<R>>,
     /// The checkpoint to persist with the write.
     pub checkpoint: Option<Shared<Checkpoint>>,
     /// The dispatches to carry out after the write, in order. A correct lifecycle emits at
@@ -167,7 +216,13 @@ impl<R> Staged<R> {
     fn key(
         &self,
     ) -> (
-        (u8, u64, Choice, Shared<R>, Option<Shared<Checkpoint>>),
+        (
+            u8,
+            u64,
+            Choice,
+            Shared<Stored<R>>,
+            Option<Shared<Checkpoint>>,
+        ),
         (Dispatches, Option<u8>, u8, bool, u16, u8),
     ) {
         (

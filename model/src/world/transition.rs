@@ -173,7 +173,7 @@ impl<L: Lifecycle> World<L> {
         };
         let input = self.input_of(state, action)?;
         let slot = state.runs.get(usize::from(*run))?;
-        Some(self.lifecycle.step(&slot.run, &input))
+        Some(self.lifecycle.step(&slot.run.run, &input))
     }
 
     /// A worker reads run `r`, feeds it the chosen input and keeps the step it computed. Inputs
@@ -189,7 +189,7 @@ impl<L: Lifecycle> World<L> {
             return None;
         }
         let slot = state.runs.get(r)?;
-        let before = self.lifecycle.snapshot(&slot.run);
+        let before = self.lifecycle.snapshot(&slot.run.run);
         let input = Input {
             at: Self::time(state),
             event: self.event_of(state, r, &choice)?,
@@ -251,7 +251,7 @@ impl<L: Lifecycle> World<L> {
             }
             _ => {}
         }
-        match self.lifecycle.step(&slot.run, &input) {
+        match self.lifecycle.step(&slot.run.run, &input) {
             Err(rejection) => {
                 if let Event::Resume(res) = &input.event {
                     // ID-1: a foreign checkpoint must be refused for its identity, first.
@@ -282,7 +282,8 @@ impl<L: Lifecycle> World<L> {
         run: L::Run,
         effects: &Effects,
     ) -> Option<Staged<L::Run>> {
-        let after = self.lifecycle.snapshot(&run);
+        let next = self.store(run);
+        let after = self.lifecycle.snapshot(&next.run);
         let mut raise = 0;
         if before.phase.is_terminal() {
             raise |= violation::INV_1;
@@ -341,7 +342,7 @@ impl<L: Lifecycle> World<L> {
             run: u8::try_from(r).ok()?,
             from: before.revision.0,
             choice,
-            next: self.runs.intern(run),
+            next,
             checkpoint: effects.checkpoint().map(|c| self.checkpoints.intern(*c)),
             dispatches,
             resumed_from: match &input.event {
@@ -438,11 +439,11 @@ impl<L: Lifecycle> World<L> {
         let r = usize::from(st.run);
         let now = next.now;
         let slot = next.runs.get_mut(r)?;
-        let before = self.lifecycle.snapshot(&slot.run);
+        let before = self.lifecycle.snapshot(&slot.run.run);
         if before.revision.0 != st.from {
             return Some(next);
         }
-        let after = self.lifecycle.snapshot(&st.next);
+        let after = self.lifecycle.snapshot(&st.next.run);
         let mut raise = st.raise;
         self.settle_books(state, slot, &st.choice, &after);
         for (call, attempt) in st.dispatches.iter().flatten().copied() {
@@ -463,7 +464,7 @@ impl<L: Lifecycle> World<L> {
         }
         slot.audited = slot.audited.saturating_add(st.audits);
         if let Some(cp) = st.checkpoint {
-            slot.checkpoints.push(cp);
+            slot.checkpoints = self.append(slot.checkpoints, *cp);
         }
         slot.waiting_since = match (&before.phase, &after.phase) {
             (Phase::Suspended(b), Phase::Suspended(a))
@@ -612,8 +613,7 @@ impl<L: Lifecycle> World<L> {
         next.budgets.crashes = next.budgets.crashes.checked_sub(1)?;
         *next.workers.get_mut(w)? = Worker::Idle;
         for slot in &mut next.runs {
-            let snap = self.lifecycle.snapshot(&slot.run);
-            if in_flight(&snap.phase).is_some() {
+            if slot.run.view.in_flight {
                 slot.orphaned = true;
             }
         }

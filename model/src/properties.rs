@@ -5,6 +5,26 @@
 //! has a `sometimes` partner showing that the states it speaks about are reached, so it cannot
 //! hold vacuously.
 //!
+//! | property | checked | breaks it (variant) | partner |
+//! |---|---|---|---|
+//! | RES-2 | when a resume lands: no other resume won from its checkpoint | no-revision-check | two workers race, one wins |
+//! | RES-3 | when a resume lands: its checkpoint is at the run's revision | no-revision-check | a stale approval arrives |
+//! | RES-5 | when a resume lands: the suspension had not expired | approvals-never-expire | a decision arrives after the suspension expired |
+//! | APR-1 | when a gated dispatch lands: a binding approval released it | approval-not-bound-to-args | the tool commits an approved call |
+//! | APR-2 | when a decision lands: it had not expired | approvals-never-expire | a decision arrives after it expired |
+//! | APR-3 | when a decision lands: from the recorded approver, not the requester | self-approval-allowed | the requester's own approval arrives |
+//! | APR-4 | when a dispatch lands: its call was never denied | deny-leaves-running | a denial fails the run |
+//! | EFF-1 | when the tool commits: no other key of the call committed | retry-without-contract, retry-fresh-key-on-dedupe, rerun-step-on-resume | a delayed request reaches the tool after "not committed" |
+//! | REC-2 | when a dispatch lands: its call's outcome was not unknown | retry-unknown-without-reconcile | a crash leaves an unknown outcome |
+//! | REC-3 | when a retry lands: every earlier key is fenced or deduped, its own is not fenced | retry-same-key-on-fence (and the two above) | a retry after "not committed" succeeds |
+//! | REC-4 | when a dispatch lands: its call's result was not known | rerun-step-on-resume | reconcile reuses a committed result |
+//! | INV-1 | when a write lands: the run was not terminal | (none of the fourteen) | a message reaches a finished run |
+//! | AUD-1 | when a write lands, and in every state: one record per revision | (none of the fourteen) | a run completes, every step audited |
+//! | ID-1 | when a resume is stepped: a foreign checkpoint is refused for its identity | identity-after-revision, no-identity-check | another tenant's checkpoint reaches a run |
+//! | SUS-1 | in every state: a suspension's expiry, start and party are sound | (none of the fourteen) | a run waits |
+//! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | (SUS-1's) |
+//! | LIVE-1 | in every state: no suspension outlasts its bound | no-expiry | a suspension expires |
+//!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
 //! current suspension has lasted and the property requires it to stay within the longest
 //! expiry plus one tick. The clock is bounded and never passes a due expiry, so the model is

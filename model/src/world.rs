@@ -41,7 +41,6 @@ use resumable_kernel::{
     Reason, ReasonKind, Time, ToolContract,
 };
 use stateright::{Model, Property};
-use std::sync::Arc;
 
 /// The names, calls and digests of the world, fixed when the world is made.
 #[derive(Clone, Copy, Debug)]
@@ -126,9 +125,9 @@ pub struct World<L: Lifecycle> {
     lifecycle: L,
     config: Config,
     cast: Cast,
-    runs: Arc<Interner<Stored<L::Run>>>,
-    checkpoints: Arc<Interner<Checkpoint>>,
-    logs: Arc<Interner<Vec<Shared<Checkpoint>>>>,
+    runs: &'static Interner<Stored<L::Run>>,
+    checkpoints: &'static Interner<Checkpoint>,
+    logs: &'static Interner<Vec<Shared<Checkpoint>>>,
 }
 
 impl<L: Lifecycle> World<L> {
@@ -139,9 +138,9 @@ impl<L: Lifecycle> World<L> {
             lifecycle,
             cast: Cast::new(&config),
             config,
-            runs: Arc::default(),
-            checkpoints: Arc::default(),
-            logs: Arc::default(),
+            runs: Interner::global(),
+            checkpoints: Interner::global(),
+            logs: Interner::global(),
         })
     }
 

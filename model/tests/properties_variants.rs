@@ -5,10 +5,16 @@
 
 mod world_support;
 
+use resumable_kernel::{
+    AuditRecord, Effect, Effects, Event, EventKind, Identity, Input, Policy, Reason, Rejection,
+    Revision, Time,
+};
 use resumable_model::config::Config;
-use resumable_model::reference::Reference;
+use resumable_model::properties::names;
+use resumable_model::reference::{RefRun, Reference, Status};
 use resumable_model::variant::Variant;
 use resumable_model::world::World;
+use resumable_model::{Lifecycle, Snapshot};
 use stateright::{Expectation, Model};
 use world_support::*;
 
@@ -76,8 +82,112 @@ caught_by! {
     no_expiry_is_caught_by_live_1: NoExpiry;
 }
 
+/// Fails to compile when a variant is added without a test above.
+#[allow(dead_code)]
+fn every_variant_has_a_test_above(v: Variant) {
+    match v {
+        Variant::NoRevisionCheck
+        | Variant::DoubleSuspend
+        | Variant::ApprovalNotBoundToArgs
+        | Variant::RetryUnknownWithoutReconcile
+        | Variant::RetryWithoutContract
+        | Variant::RetryFreshKeyOnDedupe
+        | Variant::RetrySameKeyOnFence
+        | Variant::IdentityAfterRevision
+        | Variant::NoIdentityCheck
+        | Variant::ApprovalsNeverExpire
+        | Variant::SelfApprovalAllowed
+        | Variant::RerunStepOnResume
+        | Variant::DenyLeavesRunning
+        | Variant::NoExpiry => {}
+    }
+}
+
+// INV-1, AUD-1 and SUS-1 are broken by none of the fourteen variants: the reference machine
+// gets them right by construction. To show that these properties bite too, three mutants are
+// made here by wrapping the reference and spoiling its output in one place each.
+
+/// How a mutant spoils the reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Spoil {
+    /// Accepts a late tool result on a finished run (breaks INV-1).
+    Resurrects,
+    /// Advances the revision by two on a resume (breaks AUD-1 with REV-1).
+    SkipsARevision,
+    /// Records the requester as the party responsible for its own approval (breaks SUS-1).
+    RequesterDecides,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Mutant(Spoil);
+
+impl Lifecycle for Mutant {
+    type Run = RefRun;
+
+    fn name(&self) -> &'static str {
+        "mutant"
+    }
+
+    fn create(&self, identity: Identity, policy: Policy, at: Time) -> RefRun {
+        RefRun::new(identity, policy, at)
+    }
+
+    fn step(&self, run: &RefRun, input: &Input) -> Result<(RefRun, Effects), Rejection> {
+        let result = Reference::default().step(run, input);
+        match (self.0, result) {
+            (Spoil::Resurrects, Err(Rejection::Terminal { phase })) => {
+                let mut next = *run;
+                next.revision = Revision(run.revision.0 + 1);
+                next.clock = input.at;
+                let record = AuditRecord {
+                    revision: next.revision,
+                    at: input.at,
+                    event: EventKind::ToolResult,
+                    decision: None,
+                    phase,
+                    reason: None,
+                };
+                Ok((next, Effects::new(Effect::Audit(record))))
+            }
+            (Spoil::SkipsARevision, Ok((mut next, effects)))
+                if matches!(input.event, Event::Resume(_)) =>
+            {
+                next.revision = Revision(next.revision.0 + 1);
+                Ok((next, effects))
+            }
+            (Spoil::RequesterDecides, Ok((mut next, effects))) => {
+                if let Status::Suspended(s) = &mut next.status {
+                    if let Reason::PendingApproval { requester, .. } = s.reason {
+                        s.responsible = requester;
+                    }
+                }
+                Ok((next, effects))
+            }
+            (_, other) => other,
+        }
+    }
+
+    fn snapshot(&self, run: &RefRun) -> Snapshot {
+        run.snapshot()
+    }
+}
+
+fn mutant_caught(spoil: Spoil, property: &'static str) -> bool {
+    let world = World::new(Mutant(spoil), tiny()).unwrap();
+    hunt(world, &[property]).contains(property)
+}
+
 #[test]
-fn every_variant_has_a_test_here() {
-    // The macro above lists fourteen variants; a new variant must be added to it.
-    assert_eq!(Variant::ALL.len(), 14);
+fn a_lifecycle_that_accepts_input_on_a_finished_run_is_caught_by_inv_1() {
+    assert!(mutant_caught(Spoil::Resurrects, names::INV_1));
+}
+
+#[test]
+fn a_lifecycle_that_skips_a_revision_is_caught_by_aud_1() {
+    assert!(mutant_caught(Spoil::SkipsARevision, names::AUD_1));
+}
+
+#[test]
+fn a_lifecycle_that_lets_the_requester_decide_is_caught_by_sus_1() {
+    assert!(mutant_caught(Spoil::RequesterDecides, names::SUS_1));
 }

@@ -219,3 +219,20 @@ fn a_refused_step_says_why_and_an_accepted_one_where_the_run_went() {
     // A refused input that used nothing up is not a transition.
     assert_eq!(world.next_state(&init, expire), None);
 }
+
+#[test]
+fn two_worlds_of_one_configuration_build_equal_states() {
+    // Runs and checkpoints are interned process-wide, so states compare by value across worlds.
+    let a = World::new(Kernel, tiny()).unwrap();
+    let b = World::new(Kernel, tiny()).unwrap();
+    let (sa, sb) = (a.init_states().remove(0), b.init_states().remove(0));
+    assert_eq!(sa, sb);
+    let suspend = Action::Step {
+        worker: 0,
+        run: 0,
+        choice: Choice::Agent(resumable_model::world::Intent::Suspend),
+    };
+    let (na, nb) = (a.next_state(&sa, suspend), b.next_state(&sb, suspend));
+    assert!(na.is_some());
+    assert_eq!(na, nb);
+}

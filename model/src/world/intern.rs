@@ -3,15 +3,19 @@
 //! a pointer instead of the value.
 //!
 //! Equal values are interned to the same reference, so pointer equality is value equality and
-//! the checker sees exactly the states it would see with the values inline. Interned values
-//! live for the rest of the process: a check produces a few thousand distinct runs and
-//! checkpoints, far fewer than states, and never frees one it might meet again.
+//! the checker sees exactly the states it would see with the values inline. There is one
+//! interner per type for the whole process ([`Interner::global`]), so states built by two
+//! worlds compare as they should. Interned values live for the rest of the process: a check
+//! produces a few thousand distinct runs and checkpoints, far fewer than states, and never
+//! frees one it might meet again.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Mutex;
+use std::sync::OnceLock;
 
 /// A reference to an interned value. Equality and hashing are by address, which interning
 /// makes the same as by value.
@@ -159,6 +163,27 @@ impl<T> fmt::Debug for Interner<T> {
 }
 
 impl<T: Hash + Eq + Send + Sync + 'static> Interner<T> {
+    /// The process's interner for `T`, made on first use.
+    pub fn global() -> &'static Interner<T> {
+        type Registry = Mutex<HashMap<TypeId, &'static (dyn Any + Send + Sync)>>;
+        static REGISTRY: OnceLock<Registry> = OnceLock::new();
+        let registry = REGISTRY.get_or_init(Registry::default);
+        let mut map = match registry.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let entry = map.entry(TypeId::of::<T>()).or_insert_with(|| {
+            let interner: &'static Interner<T> = Box::leak(Box::default());
+            interner
+        });
+        // The entry for `TypeId::of::<T>()` is only ever an `Interner<T>`, so the downcast
+        // cannot fail; a fresh interner keeps the function total rather than panicking.
+        match entry.downcast_ref::<Interner<T>>() {
+            Some(interner) => interner,
+            None => Box::leak(Box::default()),
+        }
+    }
+
     /// The shared reference for `value`, interning it if it is new.
     pub fn intern(&self, value: T) -> Shared<T> {
         let hash = FastBuild::default().hash_one(&value);

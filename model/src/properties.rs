@@ -46,7 +46,7 @@ pub mod names {
     pub const RES_5: &str = "RES-5 no resume is accepted after the suspension expired";
     /// APR-1, always.
     pub const APR_1: &str =
-        "APR-1 nothing gated is dispatched without an approval bound to its call, arguments, requester and revision";
+        "APR-1 nothing gated is dispatched without an approval bound to call, arguments and revision";
     /// APR-2, always.
     pub const APR_2: &str = "APR-2 an expired decision is never accepted";
     /// APR-3, always.
@@ -71,7 +71,7 @@ pub mod names {
         "AUD-1 each accepted transition is audited exactly once, the revision advancing by one";
     /// ID-1, always.
     pub const ID_1: &str =
-        "ID-1 no resume crosses tenant or session, and a foreign checkpoint is refused for its identity first";
+        "ID-1 no resume crosses tenant or session, and identity is checked first";
     /// SUS-1, always.
     pub const SUS_1: &str =
         "SUS-1 every suspension has a reason, an expiry and a responsible party";

@@ -5,7 +5,7 @@
 //! cannot be read or is malformed (one line on stderr: `error: FILE:LINE[:COL]: what`).
 
 use clap::ValueEnum;
-use resumable_conformance::{scenario, trace};
+use resumable_conformance::{audit, scenario, trace};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +27,10 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Also write the run's audit log (JSON lines, spec/audit-log.md) to this file:
+    /// every input with the kernel's verdict, refused attempts included, digest-chained.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 }
 
 /// Runs the command and returns its exit status.
@@ -51,6 +55,14 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(&format!("{name}:{e}")),
     };
+    if let Some(path) = &args.audit_log {
+        if let Err(e) = write_audit_log(path, &trace) {
+            return fail(&format!(
+                "{}: cannot write the audit log: {e}",
+                path.display()
+            ));
+        }
+    }
     let out = match args.format {
         Format::Text => trace.to_text(),
         Format::Json => match trace.to_json_lines() {
@@ -87,6 +99,24 @@ pub fn run(args: &Args) -> ExitCode {
         }
         ExitCode::from(1)
     }
+}
+
+/// Writes the trace's inputs and verdicts as an audit log, through the same writer a runtime
+/// would use, so `validate` can check what `replay` wrote.
+fn write_audit_log(path: &std::path::Path, trace: &trace::Trace) -> std::io::Result<()> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let header = audit::RunHeader {
+        identity: *trace.initial.identity(),
+        policy: *trace.initial.policy(),
+        created_at: trace.initial.updated_at(),
+    };
+    let mut writer = audit::Writer::new(file, &header)?;
+    for step in &trace.steps {
+        // The writer steps its own copy of the run, so the log holds the kernel's verdicts;
+        // a rejection is a record like any other, not an error.
+        let _verdict = writer.step(&step.input)?;
+    }
+    writer.into_inner()?.flush()
 }
 
 fn fail(message: &str) -> ExitCode {

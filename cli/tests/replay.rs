@@ -232,3 +232,53 @@ fn replay_with_an_unknown_format_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("invalid value 'yaml'"));
 }
+
+#[test]
+fn replay_writes_an_audit_log_that_validate_accepts_and_a_tampered_copy_that_it_refuses() {
+    let dir = std::env::temp_dir().join(format!("resumable-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let log = dir.join("seed-audit.jsonl");
+    let shown = log.display().to_string();
+    let scenario = seed().display().to_string();
+    let out = replay(&[&scenario, "--audit-log", &shown], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let written = std::fs::read_to_string(&log).expect("the audit log is written");
+    let lines: Vec<&str> = written.lines().collect();
+    // A header, then one record per scenario input, refused attempts included.
+    let inputs = std::fs::read_to_string(seed())
+        .expect("the seed scenario")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+        - 1;
+    assert_eq!(lines.len(), 1 + inputs);
+    assert!(lines[0].contains("\"resumable-audit\""));
+    assert!(
+        written.contains("\"rejected\""),
+        "refused attempts are recorded"
+    );
+
+    let validate = |path: &str| {
+        Command::new(env!("CARGO_BIN_EXE_resumable"))
+            .args(["validate", path])
+            .output()
+            .expect("the binary runs")
+    };
+    let ok = validate(&shown);
+    assert_eq!(ok.status.code(), Some(0), "{}{}", stdout(&ok), stderr(&ok));
+
+    // Dropping a record in the middle breaks the digest chain: validate says where.
+    let mut tampered: Vec<&str> = lines.clone();
+    tampered.remove(3);
+    let bad = dir.join("seed-audit-tampered.jsonl");
+    std::fs::write(&bad, tampered.join("\n") + "\n").expect("the tampered copy is written");
+    let refused = validate(&bad.display().to_string());
+    assert_eq!(refused.status.code(), Some(1), "{}", stdout(&refused));
+    let report = stdout(&refused);
+    assert!(
+        report.contains(":4: divergence") && report.contains("missing"),
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

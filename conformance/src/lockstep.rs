@@ -280,8 +280,10 @@ pub struct PairRun<RA, RB> {
     pub a: RA,
     /// The second machine's run.
     pub b: RB,
-    /// The first disagreement, if any. Once set, the pair refuses every input.
-    pub divergence: Option<Divergence>,
+    /// The first disagreement, if any. Once set, the pair refuses every input. Boxed: a
+    /// divergence holds a whole input and two verdicts, and the run is copied and hashed at
+    /// every state a search visits, where it is almost always absent.
+    pub divergence: Option<Box<Divergence>>,
     /// The machine whose run the pair shows: the first, unless only the second accepted the
     /// input the machines disagreed on.
     pub lead: Side,
@@ -365,7 +367,7 @@ impl<A: Observable, B: Observable> Pair<A, B> {
         let diverged = |a: A::Run, b: B::Run, lead: Side| PairRun {
             a,
             b,
-            divergence: Some(divergence),
+            divergence: Some(Box::new(divergence)),
             lead,
         };
         let two_sided = self.comparison == Comparison::TwoSided;
@@ -446,11 +448,13 @@ impl<A: Observable, B: Observable> Lifecycle for Pair<A, B> {
         let a = self.a.create(identity, policy, at);
         let b = self.b.create(identity, policy, at);
         let (oa, ob) = (self.a.observe(&a), self.b.observe(&b));
-        let divergence = (oa != ob).then_some(Divergence {
-            input: None,
-            names: self.names(),
-            a: Said::Created(oa),
-            b: Said::Created(ob),
+        let divergence = (oa != ob).then(|| {
+            Box::new(Divergence {
+                input: None,
+                names: self.names(),
+                a: Said::Created(oa),
+                b: Said::Created(ob),
+            })
         });
         PairRun {
             a,
@@ -550,7 +554,7 @@ impl<A: Observable, B: Observable> Session<A, B> {
 
     /// The first disagreement, if any.
     pub fn divergence(&self) -> Option<&Divergence> {
-        self.run.divergence.as_ref()
+        self.run.divergence.as_deref()
     }
 
     /// The run as both machines see it (the leading machine's, after a divergence).

@@ -68,9 +68,12 @@ impl<A: Observable, B: Observable> LockstepWorld<A, B> {
 
 /// The first divergence a state holds: in a stored run, then in a worker's unwritten step.
 pub fn divergence<RA, RB>(state: &WorldState<PairRun<RA, RB>>) -> Option<&Divergence> {
-    let stored = state.runs.iter().filter_map(|s| s.run.divergence.as_ref());
+    let stored = state
+        .runs
+        .iter()
+        .filter_map(|s| s.run.run.divergence.as_deref());
     let staged = state.workers.iter().filter_map(|w| match w {
-        Worker::Staged(st) => st.next.divergence.as_ref(),
+        Worker::Staged(st) => st.next.run.divergence.as_deref(),
         _ => None,
     });
     stored.chain(staged).next()

@@ -195,15 +195,14 @@ impl<L: Lifecycle> World<L> {
             .as_ref()
             .and_then(|c| self.cast.call_index(&c.call_id));
         let idle = matches!(snap.phase, Phase::Running { in_flight: None });
-        let first = match self.config.program {
-            Program::Approval => None,
-            Program::Direct => Some(Intent::Dispatch(1)),
-            Program::SideEffectFirst => Some(Intent::Dispatch(0)),
-        };
-        match (recorded, first) {
-            (None, Some(dispatch)) => idle.then_some(dispatch),
-            (None, None) | (Some(0), Some(_)) => self.suspend_intent(slot, snap),
-            (Some(1), _) => idle.then_some(Intent::Complete),
+        match (self.config.program, recorded) {
+            // Once `c1`'s result is recorded, every program completes.
+            (_, Some(1)) => idle.then_some(Intent::Complete),
+            (Program::Approval, None) | (Program::SideEffectFirst, Some(0)) => {
+                self.suspend_intent(slot, snap)
+            }
+            (Program::Direct, None) => idle.then_some(Intent::Dispatch(1)),
+            (Program::SideEffectFirst, None) => idle.then_some(Intent::Dispatch(0)),
             _ => None,
         }
     }

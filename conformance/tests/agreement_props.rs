@@ -23,9 +23,10 @@
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use proptest::test_runner::{Config as ProptestConfig, RngAlgorithm, TestCaseError, TestRng};
-use resumable_conformance::lockstep::{kernel_and_reference, Said, Session, Tally};
+use resumable_conformance::lockstep::{Pair, Said, Session, Tally};
 use resumable_kernel::*;
 use resumable_model::reference::Reference;
+use resumable_model::variant::Variant;
 use resumable_model::Kernel;
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,6 +42,9 @@ const MAX_INPUTS: usize = 240;
 const MIN_ACCEPTED_SHARE: f64 = 0.50;
 /// The highest revision some run must reach over all cases: the sequences get deep.
 const MIN_DEEPEST_REVISION: u64 = 100;
+/// Cases tried against each broken variant of the reference before giving up on finding a
+/// disagreement.
+const VARIANT_CASES: u32 = 200;
 /// A run that has ended gets this many more inputs before a new run starts.
 const AFTER_END: u32 = 3;
 
@@ -514,6 +518,8 @@ struct Stats {
 }
 
 struct Driver {
+    /// The yardstick: the reference machine, or one of its broken variants.
+    reference: Reference,
     session: Session<Kernel, Reference>,
     tally: Arc<Tally>,
     /// The time of the last input, as the sequence's clock sees it.
@@ -528,9 +534,10 @@ struct Driver {
 }
 
 impl Driver {
-    fn new(tally: Arc<Tally>) -> Driver {
+    fn new(reference: Reference, tally: Arc<Tally>) -> Driver {
         Driver {
-            session: Self::session(&tally, 0, 0),
+            reference,
+            session: Self::session(reference, &tally, 0, 0),
             tally,
             now: 0,
             checkpoints: Vec::new(),
@@ -544,8 +551,13 @@ impl Driver {
         }
     }
 
-    fn session(tally: &Arc<Tally>, run: u32, at: u64) -> Session<Kernel, Reference> {
-        let pair = kernel_and_reference().counting(Arc::clone(tally));
+    fn session(
+        reference: Reference,
+        tally: &Arc<Tally>,
+        run: u32,
+        at: u64,
+    ) -> Session<Kernel, Reference> {
+        let pair = Pair::new(Kernel, reference).counting(Arc::clone(tally));
         Session::new(pair, identity(run), policy(), Time(at))
     }
 
@@ -572,7 +584,7 @@ impl Driver {
                 *self.stats.endings.entry(ending(&self.phase())).or_insert(0) += 1;
                 self.run += 1;
                 self.ended_for = 0;
-                self.session = Self::session(&self.tally, self.run, self.now);
+                self.session = Self::session(self.reference, &self.tally, self.run, self.now);
                 self.stats.runs += 1;
             }
         }
@@ -1092,7 +1104,7 @@ fn kernel_and_reference_agree_after_every_input_of_long_random_sequences() {
     let totals = std::sync::Mutex::new(Stats::default());
     let started = Instant::now();
     let result = runner.run(&recipes(), |bytes| {
-        let mut driver = Driver::new(Arc::clone(&tally));
+        let mut driver = Driver::new(Reference::new(), Arc::clone(&tally));
         for b in &bytes {
             driver.feed(&decode(b))?;
         }
@@ -1138,4 +1150,34 @@ fn kernel_and_reference_agree_after_every_input_of_long_random_sequences() {
         .filter(|r| !refused.contains(r))
         .collect();
     assert!(missing.is_empty(), "never compared: {missing:?}");
+}
+
+/// The same sequences bite: against each broken variant of the reference, some case of the
+/// first few hundred finds a disagreement. A property that passes on every variant would not
+/// be checking anything.
+#[test]
+fn the_same_sequences_find_a_disagreement_with_every_broken_variant() {
+    let mut escaped = Vec::new();
+    for variant in Variant::ALL {
+        let config = ProptestConfig {
+            failure_persistence: None,
+            // Finding a disagreement is the point here, not its smallest form.
+            max_shrink_iters: 0,
+            ..ProptestConfig::with_cases(VARIANT_CASES)
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::XorShift));
+        let tally = Arc::new(Tally::default());
+        let result = runner.run(&recipes(), |bytes| {
+            let mut driver = Driver::new(Reference::broken(variant), Arc::clone(&tally));
+            for b in &bytes {
+                driver.feed(&decode(b))?;
+            }
+            Ok(())
+        });
+        if result.is_ok() {
+            escaped.push(variant.name());
+        }
+    }
+    assert!(escaped.is_empty(), "no disagreement found with {escaped:?}");
 }

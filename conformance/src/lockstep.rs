@@ -27,6 +27,7 @@
 //! first failure, it stops telling anything about either machine, and the world's own
 //! properties are not judged past that point (see [`world`]).
 
+pub mod probe;
 pub mod render;
 pub mod world;
 

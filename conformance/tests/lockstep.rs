@@ -5,7 +5,9 @@
 //! with which effects, and which rejection each gave, with its evidence. The last test runs
 //! the whole model world in lockstep on a small configuration.
 
-use resumable_conformance::lockstep::world::{self, render_trace, LockstepWorld, CONF_1};
+use resumable_conformance::lockstep::world::{
+    self, check_with, render_trace, LockstepWorld, Probes, CONF_1, CONF_1_PROBES,
+};
 use resumable_conformance::lockstep::{kernel_and_reference, Said, Session};
 use resumable_kernel::*;
 use resumable_model::checker::Verdict;
@@ -296,6 +298,10 @@ fn lockstep_world_keeps_every_world_property_after_conf_1() {
     assert_eq!(outer.first(), Some(&CONF_1));
     assert_eq!(&outer[1..], &inner[..]);
     assert!(!inner.is_empty());
+    let probing = m.with_probes(Probes::On);
+    let outer: Vec<&str> = probing.properties().iter().map(|p| p.name).collect();
+    assert_eq!(&outer[..2], &[CONF_1, CONF_1_PROBES]);
+    assert_eq!(&outer[2..], &inner[..]);
 }
 
 /// A trace renders as numbered steps with the state under each.
@@ -322,4 +328,50 @@ fn rendered_trace_numbers_each_step_and_indents_its_state() {
         render_trace(&t),
         "0. initial\n   | run 0: running\n1. worker 0 steps run 0\n   | run 0: suspended\n   | t0\n"
     );
+}
+
+/// A world smaller than the default (no crash), for the probing check: every reachable state
+/// costs a few dozen more steps of each machine.
+fn probed_world() -> resumable_model::config::Config {
+    resumable_model::config::Config {
+        crashes: 0,
+        ..world::default_config()
+    }
+}
+
+/// CONF-1 at every reachable state, on inputs the world's actors never send: checkpoints of
+/// another tenant, broken, newer, from the future or forged; facts that changed; decisions of
+/// the wrong kind, edited, expired or from the requester; a clock that runs backwards.
+#[test]
+fn every_reachable_state_agrees_on_adversarial_probes() {
+    let options = resumable_model::checker::Options::default();
+    let r = check_with(kernel_and_reference(), probed_world(), Probes::On, &options).unwrap();
+    assert!(r.report.exploration.complete, "{:?}", r.report.exploration);
+    if let Some(text) = r.counterexample_text() {
+        panic!("{CONF_1_PROBES} violated:\n{text}");
+    }
+    assert_eq!(r.conf_1, Verdict::Holds);
+    let probes = r.report.property(CONF_1_PROBES).unwrap();
+    assert_eq!(probes.verdict, Verdict::Holds);
+    let refused = r.agreed_rejections();
+    for expected in [
+        "approval_expired",
+        "approval_mismatch",
+        "checkpoint_mismatch",
+        "clock_regressed",
+        "decision_mismatch",
+        "digest_mismatch",
+        "future_revision",
+        "identity_mismatch",
+        "permission_revoked",
+        "resource_changed",
+        "schema_too_new",
+        "self_approval",
+        "stale_revision",
+    ] {
+        assert!(
+            refused.contains(&expected),
+            "{expected} never compared: {refused:?}"
+        );
+    }
 }

@@ -18,7 +18,7 @@
 //! The second mutant is the reference with double suspend allowed (spec SUS-2): it accepts an
 //! input the kernel refuses. That direction a replay does catch, and lockstep catches it too.
 
-use resumable_conformance::lockstep::world::{check, LockstepReport};
+use resumable_conformance::lockstep::world::{check, check_with, LockstepReport, Probes};
 use resumable_conformance::lockstep::{Disagreement, Observable, Observation, Pair};
 use resumable_kernel::{
     Decision, Effects, Event, Identity, Input, Policy, Rejection, Resume, Run, Time,
@@ -103,15 +103,22 @@ fn run<A: Observable, B: Observable>(pair: Pair<A, B>) -> LockstepReport {
 /// The counterexample of a violated CONF-1, checked to be a shortest one that ends on the
 /// divergence.
 fn counterexample(r: &LockstepReport) -> String {
+    let text = counterexample_of(r);
+    let trace = r.counterexample.as_ref().expect("checked above");
+    let last = trace.trace.last().expect("the trace has steps");
+    let action = last.action.as_deref().unwrap_or_default();
+    assert!(action.contains("CONF-1 divergence"), "{action}");
+    text
+}
+
+/// The counterexample of a violated CONF-1, checked to be a shortest one.
+fn counterexample_of(r: &LockstepReport) -> String {
     assert_eq!(r.conf_1, Verdict::Violated);
     let trace = r
         .counterexample
         .as_ref()
         .expect("a violated CONF-1 has a trace");
     assert!(trace.shortest, "the driver found a shortest counterexample");
-    let last = trace.trace.last().expect("the trace has steps");
-    let action = last.action.as_deref().unwrap_or_default();
-    assert!(action.contains("CONF-1 divergence"), "{action}");
     r.counterexample_text().unwrap_or_default()
 }
 
@@ -174,4 +181,19 @@ fn the_kernel_and_the_reference_agree_on_the_world_the_mutants_are_caught_in() {
     assert!(r.report.exploration.complete);
     assert_eq!(r.conf_1, Verdict::Holds, "{:?}", r.counterexample_text());
     assert!(r.disagreements.is_empty());
+}
+
+/// The world of a single run never offers a checkpoint of another tenant, so a reference
+/// that skips the identity check (spec ID-1) agrees with the kernel on every input the world
+/// sends; the probes offer one at every reachable state, and catch it.
+#[test]
+fn probes_catch_a_reference_without_identity_check_that_the_world_alone_misses() {
+    let pair = || Pair::new(Kernel, Reference::broken(Variant::NoIdentityCheck));
+    let plain = run(pair());
+    assert!(plain.report.exploration.complete);
+    assert_eq!(plain.conf_1, Verdict::Holds);
+    let probed = check_with(pair(), world(), Probes::On, &Options::default()).unwrap();
+    let text = counterexample_of(&probed);
+    assert!(text.contains("only no-identity-check accepted"), "{text}");
+    insta::assert_snapshot!("reference_without_identity_check", text);
 }

@@ -9,8 +9,8 @@
 //! machines still agree: past a divergence the pair is neither machine, and what it does
 //! there says nothing about either. A state that holds a divergence has no successors.
 
-use super::{Disagreement, Divergence, Observable, Pair, PairRun, Tally};
-use resumable_kernel::EventKind;
+use super::{probe, Disagreement, Divergence, Observable, Pair, PairRun, Tally};
+use resumable_kernel::{Checkpoint, EventKind, Time};
 use resumable_model::checker::{self, CheckError, Options, Report, Summarize, Trace, Verdict};
 use resumable_model::config::{Config, ConfigError};
 use resumable_model::world::{Action, Worker, World, WorldState};
@@ -23,6 +23,22 @@ use std::sync::Arc;
 /// The name of the lockstep property.
 pub const CONF_1: &str = "CONF-1 the kernel and the reference agree on every input";
 
+/// The name of the lockstep property over probes (see [`super::probe`]), present when the
+/// world probes.
+pub const CONF_1_PROBES: &str =
+    "CONF-1 the kernel and the reference agree on adversarial probes at every reachable state";
+
+/// Whether the lockstep world also offers both machines the adversarial probes of
+/// [`super::probe`] at every reachable state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probes {
+    /// Only the inputs the world's actors send.
+    Off,
+    /// Those, and at every reachable state the probes, judged by [`CONF_1_PROBES`]. Each
+    /// state costs a few dozen more steps of each machine.
+    On,
+}
+
 /// The world's state around a pair.
 pub type PairState<A, B> = WorldState<PairRun<<A as Lifecycle>::Run, <B as Lifecycle>::Run>>;
 
@@ -32,6 +48,7 @@ type Condition<A, B> = fn(&World<Pair<A, B>>, &PairState<A, B>) -> bool;
 #[derive(Clone)]
 pub struct LockstepWorld<A: Observable, B: Observable> {
     world: World<Pair<A, B>>,
+    probes: Probes,
     /// The world's own properties: name, expectation, condition.
     inner: Vec<(&'static str, Expectation, Condition<A, B>)>,
 }
@@ -40,6 +57,7 @@ impl<A: Observable, B: Observable> fmt::Debug for LockstepWorld<A, B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockstepWorld")
             .field("world", &self.world)
+            .field("probes", &self.probes)
             .field("properties", &self.inner.len())
             .finish()
     }
@@ -52,7 +70,33 @@ impl<A: Observable, B: Observable> LockstepWorld<A, B> {
         let inner = (world.properties().into_iter())
             .map(|p| (p.name, p.expectation, p.condition))
             .collect();
-        Ok(LockstepWorld { world, inner })
+        Ok(LockstepWorld {
+            world,
+            probes: Probes::Off,
+            inner,
+        })
+    }
+
+    /// The same world, probing every reachable state or not.
+    pub fn with_probes(mut self, probes: Probes) -> Self {
+        self.probes = probes;
+        self
+    }
+
+    /// The first probe two machines disagree on in `state`, if the world probes.
+    pub fn probe_divergence(&self, state: &PairState<A, B>) -> Option<Divergence> {
+        if self.probes == Probes::Off || divergence(state).is_some() {
+            return None;
+        }
+        let pair = self.pair();
+        let now = Time(u64::from(state.now));
+        state.runs.iter().find_map(|slot| {
+            let run = &slot.run.run;
+            let checkpoints: Vec<Checkpoint> = slot.checkpoints.iter().map(|c| **c).collect();
+            let updated_at = pair.snapshot(run).updated_at;
+            let inputs = probe::inputs(self.world.cast(), updated_at, &checkpoints, now);
+            probe::disagreement(pair, run, &inputs)
+        })
     }
 
     /// The world inside.
@@ -81,6 +125,13 @@ pub fn divergence<RA, RB>(state: &WorldState<PairRun<RA, RB>>) -> Option<&Diverg
 
 fn agrees<A: Observable, B: Observable>(_: &LockstepWorld<A, B>, s: &PairState<A, B>) -> bool {
     divergence(s).is_none()
+}
+
+fn probes_agree<A: Observable, B: Observable>(
+    m: &LockstepWorld<A, B>,
+    s: &PairState<A, B>,
+) -> bool {
+    m.probe_divergence(s).is_none()
 }
 
 /// The world's `I`-th `always` property, judged only where the machines agree. Property
@@ -163,6 +214,9 @@ impl<A: Observable, B: Observable> Model for LockstepWorld<A, B> {
 
     fn properties(&self) -> Vec<Property<Self>> {
         let mut v = vec![Property::always(CONF_1, agrees::<A, B>)];
+        if self.probes == Probes::On {
+            v.push(Property::always(CONF_1_PROBES, probes_agree::<A, B>));
+        }
         // A world with more properties than the table holds would lose some silently; the
         // table is sized well above the world's count, and a test pins that count.
         v.extend(
@@ -185,8 +239,11 @@ impl<A: Observable, B: Observable> Model for LockstepWorld<A, B> {
 impl<A: Observable, B: Observable> Summarize for LockstepWorld<A, B> {
     fn summary(&self, state: &Self::State) -> String {
         let world = self.world.summary(state);
-        match divergence(state) {
-            Some(_) => format!("{world}\nCONF-1: the machines disagree"),
+        if divergence(state).is_some() {
+            return format!("{world}\nCONF-1: the machines disagree");
+        }
+        match self.probe_divergence(state) {
+            Some(d) => format!("{world}\nprobe: {d}"),
             None => world,
         }
     }
@@ -275,15 +332,42 @@ pub fn check<A: Observable, B: Observable>(
     config: Config,
     options: &Options<PairState<A, B>>,
 ) -> Result<LockstepReport, LockstepError> {
+    check_with(pair, config, Probes::Off, options)
+}
+
+/// [`check`], probing every reachable state or not. With probes, [`LockstepReport::conf_1`]
+/// is the verdict on both CONF-1 properties (violated if either is), and the counterexample
+/// the first found of the two.
+pub fn check_with<A: Observable, B: Observable>(
+    pair: Pair<A, B>,
+    config: Config,
+    probes: Probes,
+    options: &Options<PairState<A, B>>,
+) -> Result<LockstepReport, LockstepError> {
     let tally = Arc::new(Tally::default());
     let model = LockstepWorld::new(pair.counting(Arc::clone(&tally)), config)
-        .map_err(LockstepError::Config)?;
+        .map_err(LockstepError::Config)?
+        .with_probes(probes);
     let report = checker::check(model, options).map_err(LockstepError::Check)?;
-    let (conf_1, counterexample) = match report.property(CONF_1) {
-        Some(p) => (p.verdict, p.counterexample.clone()),
-        // The property is always the model's first; its absence would be a bug here, and
-        // "incomplete" is the verdict that claims nothing.
-        None => (Verdict::Incomplete, None),
+    let conf = |name| {
+        report
+            .property(name)
+            .map(|p| (p.verdict, &p.counterexample))
+    };
+    let judged = [conf(CONF_1), conf(CONF_1_PROBES)];
+    let violated = judged
+        .iter()
+        .flatten()
+        .find(|(v, _)| *v == Verdict::Violated);
+    let (conf_1, counterexample) = match (violated, &judged) {
+        (Some((_, trace)), _) => (Verdict::Violated, (*trace).clone()),
+        // Holds only if every CONF-1 property the model has holds; CONF-1 itself is always
+        // there, so its absence would be a bug here, answered with the verdict that claims
+        // nothing.
+        (None, [Some((Verdict::Holds, _)), None | Some((Verdict::Holds, _))]) => {
+            (Verdict::Holds, None)
+        }
+        (None, _) => (Verdict::Incomplete, None),
     };
     Ok(LockstepReport {
         report,

@@ -8,7 +8,10 @@
 //! pair's run as data. Because the pair is a lifecycle, the model's world explores it like
 //! any other: every input the world offers at every reachable state, the ones that must be
 //! refused included, goes through both machines, and a disagreement is a state the checker
-//! reaches, with a shortest trace to it, never a panic (see [`world`]).
+//! reaches, with a shortest trace to it, never a panic (see [`world`]). At every reachable
+//! state the world can also offer both machines [`probe`]s: adversarial inputs its actors
+//! never send on a given configuration. [`Session`] drives a pair input by input, for named
+//! cases and property tests, and [`render`] prints verdicts side by side.
 //!
 //! # Why both directions
 //!
@@ -19,6 +22,34 @@
 //! input offered, refused ones included, checks both inclusions and the rejections too.
 //! [`Comparison::ReplayAccepted`] keeps the one-sided check available, so that tests can show
 //! what it misses.
+//!
+//! # Example
+//!
+//! ```
+//! use resumable_conformance::lockstep::{kernel_and_reference, Said, Session};
+//! use resumable_kernel::*;
+//!
+//! let id = Identity {
+//!     tenant: Name::lit("acme"),
+//!     session: Name::lit("s-1"),
+//!     run: Name::lit("run-1"),
+//!     definition: Name::lit("agent@1"),
+//! };
+//! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 10 };
+//! let mut s = Session::new(kernel_and_reference(), id, policy, Time(0));
+//! let wait = Event::Suspend {
+//!     wait: Wait::Callback { callback: Name::lit("webhook") },
+//!     expires_at: Time(9),
+//!     responsible: Name::lit("partner"),
+//!     resource_version: 1,
+//! };
+//! assert!(s.feed(&Input { at: Time(1), event: wait }).agreed);
+//! // SUS-2: both refuse the second suspend, with the same rejection.
+//! let row = s.feed(&Input { at: Time(2), event: wait });
+//! assert!(row.agreed);
+//! assert!(matches!(row.a, Said::Refused(Rejection::AlreadySuspended { .. })));
+//! assert!(s.divergence().is_none());
+//! ```
 //!
 //! # What a pair does after a divergence
 //!

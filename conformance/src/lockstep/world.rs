@@ -7,7 +7,9 @@
 //! divergence, neither in a run the store holds nor in a step a worker has computed and not
 //! yet written. The world's own properties are kept, judged only on states where the two
 //! machines still agree: past a divergence the pair is neither machine, and what it does
-//! there says nothing about either. A state that holds a divergence has no successors.
+//! there says nothing about either. A state that holds a divergence has no successors. With
+//! [`Probes::On`], a second property, [`CONF_1_PROBES`], also offers both machines the
+//! adversarial inputs of [`super::probe`] at every reachable state.
 
 use super::{probe, Disagreement, Divergence, Observable, Pair, PairRun, Tally};
 use resumable_kernel::{Checkpoint, EventKind, Time};

@@ -587,8 +587,11 @@ impl<L: Lifecycle> Model for World<L> {
             }
         }
         if state.budgets.crashes > 0 {
+            // An idle worker that crashes loses nothing; it matters only as the death of the
+            // worker waiting on a dispatch in flight, which a restart must then recover.
+            let orphans = state.runs.iter().any(|slot| slot.run.view.in_flight);
             for (i, w) in state.workers.iter().enumerate() {
-                if !matches!(w, Worker::Idle) || Some(i) == idle {
+                if !matches!(w, Worker::Idle) || (Some(i) == idle && orphans) {
                     actions.push(Action::Crash {
                         worker: u8::try_from(i).unwrap_or(u8::MAX),
                     });

@@ -420,3 +420,39 @@ fn witness_a_checkpoint_of_another_tenant_reaches_a_run() {
         ],
     );
 }
+
+#[test]
+#[ignore = "two minutes in release; run with --release -- --ignored"]
+fn every_partner_a_configuration_lists_is_reached_by_the_kernel() {
+    // The partners listed depend on the configuration (no race without a second worker, no
+    // unknown outcome without a crash...). A partner listed but out of reach would fail a
+    // correct lifecycle's check, so a grid of configurations is explored in full.
+    let mut failures = Vec::new();
+    for program in [Program::Approval, Program::Direct, Program::SideEffectFirst] {
+        for workers in [1, 2] {
+            for crashes in [0, 1] {
+                for approvers in [0, 1, 2] {
+                    for (duplicates, self_approval) in [(0, false), (1, false), (0, true)] {
+                        let config = Config {
+                            program,
+                            workers,
+                            crashes,
+                            approvers,
+                            duplicates,
+                            self_approval,
+                            losses: 0,
+                            query_unknown: false,
+                            max_time: 4,
+                            ..Config::default()
+                        };
+                        let explored = explore(World::new(Kernel, config).unwrap());
+                        if !explored.failed.is_empty() {
+                            failures.push(format!("{config:?}: {:?}", explored.failed));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

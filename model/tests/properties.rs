@@ -2,8 +2,9 @@
 //! reached, so no `always` holds vacuously. For each partner, a shortest witness path is
 //! pinned: it is the shortest story of how the interesting state comes about.
 //!
-//! The larger configurations (the default, two runs, the requester approving itself) take
-//! seconds in release and minutes in debug; they are `#[ignore]`d here and run with
+//! The larger configurations (the default, two runs, the requester approving itself, every
+//! variant's exposing configuration, and a grid of 108 small ones) take from seconds to two
+//! minutes in release and far longer in debug; they are `#[ignore]`d here and run with
 //! `cargo test --release -p resumable-model --test properties -- --ignored`.
 
 mod world_support;

@@ -599,7 +599,7 @@ impl<S> Run<'_, S> {
 
         let model = &checker.model().inner;
         let properties = model.properties();
-        let discoveries = checker.discoveries();
+        let mut discoveries = checker.discoveries();
         let unique = checker.unique_state_count();
         let decided = discoveries.len() == properties.len();
 
@@ -636,9 +636,16 @@ impl<S> Run<'_, S> {
             p.expectation == Expectation::Always
                 || (options.witnesses && p.expectation == Expectation::Sometimes)
         };
-        let mut found: HashMap<&'static str, stateright::Path<M::State, M::Action>> = discoveries;
+        // The wrapper registers property `i` under the key `guard::key_at(i)`.
+        let mut found: HashMap<usize, stateright::Path<M::State, M::Action>> = (0..properties
+            .len())
+            .filter_map(|i| {
+                let path = discoveries.remove(guard::key_at(i)?)?;
+                Some((i, path))
+            })
+            .collect();
         let chosen: Vec<usize> = (properties.iter().enumerate())
-            .filter(|(_, p)| found.contains_key(p.name) && wanted(p))
+            .filter(|(i, p)| found.contains_key(i) && wanted(p))
             .map(|(i, _)| i)
             .collect();
         let targets: Vec<Target<M>> = (chosen.iter())
@@ -650,8 +657,7 @@ impl<S> Run<'_, S> {
             .collect();
         // stateright's path to each target bounds the shortest one from above.
         let max_steps = (chosen.iter())
-            .filter_map(|i| properties.get(*i))
-            .filter_map(|p| found.get(p.name))
+            .filter_map(|i| found.get(i))
             .map(|path| path.clone().into_actions().len())
             .max()
             .unwrap_or(0);
@@ -668,7 +674,7 @@ impl<S> Run<'_, S> {
                 Expectation::Sometimes => Kind::Sometimes,
                 _ => Kind::Always,
             };
-            let discovery = found.remove(p.name);
+            let discovery = found.remove(&i);
             let verdict = match (kind, discovery.is_some(), complete) {
                 (Kind::Always, true, _) => Verdict::Violated,
                 (Kind::Sometimes, true, _) => Verdict::Holds,

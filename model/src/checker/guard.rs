@@ -89,8 +89,9 @@ pub(crate) type Condition<M> = fn(&M, &<M as Model>::State) -> bool;
 /// The user's model, guarded by the driver's bounds.
 pub(crate) struct Guarded<M: Model> {
     pub(crate) inner: M,
-    /// The user's properties, in order: name, expectation, condition.
-    properties: Vec<(&'static str, Expectation, Condition<M>)>,
+    /// The user's properties, in order: expectation, condition. They are registered with
+    /// stateright under the keys of [`key_at`], not under their own names.
+    properties: Vec<(Expectation, Condition<M>)>,
     control: Arc<Control>,
 }
 
@@ -98,7 +99,7 @@ impl<M: Model> Guarded<M> {
     /// Wraps `inner`, or returns `None` when it has more properties than [`LIMIT`].
     pub(crate) fn new(inner: M, control: Arc<Control>) -> Option<Self> {
         let properties: Vec<_> = (inner.properties().into_iter())
-            .map(|p| (p.name, p.expectation, p.condition))
+            .map(|p| (p.expectation, p.condition))
             .collect();
         if properties.len() > LIMIT {
             return None;
@@ -117,7 +118,7 @@ impl<M: Model> Guarded<M> {
 fn condition<M: Model, const I: usize>(guarded: &Guarded<M>, state: &M::State) -> bool {
     // `Guarded::properties` only builds entry `I` when the user's property `I` exists, so the
     // `None` arm cannot be taken; "holds" is the answer that cannot invent a discovery.
-    (guarded.properties.get(I)).is_none_or(|(_, _, condition)| condition(&guarded.inner, state))
+    (guarded.properties.get(I)).is_none_or(|(_, condition)| condition(&guarded.inner, state))
 }
 
 type GuardedCondition<M> = fn(&Guarded<M>, &<M as Model>::State) -> bool;
@@ -127,6 +128,18 @@ macro_rules! condition_table {
         fn condition_at<M: Model>(index: usize) -> Option<GuardedCondition<M>> {
             match index {
                 $($i => Some(condition::<M, $i> as GuardedCondition<M>),)*
+                _ => None,
+            }
+        }
+
+        /// The name under which the wrapper registers the user's property `index` with
+        /// stateright: its position, e.g. "7". stateright looks every property up by name in
+        /// a map of discoveries for every state it checks, hashing the name each time; a
+        /// model's own names are whole sentences, and hashing them was a large part of the
+        /// time per state. The driver maps the keys back to the user's properties.
+        pub(crate) fn key_at(index: usize) -> Option<&'static str> {
+            match index {
+                $($i => Some(stringify!($i)),)*
                 _ => None,
             }
         }
@@ -197,7 +210,8 @@ impl<M: Model> Model for Guarded<M> {
 
     fn properties(&self) -> Vec<Property<Self>> {
         (self.properties.iter().enumerate())
-            .filter_map(|(i, (name, expectation, _))| {
+            .filter_map(|(i, (expectation, _))| {
+                let name = key_at(i)?;
                 condition_at::<M>(i).map(|condition| Property {
                     expectation: expectation.clone(),
                     name,

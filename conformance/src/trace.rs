@@ -55,7 +55,7 @@ impl TraceStep {
     pub fn verdict_name(&self) -> String {
         match &self.verdict {
             Ok(_) => "accepted".to_string(),
-            Err(r) => rejection_name(r),
+            Err(r) => rejection_name(r).to_string(),
         }
     }
 
@@ -77,15 +77,48 @@ impl Trace {
     }
 }
 
-/// The snake_case name of a rejection's variant, as the kernel's serde form tags it.
-pub fn rejection_name(r: &Rejection) -> String {
-    serde_json::to_value(r)
-        .ok()
-        .and_then(|v| {
-            v.get("rejection")
-                .and_then(|n| n.as_str().map(str::to_string))
-        })
-        .unwrap_or_else(|| "rejection".to_string())
+/// The snake_case name of a rejection, as its serde form tags it and spec/ names it (a test
+/// checks the two agree for every variant).
+pub fn rejection_name(r: &Rejection) -> &'static str {
+    use Rejection::*;
+    match r {
+        Terminal { .. } => "terminal",
+        IdentityMismatch { .. } => "identity_mismatch",
+        ClockRegressed { .. } => "clock_regressed",
+        SchemaTooNew { .. } => "schema_too_new",
+        MigrationRequired { .. } => "migration_required",
+        DigestMismatch { .. } => "digest_mismatch",
+        StaleRevision { .. } => "stale_revision",
+        FutureRevision { .. } => "future_revision",
+        AlreadyApplied { .. } => "already_applied",
+        AlreadyResumed { .. } => "already_resumed",
+        ResourceChanged { .. } => "resource_changed",
+        NotSuspended { .. } => "not_suspended",
+        CheckpointMismatch { .. } => "checkpoint_mismatch",
+        Expired { .. } => "expired",
+        DecisionMismatch { .. } => "decision_mismatch",
+        ApprovalMismatch { .. } => "approval_mismatch",
+        ApprovalExpired { .. } => "approval_expired",
+        SelfApproval { .. } => "self_approval",
+        Unauthorised { .. } => "unauthorised",
+        WaitMismatch { .. } => "wait_mismatch",
+        PermissionRevoked => "permission_revoked",
+        BudgetExhausted => "budget_exhausted",
+        NotRunning { .. } => "not_running",
+        AlreadySuspended { .. } => "already_suspended",
+        ExpiryNotInFuture { .. } => "expiry_not_in_future",
+        NoAttemptsAllowed => "no_attempts_allowed",
+        KeyConflict { .. } => "key_conflict",
+        CallIdReused { .. } => "call_id_reused",
+        DispatchInFlight { .. } => "dispatch_in_flight",
+        NoDispatchInFlight { .. } => "no_dispatch_in_flight",
+        ResultMismatch { .. } => "result_mismatch",
+        NothingInFlight { .. } => "nothing_in_flight",
+        NotExpired { .. } => "not_expired",
+        ReconcileFirst => "reconcile_first",
+        CancelPending => "cancel_pending",
+        RevisionExhausted => "revision_exhausted",
+    }
 }
 
 /// Replays the scenario through the kernel. Fails only when a reference cannot be resolved

@@ -3,53 +3,11 @@
 
 use super::{Divergence, Observation, Row, Said};
 use resumable_kernel::{
-    Decision, Digest, Effect, Effects, Event, FailCause, Input, Phase, QueryAnswer, Reason,
-    Rejection, Resolution, Wait,
+    Decision, Digest, Effects, Event, Input, Phase, QueryAnswer, Resolution, Wait,
 };
 use std::fmt::Write as _;
 
-/// The snake_case name of a rejection, as its serde form tags it and spec/ names it.
-pub fn rejection_name(r: &Rejection) -> &'static str {
-    use Rejection::*;
-    match r {
-        Terminal { .. } => "terminal",
-        IdentityMismatch { .. } => "identity_mismatch",
-        ClockRegressed { .. } => "clock_regressed",
-        SchemaTooNew { .. } => "schema_too_new",
-        MigrationRequired { .. } => "migration_required",
-        DigestMismatch { .. } => "digest_mismatch",
-        StaleRevision { .. } => "stale_revision",
-        FutureRevision { .. } => "future_revision",
-        AlreadyApplied { .. } => "already_applied",
-        AlreadyResumed { .. } => "already_resumed",
-        ResourceChanged { .. } => "resource_changed",
-        NotSuspended { .. } => "not_suspended",
-        CheckpointMismatch { .. } => "checkpoint_mismatch",
-        Expired { .. } => "expired",
-        DecisionMismatch { .. } => "decision_mismatch",
-        ApprovalMismatch { .. } => "approval_mismatch",
-        ApprovalExpired { .. } => "approval_expired",
-        SelfApproval { .. } => "self_approval",
-        Unauthorised { .. } => "unauthorised",
-        WaitMismatch { .. } => "wait_mismatch",
-        PermissionRevoked => "permission_revoked",
-        BudgetExhausted => "budget_exhausted",
-        NotRunning { .. } => "not_running",
-        AlreadySuspended { .. } => "already_suspended",
-        ExpiryNotInFuture { .. } => "expiry_not_in_future",
-        NoAttemptsAllowed => "no_attempts_allowed",
-        KeyConflict { .. } => "key_conflict",
-        CallIdReused { .. } => "call_id_reused",
-        DispatchInFlight { .. } => "dispatch_in_flight",
-        NoDispatchInFlight { .. } => "no_dispatch_in_flight",
-        ResultMismatch { .. } => "result_mismatch",
-        NothingInFlight { .. } => "nothing_in_flight",
-        NotExpired { .. } => "not_expired",
-        ReconcileFirst => "reconcile_first",
-        CancelPending => "cancel_pending",
-        RevisionExhausted => "revision_exhausted",
-    }
-}
+pub use crate::trace::rejection_name;
 
 fn short(d: &Digest) -> String {
     format!("{d:?}").trim_end_matches('.').to_owned()
@@ -167,63 +125,9 @@ pub fn input(i: &Input) -> String {
     format!("{} {what}", i.at)
 }
 
-/// A phase in a few words.
+/// A phase in one line: the same words the scenario traces use.
 pub fn phase(p: &Phase) -> String {
-    match p {
-        Phase::Running { in_flight: None } => "running".to_owned(),
-        Phase::Running { in_flight: Some(f) } => format!(
-            "running, {}#{} in flight (dispatch {})",
-            f.call.call.call_id, f.attempt, f.dispatches
-        ),
-        Phase::Suspended(s) => {
-            let reason = match &s.reason {
-                Reason::PendingApproval { call, requester } => {
-                    format!(
-                        "pending_approval {} asked by {requester}",
-                        call.call.call_id
-                    )
-                }
-                Reason::ExternalCallback { callback } => format!("external_callback {callback}"),
-                Reason::ResourceWait { resource } => format!("resource_wait {resource}"),
-                Reason::ManualIntervention { unresolved: None } => "manual_intervention".to_owned(),
-                Reason::ManualIntervention {
-                    unresolved: Some(f),
-                } => format!(
-                    "manual_intervention, {}#{} unresolved",
-                    f.call.call.call_id, f.attempt
-                ),
-                Reason::OutcomeUnknown {
-                    in_flight,
-                    cancelled_by,
-                } => format!(
-                    "outcome_unknown {}#{}{}",
-                    in_flight.call.call.call_id,
-                    in_flight.attempt,
-                    cancelled_by
-                        .map(|by| format!(", cancel by {by} pending"))
-                        .unwrap_or_default()
-                ),
-            };
-            format!(
-                "suspended({reason}) since {} until {}, responsible {}",
-                s.since, s.expires_at, s.responsible
-            )
-        }
-        Phase::Completed { result } => format!("completed = {}", short(result)),
-        Phase::Failed(cause) => format!(
-            "failed({})",
-            match cause {
-                FailCause::Denied { call_id } => format!("denied {call_id}"),
-                FailCause::Expired { unresolved: None } => "expired".to_owned(),
-                FailCause::Expired {
-                    unresolved: Some(f),
-                } => format!("expired, {}#{} unresolved", f.call.call.call_id, f.attempt),
-                FailCause::Cancelled { by } => format!("cancelled by {by}"),
-                FailCause::Error { code } => format!("error {code}"),
-                FailCause::Abandoned { by } => format!("abandoned by {by}"),
-            }
-        ),
-    }
+    crate::trace::phase(p)
 }
 
 /// A run in the common vocabulary, in one line.
@@ -248,23 +152,7 @@ pub fn observation(o: &Observation) -> String {
 
 /// Effects in one line, in order.
 pub fn effects(e: &Effects) -> String {
-    let items: Vec<String> = e
-        .iter()
-        .map(|e| match e {
-            Effect::Audit(a) => format!(
-                "audit r{} {:?}{} -> {:?}",
-                a.revision.0,
-                a.event,
-                a.decision.map(|d| format!("({d:?})")).unwrap_or_default(),
-                a.phase
-            ),
-            Effect::PersistCheckpoint(c) => {
-                format!("checkpoint r{} {}", c.revision.0, short(&c.digest))
-            }
-            Effect::Dispatch(d) => format!("dispatch {} key {}#{}", d.call_id, d.key, d.attempt),
-            Effect::Query(d) => format!("query {} key {}#{}", d.call_id, d.key, d.attempt),
-        })
-        .collect();
+    let items: Vec<String> = e.iter().map(crate::trace::effect).collect();
     items.join(", ")
 }
 

@@ -46,7 +46,10 @@ pub enum ProgramArg {
 }
 
 /// What is checked: the subject and the world around it. Shared by `check` and `explore`.
-/// A flag left out keeps the world's default (see `Config::default`).
+/// A flag left out keeps the starting configuration: `Config::default`, or with `--variant`
+/// the smallest configuration in which that variant's flaw is reachable (`Config::exposing`),
+/// so that a broken variant is never reported as passing merely because the default world
+/// cannot reach its flaw.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
     /// The lifecycle under check [default: kernel; reference with --variant].
@@ -135,6 +138,8 @@ pub struct Setup {
     pub config: Config,
     /// The subject's name for reports: "kernel", "reference" or the variant's name.
     pub name: String,
+    /// Which configuration the check started from, and why, for the text report's header.
+    pub origin: String,
 }
 
 impl ModelArgs {
@@ -156,7 +161,22 @@ impl ModelArgs {
             (Some(Subject::Kernel), None) | (None, None) => None,
             (Some(Subject::Reference), v) | (None, v @ Some(_)) => Some(Reference { variant: v }),
         };
-        let mut config = Config::default();
+        // A variant starts from the world that can reach its flaw; the flags given on the
+        // command line, and only those, are applied on top.
+        let (mut config, origin) = match variant {
+            Some(v) => (
+                Config::exposing(v),
+                format!(
+                    "the smallest configuration that exposes {v} (breaks {}), with the flags \
+                     given applied on top",
+                    v.targets().join(", ")
+                ),
+            ),
+            None => (
+                Config::default(),
+                "the default configuration, with the flags given applied on top".to_owned(),
+            ),
+        };
         let set = |field: &mut u8, value: Option<u8>| {
             if let Some(value) = value {
                 *field = value;
@@ -194,6 +214,7 @@ impl ModelArgs {
             lifecycle,
             config,
             name,
+            origin,
         })
     }
 }
@@ -261,7 +282,12 @@ fn check_world<L: Lifecycle>(
         options = options.with_symmetry();
     }
     if args.format == Format::Text {
-        println!("checking {} in {}\n", setup.name, describe(&setup.config));
+        println!(
+            "checking {} in {}\nconfiguration: {}\n",
+            setup.name,
+            describe(&setup.config),
+            setup.origin
+        );
     }
     // Progress goes to stderr, so it never mixes with a report read from stdout.
     let mut report = checker::check_with_progress(world, &options, |progress| {
@@ -299,5 +325,35 @@ pub fn describe(config: &Config) -> String {
             "does not fence"
         },
         config.program.name()
-    )
+    ) + &extras(config)
+}
+
+/// What the configuration turns on beyond the counts `describe` lists (the exposing
+/// configurations of some variants need these), as "; with ..." or nothing.
+fn extras(config: &Config) -> String {
+    let count = |n: u8, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut on = Vec::new();
+    if config.cancels > 0 {
+        on.push(count(config.cancels, "cancel", "cancels"));
+    }
+    if config.self_approval {
+        on.push("the requester approving its own call".to_owned());
+    }
+    if config.edited_approvals {
+        on.push("approvals of edited arguments".to_owned());
+    }
+    if config.cross_tenant {
+        on.push("a checkpoint offered across tenants".to_owned());
+    }
+    if !config.query_unknown {
+        on.push("a query that never answers unknown".to_owned());
+    }
+    if config.operator {
+        on.push("an operator settling manual interventions".to_owned());
+    }
+    if on.is_empty() {
+        String::new()
+    } else {
+        format!("; with {}", on.join(", "))
+    }
 }

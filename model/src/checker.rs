@@ -333,6 +333,16 @@ pub struct Report {
     pub exit_code: u8,
 }
 
+impl PropertyReport {
+    /// The counterexample, if any, as the numbered trace the text report prints for it.
+    pub fn counterexample_text(&self) -> Option<String> {
+        let trace = self.counterexample.as_ref()?;
+        let mut out = String::new();
+        render::trace_text(&mut out, "counterexample to", &self.name, trace);
+        Some(out)
+    }
+}
+
 impl Report {
     /// The report of one property, by name.
     pub fn property(&self, name: &str) -> Option<&PropertyReport> {

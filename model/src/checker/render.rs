@@ -132,7 +132,9 @@ pub(crate) fn text(report: &Report) -> String {
     out
 }
 
-fn trace_text(out: &mut String, what: &str, name: &str, trace: &Trace) {
+/// One trace as the text report prints it: a heading, then numbered steps, each with the
+/// state after it. Public through [`super::PropertyReport::counterexample_text`].
+pub(super) fn trace_text(out: &mut String, what: &str, name: &str, trace: &Trace) {
     let length = if trace.shortest {
         "shortest".to_owned()
     } else {

@@ -1,0 +1,115 @@
+//! The shortest counterexample for every broken variant, as the numbered trace `resumable
+//! check --variant NAME` prints, kept as a snapshot per variant (tests/snapshots/). They are
+//! teaching material: each shows, step by step, how the flaw of one runtime mistake is reached
+//! and which spec ID it breaks (spec/counterexamples.md explains each).
+//!
+//! Each variant is checked in the smallest world that exposes it (`Config::exposing`). A full
+//! exploration of some of those worlds takes minutes, so the check deepens a depth bound until
+//! a property the variant targets is violated: breadth-first, the first depth at which one is
+//! found yields a shortest counterexample, which is all a snapshot needs.
+
+use resumable_model::checker::{self, Options, PropertyReport, Verdict};
+use resumable_model::config::Config;
+use resumable_model::reference::Reference;
+use resumable_model::variant::Variant;
+use resumable_model::world::World;
+
+/// Depth bounds tried in turn; past the last, the variant is reported as not caught.
+const DEPTHS: [usize; 5] = [4, 8, 12, 16, 20];
+
+/// Whether the property's spec ID (its name's first word) is one the variant targets.
+fn targeted(variant: Variant, property: &PropertyReport) -> bool {
+    let id = property.name.split(' ').next().unwrap_or("");
+    variant.targets().contains(&id)
+}
+
+/// The shortest counterexample to a property `variant` targets, rendered as the CLI does.
+fn shortest_counterexample(variant: Variant) -> String {
+    for depth in DEPTHS {
+        let world = World::new(
+            Reference {
+                variant: Some(variant),
+            },
+            Config::exposing(variant),
+        )
+        .expect("the exposing configuration is valid");
+        let options = Options {
+            depth: Some(depth),
+            ..Options::default()
+        };
+        let report = checker::check(world, &options).expect("the check runs");
+        // The shortest of the violated targeted properties; the first in the model's order
+        // among equals, so the snapshot is stable.
+        let caught = (report.properties.iter())
+            .filter(|p| p.verdict == Verdict::Violated && targeted(variant, p))
+            .filter_map(|p| Some((p.counterexample.as_ref()?.steps, p)))
+            .min_by_key(|(steps, _)| *steps);
+        if let Some((_, property)) = caught {
+            let trace = property.counterexample.as_ref().expect("filtered on it");
+            assert!(
+                trace.shortest,
+                "{variant}: the counterexample is a shortest one"
+            );
+            return property
+                .counterexample_text()
+                .expect("a violated property has a counterexample");
+        }
+    }
+    panic!(
+        "{variant}: no property with an ID in {:?} is violated within {} steps",
+        variant.targets(),
+        DEPTHS[DEPTHS.len() - 1]
+    );
+}
+
+/// Checks the variant and compares its trace with the snapshot named after it.
+fn snapshot(variant: Variant) {
+    let trace = shortest_counterexample(variant);
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(format!(
+        "{variant}: {} (breaks {})",
+        variant.description(),
+        variant.targets().join(", ")
+    ));
+    settings.bind(|| insta::assert_snapshot!(variant.name(), trace));
+}
+
+// One test per variant, so they run in parallel; the test after the list makes sure no
+// variant is left out of it.
+macro_rules! snapshots {
+    ($($test:ident: $variant:ident;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                snapshot(Variant::$variant);
+            }
+        )*
+
+        #[test]
+        fn every_variant_has_a_snapshot_test() {
+            let listed = [$(Variant::$variant),*];
+            for variant in Variant::ALL {
+                assert!(listed.contains(&variant), "{variant} has no snapshot test");
+            }
+        }
+    };
+}
+
+snapshots! {
+    no_revision_check_resumes_a_stale_checkpoint: NoRevisionCheck;
+    double_suspend_replaces_the_pending_suspension: DoubleSuspend;
+    approval_not_bound_to_args_releases_edited_arguments: ApprovalNotBoundToArgs;
+    retry_unknown_without_reconcile_dispatches_an_unknown_outcome_again: RetryUnknownWithoutReconcile;
+    retry_without_contract_retries_on_an_unsafe_tool: RetryWithoutContract;
+    retry_fresh_key_on_dedupe_defeats_the_dedupe: RetryFreshKeyOnDedupe;
+    retry_same_key_on_fence_retries_a_fenced_key: RetrySameKeyOnFence;
+    identity_after_revision_tells_a_stranger_about_the_run: IdentityAfterRevision;
+    no_identity_check_resumes_across_tenants: NoIdentityCheck;
+    approvals_never_expire_accepts_an_expired_decision: ApprovalsNeverExpire;
+    self_approval_allowed_lets_the_requester_approve: SelfApprovalAllowed;
+    rerun_step_on_resume_executes_a_committed_call_again: RerunStepOnResume;
+    deny_leaves_running_lets_a_denied_call_run: DenyLeavesRunning;
+    no_expiry_lets_a_suspension_wait_forever: NoExpiry;
+}

@@ -93,21 +93,103 @@ pub(crate) struct Guarded<M: Model> {
     /// stateright under the keys of [`key_at`], not under their own names.
     properties: Vec<(Expectation, Condition<M>)>,
     control: Arc<Control>,
+    /// The `sometimes` properties are registered as the two stand-ins of [`Combined`] rather
+    /// than one by one (see there).
+    combined: Option<Combined>,
 }
 
+/// How the wrapper checks a model's `sometimes` properties when their paths are not wanted.
+///
+/// For every state it checks, stateright looks each property up in its map of discoveries,
+/// and each time a `sometimes` holds it clones the path to the state into that map: for a
+/// model with many `sometimes` properties true in many states, this bookkeeping cost more
+/// than the model itself. In combined mode the wrapper registers, after the user's `always`
+/// properties, two stand-ins instead, and keeps the verdicts itself: a `sometimes` is
+/// evaluated until some state satisfies it, then marked reached and no longer evaluated.
+///
+/// The stand-ins give stateright exactly the answers that matter to its search, so that the
+/// states explored, the counts and the `always` paths are those of registering every
+/// property:
+/// - stateright stops once every property has a discovery. [`FIRST`] is discovered at the
+///   first state checked; [`ALL_REACHED`] at the state that reaches the last `sometimes`
+///   (the state at which the separate properties would all be discovered).
+/// - stateright stops expanding a block early at a state that decides every property by
+///   itself: one violating every `always` and satisfying every `sometimes`. In such a state,
+///   and only there, [`FIRST`] holds and [`ALL_REACHED`] fails.
+///
+/// Paths to `sometimes` properties are lost, so the mode is used only when no witness is
+/// asked for.
+struct Combined {
+    /// Per user property: some checked state decided it (an `always` false, a `sometimes`
+    /// true). Kept for `always` properties too, to know when all are violated.
+    decided: Vec<AtomicBool>,
+    /// `always` properties not yet violated.
+    always_left: AtomicUsize,
+    /// `sometimes` properties not yet reached.
+    sometimes_left: AtomicUsize,
+    /// [`FIRST`] has been discovered.
+    first_done: AtomicBool,
+    /// [`ALL_REACHED`] has been discovered.
+    all_reached_done: AtomicBool,
+}
+
+/// The key of the stand-in discovered at the first state checked.
+const FIRST: &str = "sometimes: first";
+/// The key of the stand-in discovered once every `sometimes` is reached.
+const ALL_REACHED: &str = "sometimes: all reached";
+
 impl<M: Model> Guarded<M> {
-    /// Wraps `inner`, or returns `None` when it has more properties than [`LIMIT`].
-    pub(crate) fn new(inner: M, control: Arc<Control>) -> Option<Self> {
+    /// Wraps `inner`, or returns `None` when it has more properties than [`LIMIT`]. With
+    /// `combine`, its `sometimes` properties are checked in combined mode (see [`Combined`]).
+    pub(crate) fn new(inner: M, control: Arc<Control>, combine: bool) -> Option<Self> {
         let properties: Vec<_> = (inner.properties().into_iter())
             .map(|p| (p.expectation, p.condition))
             .collect();
         if properties.len() > LIMIT {
             return None;
         }
+        let count = |kind: Expectation| properties.iter().filter(|(e, _)| *e == kind).count();
+        let sometimes = count(Expectation::Sometimes);
+        let combined = (combine && sometimes > 0).then(|| Combined {
+            decided: properties.iter().map(|_| AtomicBool::new(false)).collect(),
+            always_left: AtomicUsize::new(count(Expectation::Always)),
+            sometimes_left: AtomicUsize::new(sometimes),
+            first_done: AtomicBool::new(false),
+            all_reached_done: AtomicBool::new(false),
+        });
         Some(Guarded {
             inner,
             properties,
             control,
+            combined,
+        })
+    }
+
+    /// In combined mode, whether some checked state satisfied the user's `sometimes`
+    /// property `index`; `None` when stateright's discoveries say it.
+    pub(crate) fn reached(&self, index: usize) -> Option<bool> {
+        let combined = self.combined.as_ref()?;
+        let decided = combined.decided.get(index)?;
+        Some(decided.load(Ordering::SeqCst))
+    }
+
+    /// Marks user property `index` decided; counts it down the first time.
+    fn decide(combined: &Combined, index: usize, left: &AtomicUsize) {
+        if (combined.decided.get(index)).is_some_and(|d| !d.swap(true, Ordering::Relaxed)) {
+            left.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether this state violates every `always` property and satisfies every `sometimes`:
+    /// the one case in which the stand-ins must tell stateright to stop expanding its block.
+    /// Costs nothing until every `always` has been violated somewhere, which a correct model
+    /// never reaches.
+    fn decides_everything(&self, combined: &Combined, state: &M::State) -> bool {
+        if combined.always_left.load(Ordering::Relaxed) != 0 {
+            return false;
+        }
+        (self.properties.iter()).all(|(expectation, condition)| {
+            condition(&self.inner, state) == (*expectation == Expectation::Sometimes)
         })
     }
 }
@@ -118,7 +200,49 @@ impl<M: Model> Guarded<M> {
 fn condition<M: Model, const I: usize>(guarded: &Guarded<M>, state: &M::State) -> bool {
     // `Guarded::properties` only builds entry `I` when the user's property `I` exists, so the
     // `None` arm cannot be taken; "holds" is the answer that cannot invent a discovery.
-    (guarded.properties.get(I)).is_none_or(|(_, condition)| condition(&guarded.inner, state))
+    let Some((expectation, condition)) = guarded.properties.get(I) else {
+        return true;
+    };
+    let holds = condition(&guarded.inner, state);
+    if let Some(combined) = &guarded.combined {
+        if !holds && *expectation == Expectation::Always {
+            Guarded::<M>::decide(combined, I, &combined.always_left);
+        }
+    }
+    holds
+}
+
+/// The stand-in [`FIRST`] (a `sometimes`): evaluates every `sometimes` not yet reached on
+/// this state, then holds at the first state checked and wherever
+/// [`Guarded::decides_everything`].
+fn first<M: Model>(guarded: &Guarded<M>, state: &M::State) -> bool {
+    let Some(combined) = &guarded.combined else {
+        return false;
+    };
+    for (i, (expectation, condition)) in guarded.properties.iter().enumerate() {
+        if *expectation == Expectation::Sometimes
+            && (combined.decided.get(i)).is_some_and(|d| !d.load(Ordering::Relaxed))
+            && condition(&guarded.inner, state)
+        {
+            Guarded::<M>::decide(combined, i, &combined.sometimes_left);
+        }
+    }
+    (!combined.first_done.load(Ordering::Relaxed)
+        && !combined.first_done.swap(true, Ordering::Relaxed))
+        || guarded.decides_everything(combined, state)
+}
+
+/// The stand-in [`ALL_REACHED`] (an `always`): fails once, when every `sometimes` has been
+/// reached, and wherever [`Guarded::decides_everything`]. Registered after [`FIRST`], which
+/// evaluates the `sometimes` properties on the state first.
+fn all_reached<M: Model>(guarded: &Guarded<M>, state: &M::State) -> bool {
+    let Some(combined) = &guarded.combined else {
+        return true;
+    };
+    let announce = combined.sometimes_left.load(Ordering::Relaxed) == 0
+        && !combined.all_reached_done.load(Ordering::Relaxed)
+        && !combined.all_reached_done.swap(true, Ordering::Relaxed);
+    !(announce || guarded.decides_everything(combined, state))
 }
 
 type GuardedCondition<M> = fn(&Guarded<M>, &<M as Model>::State) -> bool;
@@ -209,7 +333,9 @@ impl<M: Model> Model for Guarded<M> {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        (self.properties.iter().enumerate())
+        let combined = self.combined.is_some();
+        let mut registered: Vec<Property<Self>> = (self.properties.iter().enumerate())
+            .filter(|(_, (expectation, _))| !combined || *expectation != Expectation::Sometimes)
             .filter_map(|(i, (expectation, _))| {
                 let name = key_at(i)?;
                 condition_at::<M>(i).map(|condition| Property {
@@ -218,7 +344,14 @@ impl<M: Model> Model for Guarded<M> {
                     condition,
                 })
             })
-            .collect()
+            .collect();
+        if combined {
+            // After the user's `always` properties, whose wrappers count this state's
+            // violations before the stand-ins ask whether it violates them all.
+            registered.push(Property::sometimes(FIRST, first::<M>));
+            registered.push(Property::always(ALL_REACHED, all_reached::<M>));
+        }
+        registered
     }
 
     fn within_boundary(&self, state: &M::State) -> bool {

@@ -7,6 +7,8 @@
 //! ```text
 //! cargo run --release -p resumable-model --example scale
 //! cargo run --release -p resumable-model --example scale -- twopc    # only matching cases
+//! cargo run --release -p resumable-model --example scale -- largest  # the 60 s search
+//! cargo run --release -p resumable-model --example scale -- largest a2 # only matching ones
 //! ```
 //!
 //! To measure another model, add a line to `cases()`: any model the checker driver accepts
@@ -46,6 +48,7 @@ struct Setting {
     threads: usize,
     search: Search,
     symmetry: bool,
+    max_states: usize,
 }
 
 fn case<M, F>(name: impl Into<String>, make: F) -> Case
@@ -62,7 +65,7 @@ where
                 threads: setting.threads,
                 search: setting.search,
                 timeout: Some(Duration::from_secs(BOUND_SECS)),
-                max_states: Some(BOUND_STATES),
+                max_states: Some(setting.max_states),
                 ..Options::default()
             };
             if setting.symmetry {
@@ -214,10 +217,111 @@ struct Best {
     world: f64,
 }
 
+/// Configurations beyond the main table, for the largest one checked exhaustively within
+/// `BOUND_SECS`: once each, depth-first with symmetry, under a larger state bound.
+fn largest(filter: &[String]) {
+    let default = Config::default();
+    let candidates = [
+        (
+            "default a2",
+            Config {
+                approvers: 2,
+                ..default
+            },
+        ),
+        (
+            "default c2",
+            Config {
+                crashes: 2,
+                ..default
+            },
+        ),
+        (
+            "default w3",
+            Config {
+                workers: 3,
+                ..default
+            },
+        ),
+        (
+            "default c2 a2",
+            Config {
+                crashes: 2,
+                approvers: 2,
+                ..default
+            },
+        ),
+        (
+            "default w3 a2",
+            Config {
+                workers: 3,
+                approvers: 2,
+                ..default
+            },
+        ),
+        (
+            "w2 c1 r2 a1",
+            Config {
+                runs: 2,
+                workers: 2,
+                crashes: 1,
+                approvers: 1,
+                self_approval: false,
+                losses: 0,
+                duplicates: 0,
+                ..default
+            },
+        ),
+    ];
+    println!("load average at start: {}\n", load_average());
+    println!("| configuration | search | threads | unique | generated | depth | time (s) | generated/s | verdict |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (name, config) in candidates {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let case = world_case(name, config);
+        for threads in [1, 2] {
+            let setting = Setting {
+                threads,
+                search: Search::Dfs,
+                symmetry: true,
+                max_states: LARGEST_STATES,
+            };
+            let report = (case.run)(setting);
+            let stats = &report.stats;
+            let verdict = match report.outcome {
+                Outcome::Pass => "pass",
+                Outcome::Fail => "fail",
+                Outcome::Incomplete => "incomplete",
+            };
+            println!(
+                "| {} | dfs+symmetry | {} | {} | {} | {} | {:.2} | {:.2}M | {} |",
+                case.name,
+                threads,
+                stats.unique,
+                stats.generated,
+                stats.max_depth,
+                stats.elapsed_secs,
+                stats.states_per_second / 1e6,
+                verdict
+            );
+        }
+    }
+    println!("\nload average at end: {}", load_average());
+}
+
+/// The state bound of the `largest` runs: about 2 GB of visited set and stack.
+const LARGEST_STATES: usize = 40_000_000;
+
 fn main() {
     let filter: Vec<String> = std::env::args().skip(1).collect();
     if cfg!(debug_assertions) {
         eprintln!("scale: a debug build; run with --release for meaningful figures");
+    }
+    if filter.first().is_some_and(|f| f == "largest") {
+        largest(filter.get(1..).unwrap_or_default());
+        return;
     }
     println!("load average at start: {}\n", load_average());
     println!(
@@ -240,6 +344,7 @@ fn main() {
                     threads,
                     search,
                     symmetry,
+                    max_states: BOUND_STATES,
                 };
                 let (report, runs) = median_of_3(&case, setting);
                 let stats = &report.stats;

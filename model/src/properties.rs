@@ -22,7 +22,7 @@
 //! | AUD-1 | when a write lands, and in every state: one record per revision | (none of the fourteen) | a run completes, every step audited |
 //! | ID-1 | when a resume is stepped: a foreign checkpoint is refused for its identity | identity-after-revision, no-identity-check | another tenant's checkpoint reaches a run |
 //! | SUS-1 | in every state: a suspension's expiry, start and party are sound | (none of the fourteen) | a run waits |
-//! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | (SUS-1's) |
+//! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | a run waiting for approval is offered a second suspend |
 //! | LIVE-1 | in every state: no suspension outlasts its bound | no-expiry | a suspension expires |
 //!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
@@ -111,6 +111,9 @@ pub mod names {
     pub const FOREIGN_OFFERED: &str = "ID-1 a checkpoint of another tenant reaches a run";
     /// SUS-1's partner.
     pub const WAITS: &str = "SUS-1 a run waits, suspended";
+    /// SUS-2's partner (programs with a gated call).
+    pub const SUSPEND_OFFERED: &str =
+        "SUS-2 a run waiting for approval is offered a second suspend";
     /// LIVE-1's partner.
     pub const EXPIRES: &str = "LIVE-1 a suspension expires";
 
@@ -303,6 +306,19 @@ pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
     if r.gated {
         v.push(P::<L>::sometimes(WAITS, |_, s| {
             any_run(s, |v| v.reason == Some(ReasonKind::PendingApproval))
+        }));
+        // The world's agent re-sends its suspend while its first approval is pending (as an
+        // agent whose reply was lost does): the states where SUS-2 can bite are reached.
+        v.push(P::<L>::sometimes(SUSPEND_OFFERED, |_, s| {
+            s.runs.iter().any(|slot| {
+                slot.run.view.reason == Some(ReasonKind::PendingApproval)
+                    && slot
+                        .checkpoints
+                        .iter()
+                        .filter(|c| c.reason == ReasonKind::PendingApproval)
+                        .count()
+                        == 1
+            })
         }));
     } else if r.unknown {
         v.push(P::<L>::sometimes(WAITS, |_, s| {

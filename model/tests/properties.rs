@@ -378,6 +378,18 @@ fn witness_a_run_waits_suspended() {
 }
 
 #[test]
+fn witness_a_run_waiting_for_approval_is_offered_a_second_suspend() {
+    assert_witness(
+        tiny(),
+        names::SUSPEND_OFFERED,
+        &[
+            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+        ],
+    );
+}
+
+#[test]
 fn witness_a_suspension_expires() {
     assert_witness(
         tiny(),

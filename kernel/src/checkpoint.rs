@@ -1,7 +1,7 @@
 //! Checkpoints: the verifiable snapshot a suspension hands to the outside world, its digest,
 //! its schema versions and the explicit migration from the older one (spec CKP-*).
 
-use crate::ids::{Digest, Name, Revision, Time, NAME_CAPACITY};
+use crate::ids::{Digest, Name, Revision, Time};
 use crate::run::{Identity, Reason, ReasonKind, Run};
 
 #[cfg(feature = "serde")]
@@ -155,9 +155,9 @@ impl Encoder {
         self.bytes(&v.to_be_bytes());
     }
     fn name(&mut self, n: &Name) {
+        // The length byte, then all NAME_CAPACITY bytes, zero-padded: a fixed width.
         let (len, bytes) = n.padded();
         self.u8(len);
-        let _: &[u8; NAME_CAPACITY] = bytes;
         self.bytes(bytes);
     }
     fn opt_name(&mut self, n: &Option<Name>) {

@@ -1,25 +1,28 @@
 //! How the checker scales: states, depth, time and throughput for growing configurations,
-//! breadth-first, depth-first, and depth-first with symmetry (the only search that applies
-//! it), on one and two threads. Prints a Markdown table.
+//! without and with symmetry, on one and two threads. Prints Markdown tables.
 //!
 //! Run it in release mode (the figures in BENCHMARKS.md come from here):
 //!
 //! ```text
 //! cargo run --release -p resumable-model --example scale
 //! cargo run --release -p resumable-model --example scale -- twopc    # only matching cases
-//! cargo run --release -p resumable-model --example scale -- largest  # the 60 s search
+//! cargo run --release -p resumable-model --example scale -- largest  # 1 vs 2 threads
 //! cargo run --release -p resumable-model --example scale -- largest a2 # only matching ones
 //! ```
 //!
 //! To measure another model, add a line to `cases()`: any model the checker driver accepts
-//! whose state has a symmetry representative. Every run is bounded by `BOUND_SECS` and
-//! `BOUND_STATES` (a memory guard); a run either bound cuts short says `incomplete` in the
+//! whose state has a symmetry representative. Every run is bounded by `BOUND_SECS`,
+//! `BOUND_STATES` and `BOUND_MEMORY`; a run a bound cuts short says `incomplete` in the
 //! verdict column, and its figures then cover only the part explored. Each figure is the run
 //! of median time of three (one, for a run over `ONCE_SECS`). A last table compares the best
 //! generated states per second of the world with that of two-phase commit, per search and
 //! thread count, over the runs of at least 0.1 s.
+//!
+//! `largest` checks the largest configurations, with symmetry, three times on one thread and
+//! three times on two, alternating so that both see the same load, and prints the median
+//! time of each and their ratio, with the load average before and after.
 
-use resumable_model::checker::{check, Options, Outcome, Report, Search, Summarize};
+use resumable_model::checker::{check, Options, Outcome, Report, Summarize};
 use resumable_model::config::Config;
 use resumable_model::twopc::TwoPhaseCommit;
 use resumable_model::world::World;
@@ -33,9 +36,11 @@ use std::time::Duration;
 /// exhaustively within a minute.
 const BOUND_SECS: u64 = 60;
 
-/// The state bound of every run, to keep a breadth-first queue of large world states within
-/// the memory of a small machine.
+/// The state bound of every run of the main table.
 const BOUND_STATES: usize = 5_000_000;
+
+/// The memory bound of every run: well within a small shared machine.
+const BOUND_MEMORY: u64 = 4 << 30;
 
 /// A configuration to measure: a name and a function that checks it under given options.
 struct Case {
@@ -46,7 +51,6 @@ struct Case {
 #[derive(Clone, Copy)]
 struct Setting {
     threads: usize,
-    search: Search,
     symmetry: bool,
     max_states: usize,
 }
@@ -63,9 +67,9 @@ where
         run: Box::new(move |setting: Setting| {
             let mut options = Options {
                 threads: setting.threads,
-                search: setting.search,
                 timeout: Some(Duration::from_secs(BOUND_SECS)),
                 max_states: Some(setting.max_states),
+                max_memory_bytes: Some(BOUND_MEMORY),
                 ..Options::default()
             };
             if setting.symmetry {
@@ -217,8 +221,6 @@ struct Best {
     world: f64,
 }
 
-/// Configurations beyond the main table, for the largest one checked exhaustively within
-/// `BOUND_SECS`: once each, depth-first with symmetry, under a larger state bound.
 fn largest(filter: &[String]) {
     let default = Config::default();
     let candidates = [
@@ -274,44 +276,68 @@ fn largest(filter: &[String]) {
         ),
     ];
     println!("load average at start: {}\n", load_average());
-    println!("| configuration | search | threads | unique | generated | depth | time (s) | generated/s | verdict |");
+    println!("| configuration | threads | run | unique | generated | depth | time (s) | generated/s | verdict |");
     println!("|---|---|---|---|---|---|---|---|---|");
+    let mut summary = Vec::new();
     for (name, config) in candidates {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
             continue;
         }
         let case = world_case(name, config);
-        for threads in [1, 2] {
-            let setting = Setting {
-                threads,
-                search: Search::Dfs,
-                symmetry: true,
-                max_states: LARGEST_STATES,
-            };
-            let report = (case.run)(setting);
-            let stats = &report.stats;
-            let verdict = match report.outcome {
-                Outcome::Pass => "pass",
-                Outcome::Fail => "fail",
-                Outcome::Incomplete => "incomplete",
-            };
-            println!(
-                "| {} | dfs+symmetry | {} | {} | {} | {} | {:.2} | {:.2}M | {} |",
-                case.name,
-                threads,
-                stats.unique,
-                stats.generated,
-                stats.max_depth,
-                stats.elapsed_secs,
-                stats.states_per_second / 1e6,
-                verdict
-            );
+        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        // One thread, then two, three times over: both see the same spells of load.
+        for run in 1..=3 {
+            for threads in [1, 2] {
+                let setting = Setting {
+                    threads,
+                    symmetry: true,
+                    max_states: LARGEST_STATES,
+                };
+                let report = (case.run)(setting);
+                let stats = &report.stats;
+                println!(
+                    "| {} | {} | {} | {} | {} | {} | {:.2} | {:.2}M | {} |",
+                    case.name,
+                    threads,
+                    run,
+                    stats.unique,
+                    stats.generated,
+                    stats.max_depth,
+                    stats.elapsed_secs,
+                    stats.states_per_second / 1e6,
+                    verdict(&report)
+                );
+                times[threads - 1].push(stats.elapsed_secs);
+            }
         }
+        let [one, two] = times.map(median);
+        summary.push((case.name, one, two));
     }
-    println!("\nload average at end: {}", load_average());
+    println!("\nload average at end: {}\n", load_average());
+    println!(
+        "| configuration | median time, 1 thread (s) | median time, 2 threads (s) | speed-up |"
+    );
+    println!("|---|---|---|---|");
+    for (name, one, two) in summary {
+        println!("| {name} | {one:.2} | {two:.2} | {:.2}x |", one / two);
+    }
 }
 
-/// The state bound of the `largest` runs: about 2 GB of visited set and stack.
+fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn verdict(report: &Report) -> &'static str {
+    match report.outcome {
+        Outcome::Pass => "pass",
+        Outcome::Fail => "fail",
+        Outcome::Incomplete => "incomplete",
+        Outcome::Unexercised => "unexercised",
+    }
+}
+
+/// The state bound of the `largest` runs (the memory bound applies too).
 const LARGEST_STATES: usize = 40_000_000;
 
 fn main() {
@@ -328,31 +354,21 @@ fn main() {
         "| configuration | search | threads | unique | generated | depth | time (s) | generated/s | runs | verdict |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    let searches = [
-        (Search::Bfs, false, "bfs"),
-        (Search::Dfs, false, "dfs"),
-        (Search::Dfs, true, "dfs+symmetry"),
-    ];
+    let searches = [(false, "bfs"), (true, "bfs+symmetry")];
     let mut best: Vec<Best> = Vec::new();
     for case in cases() {
         if !filter.is_empty() && !filter.iter().any(|f| case.name.contains(f.as_str())) {
             continue;
         }
-        for (search, symmetry, label) in searches {
+        for (symmetry, label) in searches {
             for threads in [1, 2] {
                 let setting = Setting {
                     threads,
-                    search,
                     symmetry,
                     max_states: BOUND_STATES,
                 };
                 let (report, runs) = median_of_3(&case, setting);
                 let stats = &report.stats;
-                let verdict = match report.outcome {
-                    Outcome::Pass => "pass",
-                    Outcome::Fail => "fail",
-                    Outcome::Incomplete => "incomplete",
-                };
                 println!(
                     "| {} | {} | {} | {} | {} | {} | {:.4} | {:.2}M | {} | {} |",
                     case.name,
@@ -364,7 +380,7 @@ fn main() {
                     stats.elapsed_secs,
                     stats.states_per_second / 1e6,
                     runs,
-                    verdict
+                    verdict(&report)
                 );
                 // Runs under 0.1 s measure thread start-up more than the model.
                 if stats.elapsed_secs < 0.1 {

@@ -1,0 +1,596 @@
+//! The search: breadth-first, one whole depth (level) at a time, on one or more threads.
+//!
+//! Why the driver has its own search rather than stateright's checkers: stateright's
+//! breadth-first checker gives each thread its own queue, so with two threads a state can be
+//! reached first along a longer path and its depth, the counts under a depth bound and the
+//! verdicts depend on timing; it cannot stop at the end of the depth of the first violation;
+//! it clones each state's whole path of action indices into its queue; and a model's
+//! properties are looked up by name in a shared map for every state. Here the states of one
+//! depth are all checked and expanded before any state of the next, so:
+//! - every state is checked at its shortest distance from an initial state, and the counts,
+//!   the depth reached and the verdicts are the same for every thread count and every run;
+//! - a depth bound means whole depths: every state within it is checked, none beyond;
+//! - stopping at the first violation means finishing its depth and no more, so every
+//!   property violated at that depth is found, and its shortest counterexample has that
+//!   length.
+//!
+//! Threads share the current depth's states in chunks claimed with one atomic counter, and a
+//! visited set split into many shards behind their own locks. Nothing else is written by
+//! more than one thread per chunk: counts are kept per thread and added once per chunk.
+
+use super::memory;
+use super::report::{Cut, Ended, Progress};
+use super::shortest::{fingerprint, Symmetry, Target};
+use stateright::Model;
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// States per chunk: the unit of work a thread claims, and of the next depth's list.
+const CHUNK: usize = 1024;
+/// How often, in states, a thread reads the clock.
+const CLOCK_EVERY: usize = 64;
+/// How often the memory held is read.
+const MEMORY_EVERY: Duration = Duration::from_millis(50);
+/// Shards of the visited set: many more than threads, so that two threads rarely want the
+/// same lock at once.
+const SHARDS: usize = 1024;
+/// "Not decided" in [`Shared::decided`].
+const NONE: usize = usize::MAX;
+
+const STOP_TIME: u8 = 1;
+const STOP_STATES: u8 = 2;
+const STOP_MEMORY: u8 = 4;
+const STOP_PANIC: u8 = 8;
+
+/// The bounds and settings of a search.
+pub(crate) struct Limits {
+    pub(crate) threads: usize,
+    pub(crate) depth: Option<usize>,
+    pub(crate) max_states: Option<usize>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) memory: memory::Bound,
+    pub(crate) max_memory_bytes: Option<u64>,
+    pub(crate) keep_going: bool,
+    pub(crate) started: Instant,
+    pub(crate) progress_every: Duration,
+}
+
+/// What a search found.
+pub(crate) struct Found {
+    /// Per target, the depth of the first state that decided it.
+    pub(crate) decided: Vec<Option<usize>>,
+    pub(crate) ended: Ended,
+    pub(crate) cut_by: Vec<Cut>,
+    pub(crate) generated: usize,
+    pub(crate) unique: usize,
+    pub(crate) checked: usize,
+    pub(crate) max_depth: usize,
+}
+
+/// A worker thread panicked inside the model.
+pub(crate) struct Panicked;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Check each state and generate its successors.
+    Expand,
+    /// The depth bound: check each state, and only look for a successor not yet visited.
+    Probe,
+}
+
+/// One depth's states, in chunks that threads claim in turn.
+struct Level<S> {
+    chunks: Vec<Mutex<Vec<S>>>,
+    claimed: AtomicUsize,
+    depth: usize,
+    mode: Mode,
+}
+
+/// Passes a fingerprint through: it is already a hash.
+#[derive(Default)]
+struct Identity(u64);
+
+impl Hasher for Identity {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Shard = Mutex<HashSet<u64, BuildHasherDefault<Identity>>>;
+
+/// The fingerprints of every state generated, in shards chosen by middle bits of the
+/// fingerprint (the set itself uses the low bits for its buckets and the top ones for tags).
+struct Visited {
+    shards: Vec<Shard>,
+}
+
+impl Visited {
+    fn new() -> Self {
+        Visited {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    fn shard(&self, fp: u64) -> MutexGuard<'_, HashSet<u64, BuildHasherDefault<Identity>>> {
+        let index = usize::try_from((fp >> 32) % SHARDS as u64).unwrap_or(0);
+        // Every shard exists; a poisoned one only means a thread panicked inside `insert`,
+        // which leaves the set consistent.
+        lock(&self.shards[index])
+    }
+
+    fn insert(&self, fp: u64) -> bool {
+        self.shard(fp).insert(fp)
+    }
+
+    fn contains(&self, fp: u64) -> bool {
+        self.shard(fp).contains(&fp)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Counts a thread keeps for one chunk and adds to the shared ones once.
+#[derive(Default)]
+struct Counts {
+    generated: usize,
+    unique: usize,
+    checked: usize,
+}
+
+/// What the threads share during a search.
+struct Shared<'a, M: Model> {
+    model: &'a M,
+    targets: &'a [Target<M>],
+    symmetry: Symmetry<M::State>,
+    keep_going: bool,
+    /// Per target, the depth at which a state first decided it, or [`NONE`].
+    decided: Vec<AtomicUsize>,
+    undecided: AtomicUsize,
+    visited: Visited,
+    /// `STOP_*` bits: a bound fired, every thread stops at once.
+    stop: AtomicU8,
+    /// Stop expanding: a violation (unless `keep_going`), or every target decided. The
+    /// current depth is still checked to its end.
+    halt: AtomicBool,
+    /// The model's boundary refused a state.
+    boundary: AtomicBool,
+    /// A state beyond the depth bound exists.
+    deeper: AtomicBool,
+    max_states: Option<usize>,
+    /// States claimed for expansion, against `max_states`.
+    claimed: AtomicUsize,
+    deadline: Option<Instant>,
+    generated: AtomicUsize,
+    unique: AtomicUsize,
+    checked: AtomicUsize,
+}
+
+impl<M: Model> Shared<'_, M>
+where
+    M::State: std::hash::Hash,
+{
+    fn fire(&self, bits: u8) {
+        self.stop.fetch_or(bits, Relaxed);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Relaxed) != 0
+    }
+
+    fn late(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Evaluates every undecided target on `state`, found at `depth`.
+    fn judge(&self, state: &M::State, depth: usize) {
+        for (target, slot) in self.targets.iter().zip(&self.decided) {
+            if slot.load(Relaxed) != NONE || (target.condition)(self.model, state) != target.hit {
+                continue;
+            }
+            if slot.fetch_min(depth, Relaxed) == NONE {
+                let left = self.undecided.fetch_sub(1, Relaxed).saturating_sub(1);
+                if left == 0 || (!target.hit && !self.keep_going) {
+                    self.halt.store(true, Relaxed);
+                }
+            }
+        }
+    }
+
+    /// The state as the search keeps it: its representative under symmetry.
+    fn canonical(&self, state: M::State) -> M::State {
+        match self.symmetry {
+            Some(representative) => representative(&state),
+            None => state,
+        }
+    }
+
+    /// Generates the successors of `state` and keeps the new ones. Without `may`, the state
+    /// bound is reached: a state with successors fires it instead.
+    fn expand(&self, state: &M::State, may: bool, out: &mut Output<'_, M>) {
+        let mut actions = std::mem::take(&mut out.actions);
+        self.model.actions(state, &mut actions);
+        if !actions.is_empty() && !may {
+            actions.clear();
+            self.fire(STOP_STATES);
+        }
+        for action in actions.drain(..) {
+            let Some(next) = self.model.next_state(state, action) else {
+                continue;
+            };
+            if !self.model.within_boundary(&next) {
+                self.boundary.store(true, Relaxed);
+                continue;
+            }
+            out.counts.generated += 1;
+            let next = self.canonical(next);
+            if self.visited.insert(fingerprint(&next, None)) {
+                out.counts.unique += 1;
+                out.keep(next);
+            }
+        }
+        out.actions = actions;
+    }
+
+    /// Looks for a successor of `state` not yet visited: a state past the depth bound.
+    fn probe(&self, state: &M::State, actions: &mut Vec<M::Action>) {
+        self.model.actions(state, actions);
+        for action in actions.drain(..) {
+            let Some(next) = self.model.next_state(state, action) else {
+                continue;
+            };
+            // A refused state is outside the model; one past the bound is not explored
+            // either way.
+            if self.model.within_boundary(&next)
+                && !self
+                    .visited
+                    .contains(fingerprint(&self.canonical(next), None))
+            {
+                self.deeper.store(true, Relaxed);
+                break;
+            }
+        }
+    }
+
+    /// Checks (and expands, or probes) one chunk of `level`.
+    fn chunk(&self, states: Vec<M::State>, level: &Level<M::State>, out: &mut Output<'_, M>) {
+        let allowed = match (self.max_states, level.mode) {
+            (Some(max), Mode::Expand) => {
+                let before = self.claimed.fetch_add(states.len(), Relaxed);
+                max.saturating_sub(before).min(states.len())
+            }
+            _ => states.len(),
+        };
+        for (k, state) in states.into_iter().enumerate() {
+            if k % CLOCK_EVERY == 0 && self.late() {
+                self.fire(STOP_TIME);
+            }
+            if self.stopped() {
+                break;
+            }
+            self.judge(&state, level.depth);
+            out.counts.checked += 1;
+            match level.mode {
+                Mode::Expand if !self.halt.load(Relaxed) => self.expand(&state, k < allowed, out),
+                Mode::Probe if !self.deeper.load(Relaxed) => self.probe(&state, &mut out.actions),
+                _ => {}
+            }
+        }
+        let counts = std::mem::take(&mut out.counts);
+        self.generated.fetch_add(counts.generated, Relaxed);
+        self.unique.fetch_add(counts.unique, Relaxed);
+        self.checked.fetch_add(counts.checked, Relaxed);
+    }
+
+    /// Claims chunks of `level` until none is left, calling `between` after each.
+    fn work(
+        &self,
+        level: &Level<M::State>,
+        next: &Mutex<Vec<Vec<M::State>>>,
+        between: &mut dyn FnMut(),
+    ) {
+        let mut out = Output {
+            next,
+            buffer: Vec::new(),
+            actions: Vec::new(),
+            counts: Counts::default(),
+        };
+        while !self.stopped() {
+            let index = level.claimed.fetch_add(1, Relaxed);
+            let Some(slot) = level.chunks.get(index) else {
+                break;
+            };
+            let states = std::mem::take(&mut *lock(slot));
+            self.chunk(states, level, &mut out);
+            between();
+        }
+        out.flush();
+    }
+}
+
+/// Where a thread puts the states it keeps for the next depth.
+struct Output<'a, M: Model> {
+    next: &'a Mutex<Vec<Vec<M::State>>>,
+    buffer: Vec<M::State>,
+    actions: Vec<M::Action>,
+    counts: Counts,
+}
+
+impl<M: Model> Output<'_, M> {
+    fn keep(&mut self, state: M::State) {
+        if self.buffer.capacity() == 0 {
+            self.buffer.reserve_exact(CHUNK);
+        }
+        self.buffer.push(state);
+        if self.buffer.len() >= CHUNK {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.buffer.is_empty() {
+            lock(self.next).push(std::mem::take(&mut self.buffer));
+        }
+    }
+}
+
+/// What the calling thread does between chunks: fire the time and memory bounds, report
+/// progress. Only it calls the caller's progress function, which need not be `Send`.
+struct Monitor<'p> {
+    progress: &'p mut dyn FnMut(&Progress),
+    every: Duration,
+    next_progress: Instant,
+    next_memory: Instant,
+    started: Instant,
+    memory: memory::Bound,
+    max_memory_bytes: Option<u64>,
+}
+
+impl Monitor<'_> {
+    fn tick<M: Model>(&mut self, shared: &Shared<'_, M>, depth: usize)
+    where
+        M::State: std::hash::Hash,
+    {
+        let now = Instant::now();
+        if shared.late() {
+            shared.fire(STOP_TIME);
+        }
+        if now >= self.next_memory {
+            self.next_memory = now + MEMORY_EVERY;
+            if self.memory.crossed() {
+                shared.fire(STOP_MEMORY);
+            }
+        }
+        if now >= self.next_progress {
+            self.next_progress = now + self.every;
+            (self.progress)(&Progress {
+                generated: shared.generated.load(Relaxed),
+                unique: shared.unique.load(Relaxed),
+                depth,
+                elapsed: now - self.started,
+                resident_bytes: memory::resident_bytes(),
+                max_memory_bytes: self.max_memory_bytes,
+            });
+        }
+    }
+}
+
+impl<M> Shared<'_, M>
+where
+    M: Model + Sync,
+    M::State: std::hash::Hash + Send + Sync,
+    M::Action: Send,
+{
+    /// Checks and expands one depth on `threads` threads (the calling one among them) and
+    /// returns the next depth's states.
+    fn level(
+        &self,
+        level: &Level<M::State>,
+        threads: usize,
+        monitor: &mut Monitor<'_>,
+    ) -> Result<Vec<Vec<M::State>>, Panicked> {
+        let next = Mutex::new(Vec::new());
+        let helpers = threads
+            .saturating_sub(1)
+            .min(level.chunks.len().saturating_sub(1));
+        let depth = level.depth;
+        let finished = AtomicUsize::new(0);
+        let panicked = std::thread::scope(|scope| {
+            let caller = std::thread::current();
+            let mut handles = Vec::new();
+            for n in 0..helpers {
+                let (next, finished, caller) = (&next, &finished, caller.clone());
+                let spawned = std::thread::Builder::new()
+                    .name(format!("checker-{n}"))
+                    .spawn_scoped(scope, move || {
+                        let ran = catch_unwind(AssertUnwindSafe(|| {
+                            self.work(level, next, &mut || {});
+                        }));
+                        if ran.is_err() {
+                            self.fire(STOP_PANIC);
+                        }
+                        finished.fetch_add(1, Relaxed);
+                        caller.unpark();
+                    });
+                // A thread the system refuses leaves its share to the others.
+                if let Ok(handle) = spawned {
+                    handles.push(handle);
+                }
+            }
+            let mine = catch_unwind(AssertUnwindSafe(|| {
+                self.work(level, &next, &mut || monitor.tick(self, depth));
+            }));
+            if mine.is_err() {
+                self.fire(STOP_PANIC);
+            }
+            while finished.load(Relaxed) < handles.len() {
+                monitor.tick(self, depth);
+                std::thread::park_timeout(Duration::from_millis(10));
+            }
+            handles.into_iter().any(|h| h.join().is_err()) || mine.is_err()
+        });
+        if panicked || self.stop.load(Relaxed) & STOP_PANIC != 0 {
+            return Err(Panicked);
+        }
+        Ok(next.into_inner().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+fn level_of<S>(chunks: Vec<Vec<S>>, depth: usize, bound: Option<usize>) -> Level<S> {
+    Level {
+        chunks: chunks.into_iter().map(Mutex::new).collect(),
+        claimed: AtomicUsize::new(0),
+        depth,
+        mode: if bound == Some(depth) {
+            Mode::Probe
+        } else {
+            Mode::Expand
+        },
+    }
+}
+
+/// Explores `model` breadth-first within `limits`, deciding each target.
+pub(crate) fn search<M>(
+    model: &M,
+    targets: &[Target<M>],
+    symmetry: Symmetry<M::State>,
+    limits: &Limits,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Found, Panicked>
+where
+    M: Model + Sync,
+    M::State: std::hash::Hash + Send + Sync,
+    M::Action: Send,
+{
+    let shared = Shared {
+        model,
+        targets,
+        symmetry,
+        keep_going: limits.keep_going,
+        decided: targets.iter().map(|_| AtomicUsize::new(NONE)).collect(),
+        undecided: AtomicUsize::new(targets.len()),
+        visited: Visited::new(),
+        stop: AtomicU8::new(0),
+        halt: AtomicBool::new(false),
+        boundary: AtomicBool::new(false),
+        deeper: AtomicBool::new(false),
+        max_states: limits.max_states,
+        claimed: AtomicUsize::new(0),
+        deadline: limits.deadline,
+        generated: AtomicUsize::new(0),
+        unique: AtomicUsize::new(0),
+        checked: AtomicUsize::new(0),
+    };
+    let mut monitor = Monitor {
+        progress,
+        every: limits.progress_every,
+        next_progress: limits.started + limits.progress_every,
+        next_memory: Instant::now(),
+        started: limits.started,
+        memory: limits.memory,
+        max_memory_bytes: limits.max_memory_bytes,
+    };
+    let mut first = Vec::new();
+    for state in model.init_states() {
+        if !model.within_boundary(&state) {
+            shared.boundary.store(true, Relaxed);
+            continue;
+        }
+        shared.generated.fetch_add(1, Relaxed);
+        let state = shared.canonical(state);
+        if shared.visited.insert(fingerprint(&state, None)) {
+            shared.unique.fetch_add(1, Relaxed);
+            first.push(state);
+        }
+    }
+    let mut chunks = Vec::new();
+    while first.len() > CHUNK {
+        let rest = first.split_off(CHUNK);
+        chunks.push(std::mem::replace(&mut first, rest));
+    }
+    chunks.push(first);
+    let mut level = level_of(chunks, 0, limits.depth);
+    let mut max_depth = 0;
+    let ended = loop {
+        monitor.tick(&shared, level.depth);
+        // The figures of a depth cut short by a stop are those at its start, so that they
+        // do not depend on how far each thread got.
+        let before = (shared.generated.load(Relaxed), shared.unique.load(Relaxed));
+        let next = shared.level(&level, limits.threads.max(1), &mut monitor)?;
+        if shared.checked.load(Relaxed) > 0 {
+            max_depth = level.depth;
+        }
+        if shared.stopped() {
+            break Ended::Cut;
+        }
+        if shared.halt.load(Relaxed) {
+            shared.generated.store(before.0, Relaxed);
+            shared.unique.store(before.1, Relaxed);
+            break match shared.undecided.load(Relaxed) {
+                0 => Ended::Decided,
+                _ => Ended::Stopped,
+            };
+        }
+        if level.mode == Mode::Probe || next.is_empty() {
+            break Ended::Exhausted;
+        }
+        level = level_of(next, level.depth + 1, limits.depth);
+    };
+    drop(level);
+    Ok(finish(shared, ended, max_depth))
+}
+
+/// The figures and verdict inputs once the threads are done.
+fn finish<M: Model>(shared: Shared<'_, M>, ended: Ended, max_depth: usize) -> Found {
+    let stop = shared.stop.load(Relaxed);
+    let mut cut_by = Vec::new();
+    if shared.deeper.load(Relaxed) {
+        cut_by.push(Cut::Depth);
+    }
+    for (bit, cut) in [
+        (STOP_STATES, Cut::States),
+        (STOP_TIME, Cut::Time),
+        (STOP_MEMORY, Cut::Memory),
+    ] {
+        if stop & bit != 0 {
+            cut_by.push(cut);
+        }
+    }
+    if shared.boundary.load(Relaxed) {
+        cut_by.push(Cut::Boundary);
+    }
+    // A stop or a decision ends the search with final verdicts only for what was decided;
+    // an exhausted search is cut by whatever refused or withheld states.
+    let ended = match ended {
+        Ended::Exhausted if !cut_by.is_empty() => Ended::Cut,
+        other => other,
+    };
+    Found {
+        decided: (shared.decided.iter())
+            .map(|d| Some(d.load(Relaxed)).filter(|&d| d != NONE))
+            .collect(),
+        ended,
+        cut_by,
+        generated: shared.generated.load(Relaxed),
+        unique: shared.unique.load(Relaxed),
+        checked: shared.checked.load(Relaxed),
+        max_depth,
+    }
+}

@@ -240,45 +240,7 @@ impl ModelArgs {
                 "the default configuration, with the flags given applied on top".to_owned(),
             ),
         };
-        let set = |field: &mut u8, value: Option<u8>| {
-            if let Some(value) = value {
-                *field = value;
-            }
-        };
-        set(&mut config.runs, self.runs);
-        set(&mut config.workers, self.workers);
-        set(&mut config.crashes, self.crashes);
-        set(&mut config.approvers, self.approvers);
-        set(&mut config.losses, self.losses);
-        set(&mut config.duplicates, self.duplicates);
-        set(&mut config.max_attempts, self.max_attempts);
-        set(&mut config.max_time, self.max_time);
-        if let Some(dedupes) = self.dedupes {
-            config.dedupes = dedupes;
-        }
-        set(&mut config.cancels, self.cancels);
-        set(&mut config.suspend_for, self.suspend_for);
-        set(&mut config.approval_ttl, self.approval_ttl);
-        set(&mut config.reconcile_window, self.reconcile_window);
-        set(&mut config.max_revision, self.max_revision);
-        let switch = |field: &mut bool, value: Option<bool>| {
-            if let Some(value) = value {
-                *field = value;
-            }
-        };
-        switch(&mut config.query_fences, self.query_fences);
-        switch(&mut config.self_approval, self.self_approval);
-        switch(&mut config.edited_approvals, self.edited_approvals);
-        switch(&mut config.cross_tenant, self.cross_tenant);
-        switch(&mut config.query_unknown, self.query_unknown);
-        switch(&mut config.operator, self.operator);
-        if let Some(program) = self.program {
-            config.program = match program {
-                ProgramArg::Approval => Program::Approval,
-                ProgramArg::Direct => Program::Direct,
-                ProgramArg::SideEffectFirst => Program::SideEffectFirst,
-            };
-        }
+        self.apply(&mut config);
         config.depth_bound = depth;
         config.validate().map_err(|e| e.to_string())?;
         let name = match lifecycle {
@@ -292,6 +254,49 @@ impl ModelArgs {
             name,
             origin,
         })
+    }
+}
+
+impl ModelArgs {
+    /// Applies the flags given to `config`; a flag left out leaves its field as it is.
+    fn apply(&self, config: &mut Config) {
+        let set = |field: &mut u8, value: Option<u8>| {
+            if let Some(value) = value {
+                *field = value;
+            }
+        };
+        set(&mut config.runs, self.runs);
+        set(&mut config.workers, self.workers);
+        set(&mut config.crashes, self.crashes);
+        set(&mut config.approvers, self.approvers);
+        set(&mut config.losses, self.losses);
+        set(&mut config.duplicates, self.duplicates);
+        set(&mut config.max_attempts, self.max_attempts);
+        set(&mut config.max_time, self.max_time);
+        set(&mut config.cancels, self.cancels);
+        set(&mut config.suspend_for, self.suspend_for);
+        set(&mut config.approval_ttl, self.approval_ttl);
+        set(&mut config.reconcile_window, self.reconcile_window);
+        set(&mut config.max_revision, self.max_revision);
+        let switch = |field: &mut bool, value: Option<bool>| {
+            if let Some(value) = value {
+                *field = value;
+            }
+        };
+        switch(&mut config.dedupes, self.dedupes);
+        switch(&mut config.query_fences, self.query_fences);
+        switch(&mut config.self_approval, self.self_approval);
+        switch(&mut config.edited_approvals, self.edited_approvals);
+        switch(&mut config.cross_tenant, self.cross_tenant);
+        switch(&mut config.query_unknown, self.query_unknown);
+        switch(&mut config.operator, self.operator);
+        if let Some(program) = self.program {
+            config.program = match program {
+                ProgramArg::Approval => Program::Approval,
+                ProgramArg::Direct => Program::Direct,
+                ProgramArg::SideEffectFirst => Program::SideEffectFirst,
+            };
+        }
     }
 }
 

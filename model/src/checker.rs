@@ -33,6 +33,7 @@
 //! representative; counts are of representatives, the same for every thread count when the
 //! representative is canonical (equal for every permutation of a state).
 
+mod crew;
 mod explore;
 pub mod itf;
 mod judge;
@@ -42,6 +43,7 @@ mod render;
 mod report;
 mod search;
 mod shortest;
+mod visited;
 pub mod world;
 
 pub use explore::explore;
@@ -241,34 +243,8 @@ where
         .map(|t| if t.hit { Kind::Sometimes } else { Kind::Always })
         .collect();
     let judged = judge::judge(&names, &kinds, &found);
-    // The properties whose paths are printed: every counterexample, and the witnesses when
-    // asked for. Their depths bound the search that rebuilds them.
-    let wanted: Vec<usize> = (0..properties.len())
-        .filter(|&i| found.decided[i].is_some() && (kinds[i] == Kind::Always || options.witnesses))
-        .collect();
-    let max_steps = (wanted.iter())
-        .filter_map(|&i| found.decided[i])
-        .max()
-        .unwrap_or(0);
-    let chosen: Vec<Target<M>> = (wanted.iter())
-        .map(|&i| Target {
-            condition: targets[i].condition,
-            hit: targets[i].hit,
-        })
-        .collect();
-    let paths = shortest::shortest_paths(
-        &model,
-        &chosen,
-        max_steps,
-        options.symmetry,
-        deadline,
-        bound.relaxed(),
-    );
-    let mut traces: Vec<Option<Trace>> = properties.iter().map(|_| None).collect();
-    for (&i, path) in wanted.iter().zip(paths) {
-        traces[i] = path.and_then(|path| trace_for(&model, &path, names[i], kinds[i], options.itf));
-    }
-
+    let bounds = (deadline, bound);
+    let traces = traces(&model, &targets, &names, &found.decided, options, bounds);
     let reports: Vec<PropertyReport> = (judged.into_iter().zip(traces).enumerate())
         .map(|(i, ((verdict, partners), trace))| {
             let (counterexample, witness) = match kinds[i] {
@@ -286,7 +262,55 @@ where
             }
         })
         .collect();
-    Ok(report::<M>(reports, &found, options, started))
+    let mut report = report::<M>(reports, &found, options, started);
+    report.options.max_address_space_mib = bound.reserved_bytes().map(mib);
+    Ok(report)
+}
+
+/// Per property, its trace: a shortest counterexample for each `always` decided, and a
+/// shortest witness for each `sometimes` decided when witnesses are asked for. Their depths,
+/// known from the search, bound the search that rebuilds them.
+fn traces<M>(
+    model: &M,
+    targets: &[Target<M>],
+    names: &[&str],
+    decided: &[Option<usize>],
+    options: &Options<M::State>,
+    (deadline, bound): (Option<Instant>, memory::Bound),
+) -> Vec<Option<Trace>>
+where
+    M: Summarize,
+    M::State: Clone + Hash,
+    M::Action: Clone + Debug,
+{
+    let wanted: Vec<usize> = (0..targets.len())
+        .filter(|&i| decided[i].is_some() && (!targets[i].hit || options.witnesses))
+        .collect();
+    let max_steps = wanted.iter().filter_map(|&i| decided[i]).max().unwrap_or(0);
+    let chosen: Vec<Target<M>> = (wanted.iter())
+        .map(|&i| Target {
+            condition: targets[i].condition,
+            hit: targets[i].hit,
+        })
+        .collect();
+    let paths = shortest::shortest_paths(
+        model,
+        &chosen,
+        max_steps,
+        options.symmetry,
+        deadline,
+        bound.relaxed(),
+    );
+    let mut traces: Vec<Option<Trace>> = targets.iter().map(|_| None).collect();
+    for (&i, path) in wanted.iter().zip(paths) {
+        let kind = if targets[i].hit {
+            Kind::Sometimes
+        } else {
+            Kind::Always
+        };
+        traces[i] = path.and_then(|path| trace_for(model, &path, names[i], kind, options.itf));
+    }
+    traces
 }
 
 /// Refuses what the driver cannot judge honestly.
@@ -325,7 +349,6 @@ fn report<M: Model>(
 ) -> Report {
     let elapsed = started.elapsed().as_secs_f64();
     let outcome = Outcome::of(properties.iter().map(|p| p.verdict));
-    let mib = |bytes: u64| bytes as f64 / f64::from(1u32 << 20);
     Report {
         schema: SCHEMA.to_owned(),
         model: short_type_name::<M>(),
@@ -338,6 +361,7 @@ fn report<M: Model>(
             max_states: options.max_states,
             timeout_secs: options.timeout.map(|t| t.as_secs_f64()),
             max_memory_mib: options.max_memory_bytes.map(mib),
+            max_address_space_mib: None,
         },
         properties,
         exploration: Exploration {
@@ -401,6 +425,10 @@ where
         trace,
         itf,
     })
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1u32 << 20)
 }
 
 fn short_type_name<T>() -> String {

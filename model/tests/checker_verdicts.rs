@@ -34,6 +34,7 @@ struct Extended {
     silent: bool,
     paired: bool,
     vacuous: bool,
+    panics: bool,
 }
 
 impl Extended {
@@ -45,6 +46,7 @@ impl Extended {
             silent: false,
             paired: false,
             vacuous: true,
+            panics: false,
         }
     }
 }
@@ -75,7 +77,11 @@ impl Model for Extended {
     }
 
     fn next_state(&self, last: &TpcState, action: TpcAction) -> Option<TpcState> {
-        self.inner.next_state(last, action)
+        let next = self.inner.next_state(last, action)?;
+        if self.panics && next.tm == TmPhase::Committed {
+            panic!("a deliberate panic in the model");
+        }
+        Some(next)
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
@@ -222,6 +228,26 @@ fn a_model_without_properties_is_refused() {
     };
     let refused = check(model, &Options::default());
     assert_eq!(refused.err(), Some(CheckError::NoProperties));
+}
+
+#[test]
+fn a_model_that_panics_is_an_error_on_any_thread_count() {
+    for threads in [1, 2, 3] {
+        let model = Extended {
+            panics: true,
+            ..Extended::new(4)
+        };
+        let options = Options {
+            threads,
+            ..Options::default()
+        };
+        let refused = check(model, &options);
+        assert_eq!(
+            refused.err(),
+            Some(CheckError::ModelPanicked),
+            "threads={threads}"
+        );
+    }
 }
 
 #[test]

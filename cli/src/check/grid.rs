@@ -176,3 +176,85 @@ pub fn merge_files(files: &[String], json: bool) -> ExitCode {
     };
     output::finish(&text, merged.exit_code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `check`'s arguments, as the command line parses them.
+    #[derive(Parser)]
+    struct Check {
+        #[command(flatten)]
+        args: super::super::Args,
+    }
+
+    fn parse(args: &[String]) -> super::super::Args {
+        let argv = std::iter::once("check".to_owned()).chain(args.iter().cloned());
+        match Check::try_parse_from(argv) {
+            Ok(check) => check.args,
+            Err(e) => panic!("{args:?}: {e}"),
+        }
+    }
+
+    #[test]
+    fn each_cell_s_flags_give_back_its_configuration() {
+        let configurations = configurations();
+        let cells = cells();
+        assert_eq!(cells.len(), 2 * configurations.len());
+        for ((name, args), (_, config)) in cells.iter().zip(configurations.iter().cycle()) {
+            let parsed = parse(args);
+            let setup = match parsed.model.setup(None) {
+                Ok(setup) => setup,
+                Err(e) => panic!("{name}: {e}"),
+            };
+            assert_eq!(setup.config, *config, "{name}: {args:?}");
+        }
+    }
+
+    #[test]
+    fn a_configuration_differing_in_every_field_is_spelled_out_in_full() {
+        let d = Config::default();
+        let every = Config {
+            runs: 2,
+            workers: 3,
+            crashes: 2,
+            approvers: 2,
+            self_approval: true,
+            edited_approvals: true,
+            cross_tenant: true,
+            dedupes: false,
+            query_fences: true,
+            query_unknown: false,
+            operator: true,
+            max_attempts: 3,
+            losses: 2,
+            duplicates: 2,
+            cancels: 1,
+            program: resumable_model::config::Program::SideEffectFirst,
+            suspend_for: d.suspend_for + 1,
+            approval_ttl: d.approval_ttl + 1,
+            reconcile_window: d.reconcile_window + 1,
+            max_time: d.max_time + 1,
+            max_revision: d.max_revision + 1,
+            depth_bound: None,
+        };
+        let parsed = parse(&flags(&every));
+        assert_eq!(parsed.model.setup(None).map(|s| s.config).ok(), Some(every));
+    }
+
+    #[test]
+    fn the_grid_holds_the_default_the_larger_worlds_and_each_exposing_one() {
+        let names: Vec<String> = configurations().into_iter().map(|(n, _)| n).collect();
+        for name in ["default", "two-runs", "self-approval", "cancel-operator"] {
+            assert!(names.iter().any(|n| n == name), "{name}: {names:?}");
+        }
+        for variant in Variant::ALL {
+            let config = Config::exposing(variant);
+            assert!(
+                configurations().iter().any(|(_, c)| *c == config),
+                "{variant}"
+            );
+        }
+    }
+}

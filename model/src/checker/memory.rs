@@ -114,6 +114,11 @@ impl Bound {
         }
     }
 
+    /// The bound on the address space, where an address-space limit is set.
+    pub(crate) fn reserved_bytes(&self) -> Option<u64> {
+        self.reserved
+    }
+
     /// Whether the process holds more than the bound allows now. `false` where memory
     /// cannot be measured.
     pub(crate) fn crossed(&self) -> bool {

@@ -39,10 +39,19 @@ fn cut_words(report: &Report, cut: Cut) -> String {
             Some(secs) => format!("the time bound ({secs} s)"),
             None => "the time bound".to_owned(),
         },
-        Cut::Memory => match options.max_memory_mib {
-            Some(mib) => format!("the memory bound ({mib:.0} MiB)"),
-            None => "the memory bound".to_owned(),
-        },
+        Cut::Memory => {
+            let mut bounds = Vec::new();
+            if let Some(mib) = options.max_memory_mib {
+                bounds.push(format!("{mib:.0} MiB resident"));
+            }
+            if let Some(mib) = options.max_address_space_mib {
+                bounds.push(format!("{mib:.0} MiB of address space, under ulimit -v"));
+            }
+            match bounds.is_empty() {
+                true => "the memory bound".to_owned(),
+                false => format!("the memory bound ({})", bounds.join(" or ")),
+            }
+        }
         Cut::Boundary => "the model's boundary".to_owned(),
     }
 }

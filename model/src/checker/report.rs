@@ -170,6 +170,9 @@ pub struct RunOptions {
     pub timeout_secs: Option<f64>,
     /// The memory bound on the resident set, in MiB.
     pub max_memory_mib: Option<f64>,
+    /// Where the process runs under an address-space limit (`ulimit -v`): nine tenths of it,
+    /// in MiB, the bound on the address space the process reserves.
+    pub max_address_space_mib: Option<f64>,
 }
 
 /// The overall result, and the process exit status it maps to.

@@ -18,26 +18,23 @@
 //! visited set split into many shards behind their own locks. Nothing else is written by
 //! more than one thread per chunk: counts are kept per thread and added once per chunk.
 
+use super::crew::Crew;
 use super::memory;
 use super::report::{Cut, Ended, Progress};
 use super::shortest::{fingerprint, Symmetry, Target};
+use super::visited::Visited;
 use stateright::Model;
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// States per chunk: the unit of work a thread claims, and of the next depth's list.
-const CHUNK: usize = 1024;
+const CHUNK: usize = 256;
 /// How often, in states, a thread reads the clock.
 const CLOCK_EVERY: usize = 64;
 /// How often the memory held is read.
 const MEMORY_EVERY: Duration = Duration::from_millis(50);
-/// Shards of the visited set: many more than threads, so that two threads rarely want the
-/// same lock at once.
-const SHARDS: usize = 1024;
 /// "Not decided" in [`Shared::decided`].
 const NONE: usize = usize::MAX;
 
@@ -82,66 +79,17 @@ enum Mode {
     Probe,
 }
 
-/// One depth's states, in chunks that threads claim in turn.
-struct Level<S> {
+/// One depth's states, in chunks that threads claim in turn, and the next depth's states
+/// as the threads keep them.
+pub(crate) struct Level<S> {
     chunks: Vec<Mutex<Vec<S>>>,
     claimed: AtomicUsize,
     depth: usize,
     mode: Mode,
+    next: Mutex<Vec<Vec<S>>>,
 }
 
-/// Passes a fingerprint through: it is already a hash.
-#[derive(Default)]
-struct Identity(u64);
-
-impl Hasher for Identity {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type Shard = Mutex<HashSet<u64, BuildHasherDefault<Identity>>>;
-
-/// The fingerprints of every state generated, in shards chosen by middle bits of the
-/// fingerprint (the set itself uses the low bits for its buckets and the top ones for tags).
-struct Visited {
-    shards: Vec<Shard>,
-}
-
-impl Visited {
-    fn new() -> Self {
-        Visited {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-        }
-    }
-
-    fn shard(&self, fp: u64) -> MutexGuard<'_, HashSet<u64, BuildHasherDefault<Identity>>> {
-        let index = usize::try_from((fp >> 32) % SHARDS as u64).unwrap_or(0);
-        // Every shard exists; a poisoned one only means a thread panicked inside `insert`,
-        // which leaves the set consistent.
-        lock(&self.shards[index])
-    }
-
-    fn insert(&self, fp: u64) -> bool {
-        self.shard(fp).insert(fp)
-    }
-
-    fn contains(&self, fp: u64) -> bool {
-        self.shard(fp).contains(&fp)
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -155,16 +103,11 @@ struct Counts {
     checked: usize,
 }
 
-/// What the threads share during a search.
-struct Shared<'a, M: Model> {
-    model: &'a M,
-    targets: &'a [Target<M>],
-    symmetry: Symmetry<M::State>,
-    keep_going: bool,
-    /// Per target, the depth at which a state first decided it, or [`NONE`].
-    decided: Vec<AtomicUsize>,
-    undecided: AtomicUsize,
-    visited: Visited,
+/// Flags every thread reads at every state and that are written at most a few times: on a
+/// cache line of their own, so that the counters written at every chunk do not evict them.
+#[repr(align(128))]
+#[derive(Default)]
+struct Flags {
     /// `STOP_*` bits: a bound fired, every thread stops at once.
     stop: AtomicU8,
     /// Stop expanding: a violation (unless `keep_going`), or every target decided. The
@@ -174,13 +117,33 @@ struct Shared<'a, M: Model> {
     boundary: AtomicBool,
     /// A state beyond the depth bound exists.
     deeper: AtomicBool,
-    max_states: Option<usize>,
+}
+
+/// Counters each thread adds to once per chunk, on a cache line of their own.
+#[repr(align(128))]
+#[derive(Default)]
+struct Totals {
     /// States claimed for expansion, against `max_states`.
     claimed: AtomicUsize,
-    deadline: Option<Instant>,
     generated: AtomicUsize,
     unique: AtomicUsize,
     checked: AtomicUsize,
+}
+
+/// What the threads share during a search.
+struct Shared<'a, M: Model> {
+    model: &'a M,
+    targets: &'a [Target<M>],
+    symmetry: Symmetry<M::State>,
+    keep_going: bool,
+    max_states: Option<usize>,
+    deadline: Option<Instant>,
+    /// Per target, the depth at which a state first decided it, or [`NONE`].
+    decided: Vec<AtomicUsize>,
+    undecided: AtomicUsize,
+    flags: Flags,
+    totals: Totals,
+    visited: Visited,
 }
 
 impl<M: Model> Shared<'_, M>
@@ -188,11 +151,11 @@ where
     M::State: std::hash::Hash,
 {
     fn fire(&self, bits: u8) {
-        self.stop.fetch_or(bits, Relaxed);
+        self.flags.stop.fetch_or(bits, Relaxed);
     }
 
     fn stopped(&self) -> bool {
-        self.stop.load(Relaxed) != 0
+        self.flags.stop.load(Relaxed) != 0
     }
 
     fn late(&self) -> bool {
@@ -208,7 +171,7 @@ where
             if slot.fetch_min(depth, Relaxed) == NONE {
                 let left = self.undecided.fetch_sub(1, Relaxed).saturating_sub(1);
                 if left == 0 || (!target.hit && !self.keep_going) {
-                    self.halt.store(true, Relaxed);
+                    self.flags.halt.store(true, Relaxed);
                 }
             }
         }
@@ -236,7 +199,7 @@ where
                 continue;
             };
             if !self.model.within_boundary(&next) {
-                self.boundary.store(true, Relaxed);
+                self.flags.boundary.store(true, Relaxed);
                 continue;
             }
             out.counts.generated += 1;
@@ -263,7 +226,7 @@ where
                     .visited
                     .contains(fingerprint(&self.canonical(next), None))
             {
-                self.deeper.store(true, Relaxed);
+                self.flags.deeper.store(true, Relaxed);
                 break;
             }
         }
@@ -273,7 +236,7 @@ where
     fn chunk(&self, states: Vec<M::State>, level: &Level<M::State>, out: &mut Output<'_, M>) {
         let allowed = match (self.max_states, level.mode) {
             (Some(max), Mode::Expand) => {
-                let before = self.claimed.fetch_add(states.len(), Relaxed);
+                let before = self.totals.claimed.fetch_add(states.len(), Relaxed);
                 max.saturating_sub(before).min(states.len())
             }
             _ => states.len(),
@@ -288,15 +251,19 @@ where
             self.judge(&state, level.depth);
             out.counts.checked += 1;
             match level.mode {
-                Mode::Expand if !self.halt.load(Relaxed) => self.expand(&state, k < allowed, out),
-                Mode::Probe if !self.deeper.load(Relaxed) => self.probe(&state, &mut out.actions),
+                Mode::Expand if !self.flags.halt.load(Relaxed) => {
+                    self.expand(&state, k < allowed, out)
+                }
+                Mode::Probe if !self.flags.deeper.load(Relaxed) => {
+                    self.probe(&state, &mut out.actions)
+                }
                 _ => {}
             }
         }
         let counts = std::mem::take(&mut out.counts);
-        self.generated.fetch_add(counts.generated, Relaxed);
-        self.unique.fetch_add(counts.unique, Relaxed);
-        self.checked.fetch_add(counts.checked, Relaxed);
+        self.totals.generated.fetch_add(counts.generated, Relaxed);
+        self.totals.unique.fetch_add(counts.unique, Relaxed);
+        self.totals.checked.fetch_add(counts.checked, Relaxed);
     }
 
     /// Claims chunks of `level` until none is left, calling `between` after each.
@@ -381,8 +348,8 @@ impl Monitor<'_> {
         if now >= self.next_progress {
             self.next_progress = now + self.every;
             (self.progress)(&Progress {
-                generated: shared.generated.load(Relaxed),
-                unique: shared.unique.load(Relaxed),
+                generated: shared.totals.generated.load(Relaxed),
+                unique: shared.totals.unique.load(Relaxed),
                 depth,
                 elapsed: now - self.started,
                 resident_bytes: memory::resident_bytes(),
@@ -398,64 +365,45 @@ where
     M::State: std::hash::Hash + Send + Sync,
     M::Action: Send,
 {
-    /// Checks and expands one depth on `threads` threads (the calling one among them) and
+    /// A helper thread's part in one depth.
+    fn help(&self, level: &Level<M::State>) {
+        if catch_unwind(AssertUnwindSafe(|| {
+            self.work(level, &level.next, &mut || {})
+        }))
+        .is_err()
+        {
+            self.fire(STOP_PANIC);
+        }
+    }
+
+    /// Checks and expands one depth with the crew (the calling thread among them), then
     /// returns the next depth's states.
     fn level(
         &self,
-        level: &Level<M::State>,
-        threads: usize,
+        level: Arc<Level<M::State>>,
+        crew: &Crew<M::State>,
         monitor: &mut Monitor<'_>,
     ) -> Result<Vec<Vec<M::State>>, Panicked> {
-        let next = Mutex::new(Vec::new());
-        let helpers = threads
-            .saturating_sub(1)
-            .min(level.chunks.len().saturating_sub(1));
         let depth = level.depth;
-        let finished = AtomicUsize::new(0);
-        let panicked = std::thread::scope(|scope| {
-            let caller = std::thread::current();
-            let mut handles = Vec::new();
-            for n in 0..helpers {
-                let (next, finished, caller) = (&next, &finished, caller.clone());
-                let spawned = std::thread::Builder::new()
-                    .name(format!("checker-{n}"))
-                    .spawn_scoped(scope, move || {
-                        let ran = catch_unwind(AssertUnwindSafe(|| {
-                            self.work(level, next, &mut || {});
-                        }));
-                        if ran.is_err() {
-                            self.fire(STOP_PANIC);
-                        }
-                        finished.fetch_add(1, Relaxed);
-                        caller.unpark();
-                    });
-                // A thread the system refuses leaves its share to the others.
-                if let Ok(handle) = spawned {
-                    handles.push(handle);
-                }
-            }
-            let mine = catch_unwind(AssertUnwindSafe(|| {
-                self.work(level, &next, &mut || monitor.tick(self, depth));
-            }));
-            if mine.is_err() {
-                self.fire(STOP_PANIC);
-            }
-            while finished.load(Relaxed) < handles.len() {
-                monitor.tick(self, depth);
-                std::thread::park_timeout(Duration::from_millis(10));
-            }
-            handles.into_iter().any(|h| h.join().is_err()) || mine.is_err()
-        });
-        if panicked || self.stop.load(Relaxed) & STOP_PANIC != 0 {
+        crew.start(Arc::clone(&level));
+        let mine = catch_unwind(AssertUnwindSafe(|| {
+            self.work(&level, &level.next, &mut || monitor.tick(self, depth));
+        }));
+        if mine.is_err() {
+            self.fire(STOP_PANIC);
+        }
+        crew.wait(&mut || monitor.tick(self, depth));
+        if self.flags.stop.load(Relaxed) & STOP_PANIC != 0 {
             return Err(Panicked);
         }
-        Ok(next.into_inner().unwrap_or_else(|p| p.into_inner()))
+        Ok(std::mem::take(&mut *lock(&level.next)))
     }
 }
 
-fn level_of<S>(chunks: Vec<Vec<S>>, depth: usize, bound: Option<usize>) -> Level<S> {
-    Level {
+fn level_of<S>(chunks: Vec<Vec<S>>, depth: usize, bound: Option<usize>) -> Arc<Level<S>> {
+    Arc::new(Level {
         chunks: chunks.into_iter().map(Mutex::new).collect(),
+        next: Mutex::new(Vec::new()),
         claimed: AtomicUsize::new(0),
         depth,
         mode: if bound == Some(depth) {
@@ -463,7 +411,7 @@ fn level_of<S>(chunks: Vec<Vec<S>>, depth: usize, bound: Option<usize>) -> Level
         } else {
             Mode::Expand
         },
-    }
+    })
 }
 
 /// Explores `model` breadth-first within `limits`, deciding each target.
@@ -487,16 +435,10 @@ where
         decided: targets.iter().map(|_| AtomicUsize::new(NONE)).collect(),
         undecided: AtomicUsize::new(targets.len()),
         visited: Visited::new(),
-        stop: AtomicU8::new(0),
-        halt: AtomicBool::new(false),
-        boundary: AtomicBool::new(false),
-        deeper: AtomicBool::new(false),
+        flags: Flags::default(),
+        totals: Totals::default(),
         max_states: limits.max_states,
-        claimed: AtomicUsize::new(0),
         deadline: limits.deadline,
-        generated: AtomicUsize::new(0),
-        unique: AtomicUsize::new(0),
-        checked: AtomicUsize::new(0),
     };
     let mut monitor = Monitor {
         progress,
@@ -510,13 +452,13 @@ where
     let mut first = Vec::new();
     for state in model.init_states() {
         if !model.within_boundary(&state) {
-            shared.boundary.store(true, Relaxed);
+            shared.flags.boundary.store(true, Relaxed);
             continue;
         }
-        shared.generated.fetch_add(1, Relaxed);
+        shared.totals.generated.fetch_add(1, Relaxed);
         let state = shared.canonical(state);
         if shared.visited.insert(fingerprint(&state, None)) {
-            shared.unique.fetch_add(1, Relaxed);
+            shared.totals.unique.fetch_add(1, Relaxed);
             first.push(state);
         }
     }
@@ -526,23 +468,51 @@ where
         chunks.push(std::mem::replace(&mut first, rest));
     }
     chunks.push(first);
-    let mut level = level_of(chunks, 0, limits.depth);
+    let level = level_of(chunks, 0, limits.depth);
+    let crew = Crew::new();
+    let (ended, max_depth) = std::thread::scope(|scope| {
+        for n in 1..limits.threads.max(1) {
+            crew.hire(scope, n, |level| shared.help(level));
+        }
+        let _dismissal = crew.dismissal();
+        levels(&shared, level, &crew, limits, &mut monitor)
+    })?;
+    Ok(finish(shared, ended, max_depth))
+}
+
+/// Checks depth after depth until the search ends; returns how, and the deepest depth
+/// checked.
+fn levels<M>(
+    shared: &Shared<'_, M>,
+    mut level: Arc<Level<M::State>>,
+    crew: &Crew<M::State>,
+    limits: &Limits,
+    monitor: &mut Monitor<'_>,
+) -> Result<(Ended, usize), Panicked>
+where
+    M: Model + Sync,
+    M::State: std::hash::Hash + Send + Sync,
+    M::Action: Send,
+{
     let mut max_depth = 0;
     let ended = loop {
-        monitor.tick(&shared, level.depth);
+        monitor.tick(shared, level.depth);
         // The figures of a depth cut short by a stop are those at its start, so that they
         // do not depend on how far each thread got.
-        let before = (shared.generated.load(Relaxed), shared.unique.load(Relaxed));
-        let next = shared.level(&level, limits.threads.max(1), &mut monitor)?;
-        if shared.checked.load(Relaxed) > 0 {
+        let before = (
+            shared.totals.generated.load(Relaxed),
+            shared.totals.unique.load(Relaxed),
+        );
+        let next = shared.level(Arc::clone(&level), crew, monitor)?;
+        if shared.totals.checked.load(Relaxed) > 0 {
             max_depth = level.depth;
         }
         if shared.stopped() {
             break Ended::Cut;
         }
-        if shared.halt.load(Relaxed) {
-            shared.generated.store(before.0, Relaxed);
-            shared.unique.store(before.1, Relaxed);
+        if shared.flags.halt.load(Relaxed) {
+            shared.totals.generated.store(before.0, Relaxed);
+            shared.totals.unique.store(before.1, Relaxed);
             break match shared.undecided.load(Relaxed) {
                 0 => Ended::Decided,
                 _ => Ended::Stopped,
@@ -553,15 +523,14 @@ where
         }
         level = level_of(next, level.depth + 1, limits.depth);
     };
-    drop(level);
-    Ok(finish(shared, ended, max_depth))
+    Ok((ended, max_depth))
 }
 
 /// The figures and verdict inputs once the threads are done.
 fn finish<M: Model>(shared: Shared<'_, M>, ended: Ended, max_depth: usize) -> Found {
-    let stop = shared.stop.load(Relaxed);
+    let stop = shared.flags.stop.load(Relaxed);
     let mut cut_by = Vec::new();
-    if shared.deeper.load(Relaxed) {
+    if shared.flags.deeper.load(Relaxed) {
         cut_by.push(Cut::Depth);
     }
     for (bit, cut) in [
@@ -573,7 +542,7 @@ fn finish<M: Model>(shared: Shared<'_, M>, ended: Ended, max_depth: usize) -> Fo
             cut_by.push(cut);
         }
     }
-    if shared.boundary.load(Relaxed) {
+    if shared.flags.boundary.load(Relaxed) {
         cut_by.push(Cut::Boundary);
     }
     // A stop or a decision ends the search with final verdicts only for what was decided;
@@ -588,9 +557,9 @@ fn finish<M: Model>(shared: Shared<'_, M>, ended: Ended, max_depth: usize) -> Fo
             .collect(),
         ended,
         cut_by,
-        generated: shared.generated.load(Relaxed),
-        unique: shared.unique.load(Relaxed),
-        checked: shared.checked.load(Relaxed),
+        generated: shared.totals.generated.load(Relaxed),
+        unique: shared.totals.unique.load(Relaxed),
+        checked: shared.totals.checked.load(Relaxed),
         max_depth,
     }
 }

@@ -64,7 +64,7 @@ pub enum ProgramArg {
 /// the smallest configuration in which that variant's flaw is reachable (`Config::exposing`),
 /// so that a broken variant is never reported as passing merely because the default world
 /// cannot reach its flaw.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Debug, Clone, Default, PartialEq)]
 pub struct ModelArgs {
     /// The lifecycle under check [default: kernel; reference with --variant].
     #[arg(long, value_enum)]
@@ -181,16 +181,31 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
     pub trace_format: TraceFormat,
     /// Print the broken variants, one per line: the name, then what it does wrong.
-    #[arg(long)]
+    #[arg(long, exclusive = true)]
     pub list_variants: bool,
     /// Print the grid of configurations the heavier checks cover, as a JSON matrix for a CI
     /// system to run one job per cell (each an ordinary `check`).
-    #[arg(long, conflicts_with = "merge")]
+    #[arg(long, exclusive = true)]
     pub grid: bool,
     /// Fold the JSON reports of several checks (the cells of `--grid`) into one report,
     /// with the exit status of a single check.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub merge: Option<Vec<String>>,
+}
+
+impl Args {
+    /// Whether any flag about how to explore was given.
+    fn explores(&self) -> bool {
+        self.threads != 1
+            || self.depth.is_some()
+            || self.max_states.is_some()
+            || self.timeout.is_some()
+            || self.max_memory.is_some()
+            || self.keep_going
+            || self.symmetry
+            || self.witnesses
+            || self.trace_format != TraceFormat::Text
+    }
 }
 
 /// A subject and a validated configuration, ready to build a world.
@@ -314,6 +329,9 @@ pub fn run(args: &Args) -> ExitCode {
         return grid::print();
     }
     if let Some(files) = &args.merge {
+        if args.model != ModelArgs::default() || args.explores() {
+            return misuse("--merge reads reports; it takes no other flag but --format");
+        }
         return grid::merge_files(files, args.format == Format::Json);
     }
     let timeout = match args.timeout.map(Duration::try_from_secs_f64) {

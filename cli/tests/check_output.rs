@@ -313,3 +313,18 @@ fn itf_traces_come_with_the_json_report_and_instead_of_the_numbered_steps() {
     assert!(out.contains("\"#meta\""), "{out}");
     assert!(out.contains("\"format\": \"ITF\""), "{out}");
 }
+
+#[test]
+fn listing_the_grid_or_the_variants_takes_no_other_flag_and_a_merge_only_format() {
+    for args in [
+        &["--grid", "--runs", "2"][..],
+        &["--list-variants", "--variant", "no-expiry"][..],
+        &["--merge", "report.json", "--threads", "2"][..],
+        &["--merge", "report.json", "--variant", "no-expiry"][..],
+        &["--merge"][..],
+    ] {
+        let o = check(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(!stderr(&o).is_empty(), "{args:?}: the misuse is explained");
+    }
+}

@@ -79,13 +79,20 @@ enum Mode {
     Probe,
 }
 
-/// One depth's states, in chunks that threads claim in turn, and the next depth's states
-/// as the threads keep them.
+/// One depth's states, one lane per thread.
 pub(crate) struct Level<S> {
-    chunks: Vec<Mutex<Vec<S>>>,
-    claimed: AtomicUsize,
+    lanes: Vec<Lane<S>>,
     depth: usize,
     mode: Mode,
+}
+
+/// A thread's share of a depth: the chunks it kept at the depth before, which it checks
+/// before it helps with the other lanes, and the chunks it keeps for the next depth. A state
+/// is then most often dropped by the thread that allocated it, whose allocator takes it
+/// back without the lock another thread's free would take.
+struct Lane<S> {
+    chunks: Vec<Mutex<Vec<S>>>,
+    claimed: AtomicUsize,
     next: Mutex<Vec<Vec<S>>>,
 }
 
@@ -266,27 +273,30 @@ where
         self.totals.checked.fetch_add(counts.checked, Relaxed);
     }
 
-    /// Claims chunks of `level` until none is left, calling `between` after each.
-    fn work(
-        &self,
-        level: &Level<M::State>,
-        next: &Mutex<Vec<Vec<M::State>>>,
-        between: &mut dyn FnMut(),
-    ) {
+    /// Claims chunks of `level`, from lane `me` first, until none is left, calling
+    /// `between` after each.
+    fn work(&self, level: &Level<M::State>, me: usize, between: &mut dyn FnMut()) {
+        let lanes = level.lanes.len();
+        let Some(own) = level.lanes.get(me % lanes.max(1)) else {
+            return;
+        };
         let mut out = Output {
-            next,
+            next: &own.next,
             buffer: Vec::new(),
             actions: Vec::new(),
             counts: Counts::default(),
         };
-        while !self.stopped() {
-            let index = level.claimed.fetch_add(1, Relaxed);
-            let Some(slot) = level.chunks.get(index) else {
-                break;
-            };
-            let states = std::mem::take(&mut *lock(slot));
-            self.chunk(states, level, &mut out);
-            between();
+        for k in 0..lanes {
+            let lane = &level.lanes[(me + k) % lanes];
+            while !self.stopped() {
+                let index = lane.claimed.fetch_add(1, Relaxed);
+                let Some(slot) = lane.chunks.get(index) else {
+                    break;
+                };
+                let states = std::mem::take(&mut *lock(slot));
+                self.chunk(states, level, &mut out);
+                between();
+            }
         }
         out.flush();
     }
@@ -365,13 +375,9 @@ where
     M::State: std::hash::Hash + Send + Sync,
     M::Action: Send,
 {
-    /// A helper thread's part in one depth.
-    fn help(&self, level: &Level<M::State>) {
-        if catch_unwind(AssertUnwindSafe(|| {
-            self.work(level, &level.next, &mut || {})
-        }))
-        .is_err()
-        {
+    /// Helper `me`'s part in one depth.
+    fn help(&self, level: &Level<M::State>, me: usize) {
+        if catch_unwind(AssertUnwindSafe(|| self.work(level, me, &mut || {}))).is_err() {
             self.fire(STOP_PANIC);
         }
     }
@@ -383,11 +389,11 @@ where
         level: Arc<Level<M::State>>,
         crew: &Crew<M::State>,
         monitor: &mut Monitor<'_>,
-    ) -> Result<Vec<Vec<M::State>>, Panicked> {
+    ) -> Result<Vec<Vec<Vec<M::State>>>, Panicked> {
         let depth = level.depth;
         crew.start(Arc::clone(&level));
         let mine = catch_unwind(AssertUnwindSafe(|| {
-            self.work(&level, &level.next, &mut || monitor.tick(self, depth));
+            self.work(&level, 0, &mut || monitor.tick(self, depth));
         }));
         if mine.is_err() {
             self.fire(STOP_PANIC);
@@ -396,15 +402,24 @@ where
         if self.flags.stop.load(Relaxed) & STOP_PANIC != 0 {
             return Err(Panicked);
         }
-        Ok(std::mem::take(&mut *lock(&level.next)))
+        let next = (level.lanes.iter())
+            .map(|lane| std::mem::take(&mut *lock(&lane.next)))
+            .collect();
+        Ok(next)
     }
 }
 
-fn level_of<S>(chunks: Vec<Vec<S>>, depth: usize, bound: Option<usize>) -> Arc<Level<S>> {
+/// The level of `depth` whose lanes hold `chunks` (one list per thread).
+fn level_of<S>(chunks: Vec<Vec<Vec<S>>>, depth: usize, bound: Option<usize>) -> Arc<Level<S>> {
+    let lanes = (chunks.into_iter())
+        .map(|chunks| Lane {
+            chunks: chunks.into_iter().map(Mutex::new).collect(),
+            claimed: AtomicUsize::new(0),
+            next: Mutex::new(Vec::new()),
+        })
+        .collect();
     Arc::new(Level {
-        chunks: chunks.into_iter().map(Mutex::new).collect(),
-        next: Mutex::new(Vec::new()),
-        claimed: AtomicUsize::new(0),
+        lanes,
         depth,
         mode: if bound == Some(depth) {
             Mode::Probe
@@ -468,11 +483,16 @@ where
         chunks.push(std::mem::replace(&mut first, rest));
     }
     chunks.push(first);
-    let level = level_of(chunks, 0, limits.depth);
+    // The initial states go to the calling thread's lane; the others help with it.
+    let threads = limits.threads.max(1);
+    let mut lanes: Vec<Vec<Vec<M::State>>> = (0..threads).map(|_| Vec::new()).collect();
+    lanes[0] = chunks;
+    let level = level_of(lanes, 0, limits.depth);
     let crew = Crew::new();
     let (ended, max_depth) = std::thread::scope(|scope| {
-        for n in 1..limits.threads.max(1) {
-            crew.hire(scope, n, |level| shared.help(level));
+        let helping = &shared;
+        for n in 1..threads {
+            crew.hire(scope, n, move |level| helping.help(level, n));
         }
         let _dismissal = crew.dismissal();
         levels(&shared, level, &crew, limits, &mut monitor)
@@ -518,7 +538,7 @@ where
                 _ => Ended::Stopped,
             };
         }
-        if level.mode == Mode::Probe || next.is_empty() {
+        if level.mode == Mode::Probe || next.iter().all(Vec::is_empty) {
             break Ended::Exhausted;
         }
         level = level_of(next, level.depth + 1, limits.depth);

@@ -20,7 +20,13 @@
 //!
 //! `largest` checks the largest configurations, with symmetry, three times on one thread and
 //! three times on two, alternating so that both see the same spells of load, and prints the
-//! median time of each and their ratio, with the load average before and after.
+//! median time of each and their ratio, with the load average before and after. Its runs
+//! are bounded by `LARGEST_SECS` rather than a minute, so that both thread counts do the
+//! same, whole work. Each round also runs two one-thread checks of the same configuration at
+//! once, in two processes that share nothing but the machine: how much each slows down is
+//! what the machine itself (its shared cache and memory, and whatever else runs on it)
+//! allows two threads, whatever the checker does. `2 × alone / together` is then the most a
+//! two-thread check could gain.
 
 use resumable_model::checker::{check, Options, Outcome, Report, Summarize};
 use resumable_model::config::Config;
@@ -32,9 +38,13 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::time::Duration;
 
-/// The time bound of every run: the largest configuration checked within a minute is one
-/// of the figures asked for.
+/// The time bound of every run of the main table: the largest configuration checked within
+/// a minute is one of the figures asked for.
 const BOUND_SECS: u64 = 60;
+
+/// The time bound of the `largest` runs: long enough that a one-thread run on a loaded
+/// machine is not cut, so that the two thread counts are compared on the same work.
+const LARGEST_SECS: u64 = 300;
 
 /// The state bound of every run of the main table.
 const BOUND_STATES: usize = 5_000_000;
@@ -59,6 +69,7 @@ struct Setting {
     threads: usize,
     symmetry: bool,
     max_states: usize,
+    max_secs: u64,
 }
 
 fn case<M, F>(name: impl Into<String>, make: F) -> Case
@@ -73,7 +84,7 @@ where
         run: Box::new(move |setting: Setting| {
             let mut options = Options {
                 threads: setting.threads,
-                timeout: Some(Duration::from_secs(BOUND_SECS)),
+                timeout: Some(Duration::from_secs(setting.max_secs)),
                 max_states: Some(setting.max_states),
                 max_memory_bytes: Some(BOUND_MEMORY),
                 ..Options::default()
@@ -230,12 +241,15 @@ fn largest(filter: &[String]) {
         }
         let case = world_case(name, config);
         let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        let mut pairs = Vec::new();
         for run in 1..=3 {
+            pairs.push(pair(name));
             for threads in [1, 2] {
                 let setting = Setting {
                     threads,
                     symmetry: true,
                     max_states: LARGEST_STATES,
+                    max_secs: LARGEST_SECS,
                 };
                 let report = (case.run)(setting);
                 row(
@@ -249,16 +263,72 @@ fn largest(filter: &[String]) {
             }
         }
         let [one, two] = times.map(median);
-        summary.push((case.name, one, two));
+        summary.push((case.name, one, two, median(pairs)));
     }
     println!("\nload average at end: {}\n", load_average());
-    println!(
-        "| configuration | median time, 1 thread (s) | median time, 2 threads (s) | speed-up |"
-    );
-    println!("|---|---|---|---|");
-    for (name, one, two) in summary {
-        println!("| {name} | {one:.2} | {two:.2} | {:.2}x |", one / two);
+    println!("| configuration | median time, 1 thread (s) | median time, 2 threads (s) | speed-up | two 1-thread checks at once, median (s) | the machine's ceiling, 2 × alone / together |");
+    println!("|---|---|---|---|---|---|");
+    for (name, one, two, together) in summary {
+        println!(
+            "| {name} | {one:.2} | {two:.2} | {:.2}x | {together:.2} | {:.2}x |",
+            one / two,
+            2.0 * one / together
+        );
     }
+}
+
+/// Two one-thread checks of the configuration `name` at once, each in a process of its own
+/// (`scale solo NAME`); returns the mean of their times.
+fn pair(name: &str) -> f64 {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("scale: {e}");
+            return f64::NAN;
+        }
+    };
+    let spawn = || {
+        std::process::Command::new(&exe)
+            .args(["solo", name])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+    };
+    let (Ok(a), Ok(b)) = (spawn(), spawn()) else {
+        eprintln!("scale: cannot start the pair");
+        return f64::NAN;
+    };
+    let secs = |child: std::process::Child| -> f64 {
+        let out = child
+            .wait_with_output()
+            .map(|o| o.stdout)
+            .unwrap_or_default();
+        String::from_utf8_lossy(&out)
+            .trim()
+            .parse()
+            .unwrap_or(f64::NAN)
+    };
+    let (a, b) = (secs(a), secs(b));
+    println!("| world {name} | two processes at once | 1 each | | | | {a:.2}, {b:.2} | | | |");
+    (a + b) / 2.0
+}
+
+/// `scale solo NAME`: one one-thread check of a largest configuration; prints its time.
+fn solo(name: &str) {
+    let Some((_, config)) = largest_configurations()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+    else {
+        eprintln!("scale: no configuration named {name}");
+        std::process::exit(2);
+    };
+    let setting = Setting {
+        threads: 1,
+        symmetry: true,
+        max_states: LARGEST_STATES,
+        max_secs: LARGEST_SECS,
+    };
+    let report = (world_case(name, config).run)(setting);
+    println!("{}", report.stats.elapsed_secs);
 }
 
 /// Runs `case` three times and keeps the run of median time (once only when a run takes
@@ -288,6 +358,7 @@ fn table(filter: &[String]) {
                     threads,
                     symmetry,
                     max_states: BOUND_STATES,
+                    max_secs: BOUND_SECS,
                 };
                 let (report, runs) = median_of_3(&case, setting);
                 row(&case.name, label, threads, &report, &runs.to_string());
@@ -334,6 +405,7 @@ fn main() {
     }
     match filter.first().map(String::as_str) {
         Some("largest") => largest(filter.get(1..).unwrap_or_default()),
+        Some("solo") => solo(filter.get(1).map_or("", String::as_str)),
         _ => table(&filter),
     }
 }

@@ -203,19 +203,21 @@ impl Merged {
         let mut out = String::new();
         let _ = writeln!(out, "merged {} checks:", self.cells.len());
         for cell in &self.cells {
+            let outcome = match cell.outcome {
+                Outcome::Pass => "pass",
+                Outcome::Fail => "fail",
+                Outcome::Incomplete => "incomplete",
+                Outcome::Unexercised => "unexercised",
+            };
             let _ = writeln!(
                 out,
-                "  {}: {}, {:?}, exit {} ({} unique states, depth {})",
-                cell.source,
-                cell.model,
-                cell.outcome,
-                cell.exit_code,
-                cell.stats.unique,
-                cell.stats.max_depth
+                "  {}: {}, {outcome}, exit {} ({} unique states, depth {})",
+                cell.source, cell.model, cell.exit_code, cell.stats.unique, cell.stats.max_depth
             );
         }
         out.push('\n');
-        let several = (self.properties.iter()).any(|p| p.model != self.properties[0].model);
+        let first = self.properties.first().map(|p| p.model.as_str());
+        let several = (self.properties.iter()).any(|p| Some(p.model.as_str()) != first);
         let names: Vec<String> = (self.properties.iter())
             .map(|p| match several {
                 true => format!("{}: {}", p.model, p.name),
@@ -249,5 +251,43 @@ impl Merged {
             ),
         };
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Verdict::*;
+
+    fn property(kind: Kind, cells: &[Option<Verdict>]) -> MergedProperty {
+        MergedProperty {
+            model: "kernel".to_owned(),
+            name: "X-1 a property".to_owned(),
+            kind,
+            verdict: Holds,
+            partners: Vec::new(),
+            cells: cells.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_verdict_across_cells_is_the_worst_that_any_cell_proves() {
+        let always = |cells: &[Option<Verdict>]| across(&property(Kind::Always, cells));
+        assert_eq!(
+            always(&[Some(Holds), Some(Violated), Some(Incomplete)]),
+            Violated
+        );
+        assert_eq!(
+            always(&[Some(Holds), Some(Incomplete), Some(Unjudged)]),
+            Incomplete
+        );
+        assert_eq!(always(&[Some(Holds), Some(Unjudged)]), Unjudged);
+        // Unexercised in one cell, holding in another: no cell violates it; whether it was
+        // exercised is decided from its partners across the cells.
+        assert_eq!(always(&[Some(Unexercised), Some(Holds), None]), Holds);
+        let sometimes = |cells: &[Option<Verdict>]| across(&property(Kind::Sometimes, cells));
+        assert_eq!(sometimes(&[Some(Unreached), Some(Holds)]), Holds);
+        assert_eq!(sometimes(&[Some(Unreached), Some(Incomplete)]), Incomplete);
+        assert_eq!(sometimes(&[Some(Unreached), None]), Unreached);
     }
 }

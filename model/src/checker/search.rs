@@ -206,7 +206,10 @@ where
                 continue;
             };
             if !self.model.within_boundary(&next) {
-                self.flags.boundary.store(true, Relaxed);
+                // Written once: every thread reads this line at every state.
+                if !self.flags.boundary.load(Relaxed) {
+                    self.flags.boundary.store(true, Relaxed);
+                }
                 continue;
             }
             out.counts.generated += 1;

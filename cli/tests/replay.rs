@@ -277,7 +277,7 @@ fn replay_writes_an_audit_log_that_validate_accepts_and_a_tampered_copy_that_it_
     assert_eq!(refused.status.code(), Some(1), "{}", stdout(&refused));
     let report = stdout(&refused);
     assert!(
-        report.contains(":4: divergence") && report.contains("missing"),
+        report.contains(":4: divergence") && report.contains("removed"),
         "{report}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -36,17 +36,59 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+fn key() -> String {
+    example("example.key").display().to_string()
+}
+
+fn anchor() -> String {
+    example("approval.anchor").display().to_string()
+}
+
 #[test]
-fn a_conforming_log_exits_0_with_a_summary() {
-    let (out, path) = validate_example("approval.jsonl", &[]);
+fn a_conforming_log_with_its_key_and_anchor_exits_0_with_a_summary() {
+    let (key, anchor) = (key(), anchor());
+    let flags = ["--key-file", &key, "--anchor", &anchor];
+    let (out, path) = validate_example("approval.jsonl", &flags);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(
         stdout(&out),
         format!(
             "{path}: conforming: 9 records (4 accepted, 5 refused); run \
-             acme/session-1/run-approval at revision 4, completed; 1 dispatch, 1 commit\n"
+             acme/session-1/run-approval at revision 4, completed; 1 dispatch, 1 commit\n\
+             format 2, chain hmac-sha256: every line's MAC verified under key \
+             de3490493e18cac4; ends at the anchor (9 records)\n"
         )
     );
+}
+
+#[test]
+fn a_conforming_log_without_a_key_says_what_it_could_not_prove() {
+    let (out, _) = validate_example("approval.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("(key de3490493e18cac4): MACs not verified"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nunproven: the log is keyed, but no key was given"),
+        "{text}"
+    );
+    assert!(text.contains("\nunproven: no anchor was given"), "{text}");
+}
+
+#[test]
+fn the_anchor_may_be_given_as_a_value() {
+    let text = std::fs::read_to_string(anchor()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let value = format!("{}:{}", json["records"], json["mac"].as_str().unwrap());
+    let key = key();
+    let (out, _) = validate_example("approval.jsonl", &["--key-file", &key, "--anchor", &value]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let cut = value.replacen("9:", "8:", 1);
+    let (out, _) = validate_example("approval.jsonl", &["--key-file", &key, "--anchor", &cut]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains(":10: divergence: a record past the anchor's 8"));
 }
 
 #[test]
@@ -83,9 +125,12 @@ fn an_edited_verdict_exits_1_on_its_line() {
 
 #[test]
 fn a_spliced_record_exits_1_with_a_broken_chain() {
-    let (out, path) = validate_example("tampered-spliced.jsonl", &[]);
+    let key = key();
+    let (out, path) = validate_example("tampered-spliced.jsonl", &["--key-file", &key]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).starts_with(&format!("{path}:4: divergence: prev is ")));
+    assert!(stdout(&out).starts_with(&format!(
+        "{path}:4: divergence: the line's MAC does not verify under the key"
+    )));
 }
 
 #[test]
@@ -94,7 +139,10 @@ fn an_unknown_format_version_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stdout(&out),
-        format!("{path}:1: malformed: unknown format version 2; this validator reads version 1\n")
+        format!(
+            "{path}:1: malformed: unknown format version 3; this validator reads versions 1 \
+             and 2\n"
+        )
     );
 }
 

@@ -2,13 +2,19 @@
 //! `spec/audit-examples/` (good ones, and tampered ones with the finding each must produce),
 //! and a generator of long logs with a realistic mix of inputs, for benchmarks and tests.
 
-use super::{Record, RunHeader, Verdict, Writer};
+use super::{Header, Key, Record, RunHeader, ToolPolicy, Writer};
 use resumable_kernel::{
     Approval, Call, Checkpoint, Decision, Digest, Event, Facts, Identity, Input, Name, PendingCall,
     Policy, QueryAnswer, Rejection, Resolution, Resume, Revision, Time, ToolContract, Transition,
     Wait,
 };
 use std::io::{self, Write};
+
+/// The key that seals the examples: 32 bytes anyone can read in this file and in
+/// `spec/audit-examples/example.key`. A real runtime keeps its key secret.
+pub fn key() -> Key {
+    Key::from_bytes(*b"example key, public, never real!")
+}
 
 /// The party who approves in the samples.
 pub const APPROVER: Name = Name::lit("alice");
@@ -17,20 +23,23 @@ pub const REQUESTER: Name = Name::lit("agent");
 /// The run's operator in the samples.
 pub const OPERATOR: Name = Name::lit("ops");
 
-/// The header of a sample run named `run`, created at time 0.
-pub fn header(run: Name) -> RunHeader {
-    RunHeader {
-        identity: Identity {
-            tenant: Name::lit("acme"),
-            session: Name::lit("session-1"),
-            run,
-            definition: Name::lit("publisher@1"),
+/// The header of a sample run named `run`, created at time 0, with the samples' tools.
+pub fn header(run: Name) -> Header {
+    Header {
+        run: RunHeader {
+            identity: Identity {
+                tenant: Name::lit("acme"),
+                session: Name::lit("session-1"),
+                run,
+                definition: Name::lit("publisher@1"),
+            },
+            policy: Policy {
+                operator: OPERATOR,
+                reconcile_window: 100,
+            },
+            created_at: Time(0),
         },
-        policy: Policy {
-            operator: OPERATOR,
-            reconcile_window: 100,
-        },
-        created_at: Time(0),
+        tools: Some(TOOLS.to_vec()),
     }
 }
 
@@ -46,11 +55,12 @@ pub struct Driver<W: Write> {
 }
 
 impl<W: Write> Driver<W> {
-    /// A driver writing at most `budget` records of the run `header` describes.
-    pub fn new(out: W, header: &RunHeader, budget: u64) -> io::Result<Driver<W>> {
+    /// A driver writing at most `budget` records of the run `header` describes, sealed with
+    /// `key` if given.
+    pub fn new(out: W, header: &Header, key: Option<&Key>, budget: u64) -> io::Result<Driver<W>> {
         Ok(Driver {
-            log: Writer::new(out, header)?,
-            clock: header.created_at.0,
+            log: Writer::new(out, header, key)?,
+            clock: header.run.created_at.0,
             calls: 0,
             budget,
             error: None,
@@ -109,6 +119,11 @@ impl<W: Write> Driver<W> {
         self.log.records() >= self.budget
     }
 
+    /// The log's anchor now.
+    pub fn anchor(&self) -> super::Anchor {
+        self.log.anchor()
+    }
+
     /// Flushes the log and returns the output, or the first write error.
     pub fn finish(self) -> io::Result<W> {
         match self.error {
@@ -117,16 +132,16 @@ impl<W: Write> Driver<W> {
         }
     }
 
-    /// A fresh call with the given tool contract.
-    pub fn call(&mut self, contract: ToolContract) -> Call {
+    /// A fresh call to `tool`, under the tool's contract.
+    pub fn call(&mut self, tool: &ToolPolicy) -> Call {
         self.calls += 1;
         let n = self.calls;
         Call {
             call_id: name(&format!("call-{n}")),
-            tool: Name::lit("publish"),
+            tool: tool.tool,
             args: Digest::of(format!("{{\"post\":{n}}}").as_bytes()),
             key: name(&format!("idem-{n}")),
-            contract,
+            contract: tool.contract,
         }
     }
 
@@ -193,6 +208,33 @@ const NEITHER: ToolContract = ToolContract {
     max_attempts: 3,
 };
 
+/// A gated tool that dedupes: its calls are dispatched only on an approval.
+pub const PUBLISH: ToolPolicy = ToolPolicy {
+    tool: Name::lit("publish"),
+    gated: true,
+    contract: DEDUPES,
+};
+/// An ungated tool that dedupes by key.
+pub const STORE: ToolPolicy = ToolPolicy {
+    tool: Name::lit("store"),
+    gated: false,
+    contract: DEDUPES,
+};
+/// An ungated tool whose status query fences the key.
+pub const CHARGE: ToolPolicy = ToolPolicy {
+    tool: Name::lit("charge"),
+    gated: false,
+    contract: FENCES,
+};
+/// An ungated tool that neither dedupes nor fences: an unknown outcome goes to a person.
+pub const NOTIFY: ToolPolicy = ToolPolicy {
+    tool: Name::lit("notify"),
+    gated: false,
+    contract: NEITHER,
+};
+/// The samples' tool policy.
+pub const TOOLS: [ToolPolicy; 4] = [PUBLISH, STORE, CHARGE, NOTIFY];
+
 /// The error for a sample whose script the kernel did not follow: a kernel change broke it.
 fn off_script() -> io::Error {
     io::Error::other("the kernel did not follow the sample's script")
@@ -206,16 +248,22 @@ pub fn approval_log() -> io::Result<Vec<u8>> {
 
 /// [`approval_log`] for a run of another name.
 pub fn approval_log_for(run: Name) -> io::Result<Vec<u8>> {
-    let mut d = Driver::new(Vec::new(), &header(run), u64::MAX)?;
+    Ok(approval_log_anchored(run, Some(&key()))?.0)
+}
+
+/// The approval log of a run named `run`, sealed with `key` if given, and its anchor.
+pub fn approval_log_anchored(run: Name, key: Option<&Key>) -> io::Result<(Vec<u8>, super::Anchor)> {
+    let mut d = Driver::new(Vec::new(), &header(run), key, u64::MAX)?;
     approval_script(&mut d).ok_or_else(off_script)?;
-    d.finish()
+    let anchor = d.anchor();
+    Ok((d.finish()?, anchor))
 }
 
 fn approval_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
-    let call = d.call(DEDUPES);
+    let call = d.call(&PUBLISH);
     let cp = d.suspend_for_approval(call)?;
     // SUS-2: a second suspend while one is pending is refused.
-    let again = d.call(DEDUPES);
+    let again = d.call(&PUBLISH);
     d.refuse(suspend_event(again, d.now().after(50)))?;
     // ID-1: a checkpoint of another run, resealed so that only the identity differs.
     let mut other_run = cp;
@@ -256,9 +304,16 @@ fn approval_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
 /// retries under a fresh attempt key (REC-3); "unknown" hands the run to a person (REC-2), who
 /// records the committed result (REC-4).
 pub fn reconcile_log() -> io::Result<Vec<u8>> {
-    let mut d = Driver::new(Vec::new(), &header(Name::lit("run-reconcile")), u64::MAX)?;
+    Ok(reconcile_log_anchored(Some(&key()))?.0)
+}
+
+/// The reconcile log, sealed with `key` if given, and its anchor.
+pub fn reconcile_log_anchored(key: Option<&Key>) -> io::Result<(Vec<u8>, super::Anchor)> {
+    let header = header(Name::lit("run-reconcile"));
+    let mut d = Driver::new(Vec::new(), &header, key, u64::MAX)?;
     reconcile_script(&mut d).ok_or_else(off_script)?;
-    d.finish()
+    let anchor = d.anchor();
+    Ok((d.finish()?, anchor))
 }
 
 fn reconcile_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
@@ -274,9 +329,10 @@ fn reconcile_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
 /// worth of nothing: every count works), one long-lived run with a realistic mix: plain
 /// dispatches and results, approvals with refused attempts around them, restarts reconciled
 /// every way, callbacks, resource waits, stale resumes and stray inputs. Deterministic for a
-/// given `seed`. The run never ends, so any length can be generated.
-pub fn generate<W: Write>(out: W, records: u64, seed: u64) -> io::Result<W> {
-    let mut d = Driver::new(out, &header(Name::lit("run-generated")), records)?;
+/// given `seed`. The run never ends, so any length can be generated. Sealed with `key` if
+/// given.
+pub fn generate<W: Write>(out: W, records: u64, seed: u64, key: Option<&Key>) -> io::Result<W> {
+    let mut d = Driver::new(out, &header(Name::lit("run-generated")), key, records)?;
     let mut rng = SplitMix(seed);
     while !d.full() {
         match rng.next() % 100 {
@@ -331,14 +387,14 @@ fn suspend_event(call: Call, expires_at: Time) -> Event {
 // the generated mix is what the weights say, so a drifting script does not go unseen.
 
 fn plain<W: Write>(d: &mut Driver<W>) -> Option<()> {
-    let call = d.call(DEDUPES);
+    let call = d.call(&STORE);
     d.accept(Event::Dispatch { call })?;
     d.accept(result_of(&call, 0))?;
     Some(())
 }
 
 fn approve<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
-    let call = d.call(DEDUPES);
+    let call = d.call(&PUBLISH);
     let cp = d.suspend_for_approval(call)?;
     if dice.is_multiple_of(3) {
         // The requester tries to approve its own call (APR-3).
@@ -349,7 +405,7 @@ fn approve<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
     }
     if dice.is_multiple_of(5) {
         // A second suspend while this one is pending (SUS-2).
-        let again = d.call(DEDUPES);
+        let again = d.call(&PUBLISH);
         d.refuse(suspend_event(again, d.now().after(50)))?;
     }
     let decision = Decision::Approve(approval(&cp, &call, APPROVER));
@@ -363,7 +419,7 @@ fn approve<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
 }
 
 fn reconcile_committed<W: Write>(d: &mut Driver<W>) -> Option<()> {
-    let call = d.call(NEITHER);
+    let call = d.call(&NOTIFY);
     d.accept(Event::Dispatch { call })?;
     let cp = d.checkpoint(Event::Recover)?;
     let answer = QueryAnswer::Committed { result: call.args };
@@ -372,7 +428,7 @@ fn reconcile_committed<W: Write>(d: &mut Driver<W>) -> Option<()> {
 }
 
 fn reconcile_retry<W: Write>(d: &mut Driver<W>, fences: bool) -> Option<()> {
-    let call = d.call(if fences { FENCES } else { DEDUPES });
+    let call = d.call(if fences { &CHARGE } else { &STORE });
     d.accept(Event::Dispatch { call })?;
     let cp = d.checkpoint(Event::Recover)?;
     d.accept(resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)))?;
@@ -382,7 +438,7 @@ fn reconcile_retry<W: Write>(d: &mut Driver<W>, fences: bool) -> Option<()> {
 }
 
 fn reconcile_unknown<W: Write>(d: &mut Driver<W>) -> Option<()> {
-    let call = d.call(NEITHER);
+    let call = d.call(&NOTIFY);
     d.accept(Event::Dispatch { call })?;
     let cp = d.checkpoint(Event::Recover)?;
     let t = d.accept(resume(cp, Decision::Reconcile(QueryAnswer::Unknown)))?;
@@ -451,106 +507,182 @@ fn stray<W: Write>(d: &mut Driver<W>) -> Option<()> {
     Some(())
 }
 
-/// Splits a log into its header line and its records; `None` if any line is not one.
-pub fn parse_log(log: &[u8]) -> Option<(String, Vec<Record>)> {
+/// The records of a version 2 log, read back without their MACs; `None` if a line is not one.
+/// For tests and tools that take a log apart: it checks nothing (that is [`super::validate`]).
+pub fn records(log: &[u8]) -> Option<Vec<Record>> {
     let text = std::str::from_utf8(log).ok()?;
-    let mut lines = text.lines();
-    let head = lines.next()?.to_string();
-    let records = lines
-        .map(|l| serde_json::from_str(l).ok())
-        .collect::<Option<Vec<Record>>>()?;
-    Some((head, records))
+    text.lines()
+        .skip(1)
+        .map(|line| {
+            let (body, _) = super::chain::split_sealed(line)?;
+            serde_json::from_str(&format!("{body}}}")).ok()
+        })
+        .collect()
 }
 
-/// Writes a header line and records as a log, recomputing every `prev` so the chain is
-/// intact: what a forger who knows the (unkeyed) chain would do after editing records.
-pub fn rechain(head: &str, records: &[Record]) -> Vec<u8> {
+/// A version 2 log's header and records; `None` if a line is not one. Checks nothing.
+pub fn parse_log(log: &[u8]) -> Option<(Header, Vec<Record>)> {
+    let text = std::str::from_utf8(log).ok()?;
+    let (body, _) = super::chain::split_sealed(text.lines().next()?)?;
+    let object = format!("{body}}}");
+    let head: super::HeaderLine = serde_json::from_str(&object).ok()?;
+    let header = Header {
+        run: head.run,
+        tools: head.tools,
+    };
+    Some((header, records(log)?))
+}
+
+/// Writes `records` as an unkeyed version 2 log under `header`, exactly as given (not through
+/// the kernel), recomputing every MAC: what a forger without the key writes after editing
+/// records of an unkeyed log.
+pub fn rechain(header: &Header, records: &[Record]) -> Vec<u8> {
+    let mut chain = super::chain::Chain::new(None);
     let mut out = Vec::new();
-    out.extend_from_slice(head.as_bytes());
-    let mut prev = Digest::of(head.as_bytes());
+    let head = super::HeaderLine {
+        format: super::FORMAT,
+        version: super::VERSION,
+        chain: chain.kind(),
+        key_id: None,
+        run: header.run,
+        tools: header.tools.clone(),
+    };
+    chain.seal(&serde_json::to_vec(&head).unwrap_or_default(), &mut out);
     for record in records {
-        let record = Record { prev, ..*record };
-        let line = serde_json::to_vec(&record).unwrap_or_default();
-        prev = Digest::of(&line);
-        out.push(b'\n');
-        out.extend_from_slice(&line);
+        chain.seal(&serde_json::to_vec(record).unwrap_or_default(), &mut out);
     }
+    out
+}
+
+/// The same history as a version 1 log: the header without chain, key or tools, and each
+/// record with `prev`, the SHA-256 of the line before, instead of a MAC. What a runtime
+/// that has not moved to version 2 writes.
+pub fn to_v1(header: &Header, records: &[Record]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let head = serde_json::json!({"format": super::FORMAT, "version": 1, "run": header.run});
+    let mut line = head.to_string();
+    for r in records {
+        let prev = Digest::of(line.as_bytes());
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+        let mut value = serde_json::to_value(r).unwrap_or_default();
+        if let Some(map) = value.as_object_mut() {
+            map.insert("prev".into(), serde_json::Value::String(prev.to_string()));
+        }
+        line = value.to_string();
+    }
+    out.extend_from_slice(line.as_bytes());
     out.push(b'\n');
     out
 }
 
-/// The approval log with a forged acceptance of a stale resume, chain recomputed: the
-/// duplicate approval, which the kernel refuses, is recorded as accepted, as if it had
-/// resumed the same checkpoint a second time.
-pub fn forged_stale_resume() -> io::Result<Vec<u8>> {
-    let log = approval_log()?;
-    let bad = || io::Error::other("the approval log did not parse");
-    let (head, mut records) = parse_log(&log).ok_or_else(bad)?;
-    let winner = records
-        .iter()
-        .position(|r| matches!(r.verdict, Verdict::Accepted(a) if a.dispatch.is_some()))
-        .ok_or_else(bad)?;
-    let forged_at = winner + 1;
-    let (won, duplicate) = (
-        records[winner],
-        records.get(forged_at).copied().ok_or_else(bad)?,
-    );
-    records.truncate(forged_at);
-    records.push(Record {
-        revision: Revision(duplicate.revision.0 + 1),
-        verdict: won.verdict,
-        ..duplicate
-    });
-    Ok(rechain(&head, &records))
-}
-
-/// The reconcile log with its third record replaced by the third record of the approval log:
-/// a record of another run spliced in, as it was (its `prev` belongs to the other chain).
-pub fn spliced() -> io::Result<Vec<u8>> {
-    let bad = || io::Error::other("a sample log did not parse");
-    let ours = reconcile_log()?;
-    let theirs = approval_log()?;
-    let mine: Vec<&[u8]> = ours.split(|&b| b == b'\n').collect();
-    let other: Vec<&[u8]> = theirs.split(|&b| b == b'\n').collect();
+/// `log` with its line `n` (from 1) replaced by `with`, bytes otherwise unchanged.
+fn replace_line(log: &[u8], n: usize, with: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    for (i, line) in mine.iter().enumerate() {
+    for (i, line) in log.split(|&b| b == b'\n').enumerate() {
         if line.is_empty() {
             continue;
         }
-        let line = if i == 3 {
-            other.get(3).copied().ok_or_else(bad)?
-        } else {
-            line
-        };
-        out.extend_from_slice(line);
+        out.extend_from_slice(if i + 1 == n { with } else { line });
         out.push(b'\n');
     }
-    Ok(out)
+    out
+}
+
+/// Line `n` (from 1) of `log`.
+fn line_of(log: &[u8], n: usize) -> &[u8] {
+    log.split(|&b| b == b'\n').nth(n - 1).unwrap_or_default()
 }
 
 /// Every example kept in `spec/audit-examples/`, by file name.
 pub fn examples() -> io::Result<Vec<(&'static str, Vec<u8>)>> {
-    let approval = approval_log()?;
-    let mut edited = String::from_utf8(approval.clone()).unwrap_or_default();
-    // An edited verdict: the stale-revision refusal on line 6 rewritten as a different
-    // refusal, chain left as it was.
-    edited = edited.replacen(
+    let bad = || io::Error::other("a sample log did not parse");
+    let (approval, anchor) = approval_log_anchored(Name::lit("run-approval"), Some(&key()))?;
+    let reconcile = reconcile_log()?;
+    let records = records(&approval).ok_or_else(bad)?;
+    let v1 = to_v1(&header(Name::lit("run-approval")), &records);
+    // An edited verdict: the stale-revision refusal on line 6 rewritten with other evidence,
+    // its MAC left as it was.
+    let edited = String::from_utf8_lossy(&approval).replacen(
         "\"rejection\":\"stale_revision\",\"current\":1,\"got\":0",
         "\"rejection\":\"stale_revision\",\"current\":1,\"got\":1",
         1,
     );
-    let unknown_version = String::from_utf8(approval.clone())
-        .unwrap_or_default()
-        .replacen("\"version\":1", "\"version\":2", 1);
+    let unknown_version =
+        String::from_utf8_lossy(&approval).replacen("\"version\":2", "\"version\":3", 1);
+    let forgeries = super::forge::all()?;
+    let forged = |name: &str| forgeries.iter().find(|f| f.name == name).ok_or_else(bad);
+    let forger = Key::from_bytes([0x5a; 32]);
+    let mut hex = [0u8; 64];
     Ok(vec![
-        ("approval.jsonl", approval),
-        ("reconcile.jsonl", reconcile_log()?),
+        (
+            "example.key",
+            format!(
+                "{}\n",
+                Digest(*b"example key, public, never real!").to_hex(&mut hex)
+            )
+            .into_bytes(),
+        ),
+        ("approval.jsonl", approval.clone()),
+        ("approval.anchor", anchor.to_json().into_bytes()),
+        ("reconcile.jsonl", reconcile.clone()),
+        ("approval-v1.jsonl", v1),
         ("tampered-edited-verdict.jsonl", edited.into_bytes()),
-        ("tampered-forged-stale-resume.jsonl", forged_stale_resume()?),
-        ("tampered-spliced.jsonl", spliced()?),
+        (
+            "tampered-forged-stale-resume.jsonl",
+            forged_stale_resume(&forger)?,
+        ),
+        (
+            "tampered-spliced.jsonl",
+            replace_line(&reconcile, 4, line_of(&approval, 4)),
+        ),
+        (
+            "forged-approval-erased.jsonl",
+            super::forge::rewritten_unkeyed(forged("approval-erased")?)?,
+        ),
+        (
+            "forged-intervention-rewritten.jsonl",
+            super::forge::resealed(forged("intervention-rewritten")?, &forger)?,
+        ),
+        (
+            "forged-truncated.jsonl",
+            super::forge::resealed(forged("truncated")?, &forger)?,
+        ),
         (
             "malformed-unknown-version.jsonl",
             unknown_version.into_bytes(),
         ),
     ])
+}
+
+/// The approval log with a forged acceptance of a stale resume, sealed on by a forger with
+/// its own key: the duplicate approval, which the kernel refuses, recorded as accepted, as if
+/// it had resumed the same checkpoint a second time.
+pub fn forged_stale_resume(forger: &Key) -> io::Result<Vec<u8>> {
+    let bad = || io::Error::other("the approval log did not parse");
+    let log = approval_log()?;
+    let mut records = records(&log).ok_or_else(bad)?;
+    let winner = records
+        .iter()
+        .position(|r| matches!(r.verdict, super::Verdict::Accepted(a) if a.dispatch.is_some()))
+        .ok_or_else(bad)?;
+    let (won, duplicate) = (records[winner], *records.get(winner + 1).ok_or_else(bad)?);
+    records.truncate(winner + 1);
+    records.push(Record {
+        revision: Revision(duplicate.revision.0 + 1),
+        verdict: won.verdict,
+        ..duplicate
+    });
+    // The forger keeps the lines before its change and seals its own with its own key.
+    let kept: Vec<&[u8]> = log.split(|&b| b == b'\n').take(winner + 2).collect();
+    let mut out = kept.join(&b'\n').to_vec();
+    out.push(b'\n');
+    let last =
+        super::chain::split_sealed(std::str::from_utf8(kept[winner + 1]).map_err(|_| bad())?)
+            .ok_or_else(bad)?
+            .1;
+    let mut chain = super::chain::Chain::resume(Some(forger), last);
+    let object = serde_json::to_vec(&records[winner + 1]).map_err(io::Error::other)?;
+    chain.seal(&object, &mut out);
+    Ok(out)
 }

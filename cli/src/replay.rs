@@ -10,7 +10,7 @@
 //! one JSON object on stderr.
 
 use crate::output::{self, Error, Format, Out};
-use resumable_conformance::audit::{self, Key};
+use resumable_conformance::audit;
 use resumable_conformance::scenario::{self, Header, ScenarioError};
 use resumable_conformance::trace::{self, Replayer, TraceStep};
 use std::fs::File;
@@ -216,7 +216,7 @@ impl AuditLog {
             return Ok(None);
         };
         let key = match &args.key_file {
-            Some(k) => Some(read_key(k)?),
+            Some(k) => Some(crate::validate::key(k)?),
             None => None,
         };
         let file = File::create(path).map_err(|e| cannot_write(path, e))?;
@@ -259,14 +259,4 @@ impl AuditLog {
         }
         Ok(())
     }
-}
-
-fn read_key(path: &Path) -> Result<Key, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::new(
-            "cannot_read",
-            format!("{}: cannot read the key file: {e}", path.display()),
-        )
-    })?;
-    Key::from_hex(&text).map_err(|e| Error::new("misuse", format!("{}: {e}", path.display())))
 }

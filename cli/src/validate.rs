@@ -55,7 +55,8 @@ fn read_small(path: &Path, what: &str) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-fn key(path: &Path) -> Result<Key, Error> {
+/// Reads a key file: 64 hex digits, within a few bytes (`/dev/zero` is refused at once).
+pub(crate) fn key(path: &Path) -> Result<Key, Error> {
     let bytes = read_small(path, "key file")?;
     let text = String::from_utf8_lossy(&bytes);
     Key::from_hex(&text).map_err(|e| Error::new("misuse", format!("{}: {e}", path.display())))

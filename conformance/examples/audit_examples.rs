@@ -4,13 +4,42 @@
 //!
 //! Run from the workspace root:
 //! `cargo run -p resumable-conformance --example audit_examples -- spec/audit-examples`
+//!
+//! With `--checkpoints DIR`, it writes instead every checkpoint the examples' resumes carry,
+//! one JSON file each: the seed corpus of the checkpoint fuzz target (`fuzz/run.sh`).
 
 use resumable_conformance::audit::{self, sample, Anchor};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Writes each checkpoint the examples' resumes carry to `dir`, as `checkpoint-N.json`.
+fn checkpoints(dir: &std::path::Path) -> ExitCode {
+    let mut n = 0;
+    for (name, bytes) in sample::examples().unwrap_or_default() {
+        for record in sample::records(&bytes).unwrap_or_default() {
+            if let resumable_kernel::Event::Resume(r) = record.input.event {
+                n += 1;
+                let json = serde_json::to_vec(&r.checkpoint).unwrap_or_default();
+                let path = dir.join(format!("checkpoint-{n}.json"));
+                if let Err(e) = std::fs::write(&path, json) {
+                    eprintln!("cannot write {} (from {name}): {e}", path.display());
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    }
+    println!("{n} checkpoints written to {}", dir.display());
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
-    let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let [flag, dir] = args.as_slice() {
+        if flag == "--checkpoints" {
+            return checkpoints(std::path::Path::new(dir));
+        }
+    }
+    let Some(dir) = args.first().map(PathBuf::from) else {
         eprintln!("usage: audit_examples DIR");
         return ExitCode::from(2);
     };

@@ -167,6 +167,31 @@ fn unescape(quoted: &str) -> String {
     serde_json::from_str(quoted).unwrap_or_else(|_| quoted.trim_matches('"').to_string())
 }
 
+/// Why [`decode_checkpoint`] refused its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointError {
+    /// The bytes are not UTF-8.
+    NotUtf8,
+    /// A key repeats within one object.
+    DuplicateKey(DuplicateKey),
+    /// The kernel refused them (shape, schema, digest).
+    Decode(resumable_kernel::checkpoint::DecodeError),
+}
+
+/// Decodes a checkpoint from JSON as the kernel does (`checkpoint::decode_json`: schema gate,
+/// explicit migration of older schemas, digest), after refusing a repeated key anywhere in it:
+/// the kernel's decoder reads the fields it knows and ignores others, so `{"x":1,"x":2}` would
+/// otherwise pass.
+pub fn decode_checkpoint(
+    bytes: &[u8],
+) -> Result<resumable_kernel::checkpoint::Decoded, CheckpointError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| CheckpointError::NotUtf8)?;
+    if let Some(d) = duplicate_key(text) {
+        return Err(CheckpointError::DuplicateKey(d));
+    }
+    resumable_kernel::checkpoint::decode_json(bytes).map_err(CheckpointError::Decode)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

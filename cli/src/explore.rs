@@ -25,9 +25,11 @@
 //! Explorer is for one person's machine, not for a shared host.
 
 use crate::check::ModelArgs;
+use crate::output::{self, Error, Format};
 use resumable_model::world::World;
 use resumable_model::{Kernel, Lifecycle};
 use stateright::Model;
+use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -52,10 +54,7 @@ pub struct Args {
 pub fn run(args: &Args) -> ExitCode {
     let setup = match args.model.setup(None) {
         Ok(setup) => setup,
-        Err(message) => {
-            eprintln!("resumable explore: {message}");
-            return ExitCode::from(2);
-        }
+        Err(message) => return output::fail(Format::Text, &Error::new("misuse", message)),
     };
     let served = match setup.lifecycle {
         None => serve(Kernel, &setup, args),
@@ -63,10 +62,7 @@ pub fn run(args: &Args) -> ExitCode {
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("resumable explore: {message}");
-            ExitCode::from(2)
-        }
+        Err(message) => output::fail(Format::Text, &Error::new("cannot_serve", message)),
     }
 }
 
@@ -88,7 +84,9 @@ fn serve<L: Lifecycle>(
         world.checker().target_state_count(max_states).serve(inner);
     });
     wait_for(inner)?;
-    eprintln!(
+    // The announcement goes to stderr; if no one can read it, serving goes on all the same.
+    let _ = writeln!(
+        std::io::stderr(),
         "exploring {} in {}\nExplorer on http://{address}/ (at most {max_states} states; \
          interrupt to stop)",
         setup.name,

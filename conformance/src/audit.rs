@@ -57,6 +57,7 @@ use resumable_kernel::{
 use serde::{Deserialize, Serialize};
 
 pub mod chain;
+mod examples;
 mod finding;
 pub mod forge;
 mod properties;

@@ -66,7 +66,8 @@ pub fn duplicate_key(text: &str) -> Option<DuplicateKey> {
     let bytes = text.as_bytes();
     // For each open container: whether it is an object, and where its keys start in `keys`.
     let mut frames: Vec<(bool, usize)> = Vec::new();
-    let mut keys: Vec<(usize, usize)> = Vec::new();
+    // Each key of the open objects: its span (quotes included) and whether it holds an escape.
+    let mut keys: Vec<Span> = Vec::new();
     let mut big: Vec<Option<HashSet<String>>> = Vec::new();
     let mut expect_key = false;
     let mut i = 0;
@@ -97,7 +98,8 @@ pub fn duplicate_key(text: &str) -> Option<DuplicateKey> {
                     if let Some(found) = repeated(text, &keys[start..], set, (i, end)) {
                         return Some(found);
                     }
-                    keys.push((i, end));
+                    let escaped = bytes[i..end].contains(&b'\\');
+                    keys.push((i, end, escaped));
                     expect_key = false;
                 }
                 i = end;
@@ -109,54 +111,76 @@ pub fn duplicate_key(text: &str) -> Option<DuplicateKey> {
     None
 }
 
-/// The index of the closing quote of the string opening at `open`.
+/// Whether any byte of the word `w` is `b` (non-zero if so): the classic SWAR test.
+fn has_byte(w: u64, b: u8) -> u64 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let x = w ^ (LO * u64::from(b));
+    x.wrapping_sub(LO) & !x & HI
+}
+
+/// The index of the closing quote of the string opening at `open`. Plain bytes (hex digests,
+/// names) are skipped eight at a time.
 fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
     let mut j = open + 1;
-    while j < bytes.len() {
-        match bytes[j] {
-            b'\\' => j += 2,
+    loop {
+        while let Some(word) = bytes.get(j..j + 8) {
+            let w = u64::from_le_bytes(word.try_into().ok()?);
+            if has_byte(w, b'"') | has_byte(w, b'\\') != 0 {
+                break;
+            }
+            j += 8;
+        }
+        match bytes.get(j)? {
             b'"' => return Some(j),
+            b'\\' => j += 2,
             _ => j += 1,
         }
     }
-    None
 }
 
 /// Past this many keys in one object, keys are looked up in a set rather than compared one by
 /// one, so a hostile object of thousands of keys costs linear time.
 const LINEAR_KEYS: usize = 32;
 
+/// A key's span in the text, quotes included, and whether it holds an escape.
+type Span = (usize, usize, bool);
+
 /// Whether the key at `span` (quotes included) repeats one of `earlier`, the keys of the same
-/// object so far.
+/// object so far. Keys without escapes (all of them, in what our writers write) are compared
+/// as bytes, without allocating.
 fn repeated(
     text: &str,
-    earlier: &[(usize, usize)],
+    earlier: &[Span],
     set: &mut Option<HashSet<String>>,
     span: (usize, usize),
 ) -> Option<DuplicateKey> {
-    let raw = |(a, b): (usize, usize)| text.get(a..=b).unwrap_or("");
-    let key = unescape(raw(span));
+    let raw = |a: usize, b: usize| text.get(a..=b).unwrap_or("");
+    let key = raw(span.0, span.1);
+    let found = || DuplicateKey {
+        offset: span.0,
+        key: unescape(key),
+    };
     if earlier.len() >= LINEAR_KEYS {
-        let set = set.get_or_insert_with(|| earlier.iter().map(|&s| unescape(raw(s))).collect());
-        return (!set.insert(key.clone())).then_some(DuplicateKey {
-            offset: span.0,
-            key,
+        let set = set.get_or_insert_with(|| {
+            earlier
+                .iter()
+                .map(|&(a, b, _)| unescape(raw(a, b)))
+                .collect()
         });
+        return (!set.insert(unescape(key))).then(found);
     }
-    let escaped = raw(span).contains('\\');
-    earlier
-        .iter()
-        .any(|&other| {
-            if escaped || raw(other).contains('\\') {
-                unescape(raw(other)) == key
-            } else {
-                raw(other) == raw(span)
-            }
-        })
-        .then_some(DuplicateKey {
-            offset: span.0,
-            key,
-        })
+    let bytes = text.as_bytes();
+    let escaped = key.contains('\\');
+    let same = |&(a, b, other_escaped): &Span| {
+        if escaped || other_escaped {
+            unescape(raw(a, b)) == unescape(key)
+        } else {
+            // Lengths first: most keys of an object differ in length, and this skips a call.
+            b - a == span.1 - span.0 && bytes.get(a..=b) == bytes.get(span.0..=span.1)
+        }
+    };
+    earlier.iter().any(same).then(found)
 }
 
 /// A quoted JSON string's value; the raw text (without quotes) if it does not decode.

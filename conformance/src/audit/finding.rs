@@ -264,48 +264,15 @@ impl Finding {
                 let what = if self.line == 1 { "header" } else { "record" };
                 format!("not a valid {what} ({category} error): {message}")
             }
-            Problem::DuplicateKey { key } => format!(
-                "the key {key:?} appears twice in one object; readers disagree on which one \
-                 counts, so the line is refused"
-            ),
-            Problem::Unsealed => format!(
-                "the line does not end with its MAC ({}<64 lowercase hex digits>\"}}): a \
-                 version 2 line is sealed",
-                super::chain::MAC_FIELD
-            ),
-            Problem::NotKeyed { version } => format!(
-                "a key was given, but this version {version} log is not sealed with a key: the \
-                 key vouches for none of it (rewritten unkeyed, or written without the key)"
-            ),
-            Problem::KeyMismatch { expected, found } => format!(
-                "the header names key {found}, the key given is {expected}: the log was sealed \
-                 with another key"
-            ),
-            Problem::MacMismatch {
-                chain: ChainKind::HmacSha256,
-                ..
-            } => "the line's MAC does not verify under the key: the line was edited or forged, \
-                 or a line before it was removed, reordered or spliced"
-                .into(),
-            Problem::MacMismatch {
-                expected, found, ..
-            } => format!(
-                "the line's chain digest is {found}, but SHA-256 of the previous line's and \
-                 this line's bytes is {expected}: the line was edited, or a line before it was \
-                 removed, reordered or spliced"
-            ),
-            Problem::Policy { what } => format!("the header's tool policy is broken: {what}"),
-            Problem::Truncated { expected, found } => format!(
-                "the log ends after {found} records, but the anchor counts {expected}: its \
-                 tail was cut off"
-            ),
-            Problem::PastAnchor { anchored } => {
-                format!("a record past the anchor's {anchored}: the anchor does not vouch for it")
-            }
-            Problem::AnchorMismatch { expected, found } => format!(
-                "the last line's MAC is {found}, the anchor's is {expected}: the last line was \
-                 edited, or the log was rewritten"
-            ),
+            Problem::DuplicateKey { .. }
+            | Problem::Unsealed
+            | Problem::NotKeyed { .. }
+            | Problem::KeyMismatch { .. }
+            | Problem::MacMismatch { .. }
+            | Problem::Policy { .. }
+            | Problem::Truncated { .. }
+            | Problem::PastAnchor { .. }
+            | Problem::AnchorMismatch { .. } => sealing_message(&self.problem),
             Problem::NotAnAuditLog { format } => {
                 format!("the header names format {format:?}, not {FORMAT:?}")
             }
@@ -338,6 +305,55 @@ impl Finding {
                 }
             }
         }
+    }
+}
+
+/// The message of a problem of the seal, the key, the anchor or the policy.
+fn sealing_message(problem: &Problem) -> String {
+    match problem {
+        Problem::DuplicateKey { key } => format!(
+            "the key {key:?} appears twice in one object; readers disagree on which one \
+                 counts, so the line is refused"
+        ),
+        Problem::Unsealed => format!(
+            "the line does not end with its MAC ({}<64 lowercase hex digits>\"}}): a \
+                 version 2 line is sealed",
+            super::chain::MAC_FIELD
+        ),
+        Problem::NotKeyed { version } => format!(
+            "a key was given, but this version {version} log is not sealed with a key: the \
+                 key vouches for none of it (rewritten unkeyed, or written without the key)"
+        ),
+        Problem::KeyMismatch { expected, found } => format!(
+            "the header names key {found}, the key given is {expected}: the log was sealed \
+                 with another key"
+        ),
+        Problem::MacMismatch {
+            chain: ChainKind::HmacSha256,
+            ..
+        } => "the line's MAC does not verify under the key: the line was edited or forged, \
+                 or a line before it was removed, reordered or spliced"
+            .into(),
+        Problem::MacMismatch {
+            expected, found, ..
+        } => format!(
+            "the line's chain digest is {found}, but SHA-256 of the previous line's and \
+                 this line's bytes is {expected}: the line was edited, or a line before it was \
+                 removed, reordered or spliced"
+        ),
+        Problem::Policy { what } => format!("the header's tool policy is broken: {what}"),
+        Problem::Truncated { expected, found } => format!(
+            "the log ends after {found} records, but the anchor counts {expected}: its \
+                 tail was cut off"
+        ),
+        Problem::PastAnchor { anchored } => {
+            format!("a record past the anchor's {anchored}: the anchor does not vouch for it")
+        }
+        Problem::AnchorMismatch { expected, found } => format!(
+            "the last line's MAC is {found}, the anchor's is {expected}: the last line was \
+                 edited, or the log was rewritten"
+        ),
+        _ => String::new(),
     }
 }
 

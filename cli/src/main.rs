@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 mod check;
 mod explore;
+mod output;
 mod replay;
 mod validate;
 

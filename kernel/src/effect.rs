@@ -46,8 +46,10 @@ pub struct Dispatch {
 }
 
 /// A command to the driver.
-// The kernel never allocates, so the checkpoint is held inline rather than boxed.
-#[allow(clippy::large_enum_variant)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the kernel never allocates, so the checkpoint is held inline rather than boxed"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 #[cfg_attr(feature = "serde", serde(tag = "effect", rename_all = "snake_case"))]

@@ -193,7 +193,10 @@ pub struct Resume {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
-#[allow(clippy::large_enum_variant)] // no heap: the checkpoint is held inline
+#[expect(
+    clippy::large_enum_variant,
+    reason = "no heap in the kernel: the checkpoint is held inline"
+)]
 pub enum Event {
     /// Suspend the running run (spec SUS-2).
     Suspend {

@@ -5,6 +5,7 @@ use crate::checkpoint::{key_digest, tool_key};
 use crate::effect::Effect;
 use crate::input::Input;
 use crate::run::{BoundCall, InFlight, Phase, Reason, Run};
+use crate::spec::SpecId;
 use crate::step::Transition;
 use core::fmt;
 
@@ -12,7 +13,7 @@ use core::fmt;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Violation {
     /// The spec ID of the invariant.
-    pub id: &'static str,
+    pub id: SpecId,
     /// What was found.
     pub what: &'static str,
 }
@@ -23,7 +24,7 @@ impl fmt::Display for Violation {
     }
 }
 
-fn require(ok: bool, id: &'static str, what: &'static str) -> Result<(), Violation> {
+fn require(ok: bool, id: SpecId, what: &'static str) -> Result<(), Violation> {
     if ok {
         Ok(())
     } else {
@@ -47,17 +48,17 @@ pub fn sus_1(run: &Run) -> Result<(), Violation> {
         Some(s) => {
             require(
                 s.expires_at >= s.since,
-                "SUS-1",
+                SpecId::Sus1,
                 "suspension expires before it began",
             )?;
             require(
                 s.expires_at <= crate::ids::Time::LATEST_EXPIRY,
-                "SUS-1",
+                SpecId::Sus1,
                 "suspension expires at the end of time and can never be passed",
             )?;
             require(
                 s.since <= run.updated_at,
-                "SUS-1",
+                SpecId::Sus1,
                 "suspension begins in the future",
             )
         }
@@ -70,7 +71,7 @@ pub fn apr_3(run: &Run) -> Result<(), Violation> {
     match run.suspension().map(|s| (&s.reason, s.responsible)) {
         Some((Reason::PendingApproval { requester, .. }, responsible)) => require(
             *requester != responsible,
-            "APR-3",
+            SpecId::Apr3,
             "the requester is recorded as its own approver",
         ),
         _ => Ok(()),
@@ -80,12 +81,12 @@ pub fn apr_3(run: &Run) -> Result<(), Violation> {
 fn bound(call: &BoundCall) -> Result<(), Violation> {
     require(
         call.key_digest == key_digest(&call.call.key, &call.call.args),
-        "KEY-1",
+        SpecId::Key1,
         "a call's key digest is not bound to its arguments",
     )?;
     require(
         call.call.contract.max_attempts >= 1,
-        "KEY-1",
+        SpecId::Key1,
         "a call allows no attempt",
     )
 }
@@ -94,12 +95,12 @@ fn in_flight(f: &InFlight) -> Result<(), Violation> {
     bound(&f.call)?;
     require(
         f.dispatches >= 1 && f.dispatches <= f.call.call.contract.max_attempts,
-        "REC-3",
+        SpecId::Rec3,
         "a call was dispatched more often than its contract allows",
     )?;
     require(
         f.attempt < f.dispatches,
-        "REC-3",
+        SpecId::Rec3,
         "an attempt number exceeds the dispatches made",
     )
 }
@@ -127,7 +128,7 @@ pub fn key_1(run: &Run) -> Result<(), Violation> {
     };
     require(
         run.calls().contains(&call.call.call_id),
-        "KEY-2",
+        SpecId::Key2,
         "a call the run holds is missing from its call log",
     )?;
     match f {
@@ -141,10 +142,14 @@ fn calls(run: &Run) -> Result<(), Violation> {
     let entries = run.calls().entries();
     for (i, a) in entries.iter().enumerate() {
         for b in &entries[i + 1..] {
-            require(a.call_id != b.call_id, "KEY-2", "a call id is logged twice")?;
+            require(
+                a.call_id != b.call_id,
+                SpecId::Key2,
+                "a call id is logged twice",
+            )?;
             require(
                 a.key != b.key || a.args == b.args,
-                "KEY-1",
+                SpecId::Key1,
                 "a key is logged with two argument digests",
             )?;
         }
@@ -157,7 +162,7 @@ pub fn res_2(run: &Run) -> Result<(), Violation> {
     match run.last_resume() {
         Some(rc) => require(
             rc.from < rc.to && rc.to <= run.revision(),
-            "RES-2",
+            SpecId::Res2,
             "the last resume receipt is not in the run's past",
         ),
         None => Ok(()),
@@ -179,7 +184,7 @@ pub fn check_step(before: &Run, input: &Input, t: &Transition) -> Result<(), Vio
 pub fn inv_1(before: &Run) -> Result<(), Violation> {
     require(
         !before.phase().is_terminal(),
-        "INV-1",
+        SpecId::Inv1,
         "an input was accepted from a terminal phase",
     )
 }
@@ -188,7 +193,7 @@ pub fn inv_1(before: &Run) -> Result<(), Violation> {
 pub fn rev_1(before: &Run, t: &Transition) -> Result<(), Violation> {
     require(
         before.revision().next() == Some(t.next.revision()),
-        "REV-1",
+        SpecId::Rev1,
         "the revision did not advance by exactly one",
     )
 }
@@ -200,15 +205,15 @@ pub fn aud_1(t: &Transition) -> Result<(), Violation> {
         .iter()
         .filter(|e| matches!(e, Effect::Audit(_)))
         .count();
-    require(audits == 1, "AUD-1", "not exactly one audit record")?;
+    require(audits == 1, SpecId::Aud1, "not exactly one audit record")?;
     match t.effects.iter().next() {
         Some(Effect::Audit(r)) => require(
             r.revision == t.next.revision() && r.phase == t.next.phase().kind(),
-            "AUD-1",
+            SpecId::Aud1,
             "the audit record does not describe the new state",
         ),
         _ => Err(Violation {
-            id: "AUD-1",
+            id: SpecId::Aud1,
             what: "the audit record is not the first effect",
         }),
     }
@@ -218,7 +223,7 @@ pub fn aud_1(t: &Transition) -> Result<(), Violation> {
 pub fn clk_1(before: &Run, input: &Input, t: &Transition) -> Result<(), Violation> {
     require(
         t.next.updated_at() == input.at && input.at >= before.updated_at(),
-        "CLK-1",
+        SpecId::Clk1,
         "the run's time moved backwards or is not the input's",
     )
 }
@@ -227,7 +232,7 @@ pub fn clk_1(before: &Run, input: &Input, t: &Transition) -> Result<(), Violatio
 pub fn id_1(before: &Run, t: &Transition) -> Result<(), Violation> {
     require(
         before.identity() == t.next.identity() && before.policy() == t.next.policy(),
-        "ID-1",
+        SpecId::Id1,
         "a transition changed the run's identity or policy",
     )
 }
@@ -246,11 +251,11 @@ pub fn wal_1(t: &Transition) -> Result<(), Violation> {
                 && d.key == in_flight.call.call.key
                 && d.tool_key == tool_key(t.next.identity(), &d.key)
                 && d.attempt == in_flight.attempt,
-            "WAL-1",
+            SpecId::Wal1,
             "the dispatch differs from the recorded intent",
         ),
         (Some(_), _) => Err(Violation {
-            id: "WAL-1",
+            id: SpecId::Wal1,
             what: "a dispatch without a recorded intent",
         }),
     }
@@ -262,12 +267,12 @@ pub fn ckp_1(t: &Transition) -> Result<(), Violation> {
     match (t.effects.checkpoint(), t.next.suspension()) {
         (Some(cp), Some(_)) => require(
             cp.verify().is_ok() && cp.revision == t.next.revision(),
-            "CKP-1",
+            SpecId::Ckp1,
             "the checkpoint is not sealed at the new revision",
         ),
         (None, None) => Ok(()),
         _ => Err(Violation {
-            id: "CKP-1",
+            id: SpecId::Ckp1,
             what: "a checkpoint without a suspension, or a suspension without one",
         }),
     }

@@ -240,7 +240,7 @@ pub struct Staged<R: 'static> {
 // Workers are ordered by their whole content, so that sorting them is canonical. Written out
 // because a derive would require `R: Ord`; the run is compared by its interned address.
 impl<R> Staged<R> {
-    #[allow(clippy::type_complexity)]
+    #[expect(clippy::type_complexity, reason = "a sort key: the tuple is the order")]
     fn key(
         &self,
     ) -> (

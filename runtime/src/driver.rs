@@ -95,7 +95,7 @@ pub struct Driver<S, T> {
 /// What one committed input did.
 pub(crate) enum Fed {
     /// Accepted: the transition, and the row as now stored.
-    Accepted(Transition, Row),
+    Accepted(Box<(Transition, Row)>),
     /// Refused, and the refusal recorded.
     Rejected,
     /// Another writer moved the run first: nothing was written.
@@ -111,6 +111,36 @@ pub fn facts(row: &Row) -> Facts {
         permitted: true,
         within_budget: true,
     }
+}
+
+/// Creates a run of `program` named `name` in `store`, with its log's header; `Ok(None)` if
+/// it exists already.
+pub fn create_run(
+    store: &mut dyn Store,
+    program: Program,
+    name: &str,
+    resource_version: u64,
+    timing: &Timing,
+) -> Result<Option<RunKey>, DriveError> {
+    let header = program
+        .header(name, now_ms(), timing)
+        .map_err(|e| DriveError::Invalid(format!("run name {name:?}: {e}")))?;
+    let run = lifecycle::new_run(&header);
+    let key = lifecycle::run_key(run.identity());
+    let (line, tail) = lifecycle::header_line(&header)
+        .map_err(|e| DriveError::Invalid(format!("audit header: {e}")))?;
+    let new = NewRun {
+        key: &key,
+        run: &run,
+        header: &line,
+        tail,
+        program: program.as_str(),
+        resource_version,
+    };
+    Ok(match store.create(&new)? {
+        Cas::Done => Some(key),
+        Cas::Conflict => None,
+    })
 }
 
 /// When a suspended run's suspension expires.
@@ -136,34 +166,6 @@ impl<S: Store, T: Tools> Driver<S, T> {
     /// The settings.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    /// Creates a run of `program` named `name`; `Ok(None)` if it exists already.
-    pub fn create(
-        &mut self,
-        program: Program,
-        name: &str,
-        resource_version: u64,
-    ) -> Result<Option<RunKey>, DriveError> {
-        let header = program
-            .header(name, now_ms(), &self.config.timing)
-            .map_err(|e| DriveError::Invalid(format!("run name {name:?}: {e}")))?;
-        let run = lifecycle::new_run(&header);
-        let key = lifecycle::run_key(run.identity());
-        let (line, tail) = lifecycle::header_line(&header)
-            .map_err(|e| DriveError::Invalid(format!("audit header: {e}")))?;
-        let new = NewRun {
-            key: &key,
-            run: &run,
-            header: &line,
-            tail,
-            program: program.as_str(),
-            resource_version,
-        };
-        Ok(match self.store.create(&new)? {
-            Cas::Done => Some(key),
-            Cas::Conflict => None,
-        })
     }
 
     /// The time stamped on an input: the clock, never before the run's last input (CLK-1:
@@ -255,7 +257,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             resource_version: row.resource_version,
         };
         Ok(match result {
-            Ok(t) => Fed::Accepted(t, stored),
+            Ok(t) => Fed::Accepted(Box::new((t, stored))),
             Err(_) => Fed::Rejected,
         })
     }
@@ -378,7 +380,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
                 event,
             };
             match self.feed(&current, &input, current.pc, consumed, &mut None)? {
-                Fed::Accepted(t, stored) => return Ok(Some((t, stored))),
+                Fed::Accepted(b) => return Ok(Some(*b)),
                 Fed::Rejected => return Ok(None),
                 Fed::Conflict => match self.store.load(&row.key)? {
                     Some(r) => current = r,

@@ -19,6 +19,7 @@
 
 pub mod driver;
 pub mod lifecycle;
+pub mod parties;
 pub mod program;
 pub mod rng;
 pub mod store;

@@ -280,6 +280,39 @@ pub trait Store {
     fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError>;
 }
 
+impl<S: Store + ?Sized> Store for Box<S> {
+    fn create(&mut self, new: &NewRun<'_>) -> Result<Cas, StoreError> {
+        (**self).create(new)
+    }
+    fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError> {
+        (**self).load(key)
+    }
+    fn commit(&mut self, commit: &Commit<'_>) -> Result<Cas, StoreError> {
+        (**self).commit(commit)
+    }
+    fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
+        (**self).scan(all)
+    }
+    fn submit(
+        &mut self,
+        key: &RunKey,
+        party: &str,
+        at_ms: u64,
+        request: &Request,
+    ) -> Result<u64, StoreError> {
+        (**self).submit(key, party, at_ms, request)
+    }
+    fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
+        (**self).inbox(key, pending)
+    }
+    fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
+        (**self).log(key)
+    }
+    fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError> {
+        (**self).raw_cas(slot, expect, value)
+    }
+}
+
 /// Which backend a store address names: `postgres://...` or `host=...` for PostgreSQL,
 /// anything else a path to an SQLite file.
 pub fn open(address: &str) -> Result<Box<dyn Store + Send>, StoreError> {

@@ -154,7 +154,10 @@ impl<S: Store, T: Tools> Driver<S, T> {
         };
         let mut early = None;
         match self.feed(&row, &Input { at, event }, pc, consumed, &mut early)? {
-            Fed::Accepted(t, stored) => self.carry_out(t, stored, early)?,
+            Fed::Accepted(b) => {
+                let (t, stored) = *b;
+                self.carry_out(t, stored, early)?
+            }
             Fed::Rejected => {}
             Fed::Conflict => return Ok(false),
         }

@@ -12,6 +12,7 @@ mod decide;
 mod explore;
 mod replay;
 mod runs;
+mod torture;
 mod validate;
 
 /// Checkpoint, suspend and resume of agent runs: the lifecycle kernel on the command line.
@@ -54,6 +55,8 @@ enum Command {
     Cancel(decide::CancelArgs),
     /// Runtime: an approver that watches the store and decides.
     Approver(decide::ApproverArgs),
+    /// Runtime: kill workers with SIGKILL at seeded points, restart them, check what held.
+    Torture(torture::Args),
 }
 
 fn main() -> ExitCode {
@@ -73,5 +76,6 @@ fn main() -> ExitCode {
         Command::Intervene(args) => decide::intervene(&args),
         Command::Cancel(args) => decide::cancel(&args),
         Command::Approver(args) => decide::approver(&args),
+        Command::Torture(args) => torture::run(&args),
     }
 }

@@ -35,8 +35,10 @@ pub struct StartArgs {
     /// The run's name (default: `run-approval` for seed, `order-1` for order).
     #[arg(long)]
     pub run: Option<String>,
-    /// The version of the resource the run acts on.
-    #[arg(long, default_value_t = 1)]
+    /// The version of the resource the run acts on. A run that has not yet suspended has
+    /// recorded version 0, so a resource that starts elsewhere cannot be reconciled before
+    /// the run's first suspension.
+    #[arg(long, default_value_t = 0)]
     pub resource_version: u64,
 }
 
@@ -180,15 +182,21 @@ pub fn status(args: &StatusArgs) -> ExitCode {
                 rows
             }
         };
+        let mut out = std::io::stdout().lock();
         for row in &rows {
+            // A closed pipe (`| head`) ends the listing quietly.
+            let line = if args.checkpoint {
+                let cp = row.checkpoint.map(|c| serde_json::to_string(&c));
+                cp.and_then(Result::ok).unwrap_or_else(|| "null".into())
+            } else {
+                parties::describe(row)
+            };
+            if writeln!(out, "{line}").is_err() {
+                return Ok(());
+            }
             if args.checkpoint {
-                let cp = row
-                    .checkpoint
-                    .map(|c| serde_json::to_string(&c).unwrap_or_default());
-                println!("{}", cp.unwrap_or_else(|| "null".into()));
                 continue;
             }
-            println!("{}", parties::describe(row));
             for r in store.inbox(&row.key, false)? {
                 let answer = match r.answer {
                     None => "waiting for a worker".to_string(),
@@ -197,7 +205,7 @@ pub fn status(args: &StatusArgs) -> ExitCode {
                         serde_json::to_string(&a).unwrap_or_default()
                     ),
                 };
-                println!("  request #{} from {}: {answer}", r.id, r.party);
+                let _ = writeln!(out, "  request #{} from {}: {answer}", r.id, r.party);
             }
         }
         Ok(())

@@ -24,4 +24,4 @@ pub mod program;
 pub mod rng;
 pub mod store;
 pub mod tool;
-// pub mod torture;
+pub mod torture;

@@ -102,3 +102,10 @@ pub fn validate_log(log: &[u8], anchor: Tail) -> Result<audit::Summary, String> 
     }
     Ok(summary)
 }
+
+pub use resumable_conformance::audit::{Accepted, Verdict};
+
+/// Reads one record line back (for the torture's checks).
+pub fn parse_record(line: &[u8]) -> Result<Record, String> {
+    serde_json::from_slice(line).map_err(|e| e.to_string())
+}

@@ -342,3 +342,30 @@ impl Store for PgStore {
         Ok(if moved == 0 { Cas::Conflict } else { Cas::Done })
     }
 }
+
+/// The PostgreSQL address for a test named `test`, in a schema of its own (dropped first),
+/// from `RESUMABLE_TEST_POSTGRES` (a libpq connection string; `runtime/scripts/postgres.sh`
+/// starts a server and prints one). Without it the test is skipped, loudly: the notice goes
+/// straight to the terminal, past the test harness's capture. With
+/// `RESUMABLE_REQUIRE_POSTGRES=1` (CI sets it) a skip is a failure instead.
+pub fn test_address(test: &str) -> Option<String> {
+    use std::io::Write;
+    let Ok(conn) = std::env::var("RESUMABLE_TEST_POSTGRES") else {
+        let required = std::env::var("RESUMABLE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "RESUMABLE_REQUIRE_POSTGRES=1 but RESUMABLE_TEST_POSTGRES is not set: \
+             the PostgreSQL test {test} cannot run"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "\nSKIPPED: PostgreSQL test {test}: RESUMABLE_TEST_POSTGRES is not set \
+             (runtime/scripts/postgres.sh start DIR starts a server and prints its address)\n"
+        );
+        return None;
+    };
+    let schema = format!("t_{}_{}", test.replace(['-', ':'], "_"), std::process::id());
+    let address = format!("{conn}#{schema}");
+    PgStore::drop_schema(&address).ok()?;
+    Some(address)
+}

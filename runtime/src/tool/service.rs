@@ -187,6 +187,11 @@ impl Ledger {
                 why: format!("no tool {tool}"),
             });
         };
+        // A status backend that cannot always tell: "unknown" says nothing about the call,
+        // whether it committed or not, and never fences.
+        if unknown {
+            return Ok(ToolReply::Unknown);
+        }
         let committed = if spec.dedupes {
             self.commits.get(key).map(|c| c.1)
         } else if self.attempts.contains(&(key.to_string(), attempt)) {
@@ -196,9 +201,6 @@ impl Ledger {
         };
         if let Some(result) = committed {
             return Ok(ToolReply::Committed { result });
-        }
-        if unknown {
-            return Ok(ToolReply::Unknown);
         }
         if spec.query_fences {
             self.append(Entry::Fence {

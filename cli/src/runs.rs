@@ -29,7 +29,8 @@ pub struct StartArgs {
     /// The store.
     #[arg(long, default_value = DEFAULT_STORE)]
     pub store: String,
-    /// The agent program: `seed` (the source chapter's approval example) or `order`.
+    /// The agent program: `seed` (the source chapter's approval example), `order` (three
+    /// calls: deduping, gated, fencing; and a callback) or `bench` (fifty quick calls).
     #[arg(long, default_value = "seed")]
     pub program: String,
     /// The run's name (default: `run-approval` for seed, `order-1` for order).
@@ -54,6 +55,7 @@ pub fn start(args: &StartArgs) -> ExitCode {
     let name = args.run.clone().unwrap_or_else(|| match program {
         Program::Seed => "run-approval".to_string(),
         Program::Order => "order-1".to_string(),
+        Program::Bench => "bench-1".to_string(),
     });
     let mut store = match open_store(&args.store) {
         Ok(s) => s,

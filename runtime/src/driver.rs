@@ -90,6 +90,7 @@ pub struct Driver<S, T> {
     store: S,
     tools: T,
     config: Config,
+    commits: u64,
 }
 
 /// What one committed input did.
@@ -155,7 +156,13 @@ impl<S: Store, T: Tools> Driver<S, T> {
             store,
             tools,
             config,
+            commits: 0,
         }
+    }
+
+    /// How many steps (accepted or refused) this driver has committed.
+    pub fn commits(&self) -> u64 {
+        self.commits
     }
 
     /// The store.
@@ -245,6 +252,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
         if self.store.commit(&commit)? == Cas::Conflict {
             return Ok(Fed::Conflict);
         }
+        self.commits += 1;
         self.config.crash.at(CrashPoint::AfterCommit);
         let stored = Row {
             key: row.key.clone(),

@@ -42,7 +42,13 @@ pub enum Program {
     /// an approval (a gated call, deduping), send a notice (a fencing tool that does not
     /// dedupe), complete.
     Order,
+    /// The yardstick for throughput: [`BENCH_CALLS`] ungated calls on a deduping tool, each
+    /// dispatched and answered (two transitions each), then complete.
+    Bench,
 }
+
+/// How many calls a [`Program::Bench`] run makes.
+pub const BENCH_CALLS: u32 = 50;
 
 /// A tool this runtime's tool service offers, with the contract it honours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,13 +123,14 @@ fn call(id: &str, tool: &str, args: &str, key: &str) -> Call {
 
 impl Program {
     /// Every program.
-    pub const ALL: [Program; 2] = [Program::Seed, Program::Order];
+    pub const ALL: [Program; 3] = [Program::Seed, Program::Order, Program::Bench];
 
     /// Its name.
     pub fn as_str(self) -> &'static str {
         match self {
             Program::Seed => "seed",
             Program::Order => "order",
+            Program::Bench => "bench",
         }
     }
 
@@ -137,6 +144,7 @@ impl Program {
         let (tenant, session, definition) = match self {
             Program::Seed => ("tenant-a", "session-1", "demo@1"),
             Program::Order => ("tenant-b", "orders", "order@1"),
+            Program::Bench => ("tenant-c", "bench", "bench@1"),
         };
         Ok(RunHeader {
             identity: Identity {
@@ -192,6 +200,13 @@ impl Program {
                 call: call("notify-1", "notify:email", "to=buyer", "notify"),
             }),
             (Program::Order, 4) => Some(done("order done")),
+            (Program::Bench, n) if n < BENCH_CALLS => {
+                let id = format!("call-{n}");
+                Some(Event::Dispatch {
+                    call: call(&id, "publish:demo", &id, &id),
+                })
+            }
+            (Program::Bench, BENCH_CALLS) => Some(done("bench done")),
             _ => None,
         }
     }

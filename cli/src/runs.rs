@@ -145,7 +145,13 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
     let mut driver = Driver::new(store, TcpTools::new(&args.tools, timeout), config);
     let poll = Duration::from_millis(args.poll_ms);
     match driver.work(args.offset, poll, args.until_quiescent) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            println!(
+                "{} steps committed; every run has ended or waits on someone outside",
+                driver.commits()
+            );
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: worker {}: {e}", driver.config().owner);
             ExitCode::from(1)

@@ -234,76 +234,28 @@ fn supervise(
     let mut rng = Rng::fork(o.seed, 1);
     let mut slots: Vec<Slot> = Vec::new();
     for i in 0..o.workers {
-        slots.push(
-            procs::worker(spec, i, procs::fate(&mut rng, o.kills > 0))
-                .map_err(|e| e.to_string())?,
-        );
+        let fate = procs::fate(&mut rng, o.kills > 0);
+        slots.push(procs::worker(spec, i, fate).map_err(|e| e.to_string())?);
     }
-    let timing = Timing::default();
     let mut made = 0u32;
     let mut last_look = Instant::now() - Duration::from_secs(1);
     let mut last_progress = Instant::now();
     loop {
-        let killing = report.total_kills() < o.kills;
         for slot in slots.iter_mut() {
-            if let Some(ended) = procs::reap(slot, &o.dir).map_err(|e| e.to_string())? {
-                match ended {
-                    Ended::Killed => {
-                        let point = if slot.timer_sent {
-                            None
-                        } else {
-                            slot.fate.plan.map(|p| p.0)
-                        };
-                        let name = point.map_or("random", |p| p.as_str());
-                        *report.kills.entry(name.to_string()).or_insert(0) += 1;
-                        kills.push(Kill {
-                            at_ms: now_ms(),
-                            point,
-                            held: held(store, &slot.owner),
-                        });
-                    }
-                    Ended::Exited(why) => report.violations.push(why),
-                }
-                let fate = procs::fate(&mut rng, report.total_kills() < o.kills);
-                *slot = procs::worker(spec, slot.index, fate).map_err(|e| e.to_string())?;
-            } else if killing
-                && !slot.timer_sent
-                && slot.fate.timer_at_ms.is_some_and(|t| now_ms() >= t)
-            {
-                let _ = slot.proc.0.kill();
-                slot.timer_sent = true;
-            } else if !killing && slot.fate.timer_at_ms.is_some() && !slot.timer_sent {
-                // Killing is over: a worker still carrying a plan is replaced by one without.
-                let _ = slot.proc.0.kill();
-                slot.timer_sent = true;
-            }
+            tend(slot, o, spec, store, report, kills, &mut rng)?;
         }
         if last_look.elapsed() >= Duration::from_millis(20) {
             last_look = Instant::now();
-            let list = store.scan(false).map_err(|e| e.to_string())?;
-            let live = list
-                .iter()
-                .filter(|s| s.status != Status::Person || s.pending > 0)
-                .count();
-            if killing {
-                for _ in live..o.active as usize {
-                    made += 1;
-                    let program = if rng.percent(50) {
-                        Program::Seed
-                    } else {
-                        Program::Order
-                    };
-                    let name = format!("{}-{made:06}", &program.as_str()[..1]);
-                    create_run(store, program, &name, 0, &timing).map_err(|e| e.to_string())?;
-                }
-            } else if live == 0 {
+            let killing = report.total_kills() < o.kills;
+            let live = top_up(store, o, killing, &mut made, &mut rng)?;
+            if !killing && live == 0 {
                 return Ok(());
             }
             if last_progress.elapsed() >= Duration::from_secs(5) {
                 last_progress = Instant::now();
+                let kills = report.total_kills();
                 progress(&format!(
-                    "{} kills, {made} runs started, {live} runs moving",
-                    report.total_kills()
+                    "{kills} kills, {made} runs started, {live} runs moving"
                 ));
             }
         }
@@ -320,6 +272,80 @@ fn supervise(
         }
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// Looks after one worker slot: a dead worker is counted and replaced; a live one is killed
+/// when its timer is up, or when killing is over and it still carries a plan.
+fn tend(
+    slot: &mut Slot,
+    o: &Options,
+    spec: &WorkerSpec<'_>,
+    store: &mut dyn Store,
+    report: &mut Report,
+    kills: &mut Vec<Kill>,
+    rng: &mut Rng,
+) -> Result<(), String> {
+    let killing = report.total_kills() < o.kills;
+    match procs::reap(slot, &o.dir).map_err(|e| e.to_string())? {
+        Some(Ended::Killed) => {
+            let point = if slot.timer_sent {
+                None
+            } else {
+                slot.fate.plan.map(|p| p.0)
+            };
+            let name = point.map_or("random", |p| p.as_str());
+            *report.kills.entry(name.to_string()).or_insert(0) += 1;
+            let held = held(store, &slot.owner);
+            kills.push(Kill {
+                at_ms: now_ms(),
+                point,
+                held,
+            });
+        }
+        Some(Ended::Exited(why)) => report.violations.push(why),
+        None => {
+            let due = slot.fate.timer_at_ms.is_some_and(|t| now_ms() >= t);
+            // Killing is over: a worker still carrying a plan is replaced by one without.
+            let over = !killing && slot.fate.timer_at_ms.is_some();
+            if !slot.timer_sent && (due || over) {
+                let _ = slot.proc.0.kill();
+                slot.timer_sent = true;
+            }
+            return Ok(());
+        }
+    }
+    let fate = procs::fate(rng, report.total_kills() < o.kills);
+    *slot = procs::worker(spec, slot.index, fate).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Starts runs until `active` are moving (while killing); returns how many are moving: not
+/// ended, not waiting on a person, or with a request waiting.
+fn top_up(
+    store: &mut dyn Store,
+    o: &Options,
+    killing: bool,
+    made: &mut u32,
+    rng: &mut Rng,
+) -> Result<usize, String> {
+    let list = store.scan(false).map_err(|e| e.to_string())?;
+    let live = list
+        .iter()
+        .filter(|s| s.status != Status::Person || s.pending > 0)
+        .count();
+    if killing {
+        for _ in live..o.active as usize {
+            *made += 1;
+            let program = if rng.percent(50) {
+                Program::Seed
+            } else {
+                Program::Order
+            };
+            let name = format!("{}-{:06}", &program.as_str()[..1], *made);
+            create_run(store, program, &name, 0, &Timing::default()).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(live)
 }
 
 /// The runs `owner` held when it died, with their log position.

@@ -183,7 +183,6 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
         tools: &address,
         lease_ms: o.lease_ms,
         flavor: o.flavor,
-        workers: o.workers,
     };
     let mut report = Report {
         seed: o.seed,

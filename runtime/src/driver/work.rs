@@ -6,7 +6,7 @@ use crate::rng::now_ms;
 use crate::store::{Inbox, Request, Row, RunKey, Status, Store, Summary};
 use crate::tool::{ToolReply, Tools};
 use resumable_kernel::{Dispatch, Event, InFlight, Input, Phase, Reason, Resume};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a run needs from a worker now.
 enum Action {
@@ -221,7 +221,6 @@ impl<S: Store, T: Tools> Driver<S, T> {
         poll: Duration,
         until_quiescent: bool,
     ) -> Result<(), DriveError> {
-        let started = Instant::now();
         loop {
             let (progressed, quiet) = self.pass(offset)?;
             if quiet && until_quiescent {
@@ -230,7 +229,6 @@ impl<S: Store, T: Tools> Driver<S, T> {
             if !progressed {
                 std::thread::sleep(poll);
             }
-            let _ = started;
         }
     }
 }

@@ -139,8 +139,6 @@ pub struct WorkerSpec<'a> {
     pub lease_ms: u64,
     /// Correct or broken.
     pub flavor: Flavor,
-    /// How many slots.
-    pub workers: u32,
 }
 
 /// A worker slot: its current process and fate.

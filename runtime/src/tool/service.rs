@@ -104,8 +104,20 @@ pub fn commits_per_key(entries: &[Entry]) -> BTreeMap<String, u32> {
 impl Ledger {
     fn open(path: &Path) -> io::Result<Ledger> {
         let entries = read_ledger(path)?;
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        // A torn last line (the service died writing it) was never answered: cut it off, so
+        // the next entry starts on a line of its own. The service wrote every entry as serde_json
+        // writes it, so the complete lines are exactly the entries, re-encoded.
+        let mut valid = 0;
+        for e in &entries {
+            valid += serde_json::to_vec(e)?.len() as u64 + 1;
+        }
+        if file.metadata()?.len() > valid {
+            file.set_len(valid)?;
+            file.sync_data()?;
+        }
         let mut ledger = Ledger {
-            file: OpenOptions::new().create(true).append(true).open(path)?,
+            file,
             commits: HashMap::new(),
             attempts: HashSet::new(),
             fences: HashSet::new(),
@@ -282,5 +294,84 @@ fn handle(shared: &Shared, request: &ToolRequest) -> io::Result<ToolReply> {
             let unknown = lock(&shared.rng).percent(shared.config.unknown_percent);
             lock(&shared.ledger).query(tool, key, *attempt, unknown)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger(name: &str) -> (Ledger, PathBuf) {
+        let path =
+            std::env::temp_dir().join(format!("resumable-ledger-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        (Ledger::open(&path).unwrap(), path)
+    }
+
+    #[test]
+    fn a_deduping_tool_commits_a_key_once_and_answers_a_repeat_with_the_first_result() {
+        let (mut l, path) = ledger("dedupe");
+        let a = l.dispatch("charge:card", "k", 0, Digest::of(b"x")).unwrap();
+        let b = l.dispatch("charge:card", "k", 0, Digest::of(b"x")).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(commits_per_key(&read_ledger(&path).unwrap())["k"], 1);
+        assert_eq!(l.query("charge:card", "k", 0, false).unwrap(), a);
+    }
+
+    #[test]
+    fn a_fencing_query_makes_a_late_request_fail_and_the_next_attempt_commit() {
+        let (mut l, path) = ledger("fence");
+        assert_eq!(
+            l.query("notify:email", "k", 0, false).unwrap(),
+            ToolReply::NotCommitted
+        );
+        assert_eq!(
+            l.dispatch("notify:email", "k", 0, Digest::of(b"x"))
+                .unwrap(),
+            ToolReply::Fenced
+        );
+        assert!(matches!(
+            l.dispatch("notify:email", "k", 1, Digest::of(b"x"))
+                .unwrap(),
+            ToolReply::Committed { .. }
+        ));
+        // Read back after a restart: the fence and the commit are both there.
+        let mut again = Ledger::open(&path).unwrap();
+        assert_eq!(
+            again
+                .dispatch("notify:email", "k", 0, Digest::of(b"x"))
+                .unwrap(),
+            ToolReply::Fenced
+        );
+        assert_eq!(commits_per_key(&read_ledger(&path).unwrap())["k"], 1);
+    }
+
+    #[test]
+    fn a_tool_that_does_not_dedupe_commits_every_request_and_an_unknown_answer_never_fences() {
+        let (mut l, path) = ledger("nodedupe");
+        assert_eq!(
+            l.query("notify:email", "k", 0, true).unwrap(),
+            ToolReply::Unknown
+        );
+        l.dispatch("notify:email", "k", 0, Digest::of(b"x"))
+            .unwrap();
+        l.dispatch("notify:email", "k", 0, Digest::of(b"x"))
+            .unwrap();
+        assert_eq!(commits_per_key(&read_ledger(&path).unwrap())["k"], 2);
+        assert!(matches!(
+            l.dispatch("nope", "k", 0, Digest::of(b"x")).unwrap(),
+            ToolReply::Refused { .. }
+        ));
+    }
+
+    #[test]
+    fn a_torn_last_line_was_never_answered_and_is_ignored() {
+        let (mut l, path) = ledger("torn");
+        l.dispatch("charge:card", "k", 0, Digest::of(b"x")).unwrap();
+        drop(l);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"entry\":\"commit\",\"tool\":\"cha")
+            .unwrap();
+        assert_eq!(read_ledger(&path).unwrap().len(), 1);
     }
 }

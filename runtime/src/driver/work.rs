@@ -158,7 +158,14 @@ impl<S: Store, T: Tools> Driver<S, T> {
                 let (t, stored) = *b;
                 self.carry_out(t, stored, early)?
             }
-            Fed::Rejected => {}
+            // A refusal of a party's request is its answer, recorded. A refusal of this
+            // worker's own input (the program's step, a recover, an expire) means the driver
+            // and the kernel disagree: it is recorded too, and the turn ends there.
+            Fed::Rejected if consumed.is_some() => {}
+            Fed::Rejected => {
+                eprintln!("{}: the kernel refused this worker's own input", row.key);
+                return Ok(false);
+            }
             Fed::Conflict => return Ok(false),
         }
         Ok(true)

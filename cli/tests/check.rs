@@ -68,7 +68,7 @@ fn a_restart_that_redispatches_an_unknown_outcome_fails_rec_2() {
 fn a_retry_on_a_tool_that_neither_dedupes_nor_fences_fails_eff_1_and_rec_3() {
     let out = variant_fails_on(
         "retry-without-contract",
-        "EFF-1 the tool commits each call at most once",
+        "EFF-1 the tool commits each key at most once",
     );
     assert!(
         out.contains("REC-3 a call goes again only under a key"),
@@ -90,13 +90,14 @@ fn a_retry_under_a_fenced_key_fails_rec_3() {
 
 #[test]
 fn a_stale_checkpoint_is_caught_in_the_world_that_exposes_it_not_passed_in_the_default() {
-    // The default world has no cancel, so no stale checkpoint can match the run: checking
-    // this variant there would pass. `--variant` must start from the exposing world.
+    // The default world has one crash, so no stale checkpoint can match the run in every
+    // field but its revision: checking this variant there would pass. `--variant` must
+    // start from the exposing world, with a second crash.
     let out = variant_fails_on(
         "no-revision-check",
         "RES-3 a stale revision is never resumed",
     );
-    assert!(out.contains("with 1 cancel"), "{out}");
+    assert!(out.contains("2 crashes"), "{out}");
 }
 
 #[test]
@@ -131,6 +132,11 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
         "rerun-step-on-resume",
         "deny-leaves-running",
         "no-expiry",
+        "resource-blocks-answers",
+        "approval-ignores-resource",
+        "cancel-lost-on-escalation",
+        "cancel-ends-unsettled",
+        "last-call-only-key-check",
     ] {
         assert!(
             out.lines()
@@ -138,7 +144,7 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
             "{name} missing from: {out}"
         );
     }
-    assert_eq!(out.lines().count(), 14, "one line per variant: {out}");
+    assert_eq!(out.lines().count(), 19, "one line per variant: {out}");
 }
 
 #[test]

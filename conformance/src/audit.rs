@@ -71,8 +71,8 @@ pub struct RunHeader {
 }
 
 impl RunHeader {
-    /// The run this header describes, at revision 0.
-    pub fn run(&self) -> Run {
+    /// The run this header describes, at revision 0, or why its policy cannot govern one.
+    pub fn run(&self) -> Result<Run, resumable_kernel::PolicyError> {
         Run::new(self.identity, self.policy, self.created_at)
     }
 }
@@ -238,7 +238,9 @@ impl<W: Write> Writer<W> {
     pub fn new(out: W, header: &RunHeader) -> io::Result<Writer<W>> {
         let mut writer = Writer {
             out,
-            run: header.run(),
+            run: header
+                .run()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
             seq: 0,
             prev: Digest::default(),
             line: Vec::with_capacity(1024),

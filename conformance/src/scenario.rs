@@ -108,8 +108,8 @@ impl RunSpec {
         }
     }
 
-    /// A new run, running at revision 0.
-    pub fn create(&self) -> Run {
+    /// A new run, running at revision 0, or why its policy cannot govern one.
+    pub fn create(&self) -> Result<Run, resumable_kernel::PolicyError> {
         Run::new(
             self.identity(),
             Policy {
@@ -543,6 +543,7 @@ fn placeholder_checkpoint() -> Checkpoint {
         expires_at: Time(0),
         responsible: P,
         created_at: Time(0),
+        cancel_requested_by: None,
         digest: Digest::default(),
     }
 }
@@ -719,8 +720,11 @@ mod tests {
 
     /// The checkpoint the suspend emits, found by stepping the kernel directly.
     fn emitted(s: &Scenario) -> Checkpoint {
-        let t = resumable_kernel::step(&s.header.run.create(), &s.steps[0].input)
-            .expect("the suspend is accepted");
+        let t = resumable_kernel::step(
+            &s.header.run.create().expect("valid policy"),
+            &s.steps[0].input,
+        )
+        .expect("the suspend is accepted");
         *t.effects
             .checkpoint()
             .expect("a suspension persists a checkpoint")

@@ -77,54 +77,17 @@ impl Trace {
     }
 }
 
-/// The snake_case name of a rejection, as its serde form tags it and spec/ names it (a test
-/// checks the two agree for every variant).
+/// The snake_case name of a rejection, as its serde form tags it and spec/ names it: the
+/// kernel's [`resumable_kernel::RejectionKind::name`].
 pub fn rejection_name(r: &Rejection) -> &'static str {
-    use Rejection::*;
-    match r {
-        Terminal { .. } => "terminal",
-        IdentityMismatch { .. } => "identity_mismatch",
-        ClockRegressed { .. } => "clock_regressed",
-        SchemaTooNew { .. } => "schema_too_new",
-        MigrationRequired { .. } => "migration_required",
-        DigestMismatch { .. } => "digest_mismatch",
-        StaleRevision { .. } => "stale_revision",
-        FutureRevision { .. } => "future_revision",
-        AlreadyApplied { .. } => "already_applied",
-        AlreadyResumed { .. } => "already_resumed",
-        ResourceChanged { .. } => "resource_changed",
-        NotSuspended { .. } => "not_suspended",
-        CheckpointMismatch { .. } => "checkpoint_mismatch",
-        Expired { .. } => "expired",
-        DecisionMismatch { .. } => "decision_mismatch",
-        ApprovalMismatch { .. } => "approval_mismatch",
-        ApprovalExpired { .. } => "approval_expired",
-        SelfApproval { .. } => "self_approval",
-        Unauthorised { .. } => "unauthorised",
-        WaitMismatch { .. } => "wait_mismatch",
-        PermissionRevoked => "permission_revoked",
-        BudgetExhausted => "budget_exhausted",
-        NotRunning { .. } => "not_running",
-        AlreadySuspended { .. } => "already_suspended",
-        ExpiryNotInFuture { .. } => "expiry_not_in_future",
-        NoAttemptsAllowed => "no_attempts_allowed",
-        KeyConflict { .. } => "key_conflict",
-        CallIdReused { .. } => "call_id_reused",
-        DispatchInFlight { .. } => "dispatch_in_flight",
-        NoDispatchInFlight { .. } => "no_dispatch_in_flight",
-        ResultMismatch { .. } => "result_mismatch",
-        NothingInFlight { .. } => "nothing_in_flight",
-        NotExpired { .. } => "not_expired",
-        ReconcileFirst => "reconcile_first",
-        CancelPending => "cancel_pending",
-        RevisionExhausted => "revision_exhausted",
-    }
+    r.kind().name()
 }
 
 /// Replays the scenario through the kernel. Fails only when a reference cannot be resolved
 /// (for example `"latest"` before any checkpoint was emitted), naming the line.
 pub fn replay(scenario: &Scenario) -> Result<Trace, ScenarioError> {
-    let initial = scenario.header.run.create();
+    let initial = (scenario.header.run.create())
+        .map_err(|e| ScenarioError::at(1, format!("the run's policy: {e}")))?;
     let mut run = initial;
     let mut emitted: Vec<Checkpoint> = Vec::new();
     let mut steps = Vec::with_capacity(scenario.steps.len());
@@ -332,15 +295,19 @@ pub fn phase(p: &Phase) -> String {
                 ),
                 Reason::ExternalCallback { callback } => format!("external_callback {callback}"),
                 Reason::ResourceWait { resource } => format!("resource_wait {resource}"),
-                Reason::ManualIntervention { unresolved: None } => {
-                    "manual_intervention".to_string()
-                }
                 Reason::ManualIntervention {
-                    unresolved: Some(f),
-                } => format!(
-                    "manual_intervention, unresolved {}#{}",
-                    f.call.call.call_id, f.attempt
-                ),
+                    unresolved,
+                    cancelled_by,
+                } => {
+                    let mut s = "manual_intervention".to_string();
+                    if let Some(f) = unresolved {
+                        let _ = write!(s, ", unresolved {}#{}", f.call.call.call_id, f.attempt);
+                    }
+                    if let Some(by) = cancelled_by {
+                        let _ = write!(s, ", cancel by {by} pending");
+                    }
+                    s
+                }
                 Reason::OutcomeUnknown {
                     in_flight,
                     cancelled_by,
@@ -403,8 +370,17 @@ fn serde_name<T: Serialize>(v: &T) -> String {
         .unwrap_or_else(|| "?".to_string())
 }
 
+/// The call a dispatch or query names: the tool, the key with its attempt, the call id, and
+/// the tool key the tool is sent (spec KEY-3), shortened.
 fn call_target(d: &Dispatch) -> String {
-    format!("{} key {}#{} ({})", d.tool, d.key, d.attempt, d.call_id)
+    format!(
+        "{} key {}#{} ({}), tool key {}",
+        d.tool,
+        d.key,
+        d.attempt,
+        d.call_id,
+        short(&d.tool_key)
+    )
 }
 
 /// An effect in a short readable form.

@@ -246,6 +246,7 @@ fn the_longest_record_the_kernel_types_allow_is_far_below_the_line_limit() {
         expires_at: t,
         responsible: n,
         created_at: t,
+        cancel_requested_by: Some(n),
         digest: d,
     };
     let approval = Approval {
@@ -261,6 +262,7 @@ fn the_longest_record_the_kernel_types_allow_is_far_below_the_line_limit() {
         tool: n,
         args: d,
         key: n,
+        tool_key: d,
         attempt: u8::MAX,
     };
     let record = Record {

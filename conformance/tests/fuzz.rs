@@ -68,7 +68,8 @@ fn checkpoint() -> &'static (Vec<u8>, Checkpoint) {
                 resource_version: 7,
             },
         };
-        let t = step(&header.run(), &suspend).expect("the suspend is accepted");
+        let t = step(&header.run().expect("a valid policy"), &suspend)
+            .expect("the suspend is accepted");
         let cp = *t
             .effects
             .checkpoint()

@@ -1,7 +1,7 @@
 //! One checking function per invariant of spec/, named by its ID. [`crate::step`] asserts
 //! them before and after every step in debug builds; the model and conformance call them too.
 
-use crate::checkpoint::key_digest;
+use crate::checkpoint::{key_digest, tool_key};
 use crate::effect::Effect;
 use crate::input::Input;
 use crate::run::{BoundCall, InFlight, Phase, Reason, Run};
@@ -40,8 +40,8 @@ pub fn check_run(run: &Run) -> Result<(), Violation> {
     Ok(())
 }
 
-/// SUS-1: a suspension has a reason, an expiry not before its start, a responsible party, and
-/// began no later than the run's last input.
+/// SUS-1: a suspension has a reason, an expiry not before its start and early enough to be
+/// passed, a responsible party, and began no later than the run's last input.
 pub fn sus_1(run: &Run) -> Result<(), Violation> {
     match run.suspension() {
         Some(s) => {
@@ -49,6 +49,11 @@ pub fn sus_1(run: &Run) -> Result<(), Violation> {
                 s.expires_at >= s.since,
                 "SUS-1",
                 "suspension expires before it began",
+            )?;
+            require(
+                s.expires_at <= crate::ids::Time::LATEST_EXPIRY,
+                "SUS-1",
+                "suspension expires at the end of time and can never be passed",
             )?;
             require(
                 s.since <= run.updated_at,
@@ -99,21 +104,52 @@ fn in_flight(f: &InFlight) -> Result<(), Violation> {
     )
 }
 
-/// KEY-1 and REC-3: every call the run holds has its key bound to its arguments, and every
-/// in-flight call stays within its attempt budget.
+/// KEY-1, KEY-2 and REC-3: every call the run holds has its key bound to its arguments and is
+/// in the run's call log; every in-flight call stays within its attempt budget; the log names
+/// each call once and binds each key to one argument digest.
 pub fn key_1(run: &Run) -> Result<(), Violation> {
-    match &run.phase {
-        Phase::Running { in_flight: Some(f) } => in_flight(f),
+    calls(run)?;
+    let held = match &run.phase {
+        Phase::Running { in_flight: Some(f) } => Some((f.call, Some(f))),
         Phase::Suspended(s) => match &s.reason {
-            Reason::PendingApproval { call, .. } => bound(call),
+            Reason::PendingApproval { call, .. } => Some((*call, None)),
             Reason::OutcomeUnknown { in_flight: f, .. }
             | Reason::ManualIntervention {
                 unresolved: Some(f),
-            } => in_flight(f),
-            _ => Ok(()),
+                ..
+            } => Some((f.call, Some(f))),
+            _ => None,
         },
-        _ => Ok(()),
+        _ => None,
+    };
+    let Some((call, f)) = held else {
+        return Ok(());
+    };
+    require(
+        run.calls().contains(&call.call.call_id),
+        "KEY-2",
+        "a call the run holds is missing from its call log",
+    )?;
+    match f {
+        Some(f) => in_flight(f),
+        None => bound(&call),
     }
+}
+
+/// KEY-1, KEY-2: the call log names each call once and binds each key to one argument digest.
+fn calls(run: &Run) -> Result<(), Violation> {
+    let entries = run.calls().entries();
+    for (i, a) in entries.iter().enumerate() {
+        for b in &entries[i + 1..] {
+            require(a.call_id != b.call_id, "KEY-2", "a call id is logged twice")?;
+            require(
+                a.key != b.key || a.args == b.args,
+                "KEY-1",
+                "a key is logged with two argument digests",
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// RES-2: the receipt of the winning resume points into the run's past.
@@ -208,6 +244,7 @@ pub fn wal_1(t: &Transition) -> Result<(), Violation> {
         ) => require(
             d.call_id == in_flight.call.call.call_id
                 && d.key == in_flight.call.call.key
+                && d.tool_key == tool_key(t.next.identity(), &d.key)
                 && d.attempt == in_flight.attempt,
             "WAL-1",
             "the dispatch differs from the recorded intent",

@@ -27,7 +27,7 @@
 //!     definition: Name::lit("publisher@1"),
 //! };
 //! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 100 };
-//! let run = Run::new(id, policy, Time(0));
+//! let run = Run::new(id, policy, Time(0)).unwrap();
 //! let call = Call {
 //!     call_id: Name::lit("call-1"),
 //!     tool: Name::lit("publish:demo"),
@@ -75,6 +75,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod calls;
 pub mod checkpoint;
 pub mod effect;
 pub mod ids;
@@ -84,17 +85,21 @@ pub mod reject;
 pub mod run;
 mod step;
 
-pub use checkpoint::{Checkpoint, CheckpointV1, Intent, PendingCall, SCHEMA_V1, SCHEMA_VERSION};
-pub use effect::{AuditRecord, Dispatch, Effect, Effects};
+pub use calls::{CallLog, Fingerprint, LoggedCall, CALL_LOG_CAPACITY};
+pub use checkpoint::{
+    Checkpoint, CheckpointV1, CheckpointV2, Intent, PendingCall, SCHEMA_V1, SCHEMA_V2,
+    SCHEMA_VERSION,
+};
+pub use effect::{AuditRecord, Dispatch, Effect, Effects, EffectsFull};
 pub use ids::{Digest, Name, NameError, Revision, Time};
 pub use input::{
     Approval, Decision, DecisionKind, Event, EventKind, Facts, Input, QueryAnswer, Resolution,
     Resume, Wait,
 };
-pub use reject::{ApprovalField, CheckpointField, Fault, IdentityField, Rejection};
+pub use reject::{ApprovalField, CheckpointField, Fault, IdentityField, Rejection, RejectionKind};
 pub use run::{
-    BoundCall, Call, CallOutcome, FailCause, Identity, InFlight, Phase, PhaseKind, Policy, Reason,
-    ReasonKind, ResumeReceipt, Run, Suspension, ToolContract,
+    BoundCall, Call, CallOutcome, FailCause, Identity, InFlight, Phase, PhaseKind, Policy,
+    PolicyError, Reason, ReasonKind, ResumeReceipt, Run, Suspension, ToolContract,
 };
 pub use step::{step, Transition};
 

@@ -44,8 +44,10 @@ pub enum CheckpointField {
     Responsible,
     /// The creation time.
     CreatedAt,
-    /// The resource version recorded at suspension.
+    /// The resource version the run last observed.
     ResourceVersion,
+    /// Who cancelled while an effect's outcome is unsettled.
+    CancelRequestedBy,
 }
 
 /// Which part of an approval does not bind to the pending call.
@@ -107,6 +109,12 @@ pub enum Rejection {
     SchemaTooNew {
         /// The version this kernel reads.
         supported: u16,
+        /// The version offered.
+        got: u16,
+    },
+    /// The checkpoint claims a schema version no kernel ever wrote (0), which has no migration.
+    #[error("checkpoint schema {got} is unknown: no kernel writes it and none migrates it")]
+    UnknownSchema {
         /// The version offered.
         got: u16,
     },
@@ -256,6 +264,20 @@ pub enum Rejection {
         /// The input's time.
         now: Time,
     },
+    /// The expiry is the last instant, which no later input could pass: the suspension would
+    /// wait forever.
+    #[error("expiry {expires_at} could never be passed")]
+    ExpiryUnreachable {
+        /// The expiry offered.
+        expires_at: Time,
+    },
+    /// The input's time is the last instant, at which no new suspension can be given an
+    /// expiry that a later input could pass.
+    #[error("time {at} is the end of time: no suspension can begin")]
+    ClockExhausted {
+        /// The input's time.
+        at: Time,
+    },
     /// A call declared a contract allowing no attempt at all.
     #[error("a call needs at least one attempt")]
     NoAttemptsAllowed,
@@ -264,6 +286,18 @@ pub enum Rejection {
     KeyConflict {
         /// The key.
         key: Name,
+    },
+    /// The key's committed result is already recorded: it is reused, never executed again.
+    #[error("key {key} already committed: reuse its recorded result")]
+    KeyCommitted {
+        /// The key.
+        key: Name,
+    },
+    /// The run's call log is full: the run cannot bind another call.
+    #[error("the run has bound {capacity} calls, as many as it can remember")]
+    CallLogFull {
+        /// How many calls a run may bind.
+        capacity: u8,
     },
     /// The call id was already used; an edited call needs a new id.
     #[error("call {call_id} was already made; an edited call is a new call")]
@@ -303,6 +337,9 @@ pub enum Rejection {
         /// The run's phase.
         phase: PhaseKind,
     },
+    /// An intervention said an effect committed, but no effect is unsettled.
+    #[error("no unsettled effect: nothing to record as committed")]
+    NothingUnresolved,
     /// Expire arrived before the expiry.
     #[error("not expired: expires at {expires_at}, now {now}")]
     NotExpired {
@@ -311,19 +348,255 @@ pub enum Rejection {
         /// The input's time.
         now: Time,
     },
-    /// A cancel cannot end the run while an effect's outcome is unknown.
-    #[error("an effect's outcome is unknown: reconcile before cancelling")]
-    ReconcileFirst,
-    /// A cancel already waits for reconciliation.
-    #[error("a cancel already waits for reconciliation")]
+    /// A cancel already waits for an unsettled effect to be settled.
+    #[error("a cancel already waits for an unsettled effect to be settled")]
     CancelPending,
     /// The revision counter is exhausted.
     #[error("revision counter exhausted")]
     RevisionExhausted,
 }
 
+/// The name of a rejection: one per [`Rejection`] variant, without its evidence. The one
+/// place the wire names of rejections are written ([`RejectionKind::name`]); a test checks
+/// they are the tags serde gives the variants.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum RejectionKind {
+    /// [`Rejection::Terminal`].
+    Terminal,
+    /// [`Rejection::IdentityMismatch`].
+    IdentityMismatch,
+    /// [`Rejection::ClockRegressed`].
+    ClockRegressed,
+    /// [`Rejection::SchemaTooNew`].
+    SchemaTooNew,
+    /// [`Rejection::UnknownSchema`].
+    UnknownSchema,
+    /// [`Rejection::MigrationRequired`].
+    MigrationRequired,
+    /// [`Rejection::DigestMismatch`].
+    DigestMismatch,
+    /// [`Rejection::StaleRevision`].
+    StaleRevision,
+    /// [`Rejection::FutureRevision`].
+    FutureRevision,
+    /// [`Rejection::AlreadyApplied`].
+    AlreadyApplied,
+    /// [`Rejection::AlreadyResumed`].
+    AlreadyResumed,
+    /// [`Rejection::ResourceChanged`].
+    ResourceChanged,
+    /// [`Rejection::NotSuspended`].
+    NotSuspended,
+    /// [`Rejection::CheckpointMismatch`].
+    CheckpointMismatch,
+    /// [`Rejection::Expired`].
+    Expired,
+    /// [`Rejection::DecisionMismatch`].
+    DecisionMismatch,
+    /// [`Rejection::ApprovalMismatch`].
+    ApprovalMismatch,
+    /// [`Rejection::ApprovalExpired`].
+    ApprovalExpired,
+    /// [`Rejection::SelfApproval`].
+    SelfApproval,
+    /// [`Rejection::Unauthorised`].
+    Unauthorised,
+    /// [`Rejection::WaitMismatch`].
+    WaitMismatch,
+    /// [`Rejection::PermissionRevoked`].
+    PermissionRevoked,
+    /// [`Rejection::BudgetExhausted`].
+    BudgetExhausted,
+    /// [`Rejection::NotRunning`].
+    NotRunning,
+    /// [`Rejection::AlreadySuspended`].
+    AlreadySuspended,
+    /// [`Rejection::ExpiryNotInFuture`].
+    ExpiryNotInFuture,
+    /// [`Rejection::ExpiryUnreachable`].
+    ExpiryUnreachable,
+    /// [`Rejection::ClockExhausted`].
+    ClockExhausted,
+    /// [`Rejection::NoAttemptsAllowed`].
+    NoAttemptsAllowed,
+    /// [`Rejection::KeyConflict`].
+    KeyConflict,
+    /// [`Rejection::KeyCommitted`].
+    KeyCommitted,
+    /// [`Rejection::CallLogFull`].
+    CallLogFull,
+    /// [`Rejection::CallIdReused`].
+    CallIdReused,
+    /// [`Rejection::DispatchInFlight`].
+    DispatchInFlight,
+    /// [`Rejection::NoDispatchInFlight`].
+    NoDispatchInFlight,
+    /// [`Rejection::ResultMismatch`].
+    ResultMismatch,
+    /// [`Rejection::NothingInFlight`].
+    NothingInFlight,
+    /// [`Rejection::NothingUnresolved`].
+    NothingUnresolved,
+    /// [`Rejection::NotExpired`].
+    NotExpired,
+    /// [`Rejection::CancelPending`].
+    CancelPending,
+    /// [`Rejection::RevisionExhausted`].
+    RevisionExhausted,
+}
+
+impl RejectionKind {
+    /// Every kind, in the order of [`Rejection`].
+    pub const ALL: [RejectionKind; 41] = [
+        RejectionKind::Terminal,
+        RejectionKind::IdentityMismatch,
+        RejectionKind::ClockRegressed,
+        RejectionKind::SchemaTooNew,
+        RejectionKind::UnknownSchema,
+        RejectionKind::MigrationRequired,
+        RejectionKind::DigestMismatch,
+        RejectionKind::StaleRevision,
+        RejectionKind::FutureRevision,
+        RejectionKind::AlreadyApplied,
+        RejectionKind::AlreadyResumed,
+        RejectionKind::ResourceChanged,
+        RejectionKind::NotSuspended,
+        RejectionKind::CheckpointMismatch,
+        RejectionKind::Expired,
+        RejectionKind::DecisionMismatch,
+        RejectionKind::ApprovalMismatch,
+        RejectionKind::ApprovalExpired,
+        RejectionKind::SelfApproval,
+        RejectionKind::Unauthorised,
+        RejectionKind::WaitMismatch,
+        RejectionKind::PermissionRevoked,
+        RejectionKind::BudgetExhausted,
+        RejectionKind::NotRunning,
+        RejectionKind::AlreadySuspended,
+        RejectionKind::ExpiryNotInFuture,
+        RejectionKind::ExpiryUnreachable,
+        RejectionKind::ClockExhausted,
+        RejectionKind::NoAttemptsAllowed,
+        RejectionKind::KeyConflict,
+        RejectionKind::KeyCommitted,
+        RejectionKind::CallLogFull,
+        RejectionKind::CallIdReused,
+        RejectionKind::DispatchInFlight,
+        RejectionKind::NoDispatchInFlight,
+        RejectionKind::ResultMismatch,
+        RejectionKind::NothingInFlight,
+        RejectionKind::NothingUnresolved,
+        RejectionKind::NotExpired,
+        RejectionKind::CancelPending,
+        RejectionKind::RevisionExhausted,
+    ];
+
+    /// The snake_case name, as on the wire and in spec/.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RejectionKind::Terminal => "terminal",
+            RejectionKind::IdentityMismatch => "identity_mismatch",
+            RejectionKind::ClockRegressed => "clock_regressed",
+            RejectionKind::SchemaTooNew => "schema_too_new",
+            RejectionKind::UnknownSchema => "unknown_schema",
+            RejectionKind::MigrationRequired => "migration_required",
+            RejectionKind::DigestMismatch => "digest_mismatch",
+            RejectionKind::StaleRevision => "stale_revision",
+            RejectionKind::FutureRevision => "future_revision",
+            RejectionKind::AlreadyApplied => "already_applied",
+            RejectionKind::AlreadyResumed => "already_resumed",
+            RejectionKind::ResourceChanged => "resource_changed",
+            RejectionKind::NotSuspended => "not_suspended",
+            RejectionKind::CheckpointMismatch => "checkpoint_mismatch",
+            RejectionKind::Expired => "expired",
+            RejectionKind::DecisionMismatch => "decision_mismatch",
+            RejectionKind::ApprovalMismatch => "approval_mismatch",
+            RejectionKind::ApprovalExpired => "approval_expired",
+            RejectionKind::SelfApproval => "self_approval",
+            RejectionKind::Unauthorised => "unauthorised",
+            RejectionKind::WaitMismatch => "wait_mismatch",
+            RejectionKind::PermissionRevoked => "permission_revoked",
+            RejectionKind::BudgetExhausted => "budget_exhausted",
+            RejectionKind::NotRunning => "not_running",
+            RejectionKind::AlreadySuspended => "already_suspended",
+            RejectionKind::ExpiryNotInFuture => "expiry_not_in_future",
+            RejectionKind::ExpiryUnreachable => "expiry_unreachable",
+            RejectionKind::ClockExhausted => "clock_exhausted",
+            RejectionKind::NoAttemptsAllowed => "no_attempts_allowed",
+            RejectionKind::KeyConflict => "key_conflict",
+            RejectionKind::KeyCommitted => "key_committed",
+            RejectionKind::CallLogFull => "call_log_full",
+            RejectionKind::CallIdReused => "call_id_reused",
+            RejectionKind::DispatchInFlight => "dispatch_in_flight",
+            RejectionKind::NoDispatchInFlight => "no_dispatch_in_flight",
+            RejectionKind::ResultMismatch => "result_mismatch",
+            RejectionKind::NothingInFlight => "nothing_in_flight",
+            RejectionKind::NothingUnresolved => "nothing_unresolved",
+            RejectionKind::NotExpired => "not_expired",
+            RejectionKind::CancelPending => "cancel_pending",
+            RejectionKind::RevisionExhausted => "revision_exhausted",
+        }
+    }
+}
+
+impl core::fmt::Display for RejectionKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Rejection {
-    /// Who is at fault, and so who should act.
+    /// The rejection's kind: its name without its evidence.
+    pub fn kind(&self) -> RejectionKind {
+        match self {
+            Rejection::Terminal { .. } => RejectionKind::Terminal,
+            Rejection::IdentityMismatch { .. } => RejectionKind::IdentityMismatch,
+            Rejection::ClockRegressed { .. } => RejectionKind::ClockRegressed,
+            Rejection::SchemaTooNew { .. } => RejectionKind::SchemaTooNew,
+            Rejection::UnknownSchema { .. } => RejectionKind::UnknownSchema,
+            Rejection::MigrationRequired { .. } => RejectionKind::MigrationRequired,
+            Rejection::DigestMismatch { .. } => RejectionKind::DigestMismatch,
+            Rejection::StaleRevision { .. } => RejectionKind::StaleRevision,
+            Rejection::FutureRevision { .. } => RejectionKind::FutureRevision,
+            Rejection::AlreadyApplied { .. } => RejectionKind::AlreadyApplied,
+            Rejection::AlreadyResumed { .. } => RejectionKind::AlreadyResumed,
+            Rejection::ResourceChanged { .. } => RejectionKind::ResourceChanged,
+            Rejection::NotSuspended { .. } => RejectionKind::NotSuspended,
+            Rejection::CheckpointMismatch { .. } => RejectionKind::CheckpointMismatch,
+            Rejection::Expired { .. } => RejectionKind::Expired,
+            Rejection::DecisionMismatch { .. } => RejectionKind::DecisionMismatch,
+            Rejection::ApprovalMismatch { .. } => RejectionKind::ApprovalMismatch,
+            Rejection::ApprovalExpired { .. } => RejectionKind::ApprovalExpired,
+            Rejection::SelfApproval { .. } => RejectionKind::SelfApproval,
+            Rejection::Unauthorised { .. } => RejectionKind::Unauthorised,
+            Rejection::WaitMismatch { .. } => RejectionKind::WaitMismatch,
+            Rejection::PermissionRevoked => RejectionKind::PermissionRevoked,
+            Rejection::BudgetExhausted => RejectionKind::BudgetExhausted,
+            Rejection::NotRunning { .. } => RejectionKind::NotRunning,
+            Rejection::AlreadySuspended { .. } => RejectionKind::AlreadySuspended,
+            Rejection::ExpiryNotInFuture { .. } => RejectionKind::ExpiryNotInFuture,
+            Rejection::ExpiryUnreachable { .. } => RejectionKind::ExpiryUnreachable,
+            Rejection::ClockExhausted { .. } => RejectionKind::ClockExhausted,
+            Rejection::NoAttemptsAllowed => RejectionKind::NoAttemptsAllowed,
+            Rejection::KeyConflict { .. } => RejectionKind::KeyConflict,
+            Rejection::KeyCommitted { .. } => RejectionKind::KeyCommitted,
+            Rejection::CallLogFull { .. } => RejectionKind::CallLogFull,
+            Rejection::CallIdReused { .. } => RejectionKind::CallIdReused,
+            Rejection::DispatchInFlight { .. } => RejectionKind::DispatchInFlight,
+            Rejection::NoDispatchInFlight { .. } => RejectionKind::NoDispatchInFlight,
+            Rejection::ResultMismatch { .. } => RejectionKind::ResultMismatch,
+            Rejection::NothingInFlight { .. } => RejectionKind::NothingInFlight,
+            Rejection::NothingUnresolved => RejectionKind::NothingUnresolved,
+            Rejection::NotExpired { .. } => RejectionKind::NotExpired,
+            Rejection::CancelPending => RejectionKind::CancelPending,
+            Rejection::RevisionExhausted => RejectionKind::RevisionExhausted,
+        }
+    }
+
+    /// Who is at fault, and so who should act. Matched exhaustively: a new rejection must be
+    /// given its fault here.
     pub fn fault(&self) -> Fault {
         use Rejection::*;
         match self {
@@ -338,12 +611,36 @@ impl Rejection {
             | Terminal { .. }
             | NotSuspended { .. } => Fault::Race,
             ClockRegressed { .. }
+            | ClockExhausted { .. }
             | MigrationRequired { .. }
             | NoAttemptsAllowed
+            | CallLogFull { .. }
             | NotExpired { .. }
             | NothingInFlight { .. }
             | RevisionExhausted => Fault::Driver,
-            _ => Fault::Caller,
+            IdentityMismatch { .. }
+            | SchemaTooNew { .. }
+            | UnknownSchema { .. }
+            | DigestMismatch { .. }
+            | FutureRevision { .. }
+            | CheckpointMismatch { .. }
+            | DecisionMismatch { .. }
+            | ApprovalMismatch { .. }
+            | SelfApproval { .. }
+            | Unauthorised { .. }
+            | WaitMismatch { .. }
+            | NotRunning { .. }
+            | AlreadySuspended { .. }
+            | ExpiryNotInFuture { .. }
+            | ExpiryUnreachable { .. }
+            | KeyConflict { .. }
+            | KeyCommitted { .. }
+            | CallIdReused { .. }
+            | DispatchInFlight { .. }
+            | NoDispatchInFlight { .. }
+            | ResultMismatch { .. }
+            | NothingUnresolved
+            | CancelPending => Fault::Caller,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The run: identity, revision, clock, policy and phase. Data that exists in only one phase
 //! lives in that phase's variant, so an illegal combination cannot be written down.
 
+use crate::calls::CallLog;
 use crate::ids::{Digest, Name, Revision, Time};
 use crate::input::Decision;
 
@@ -111,6 +112,9 @@ pub enum Reason {
     ManualIntervention {
         /// The in-flight effect the person must settle, if any.
         unresolved: Option<InFlight>,
+        /// Who cancelled while the effect was unsettled; the cancel takes effect once the
+        /// person settles it (spec CAN-2).
+        cancelled_by: Option<Name>,
     },
     /// The run waits for a resource.
     ResourceWait {
@@ -245,7 +249,17 @@ impl Reason {
             Reason::OutcomeUnknown { in_flight, .. }
             | Reason::ManualIntervention {
                 unresolved: Some(in_flight),
+                ..
             } => Some((in_flight.call, in_flight.attempt)),
+            _ => None,
+        }
+    }
+
+    /// Who cancelled while an effect's outcome is unsettled, if anyone (spec CAN-2).
+    pub fn cancelled_by(&self) -> Option<Name> {
+        match self {
+            Reason::OutcomeUnknown { cancelled_by, .. }
+            | Reason::ManualIntervention { cancelled_by, .. } => *cancelled_by,
             _ => None,
         }
     }
@@ -268,14 +282,56 @@ impl Phase {
     }
 }
 
-/// Settings fixed when a run is created.
+/// Settings fixed when a run is created. Read back from JSON only if valid.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "PolicyFields"))]
 pub struct Policy {
     /// The party who reconciles unknown outcomes and handles manual intervention.
     pub operator: Name,
-    /// How long a reconciliation or an escalated intervention may wait, in time units.
+    /// How long a reconciliation or an escalated intervention may wait, in time units; at
+    /// least 1, so that such a suspension lasts beyond the instant it begins.
     pub reconcile_window: u64,
+}
+
+/// Why a policy cannot govern a run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// A reconcile window of 0 would make every reconciliation expire the instant it begins.
+    #[error("the reconcile window must be at least 1")]
+    ReconcileWindowZero,
+}
+
+/// A policy's fields as read, before [`Policy::validate`].
+#[cfg(feature = "serde")]
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFields {
+    operator: Name,
+    reconcile_window: u64,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<PolicyFields> for Policy {
+    type Error = PolicyError;
+    fn try_from(f: PolicyFields) -> Result<Policy, PolicyError> {
+        let policy = Policy {
+            operator: f.operator,
+            reconcile_window: f.reconcile_window,
+        };
+        policy.validate()?;
+        Ok(policy)
+    }
+}
+
+impl Policy {
+    /// Checks the policy: the reconcile window is at least 1.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.reconcile_window == 0 {
+            return Err(PolicyError::ReconcileWindowZero);
+        }
+        Ok(())
+    }
 }
 
 /// The decision that won the last resume, kept so that a duplicate of it is answered as a
@@ -287,6 +343,9 @@ pub struct ResumeReceipt {
     pub from: Revision,
     /// The revision the resume produced.
     pub to: Revision,
+    /// The digest of the checkpoint it was taken from: only a caller holding that checkpoint
+    /// is told how its decision fared.
+    pub checkpoint: Digest,
     /// The decision that won.
     pub decision: Decision,
 }
@@ -303,13 +362,15 @@ pub struct Run {
     pub(crate) updated_at: Time,
     pub(crate) phase: Phase,
     pub(crate) last_call: Option<CallOutcome>,
+    pub(crate) calls: CallLog,
     pub(crate) last_resume: Option<ResumeReceipt>,
 }
 
 impl Run {
-    /// A new run, running at revision 0, created at `at`.
-    pub fn new(identity: Identity, policy: Policy, at: Time) -> Run {
-        Run {
+    /// A new run, running at revision 0, created at `at`, or why its policy cannot govern it.
+    pub fn new(identity: Identity, policy: Policy, at: Time) -> Result<Run, PolicyError> {
+        policy.validate()?;
+        Ok(Run {
             identity,
             policy,
             revision: Revision(0),
@@ -317,8 +378,9 @@ impl Run {
             updated_at: at,
             phase: Phase::Running { in_flight: None },
             last_call: None,
+            calls: CallLog::new(),
             last_resume: None,
-        }
+        })
     }
 
     /// Who the run belongs to.
@@ -333,7 +395,8 @@ impl Run {
     pub fn revision(&self) -> Revision {
         self.revision
     }
-    /// The resource version the run last observed (set by a suspend, checked on resume).
+    /// The resource version the run last observed: recorded by a suspend and by every accepted
+    /// resume (from the driver's facts), checked by the decisions that act on the present.
     pub fn resource_version(&self) -> u64 {
         self.resource_version
     }
@@ -348,6 +411,10 @@ impl Run {
     /// The last call result the run recorded: reused, never re-executed (spec REC-4).
     pub fn last_call(&self) -> Option<&CallOutcome> {
         self.last_call.as_ref()
+    }
+    /// Every call the run has bound, oldest first (spec KEY-1, KEY-2).
+    pub fn calls(&self) -> &CallLog {
+        &self.calls
     }
     /// The decision that won the last resume, if any.
     pub fn last_resume(&self) -> Option<&ResumeReceipt> {
@@ -383,6 +450,7 @@ impl<'de> Deserialize<'de> for Run {
             updated_at: Time,
             phase: Phase,
             last_call: Option<CallOutcome>,
+            calls: CallLog,
             last_resume: Option<ResumeReceipt>,
         }
         let raw = Raw::deserialize(d)?;
@@ -394,6 +462,7 @@ impl<'de> Deserialize<'de> for Run {
             updated_at: raw.updated_at,
             phase: raw.phase,
             last_call: raw.last_call,
+            calls: raw.calls,
             last_resume: raw.last_resume,
         };
         crate::invariants::check_run(&run).map_err(serde::de::Error::custom)?;

@@ -273,20 +273,25 @@ fn reconcile_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
 /// A generated log of exactly `records` records (when `records` is at least the header's
 /// worth of nothing: every count works), one long-lived run with a realistic mix: plain
 /// dispatches and results, approvals with refused attempts around them, restarts reconciled
-/// every way, callbacks, resource waits, stale resumes and stray inputs. Deterministic for a
-/// given `seed`. The run never ends, so any length can be generated.
+/// every way, callbacks, resource waits, stale resumes and stray inputs. Once the run has
+/// bound as many calls as its call log holds, only callbacks, resource waits and strays
+/// follow. Deterministic for a given `seed`. The run never ends, so any length can be
+/// generated.
 pub fn generate<W: Write>(out: W, records: u64, seed: u64) -> io::Result<W> {
     let mut d = Driver::new(out, &header(Name::lit("run-generated")), records)?;
     let mut rng = SplitMix(seed);
     while !d.full() {
-        match rng.next() % 100 {
-            0..=29 => plain(&mut d),
-            30..=49 => approve(&mut d, rng.next()),
-            50..=61 => reconcile_committed(&mut d),
-            62..=71 => reconcile_retry(&mut d, rng.next().is_multiple_of(2)),
-            72..=76 => reconcile_unknown(&mut d),
-            77..=86 => callback(&mut d, rng.next()),
-            87..=94 => resource(&mut d),
+        // Once the run has bound as many calls as its log holds, it waits and resumes on
+        // callbacks and resources, and strays keep arriving: no new call can be made.
+        let calls = d.log.run().calls().len() < resumable_kernel::CALL_LOG_CAPACITY;
+        match (calls, rng.next() % 100) {
+            (true, 0..=29) => plain(&mut d),
+            (true, 30..=49) => approve(&mut d, rng.next()),
+            (true, 50..=61) => reconcile_committed(&mut d),
+            (true, 62..=71) => reconcile_retry(&mut d, rng.next().is_multiple_of(2)),
+            (true, 72..=76) => reconcile_unknown(&mut d),
+            (_, 0..=54) => callback(&mut d, rng.next()),
+            (_, 55..=94) => resource(&mut d),
             _ => stray(&mut d),
         };
     }

@@ -657,7 +657,17 @@ pub fn validate<R: BufRead>(reader: R, options: &Options) -> Result<Summary, Fin
     };
     let run_header = header(head, 1)?;
     let mut prev = Digest::of(head.as_bytes());
-    let mut run = run_header.run();
+    // A header read from JSON holds a valid policy (its deserialiser checks it).
+    let mut run = run_header.run().map_err(|e| {
+        at(
+            1,
+            None,
+            Problem::Json {
+                category: "data",
+                message: e.to_string(),
+            },
+        )
+    })?;
     let mut commits = CommitWindow::new(options.commit_window);
     let mut summary = Summary {
         identity: run_header.identity,

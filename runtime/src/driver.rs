@@ -126,7 +126,8 @@ pub fn create_run(
     let header = program
         .header(name, now_ms(), timing)
         .map_err(|e| DriveError::Invalid(format!("run name {name:?}: {e}")))?;
-    let run = lifecycle::new_run(&header);
+    let run = lifecycle::new_run(&header)
+        .map_err(|e| DriveError::Invalid(format!("run {name:?}: {e}")))?;
     let key = lifecycle::run_key(run.identity());
     let (line, tail) = lifecycle::header_line(&header)
         .map_err(|e| DriveError::Invalid(format!("audit header: {e}")))?;
@@ -273,7 +274,8 @@ impl<S: Store, T: Tools> Driver<S, T> {
     /// The request for a dispatch or a status query of `d`, under the run's tool key.
     fn request(&self, run: &Run, d: &Dispatch, query: bool) -> ToolRequest {
         let tool = d.tool.as_str().to_string();
-        let key = lifecycle::tool_key(run.identity(), &d.key);
+        let key = d.tool_key.to_string();
+        debug_assert_eq!(key, lifecycle::tool_key(run.identity(), &d.key));
         if query {
             ToolRequest::Query {
                 tool,

@@ -5,7 +5,7 @@
 
 use crate::store::RunKey;
 use resumable_conformance::audit::{self, Record, RunHeader};
-use resumable_kernel::{Digest, Identity, Input, Name, Rejection, Run, Transition};
+use resumable_kernel::{Digest, Identity, Input, Name, PolicyError, Rejection, Run, Transition};
 use serde::{Deserialize, Serialize};
 
 /// The end of a run's audit log: the last record's number (0: the header alone) and the
@@ -19,8 +19,8 @@ pub struct Tail {
     pub digest: Digest,
 }
 
-/// The run a header describes, at revision 0.
-pub fn new_run(header: &RunHeader) -> Run {
+/// The run a header describes, at revision 0, or why its policy cannot govern one.
+pub fn new_run(header: &RunHeader) -> Result<Run, PolicyError> {
     header.run()
 }
 
@@ -37,14 +37,12 @@ pub fn run_key(identity: &Identity) -> RunKey {
     ))
 }
 
-/// The key the tool sees for a call: the call's idempotency key namespaced by the run's
-/// identity, so that two runs using the same key (every run of one program does) are two
-/// keys to the tool. The kernel's own key stays as the program wrote it.
+/// The key the tool sees for a call, as text: the kernel's tool key (KEY-3), the call's
+/// idempotency key bound to the run's identity, so that two runs using the same key (every
+/// run of one program does) are two keys to the tool. The kernel's `Dispatch` carries the
+/// same digest; this recomputes it for a call known only from the run.
 pub fn tool_key(identity: &Identity, key: &Name) -> String {
-    format!(
-        "{}/{}/{}/{}",
-        identity.tenant, identity.session, identity.run, key
-    )
+    resumable_kernel::checkpoint::tool_key(identity, key).to_string()
 }
 
 /// Line 1 of a run's audit log, without its LF, and the tail it leaves.

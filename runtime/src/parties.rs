@@ -185,7 +185,7 @@ pub fn describe(row: &Row) -> String {
                     format!("waits for callback {callback} from {}", s.responsible)
                 }
                 Reason::ResourceWait { resource } => format!("waits for resource {resource}"),
-                Reason::ManualIntervention { unresolved } => format!(
+                Reason::ManualIntervention { unresolved, .. } => format!(
                     "waits on a person ({}){}",
                     s.responsible,
                     unresolved.map_or(String::new(), |f| format!(

@@ -221,7 +221,7 @@ mod tests {
     fn every_program_names_valid_names_and_declares_its_tools_contract() {
         for p in Program::ALL {
             let h = p.header("run-1", 0, &Timing::default()).unwrap();
-            let _ = Run::new(h.identity, h.policy, h.created_at);
+            Run::new(h.identity, h.policy, h.created_at).unwrap();
             for pc in 0..8 {
                 if let Some(
                     Event::Dispatch { call }
@@ -245,7 +245,7 @@ mod tests {
         let h = Program::Seed
             .header("run-approval", 0, &Timing::default())
             .unwrap();
-        let run = h.run();
+        let run = h.run().unwrap();
         let event = Program::Seed.step(0, 1, 1, &Timing::default()).unwrap();
         let t = step(&run, &Input { at: Time(1), event }).unwrap();
         let cp = t.effects.checkpoint().unwrap();

@@ -5,7 +5,7 @@ use crate::program::Program;
 use crate::rng::now_ms;
 use crate::store::{Inbox, Request, Row, RunKey, Status, Store, Summary};
 use crate::tool::{ToolReply, Tools};
-use resumable_kernel::{Dispatch, Event, InFlight, Input, Phase, Reason, Resume};
+use resumable_kernel::{Dispatch, Event, InFlight, Input, Phase, Reason, Resume, Run};
 use std::time::Duration;
 
 /// What a run needs from a worker now.
@@ -24,13 +24,15 @@ enum Action {
     Query(Dispatch),
 }
 
-/// A call in flight as the tool sees it.
-fn dispatch_of(f: &InFlight) -> Dispatch {
+/// A call in flight of `run` as the tool sees it.
+fn dispatch_of(run: &Run, f: &InFlight) -> Dispatch {
+    let key = f.call.call.key;
     Dispatch {
         call_id: f.call.call.call_id,
         tool: f.call.call.tool,
         args: f.call.call.args,
-        key: f.call.call.key,
+        key,
+        tool_key: resumable_kernel::checkpoint::tool_key(run.identity(), &key),
         attempt: f.attempt,
     }
 }
@@ -86,13 +88,13 @@ impl<S: Store, T: Tools> Driver<S, T> {
                     .map(Action::Program)
             }
             Phase::Running { in_flight: Some(f) } => match self.config.flavor {
-                Flavor::RetryUnknownBlindly => Some(Action::BlindRetry(dispatch_of(f))),
+                Flavor::RetryUnknownBlindly => Some(Action::BlindRetry(dispatch_of(&row.run, f))),
                 _ => Some(Action::Recover),
             },
             Phase::Suspended(s) if now > s.expires_at.0 => Some(Action::Expire),
             Phase::Suspended(s) => match s.reason {
                 Reason::OutcomeUnknown { in_flight, .. } => {
-                    Some(Action::Query(dispatch_of(&in_flight)))
+                    Some(Action::Query(dispatch_of(&row.run, &in_flight)))
                 }
                 _ => None,
             },

@@ -55,11 +55,6 @@ pub fn check(
     let mut tally = Tally::default();
     let mut violations = Vec::new();
     let entries = read_ledger(ledger).map_err(|e| StoreError::Backend(format!("ledger: {e}")))?;
-    for (key, n) in commits_per_key(&entries) {
-        if n > 1 {
-            violations.push(format!("EFF-1: tool key {key} was committed {n} times"));
-        }
-    }
     let mut results = HashSet::new();
     for e in &entries {
         match e {
@@ -71,6 +66,8 @@ pub fn check(
         }
     }
     let mut logs = Logs::new();
+    // The tool sees digests; people read `run/key`.
+    let mut names = BTreeMap::new();
     for s in store.scan(true)? {
         let Some(row) = store.load(&s.key)? else {
             continue;
@@ -99,6 +96,9 @@ pub fn check(
         count(&records, &mut tally);
         for r in &records {
             if let Verdict::Accepted(a) = &r.verdict {
+                if let Some(d) = a.dispatch {
+                    names.insert(d.tool_key.to_string(), format!("{}/{}", s.key, d.key));
+                }
                 if let Some(c) = a.committed {
                     let tool_key = lifecycle::tool_key(row.run.identity(), &c.key);
                     if !results.contains(&(tool_key.clone(), c.result)) {
@@ -114,6 +114,14 @@ pub fn check(
         tally.requests += inbox.len() as u64;
         decisions(&s.key.0, &inbox, &records, &mut violations);
         logs.insert(s.key.0.clone(), records);
+    }
+    for (key, n) in commits_per_key(&entries) {
+        if n > 1 {
+            let name = names.get(&key).map_or(String::new(), |n| format!(" ({n})"));
+            violations.push(format!(
+                "EFF-1: tool key {key}{name} was committed {n} times"
+            ));
+        }
     }
     Ok((tally, logs, violations))
 }

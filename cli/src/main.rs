@@ -10,6 +10,7 @@ use std::process::ExitCode;
 mod check;
 mod decide;
 mod explore;
+mod output;
 mod replay;
 mod runs;
 mod torture;

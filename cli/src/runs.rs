@@ -3,10 +3,10 @@
 //! (`postgres://...` or `host=...`, optionally `#schema`).
 
 use resumable_runtime::driver::{self, Config, CrashPlan, Driver, Flavor};
-use resumable_runtime::parties;
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::{self, Store};
 use resumable_runtime::tool::{service, TcpTools};
+use resumable_runtime::{lifecycle, parties};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +36,10 @@ pub struct StartArgs {
     /// The run's name (default: `run-approval` for seed, `order-1` for order).
     #[arg(long)]
     pub run: Option<String>,
+    /// The audit key file that seals the run's log (64 hex digits; made with a fresh key if
+    /// it does not exist). Without it, the log is chained by SHA-256 alone.
+    #[arg(long)]
+    pub audit_key: Option<PathBuf>,
     /// The version of the resource the run acts on. A run that has not yet suspended has
     /// recorded version 0, so a resource that starts elsewhere cannot be reconciled before
     /// the run's first suspension.
@@ -61,8 +65,28 @@ pub fn start(args: &StartArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
+    let key = match args
+        .audit_key
+        .as_deref()
+        .map(|p| lifecycle::read_key(p, true))
+    {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => {
+            eprintln!("error: audit key: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let timing = Timing::default();
-    match driver::create_run(&mut *store, program, &name, args.resource_version, &timing) {
+    let made = driver::create_run(
+        &mut *store,
+        program,
+        &name,
+        args.resource_version,
+        &timing,
+        key.as_ref(),
+    );
+    match made {
         Ok(Some(key)) => {
             println!("created {key} ({} program)", program.as_str());
             ExitCode::SUCCESS
@@ -108,6 +132,9 @@ pub struct WorkerArgs {
     /// `retry-unknown-blindly`. For showing that the torture catches them.
     #[arg(long, default_value = "correct")]
     pub flavor: String,
+    /// The audit key file that seals every record this worker writes (the runs' key).
+    #[arg(long)]
+    pub audit_key: Option<PathBuf>,
     /// Pause between passes that found nothing to do, in ms.
     #[arg(long, default_value_t = 10)]
     pub poll_ms: u64,
@@ -130,6 +157,18 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let key = match args
+        .audit_key
+        .as_deref()
+        .map(|p| lifecycle::read_key(p, false))
+    {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => {
+            eprintln!("error: audit key: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let store = match open_store(&args.store) {
         Ok(s) => s,
         Err(code) => return code,
@@ -141,6 +180,7 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
         timing: Timing::default(),
         flavor,
         crash,
+        key,
     };
     let mut driver = Driver::new(store, TcpTools::new(&args.tools, timeout), config);
     let poll = Duration::from_millis(args.poll_ms);
@@ -248,6 +288,10 @@ pub struct LogArgs {
     /// Write the log to this file instead of stdout.
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+    /// Also write the anchor stored with the run (`{"records":N,"mac":"..."}`), for
+    /// `validate --anchor FILE`.
+    #[arg(long)]
+    pub anchor_out: Option<PathBuf>,
 }
 
 /// Writes a run's audit log (format: spec/audit-log.md), ready for `validate`.
@@ -267,6 +311,14 @@ pub fn log(args: &LogArgs) -> ExitCode {
             Some(path) => std::fs::write(path, &bytes),
             None => std::io::stdout().lock().write_all(&bytes),
         };
+        let anchor = format!(
+            "{{\"records\":{},\"mac\":\"{}\"}}\n",
+            row.tail.seq, row.tail.digest
+        );
+        let written = written.and_then(|()| match &args.anchor_out {
+            Some(path) => std::fs::write(path, anchor),
+            None => Ok(()),
+        });
         written.map_err(|e| parties::PartyError::Misuse(format!("cannot write the log: {e}")))
     })();
     party_exit(result)

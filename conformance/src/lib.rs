@@ -10,6 +10,7 @@
 //! This crate reads files only where its caller hands it bytes; it never touches a clock.
 
 pub mod audit;
+pub mod json;
 pub mod lockstep;
 pub mod scenario;
 pub mod trace;

@@ -78,6 +78,7 @@ fn driver(address: &str, w: u32) -> Driver<Box<dyn store::Store + Send>, MemoryT
         timing: Timing::default(),
         flavor: Flavor::Correct,
         crash: CrashPlan::none(),
+        key: None,
     };
     Driver::new(
         store::open(address).expect("store"),
@@ -97,9 +98,16 @@ fn runtime(address: &str, workers: u32, seconds: f64, names: &Arc<AtomicU32>) ->
                 let deadline = started + Duration::from_secs_f64(seconds);
                 while Instant::now() < deadline {
                     let name = format!("b-{}", names.fetch_add(1, Ordering::Relaxed));
-                    let key = create_run(d.store(), Program::Bench, &name, 0, &Timing::default())
-                        .expect("create")
-                        .expect("a new run");
+                    let key = create_run(
+                        d.store(),
+                        Program::Bench,
+                        &name,
+                        0,
+                        &Timing::default(),
+                        None,
+                    )
+                    .expect("create")
+                    .expect("a new run");
                     while Instant::now() < deadline && d.turn(&key, false).expect("turn") {}
                 }
                 d.commits() as f64 / started.elapsed().as_secs_f64()
@@ -136,9 +144,16 @@ fn raw(address: &str, workers: u32, seconds: f64, size: usize, base: u32) -> f64
 /// checkpoint), averaged over a whole bench run.
 fn commit_size(address: &str) -> usize {
     let mut d = driver(address, 0);
-    let key = create_run(d.store(), Program::Bench, "size", 0, &Timing::default())
-        .expect("create")
-        .expect("new");
+    let key = create_run(
+        d.store(),
+        Program::Bench,
+        "size",
+        0,
+        &Timing::default(),
+        None,
+    )
+    .expect("create")
+    .expect("new");
     while d.turn(&key, false).expect("turn") {}
     let row = d.store().load(&key).expect("load").expect("row");
     let lines = d.store().log(&key).expect("log");

@@ -72,6 +72,9 @@ pub struct Config {
     pub flavor: Flavor,
     /// Where a planned kill lands, if anywhere.
     pub crash: CrashPlan,
+    /// The audit key that seals every record (HMAC-SHA-256); without one, records are
+    /// chained by SHA-256 alone.
+    pub key: Option<lifecycle::Key>,
 }
 
 /// Why driving failed.
@@ -122,6 +125,7 @@ pub fn create_run(
     name: &str,
     resource_version: u64,
     timing: &Timing,
+    audit_key: Option<&lifecycle::Key>,
 ) -> Result<Option<RunKey>, DriveError> {
     let header = program
         .header(name, now_ms(), timing)
@@ -129,7 +133,7 @@ pub fn create_run(
     let run = lifecycle::new_run(&header)
         .map_err(|e| DriveError::Invalid(format!("run {name:?}: {e}")))?;
     let key = lifecycle::run_key(run.identity());
-    let (line, tail) = lifecycle::header_line(&header)
+    let (line, tail) = lifecycle::header_line(&header, program.tools(), audit_key)
         .map_err(|e| DriveError::Invalid(format!("audit header: {e}")))?;
     let new = NewRun {
         key: &key,
@@ -207,7 +211,8 @@ impl<S: Store, T: Tools> Driver<S, T> {
         early: &mut Option<std::io::Result<ToolReply>>,
     ) -> Result<Fed, DriveError> {
         let result = lifecycle::step(&row.run, input);
-        let (line, tail) = lifecycle::record_line(row.tail, &row.run, input, &result)
+        let key = self.config.key.as_ref();
+        let (line, tail) = lifecycle::record_line(row.tail, &row.run, input, &result, key)
             .map_err(|e| DriveError::Invalid(format!("audit record: {e}")))?;
         let (run, checkpoint, pc, lease, answer) = match &result {
             Ok(t) => {

@@ -45,65 +45,95 @@ pub fn tool_key(identity: &Identity, key: &Name) -> String {
     resumable_kernel::checkpoint::tool_key(identity, key).to_string()
 }
 
-/// Line 1 of a run's audit log, without its LF, and the tail it leaves.
-pub fn header_line(header: &RunHeader) -> std::io::Result<(Vec<u8>, Tail)> {
-    let mut bytes = audit::Writer::new(Vec::new(), header)?.into_inner()?;
+pub use resumable_conformance::audit::{Key, ToolPolicy};
+
+/// Line 1 of a run's audit log (format 2: the run, its tool policy, sealed under `key`, or
+/// chained by SHA-256 without one), without its LF, and the anchor it leaves.
+pub fn header_line(
+    header: &RunHeader,
+    tools: Vec<ToolPolicy>,
+    key: Option<&Key>,
+) -> std::io::Result<(Vec<u8>, Tail)> {
+    let full = audit::Header {
+        run: *header,
+        tools: Some(tools),
+    };
+    let writer = audit::Writer::new(Vec::new(), &full, key)?;
+    let tail = tail_of(writer.anchor());
+    let mut bytes = writer.into_inner()?;
     bytes.pop(); // the writer ends every line with LF; the store keeps lines without it
-    let digest = Digest::of(&bytes);
-    Ok((bytes, Tail { seq: 0, digest }))
+    Ok((bytes, tail))
+}
+
+fn tail_of(anchor: audit::Anchor) -> Tail {
+    Tail {
+        seq: anchor.records,
+        digest: anchor.mac,
+    }
 }
 
 /// The audit record of `input` on `before` with the kernel's answer, without its LF, chained
-/// to `tail`; and the tail it leaves. Byte for byte what `audit::Writer` writes.
+/// to `tail` (the anchor stored with the run) and sealed under `key`; and the anchor it
+/// leaves. The audit-log writer makes it, resumed from the stored run and anchor.
 pub fn record_line(
     tail: Tail,
     before: &Run,
     input: &Input,
     result: &Result<Transition, Rejection>,
-) -> Result<(Vec<u8>, Tail), serde_json::Error> {
-    let revision = match result {
-        Ok(t) => t.next.revision(),
-        Err(_) => before.revision(),
+    key: Option<&Key>,
+) -> std::io::Result<(Vec<u8>, Tail)> {
+    let anchor = audit::Anchor {
+        records: tail.seq,
+        mac: tail.digest,
     };
-    let record = Record {
-        seq: tail.seq + 1,
-        revision,
-        input: *input,
-        verdict: audit::verdict_of(before, result),
-        prev: tail.digest,
-    };
-    let bytes = serde_json::to_vec(&record)?;
-    let digest = Digest::of(&bytes);
-    Ok((
-        bytes,
-        Tail {
-            seq: record.seq,
-            digest,
-        },
-    ))
+    let mut writer = audit::Writer::resume(Vec::new(), *before, key, anchor);
+    writer.record(input, result)?;
+    let tail = tail_of(writer.anchor());
+    let mut bytes = writer.into_inner()?;
+    bytes.pop();
+    Ok((bytes, tail))
 }
 
-/// Validates a whole log (lines with their LF) with the audit-log validator, and checks that
-/// it ends where the anchor says. Returns the validator's summary line or the finding.
-pub fn validate_log(log: &[u8], anchor: Tail) -> Result<audit::Summary, String> {
-    let summary = audit::validate(log, &audit::Options::default())
-        .map_err(|finding| audit::report_text("log", &Err(finding)).trim().to_string())?;
-    let last = log
-        .strip_suffix(b"\n")
-        .and_then(|l| l.rsplit(|b| *b == b'\n').next())
-        .unwrap_or_default();
-    if summary.records != anchor.seq || Digest::of(last) != anchor.digest {
-        return Err(format!(
-            "the log ends at record {} but the anchor stored with the run says {} (digest {})",
-            summary.records, anchor.seq, anchor.digest
-        ));
+/// Validates a whole log (lines with their LF) with the audit-log validator: every line's MAC
+/// under `key`, and the log's end against the anchor stored with the run.
+pub fn validate_log(log: &[u8], anchor: Tail, key: Option<&Key>) -> Result<audit::Summary, String> {
+    let options = audit::Options {
+        key: key.cloned(),
+        anchor: Some(audit::Anchor {
+            records: anchor.seq,
+            mac: anchor.digest,
+        }),
+        ..audit::Options::default()
+    };
+    audit::validate(log, &options)
+        .map_err(|finding| audit::report_text("log", &Err(finding)).trim().to_string())
+}
+
+/// Reads an audit key file (64 hex digits); with `make`, first writes one with a fresh key
+/// from the operating system's random source if the file does not exist.
+pub fn read_key(path: &std::path::Path, make: bool) -> Result<Key, String> {
+    let shown = path.display();
+    if make && !path.exists() {
+        let mut bytes = [0u8; 32];
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut bytes))
+            .map_err(|e| format!("/dev/urandom: {e}"))?;
+        let hex = Digest(bytes).to_string() + "\n";
+        std::fs::write(path, hex).map_err(|e| format!("{shown}: {e}"))?;
     }
-    Ok(summary)
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+    Key::from_hex(&text).map_err(|e| format!("{shown}: {e}"))
 }
 
 pub use resumable_conformance::audit::{Accepted, Verdict};
 
-/// Reads one record line back (for the torture's checks).
+/// Reads one record line back (for the torture's checks): the record without its MAC.
 pub fn parse_record(line: &[u8]) -> Result<Record, String> {
-    serde_json::from_slice(line).map_err(|e| e.to_string())
+    let text = std::str::from_utf8(line).map_err(|e| e.to_string())?;
+    let body = audit::chain::split_sealed(text).map_or(text, |(body, _)| body);
+    let object = format!("{body}}}");
+    serde_json::from_str(&object)
+        .or_else(|_| serde_json::from_str(text))
+        .map_err(|e| e.to_string())
 }

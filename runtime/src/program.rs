@@ -6,7 +6,7 @@
 //! from outside and is fed by the driver. So the program never decides a lifecycle question;
 //! it proposes, and the kernel accepts or refuses.
 
-use resumable_conformance::audit::RunHeader;
+use resumable_conformance::audit::{RunHeader, ToolPolicy};
 use resumable_kernel::{
     Call, Digest, Event, Identity, Name, NameError, Policy, Time, ToolContract, Wait,
 };
@@ -106,18 +106,31 @@ fn name(s: &str) -> Name {
     Name::new(s).unwrap_or(Name::lit("invalid"))
 }
 
-fn call(id: &str, tool: &str, args: &str, key: &str) -> Call {
+/// The contract a call to `tool` declares: the tool service's, and three attempts.
+fn contract(tool: &str) -> ToolContract {
     let spec = tool_spec(tool).unwrap_or(TOOLS[0]);
+    ToolContract {
+        dedupes: spec.dedupes,
+        query_fences: spec.query_fences,
+        max_attempts: 3,
+    }
+}
+
+fn call(id: &str, tool: &str, args: &str, key: &str) -> Call {
     Call {
         call_id: name(id),
         tool: name(tool),
         args: Digest::of(args.as_bytes()),
         key: name(key),
-        contract: ToolContract {
-            dedupes: spec.dedupes,
-            query_fences: spec.query_fences,
-            max_attempts: 3,
-        },
+        contract: contract(tool),
+    }
+}
+
+fn policy(tool: &str, gated: bool) -> ToolPolicy {
+    ToolPolicy {
+        tool: name(tool),
+        gated,
+        contract: contract(tool),
     }
 }
 
@@ -137,6 +150,20 @@ impl Program {
     /// The program named `s`.
     pub fn parse(s: &str) -> Option<Program> {
         Program::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// The tool policy the program's audit logs declare: each tool it calls, whether a call
+    /// to it waits for an approval, and its contract.
+    pub fn tools(self) -> Vec<ToolPolicy> {
+        match self {
+            Program::Seed => vec![policy("publish:demo", true)],
+            Program::Order => vec![
+                policy("charge:card", false),
+                policy("ship:order", true),
+                policy("notify:email", false),
+            ],
+            Program::Bench => vec![policy("publish:demo", false)],
+        }
     }
 
     /// The header of a new run of this program named `run`, created at `now`.

@@ -163,6 +163,16 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
         ));
     }
     std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
+    // The run's audit key, from the seed: a torture key, reproducible, never a real one.
+    let key_file = o.dir.join("audit.key");
+    let mut rng = Rng::fork(o.seed, 2);
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    let hex = resumable_kernel::Digest(bytes).to_string() + "\n";
+    std::fs::write(&key_file, hex).map_err(|e| format!("{}: {e}", key_file.display()))?;
+    let key = crate::lifecycle::read_key(&key_file, false)?;
     let (tools, address) = procs::tool_service(
         &o.exe,
         &o.dir,
@@ -183,6 +193,8 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
         tools: &address,
         lease_ms: o.lease_ms,
         flavor: o.flavor,
+        key_file: &key_file,
+        key: &key,
     };
     let mut report = Report {
         seed: o.seed,
@@ -211,7 +223,8 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
     outcome?;
     progress("checking");
     let (tally, logs, violations) =
-        checks::check(&mut *store, &o.dir.join("tools.ledger")).map_err(|e| e.to_string())?;
+        checks::check(&mut *store, &o.dir.join("tools.ledger"), Some(&key))
+            .map_err(|e| e.to_string())?;
     report.tally = tally;
     report.violations.extend(violations);
     report.recovery_ms = recovery_times(&kills, &logs);
@@ -246,7 +259,7 @@ fn supervise(
         if last_look.elapsed() >= Duration::from_millis(20) {
             last_look = Instant::now();
             let killing = report.total_kills() < o.kills;
-            let live = top_up(store, o, killing, &mut made, &mut rng)?;
+            let live = top_up(store, o, killing, &mut made, &mut rng, spec.key)?;
             if !killing && live == 0 {
                 return Ok(());
             }
@@ -326,6 +339,7 @@ fn top_up(
     killing: bool,
     made: &mut u32,
     rng: &mut Rng,
+    key: &crate::lifecycle::Key,
 ) -> Result<usize, String> {
     let list = store.scan(false).map_err(|e| e.to_string())?;
     let live = list
@@ -341,7 +355,8 @@ fn top_up(
                 Program::Order
             };
             let name = format!("{}-{:06}", &program.as_str()[..1], *made);
-            create_run(store, program, &name, 0, &Timing::default()).map_err(|e| e.to_string())?;
+            create_run(store, program, &name, 0, &Timing::default(), Some(key))
+                .map_err(|e| e.to_string())?;
         }
     }
     Ok(live)

@@ -24,9 +24,16 @@ fn world(name: &str) -> World {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut store = SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap();
-    let key = create_run(&mut store, Program::Seed, "run-1", 0, &Timing::default())
-        .unwrap()
-        .unwrap();
+    let key = create_run(
+        &mut store,
+        Program::Seed,
+        "run-1",
+        0,
+        &Timing::default(),
+        None,
+    )
+    .unwrap()
+    .unwrap();
     World { dir, store, key }
 }
 
@@ -39,7 +46,8 @@ impl World {
             event,
         };
         let result = lifecycle::step(&row.run, &input);
-        let (line, tail) = lifecycle::record_line(row.tail, &row.run, &input, &result).unwrap();
+        let (line, tail) =
+            lifecycle::record_line(row.tail, &row.run, &input, &result, None).unwrap();
         let t = result.expect("accepted");
         let commit = Commit {
             key: &self.key,
@@ -140,7 +148,9 @@ impl World {
     }
 
     fn violations(&mut self) -> Vec<String> {
-        check(&mut self.store, &self.dir.join("ledger")).unwrap().2
+        check(&mut self.store, &self.dir.join("ledger"), None)
+            .unwrap()
+            .2
     }
 }
 

@@ -26,6 +26,7 @@ fn config(owner: &str) -> Config {
         timing: Timing::default(),
         flavor: Flavor::Correct,
         crash: CrashPlan::none(),
+        key: None,
     }
 }
 
@@ -51,7 +52,7 @@ fn log_of(store: &mut dyn Store, key: &resumable_runtime::store::RunKey) -> Vec<
 fn the_seed_example_runs_end_to_end_and_its_refused_attempts_are_recorded() {
     let mut d = Driver::new(store("seed"), MemoryTools::default(), config("w1"));
     let timing = Timing::default();
-    let key = create_run(d.store(), Program::Seed, "run-approval", 0, &timing)
+    let key = create_run(d.store(), Program::Seed, "run-approval", 0, &timing, None)
         .unwrap()
         .unwrap();
     settle(&mut d);
@@ -111,7 +112,7 @@ fn the_seed_example_runs_end_to_end_and_its_refused_attempts_are_recorded() {
         Status::Completed
     );
     let log = log_of(d.store(), &key);
-    let summary = lifecycle::validate_log(&log, row.tail).unwrap();
+    let summary = lifecycle::validate_log(&log, row.tail, None).unwrap();
     assert_eq!((summary.accepted, summary.rejected), (4, 4));
     assert_eq!((summary.dispatches, summary.commits), (1, 1));
 }
@@ -132,7 +133,7 @@ impl Tools for Silent {
 fn a_dispatch_without_an_answer_is_recovered_and_reconciled_by_query_never_retried_blindly() {
     let mut lost = Driver::new(store("recover"), Silent, config("w1"));
     let timing = Timing::default();
-    let key = create_run(lost.store(), Program::Order, "order-1", 0, &timing)
+    let key = create_run(lost.store(), Program::Order, "order-1", 0, &timing, None)
         .unwrap()
         .unwrap();
     // The first worker dispatches, gets no answer, recovers; its query gets no answer either.
@@ -158,5 +159,5 @@ fn a_dispatch_without_an_answer_is_recovered_and_reconciled_by_query_never_retri
     assert_eq!(text.matches("\"kind\":\"recover\"").count(), 1);
     // One resume: the answered query. The unanswered one was never fed as an answer.
     assert_eq!(text.matches("\"kind\":\"resume\"").count(), 1);
-    lifecycle::validate_log(&log, row.tail).unwrap();
+    lifecycle::validate_log(&log, row.tail, None).unwrap();
 }

@@ -34,7 +34,7 @@ fn step_and_commit(
         event,
     };
     let result = lifecycle::step(&row.run, &input);
-    let (line, tail) = lifecycle::record_line(row.tail, &row.run, &input, &result).unwrap();
+    let (line, tail) = lifecycle::record_line(row.tail, &row.run, &input, &result, None).unwrap();
     let t = result.unwrap();
     let expect_seq = if stale {
         row.tail.seq.wrapping_sub(1)
@@ -60,11 +60,11 @@ fn step_and_commit(
 
 fn contract(store: &mut dyn Store) {
     let timing = Timing::default();
-    let key = create_run(store, Program::Seed, "run-1", 0, &timing)
+    let key = create_run(store, Program::Seed, "run-1", 0, &timing, None)
         .unwrap()
         .unwrap();
     assert_eq!(
-        create_run(store, Program::Seed, "run-1", 0, &timing).unwrap(),
+        create_run(store, Program::Seed, "run-1", 0, &timing, None).unwrap(),
         None
     );
     // A writer that started from an older log position is refused, and writes nothing.
@@ -81,10 +81,10 @@ fn contract(store: &mut dyn Store) {
     assert_eq!(lines.len(), 2);
     let mut bytes = lines.join(&b'\n');
     bytes.push(b'\n');
-    lifecycle::validate_log(&bytes, row.tail).unwrap();
+    lifecycle::validate_log(&bytes, row.tail, None).unwrap();
     // The anchor catches a log cut short at a line boundary.
     let cut = [lines[0].clone(), b"\n".to_vec()].concat();
-    assert!(lifecycle::validate_log(&cut, row.tail).is_err());
+    assert!(lifecycle::validate_log(&cut, row.tail, None).is_err());
     // Requests wait in the inbox until a commit answers them, once.
     let request = Request::Cancel {
         by: resumable_kernel::Name::lit("ops"),
@@ -98,7 +98,7 @@ fn contract(store: &mut dyn Store) {
         },
     };
     let result = lifecycle::step(&row.run, &input);
-    let (line, tail) = lifecycle::record_line(row.tail, &row.run, &input, &result).unwrap();
+    let (line, tail) = lifecycle::record_line(row.tail, &row.run, &input, &result, None).unwrap();
     let next = result.unwrap().next;
     let commit = Commit {
         key: &key,
@@ -154,9 +154,16 @@ fn postgres_store_keeps_the_contract() {
 #[test]
 fn sqlite_store_refuses_a_corrupted_run_record() {
     let mut store = sqlite("corrupt");
-    let key = create_run(&mut store, Program::Seed, "run-1", 0, &Timing::default())
-        .unwrap()
-        .unwrap();
+    let key = create_run(
+        &mut store,
+        Program::Seed,
+        "run-1",
+        0,
+        &Timing::default(),
+        None,
+    )
+    .unwrap()
+    .unwrap();
     drop(store);
     let dir = std::env::temp_dir().join(format!("resumable-store-{}-corrupt", std::process::id()));
     let path = dir.join("runs.db");

@@ -51,6 +51,7 @@ pub type Logs = BTreeMap<String, Vec<Record>>;
 pub fn check(
     store: &mut dyn Store,
     ledger: &Path,
+    key: Option<&lifecycle::Key>,
 ) -> Result<(Tally, Logs, Vec<String>), StoreError> {
     let mut tally = Tally::default();
     let mut violations = Vec::new();
@@ -85,7 +86,7 @@ pub fn check(
             bytes.extend_from_slice(line);
             bytes.push(b'\n');
         }
-        if let Err(finding) = lifecycle::validate_log(&bytes, row.tail) {
+        if let Err(finding) = lifecycle::validate_log(&bytes, row.tail, key) {
             violations.push(format!("audit log of {}: {finding}", s.key));
         }
         let records: Vec<Record> = lines

@@ -139,6 +139,10 @@ pub struct WorkerSpec<'a> {
     pub lease_ms: u64,
     /// Correct or broken.
     pub flavor: Flavor,
+    /// The audit key file the workers seal records with.
+    pub key_file: &'a Path,
+    /// The key in it (the supervisor seals the headers of the runs it starts).
+    pub key: &'a crate::lifecycle::Key,
 }
 
 /// A worker slot: its current process and fate.
@@ -162,7 +166,9 @@ pub fn worker(spec: &WorkerSpec<'_>, index: u32, fate: Fate) -> std::io::Result<
         .args(["--id", &format!("w{index}")])
         .args(["--lease-ms", &spec.lease_ms.to_string()])
         .args(["--flavor", spec.flavor.as_str(), "--poll-ms", "5"])
-        .args(["--offset", &(index * 7).to_string()]);
+        .args(["--offset", &(index * 7).to_string()])
+        .arg("--audit-key")
+        .arg(spec.key_file);
     if let Some((point, nth)) = fate.plan {
         let plan = CrashPlan::at_visit(point, nth);
         debug_assert_eq!(plan.target(), Some((point, nth)));

@@ -30,7 +30,7 @@ pub struct StartArgs {
     #[arg(long, default_value = DEFAULT_STORE)]
     pub store: String,
     /// The agent program: `seed` (the source chapter's approval example), `order` (three
-    /// calls: deduping, gated, fencing; and a callback) or `bench` (fifty quick calls).
+    /// calls: deduping, gated, fencing; and a callback) or `bench` (32 quick calls).
     #[arg(long, default_value = "seed")]
     pub program: String,
     /// The run's name (default: `run-approval` for seed, `order-1` for order).

@@ -47,8 +47,9 @@ pub enum Program {
     Bench,
 }
 
-/// How many calls a [`Program::Bench`] run makes.
-pub const BENCH_CALLS: u32 = 50;
+/// How many calls a [`Program::Bench`] run makes: as many as the kernel's per-run history of
+/// call keys holds (a run that proposes more is refused).
+pub const BENCH_CALLS: u32 = resumable_kernel::calls::CALL_LOG_CAPACITY as u32;
 
 /// A tool this runtime's tool service offers, with the contract it honours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -81,6 +81,7 @@ pub mod effect;
 pub mod ids;
 pub mod input;
 pub mod invariants;
+pub(crate) mod names;
 pub mod reject;
 pub mod run;
 mod step;

@@ -2,80 +2,89 @@
 
 use crate::ids::{Digest, Name, Revision, Time};
 use crate::input::DecisionKind;
+use crate::names::named;
 use crate::run::{PhaseKind, ReasonKind};
 
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
-/// Which identity field did not match. The value is not echoed, so a stranger learns nothing
-/// about the run (spec ID-1).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum IdentityField {
-    /// The tenant.
-    Tenant,
-    /// The session.
-    Session,
-    /// The run.
-    Run,
-    /// The run's definition fingerprint.
-    Definition,
+named! {
+    /// Which identity field did not match. The value is not echoed, so a stranger learns nothing
+    /// about the run (spec ID-1).
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum IdentityField {
+        /// The tenant.
+        Tenant = "tenant",
+        /// The session.
+        Session = "session",
+        /// The run.
+        Run = "run",
+        /// The run's definition fingerprint.
+        Definition = "definition",
+    }
 }
 
-/// Which checkpoint field disagrees with the run it claims to describe.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum CheckpointField {
-    /// The suspension reason or where it re-enters.
-    Reason,
-    /// The pending call (id, tool, arguments or attempt): the action.
-    PendingCall,
-    /// The idempotency key digest.
-    KeyDigest,
-    /// The requester.
-    Requester,
-    /// The callback or resource awaited.
-    WaitingOn,
-    /// The expiry.
-    ExpiresAt,
-    /// The responsible party.
-    Responsible,
-    /// The creation time.
-    CreatedAt,
-    /// The resource version the run last observed.
-    ResourceVersion,
-    /// Who cancelled while an effect's outcome is unsettled.
-    CancelRequestedBy,
+named! {
+    /// Which checkpoint field disagrees with the run it claims to describe.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum CheckpointField {
+        /// The suspension reason or where it re-enters.
+        Reason = "reason",
+        /// The pending call (id, tool, arguments or attempt): the action.
+        PendingCall = "pending_call",
+        /// The idempotency key digest.
+        KeyDigest = "key_digest",
+        /// The requester.
+        Requester = "requester",
+        /// The callback or resource awaited.
+        WaitingOn = "waiting_on",
+        /// The expiry.
+        ExpiresAt = "expires_at",
+        /// The responsible party.
+        Responsible = "responsible",
+        /// The creation time.
+        CreatedAt = "created_at",
+        /// The resource version the run last observed.
+        ResourceVersion = "resource_version",
+        /// Who cancelled while an effect's outcome is unsettled.
+        CancelRequestedBy = "cancel_requested_by",
+    }
 }
 
-/// Which part of an approval does not bind to the pending call.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum ApprovalField {
-    /// The call id.
-    CallId,
-    /// The argument digest.
-    Args,
-    /// The requester.
-    Requester,
-    /// The checkpoint revision.
-    Revision,
+named! {
+    /// Which part of an approval does not bind to the pending call.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum ApprovalField {
+        /// The call id.
+        CallId = "call_id",
+        /// The argument digest.
+        Args = "args",
+        /// The requester.
+        Requester = "requester",
+        /// The checkpoint revision.
+        Revision = "revision",
+    }
 }
 
-/// Who is at fault for a rejection, and so who should act on it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum Fault {
-    /// The caller sent something wrong or unauthorised: do not retry as is.
-    Caller,
-    /// Someone else moved first or time moved on: re-read the run and decide again.
-    Race,
-    /// The driver misused the kernel: fix the driver.
-    Driver,
+named! {
+    /// Who is at fault for a rejection, and so who should act on it.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum Fault {
+        /// The caller sent something wrong or unauthorised: do not retry as is.
+        Caller = "caller",
+        /// Someone else moved first or time moved on: re-read the run and decide again.
+        Race = "race",
+        /// The driver misused the kernel: fix the driver.
+        Driver = "driver",
+    }
 }
 
 /// Why an input was refused. Every variant is distinct, so a caller whose reply was lost can
@@ -85,13 +94,13 @@ pub enum Fault {
 #[cfg_attr(feature = "serde", serde(tag = "rejection", rename_all = "snake_case"))]
 pub enum Rejection {
     /// The run is completed or failed; nothing moves it again.
-    #[error("run is {phase:?}, a terminal phase")]
+    #[error("run is {phase}, a terminal phase")]
     Terminal {
         /// The terminal phase.
         phase: PhaseKind,
     },
     /// The checkpoint names another tenant, session, run or definition.
-    #[error("checkpoint is not for this run: {field:?} differs")]
+    #[error("checkpoint is not for this run: {field} differs")]
     IdentityMismatch {
         /// The field that differs.
         field: IdentityField,
@@ -175,13 +184,13 @@ pub enum Rejection {
         current: u64,
     },
     /// The run is not suspended.
-    #[error("run is {phase:?}, not suspended")]
+    #[error("run is {phase}, not suspended")]
     NotSuspended {
         /// The run's phase.
         phase: PhaseKind,
     },
     /// The checkpoint disagrees with the run's suspension.
-    #[error("checkpoint does not match the run: {field:?} differs")]
+    #[error("checkpoint does not match the run: {field} differs")]
     CheckpointMismatch {
         /// The first field that differs.
         field: CheckpointField,
@@ -195,7 +204,7 @@ pub enum Rejection {
         now: Time,
     },
     /// The decision does not answer the suspension's reason.
-    #[error("a {decision:?} decision does not answer a {reason:?} suspension")]
+    #[error("decision {decision} does not answer reason {reason}")]
     DecisionMismatch {
         /// The suspension reason.
         reason: ReasonKind,
@@ -203,7 +212,7 @@ pub enum Rejection {
         decision: DecisionKind,
     },
     /// The approval is for another call, arguments, requester or revision.
-    #[error("approval does not bind to the pending call: {field:?} differs")]
+    #[error("approval does not bind to the pending call: {field} differs")]
     ApprovalMismatch {
         /// The field that differs.
         field: ApprovalField,
@@ -245,13 +254,13 @@ pub enum Rejection {
     #[error("budget exhausted")]
     BudgetExhausted,
     /// The input needs a running run.
-    #[error("run is {phase:?}, not running")]
+    #[error("run is {phase}, not running")]
     NotRunning {
         /// The run's phase.
         phase: PhaseKind,
     },
     /// A suspend arrived while a suspension is pending.
-    #[error("already suspended ({reason:?})")]
+    #[error("already suspended ({reason})")]
     AlreadySuspended {
         /// The pending suspension's reason.
         reason: ReasonKind,
@@ -312,7 +321,7 @@ pub enum Rejection {
         call_id: Name,
     },
     /// A tool result arrived while nothing is being dispatched.
-    #[error("no dispatch in flight (run is {phase:?})")]
+    #[error("no dispatch in flight (run is {phase})")]
     NoDispatchInFlight {
         /// The run's phase.
         phase: PhaseKind,
@@ -332,7 +341,7 @@ pub enum Rejection {
         got_attempt: u8,
     },
     /// Recover arrived with nothing in flight.
-    #[error("nothing in flight to recover (run is {phase:?})")]
+    #[error("nothing in flight to recover (run is {phase})")]
     NothingInFlight {
         /// The run's phase.
         phase: PhaseKind,
@@ -356,194 +365,96 @@ pub enum Rejection {
     RevisionExhausted,
 }
 
-/// The name of a rejection: one per [`Rejection`] variant, without its evidence. The one
-/// place the wire names of rejections are written ([`RejectionKind::name`]); a test checks
-/// they are the tags serde gives the variants.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum RejectionKind {
-    /// [`Rejection::Terminal`].
-    Terminal,
-    /// [`Rejection::IdentityMismatch`].
-    IdentityMismatch,
-    /// [`Rejection::ClockRegressed`].
-    ClockRegressed,
-    /// [`Rejection::SchemaTooNew`].
-    SchemaTooNew,
-    /// [`Rejection::UnknownSchema`].
-    UnknownSchema,
-    /// [`Rejection::MigrationRequired`].
-    MigrationRequired,
-    /// [`Rejection::DigestMismatch`].
-    DigestMismatch,
-    /// [`Rejection::StaleRevision`].
-    StaleRevision,
-    /// [`Rejection::FutureRevision`].
-    FutureRevision,
-    /// [`Rejection::AlreadyApplied`].
-    AlreadyApplied,
-    /// [`Rejection::AlreadyResumed`].
-    AlreadyResumed,
-    /// [`Rejection::ResourceChanged`].
-    ResourceChanged,
-    /// [`Rejection::NotSuspended`].
-    NotSuspended,
-    /// [`Rejection::CheckpointMismatch`].
-    CheckpointMismatch,
-    /// [`Rejection::Expired`].
-    Expired,
-    /// [`Rejection::DecisionMismatch`].
-    DecisionMismatch,
-    /// [`Rejection::ApprovalMismatch`].
-    ApprovalMismatch,
-    /// [`Rejection::ApprovalExpired`].
-    ApprovalExpired,
-    /// [`Rejection::SelfApproval`].
-    SelfApproval,
-    /// [`Rejection::Unauthorised`].
-    Unauthorised,
-    /// [`Rejection::WaitMismatch`].
-    WaitMismatch,
-    /// [`Rejection::PermissionRevoked`].
-    PermissionRevoked,
-    /// [`Rejection::BudgetExhausted`].
-    BudgetExhausted,
-    /// [`Rejection::NotRunning`].
-    NotRunning,
-    /// [`Rejection::AlreadySuspended`].
-    AlreadySuspended,
-    /// [`Rejection::ExpiryNotInFuture`].
-    ExpiryNotInFuture,
-    /// [`Rejection::ExpiryUnreachable`].
-    ExpiryUnreachable,
-    /// [`Rejection::ClockExhausted`].
-    ClockExhausted,
-    /// [`Rejection::NoAttemptsAllowed`].
-    NoAttemptsAllowed,
-    /// [`Rejection::KeyConflict`].
-    KeyConflict,
-    /// [`Rejection::KeyCommitted`].
-    KeyCommitted,
-    /// [`Rejection::CallLogFull`].
-    CallLogFull,
-    /// [`Rejection::CallIdReused`].
-    CallIdReused,
-    /// [`Rejection::DispatchInFlight`].
-    DispatchInFlight,
-    /// [`Rejection::NoDispatchInFlight`].
-    NoDispatchInFlight,
-    /// [`Rejection::ResultMismatch`].
-    ResultMismatch,
-    /// [`Rejection::NothingInFlight`].
-    NothingInFlight,
-    /// [`Rejection::NothingUnresolved`].
-    NothingUnresolved,
-    /// [`Rejection::NotExpired`].
-    NotExpired,
-    /// [`Rejection::CancelPending`].
-    CancelPending,
-    /// [`Rejection::RevisionExhausted`].
-    RevisionExhausted,
-}
-
-impl RejectionKind {
-    /// Every kind, in the order of [`Rejection`].
-    pub const ALL: [RejectionKind; 41] = [
-        RejectionKind::Terminal,
-        RejectionKind::IdentityMismatch,
-        RejectionKind::ClockRegressed,
-        RejectionKind::SchemaTooNew,
-        RejectionKind::UnknownSchema,
-        RejectionKind::MigrationRequired,
-        RejectionKind::DigestMismatch,
-        RejectionKind::StaleRevision,
-        RejectionKind::FutureRevision,
-        RejectionKind::AlreadyApplied,
-        RejectionKind::AlreadyResumed,
-        RejectionKind::ResourceChanged,
-        RejectionKind::NotSuspended,
-        RejectionKind::CheckpointMismatch,
-        RejectionKind::Expired,
-        RejectionKind::DecisionMismatch,
-        RejectionKind::ApprovalMismatch,
-        RejectionKind::ApprovalExpired,
-        RejectionKind::SelfApproval,
-        RejectionKind::Unauthorised,
-        RejectionKind::WaitMismatch,
-        RejectionKind::PermissionRevoked,
-        RejectionKind::BudgetExhausted,
-        RejectionKind::NotRunning,
-        RejectionKind::AlreadySuspended,
-        RejectionKind::ExpiryNotInFuture,
-        RejectionKind::ExpiryUnreachable,
-        RejectionKind::ClockExhausted,
-        RejectionKind::NoAttemptsAllowed,
-        RejectionKind::KeyConflict,
-        RejectionKind::KeyCommitted,
-        RejectionKind::CallLogFull,
-        RejectionKind::CallIdReused,
-        RejectionKind::DispatchInFlight,
-        RejectionKind::NoDispatchInFlight,
-        RejectionKind::ResultMismatch,
-        RejectionKind::NothingInFlight,
-        RejectionKind::NothingUnresolved,
-        RejectionKind::NotExpired,
-        RejectionKind::CancelPending,
-        RejectionKind::RevisionExhausted,
-    ];
-
-    /// The snake_case name, as on the wire and in spec/.
-    pub const fn name(self) -> &'static str {
-        match self {
-            RejectionKind::Terminal => "terminal",
-            RejectionKind::IdentityMismatch => "identity_mismatch",
-            RejectionKind::ClockRegressed => "clock_regressed",
-            RejectionKind::SchemaTooNew => "schema_too_new",
-            RejectionKind::UnknownSchema => "unknown_schema",
-            RejectionKind::MigrationRequired => "migration_required",
-            RejectionKind::DigestMismatch => "digest_mismatch",
-            RejectionKind::StaleRevision => "stale_revision",
-            RejectionKind::FutureRevision => "future_revision",
-            RejectionKind::AlreadyApplied => "already_applied",
-            RejectionKind::AlreadyResumed => "already_resumed",
-            RejectionKind::ResourceChanged => "resource_changed",
-            RejectionKind::NotSuspended => "not_suspended",
-            RejectionKind::CheckpointMismatch => "checkpoint_mismatch",
-            RejectionKind::Expired => "expired",
-            RejectionKind::DecisionMismatch => "decision_mismatch",
-            RejectionKind::ApprovalMismatch => "approval_mismatch",
-            RejectionKind::ApprovalExpired => "approval_expired",
-            RejectionKind::SelfApproval => "self_approval",
-            RejectionKind::Unauthorised => "unauthorised",
-            RejectionKind::WaitMismatch => "wait_mismatch",
-            RejectionKind::PermissionRevoked => "permission_revoked",
-            RejectionKind::BudgetExhausted => "budget_exhausted",
-            RejectionKind::NotRunning => "not_running",
-            RejectionKind::AlreadySuspended => "already_suspended",
-            RejectionKind::ExpiryNotInFuture => "expiry_not_in_future",
-            RejectionKind::ExpiryUnreachable => "expiry_unreachable",
-            RejectionKind::ClockExhausted => "clock_exhausted",
-            RejectionKind::NoAttemptsAllowed => "no_attempts_allowed",
-            RejectionKind::KeyConflict => "key_conflict",
-            RejectionKind::KeyCommitted => "key_committed",
-            RejectionKind::CallLogFull => "call_log_full",
-            RejectionKind::CallIdReused => "call_id_reused",
-            RejectionKind::DispatchInFlight => "dispatch_in_flight",
-            RejectionKind::NoDispatchInFlight => "no_dispatch_in_flight",
-            RejectionKind::ResultMismatch => "result_mismatch",
-            RejectionKind::NothingInFlight => "nothing_in_flight",
-            RejectionKind::NothingUnresolved => "nothing_unresolved",
-            RejectionKind::NotExpired => "not_expired",
-            RejectionKind::CancelPending => "cancel_pending",
-            RejectionKind::RevisionExhausted => "revision_exhausted",
-        }
-    }
-}
-
-impl core::fmt::Display for RejectionKind {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
+named! {
+    /// The name of a rejection: one per [`Rejection`] variant, without its evidence. The one
+    /// place the wire names of rejections are written ([`RejectionKind::name`]); a test checks
+    /// they are the tags serde gives the variants.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum RejectionKind {
+        /// [`Rejection::Terminal`].
+        Terminal = "terminal",
+        /// [`Rejection::IdentityMismatch`].
+        IdentityMismatch = "identity_mismatch",
+        /// [`Rejection::ClockRegressed`].
+        ClockRegressed = "clock_regressed",
+        /// [`Rejection::SchemaTooNew`].
+        SchemaTooNew = "schema_too_new",
+        /// [`Rejection::UnknownSchema`].
+        UnknownSchema = "unknown_schema",
+        /// [`Rejection::MigrationRequired`].
+        MigrationRequired = "migration_required",
+        /// [`Rejection::DigestMismatch`].
+        DigestMismatch = "digest_mismatch",
+        /// [`Rejection::StaleRevision`].
+        StaleRevision = "stale_revision",
+        /// [`Rejection::FutureRevision`].
+        FutureRevision = "future_revision",
+        /// [`Rejection::AlreadyApplied`].
+        AlreadyApplied = "already_applied",
+        /// [`Rejection::AlreadyResumed`].
+        AlreadyResumed = "already_resumed",
+        /// [`Rejection::ResourceChanged`].
+        ResourceChanged = "resource_changed",
+        /// [`Rejection::NotSuspended`].
+        NotSuspended = "not_suspended",
+        /// [`Rejection::CheckpointMismatch`].
+        CheckpointMismatch = "checkpoint_mismatch",
+        /// [`Rejection::Expired`].
+        Expired = "expired",
+        /// [`Rejection::DecisionMismatch`].
+        DecisionMismatch = "decision_mismatch",
+        /// [`Rejection::ApprovalMismatch`].
+        ApprovalMismatch = "approval_mismatch",
+        /// [`Rejection::ApprovalExpired`].
+        ApprovalExpired = "approval_expired",
+        /// [`Rejection::SelfApproval`].
+        SelfApproval = "self_approval",
+        /// [`Rejection::Unauthorised`].
+        Unauthorised = "unauthorised",
+        /// [`Rejection::WaitMismatch`].
+        WaitMismatch = "wait_mismatch",
+        /// [`Rejection::PermissionRevoked`].
+        PermissionRevoked = "permission_revoked",
+        /// [`Rejection::BudgetExhausted`].
+        BudgetExhausted = "budget_exhausted",
+        /// [`Rejection::NotRunning`].
+        NotRunning = "not_running",
+        /// [`Rejection::AlreadySuspended`].
+        AlreadySuspended = "already_suspended",
+        /// [`Rejection::ExpiryNotInFuture`].
+        ExpiryNotInFuture = "expiry_not_in_future",
+        /// [`Rejection::ExpiryUnreachable`].
+        ExpiryUnreachable = "expiry_unreachable",
+        /// [`Rejection::ClockExhausted`].
+        ClockExhausted = "clock_exhausted",
+        /// [`Rejection::NoAttemptsAllowed`].
+        NoAttemptsAllowed = "no_attempts_allowed",
+        /// [`Rejection::KeyConflict`].
+        KeyConflict = "key_conflict",
+        /// [`Rejection::KeyCommitted`].
+        KeyCommitted = "key_committed",
+        /// [`Rejection::CallLogFull`].
+        CallLogFull = "call_log_full",
+        /// [`Rejection::CallIdReused`].
+        CallIdReused = "call_id_reused",
+        /// [`Rejection::DispatchInFlight`].
+        DispatchInFlight = "dispatch_in_flight",
+        /// [`Rejection::NoDispatchInFlight`].
+        NoDispatchInFlight = "no_dispatch_in_flight",
+        /// [`Rejection::ResultMismatch`].
+        ResultMismatch = "result_mismatch",
+        /// [`Rejection::NothingInFlight`].
+        NothingInFlight = "nothing_in_flight",
+        /// [`Rejection::NothingUnresolved`].
+        NothingUnresolved = "nothing_unresolved",
+        /// [`Rejection::NotExpired`].
+        NotExpired = "not_expired",
+        /// [`Rejection::CancelPending`].
+        CancelPending = "cancel_pending",
+        /// [`Rejection::RevisionExhausted`].
+        RevisionExhausted = "revision_exhausted",
     }
 }
 

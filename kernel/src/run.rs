@@ -4,6 +4,7 @@
 use crate::calls::CallLog;
 use crate::ids::{Digest, Name, Revision, Time};
 use crate::input::Decision;
+use crate::names::named;
 
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
@@ -198,36 +199,40 @@ pub enum Phase {
     Failed(FailCause),
 }
 
-/// The name of a phase, for rejections, traces and diagrams.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum PhaseKind {
-    /// [`Phase::Running`].
-    Running,
-    /// [`Phase::Suspended`].
-    Suspended,
-    /// [`Phase::Completed`].
-    Completed,
-    /// [`Phase::Failed`].
-    Failed,
+named! {
+    /// The name of a phase, for rejections, traces and diagrams.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum PhaseKind {
+        /// [`Phase::Running`].
+        Running = "running",
+        /// [`Phase::Suspended`].
+        Suspended = "suspended",
+        /// [`Phase::Completed`].
+        Completed = "completed",
+        /// [`Phase::Failed`].
+        Failed = "failed",
+    }
 }
 
-/// The name of a suspension reason.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum ReasonKind {
-    /// [`Reason::PendingApproval`].
-    PendingApproval,
-    /// [`Reason::ExternalCallback`].
-    ExternalCallback,
-    /// [`Reason::ManualIntervention`].
-    ManualIntervention,
-    /// [`Reason::ResourceWait`].
-    ResourceWait,
-    /// [`Reason::OutcomeUnknown`].
-    OutcomeUnknown,
+named! {
+    /// The name of a suspension reason.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum ReasonKind {
+        /// [`Reason::PendingApproval`].
+        PendingApproval = "pending_approval",
+        /// [`Reason::ExternalCallback`].
+        ExternalCallback = "external_callback",
+        /// [`Reason::ManualIntervention`].
+        ManualIntervention = "manual_intervention",
+        /// [`Reason::ResourceWait`].
+        ResourceWait = "resource_wait",
+        /// [`Reason::OutcomeUnknown`].
+        OutcomeUnknown = "outcome_unknown",
+    }
 }
 
 impl Reason {

@@ -429,7 +429,7 @@ fn witness_a_checkpoint_of_another_tenant_reaches_a_run() {
             "Worker(0) steps run 1 with suspend for approval of c1: accepted: suspended (pending approval, expires t1) at r1",
             "Worker(0) commits run 1 r0->r1: written with its audit record and checkpoint",
             "Approver alice approves c1 at r1 of run 1, sent to run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice (run 1's checkpoint): refused: checkpoint is not for this run: Tenant differs",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice (run 1's checkpoint): refused: checkpoint is not for this run: tenant differs",
         ],
     );
 }

@@ -222,7 +222,7 @@ fn a_refused_step_says_why_and_an_accepted_one_where_the_run_went() {
     };
     assert_eq!(
         world.explain(&init, &expire),
-        "refused: run is Running, not suspended"
+        "refused: run is running, not suspended"
     );
     // A refused input that used nothing up is not a transition.
     assert_eq!(world.next_state(&init, expire), None);

@@ -226,8 +226,12 @@ mod wire {
                     }
                     let mut out = [0u8; 8];
                     for (i, pair) in bytes.chunks_exact(2).enumerate() {
-                        let s = core::str::from_utf8(pair).map_err(E::custom)?;
-                        out[i] = u8::from_str_radix(s, 16).map_err(E::custom)?;
+                        let hi = crate::ids::hex_value(pair[0]);
+                        let lo = crate::ids::hex_value(pair[1]);
+                        let (Some(hi), Some(lo)) = (hi, lo) else {
+                            return Err(E::invalid_value(serde::de::Unexpected::Str(v), &self));
+                        };
+                        out[i] = (hi << 4) | lo;
                     }
                     Ok(Fingerprint(out))
                 }

@@ -159,7 +159,7 @@ impl Digest {
     }
 }
 
-fn hex_value(c: u8) -> Option<u8> {
+pub(crate) fn hex_value(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
         b'a'..=b'f' => Some(c - b'a' + 10),

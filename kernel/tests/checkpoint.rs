@@ -669,3 +669,19 @@ fn checkpoint_decoded_with_an_unknown_extra_field_ignores_it() {
     value["cancelled_by"] = serde_json::Value::from("mallory");
     assert_eq!(decode_json(&json(&value)), Ok(Decoded::Current(cp)));
 }
+
+#[test]
+fn a_fingerprint_is_exactly_16_hex_digits_on_the_wire() {
+    use resumable_kernel::Fingerprint;
+    let read = |text: &str| serde_json::from_str::<Fingerprint>(&format!("\"{text}\""));
+    let print = Fingerprint([0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]);
+    assert_eq!(read("0123456789abcdef").unwrap(), print);
+    assert_eq!(
+        serde_json::to_string(&print).unwrap(),
+        "\"0123456789abcdef\""
+    );
+    // A sign would be a second spelling of one fingerprint; a wide character must not panic.
+    assert!(read("+123456789abcdef").is_err());
+    assert!(read("0123456789abcd\u{e9}").is_err());
+    assert!(read("0123456789abcde").is_err());
+}

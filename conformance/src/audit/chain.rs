@@ -127,8 +127,10 @@ impl<'de> Deserialize<'de> for KeyId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KeyId, D::Error> {
         let text = <&str>::deserialize(d)?;
         let mut id = [0u8; 8];
+        // Hex digits only: a check on bytes, so no slice can split a character, and no sign
+        // (which `from_str_radix` would take) gives a second spelling of one id.
         let ok = text.len() == 16
-            && text.is_char_boundary(16)
+            && text.bytes().all(|c| c.is_ascii_hexdigit())
             && id.iter_mut().enumerate().all(|(i, b)| {
                 u8::from_str_radix(&text[2 * i..2 * i + 2], 16)
                     .map(|v| *b = v)
@@ -342,6 +344,19 @@ mod tests {
             format!("{:?}", Key::from_hex(&hex).unwrap()),
             format!("Key(id {})", Key::from_bytes([0; 32]).id())
         );
+    }
+
+    #[test]
+    fn a_key_id_is_exactly_16_hex_digits_and_never_panics() {
+        let id = |text: &str| serde_json::from_str::<KeyId>(&format!("\"{text}\""));
+        assert_eq!(
+            id("29354861009d6adb").unwrap(),
+            Key::from_bytes([0; 32]).id()
+        );
+        // Found by fuzzing: a two-byte character across a digit pair once panicked.
+        assert!(id("de3\u{33d}0493e18cac4").is_err());
+        assert!(id("+9354861009d6adb").is_err());
+        assert!(id("29354861009d6ad").is_err());
     }
 
     #[test]

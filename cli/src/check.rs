@@ -9,6 +9,7 @@
 
 mod grid;
 mod output;
+mod suite;
 
 use clap::ValueEnum;
 use resumable_model::checker::{self, memory, world::config_json, Options, Report};
@@ -57,6 +58,9 @@ pub enum ProgramArg {
     Direct,
     /// Dispatch an ungated call, then suspend for approval of a gated one, then complete.
     SideEffectFirst,
+    /// Dispatch an ungated call, suspend for approval of a gated one, dispatch a third,
+    /// complete; where the third is due the agent may propose an earlier call again.
+    ThreeCalls,
 }
 
 /// What is checked: the subject and the world around it. Shared by `check` and `explore`.
@@ -72,6 +76,10 @@ pub struct ModelArgs {
     /// A deliberately broken variant of the reference machine (see --list-variants).
     #[arg(long, value_name = "NAME", value_parser = variant_names())]
     pub variant: Option<String>,
+    /// One world of the default check to start from [default, without any flag about the
+    /// world: all of them, merged].
+    #[arg(long, value_name = "NAME", value_parser = world_names(), conflicts_with = "variant")]
+    pub world: Option<String>,
     /// Runs (1 or 2; two runs belong to different tenants).
     #[arg(long)]
     pub runs: Option<u8>,
@@ -123,6 +131,13 @@ pub struct ModelArgs {
     /// How many cancel requests the run's owner may send in all.
     #[arg(long)]
     pub cancels: Option<u8>,
+    /// How many times the agent of `--program three-calls` may propose an earlier call id or
+    /// key again.
+    #[arg(long)]
+    pub reuses: Option<u8>,
+    /// How many times an outsider may move a run's resource.
+    #[arg(long)]
+    pub outsider_moves: Option<u8>,
     /// Ticks an approval suspension lasts before it expires.
     #[arg(long)]
     pub suspend_for: Option<u8>,
@@ -135,6 +150,10 @@ pub struct ModelArgs {
     /// No input is offered to a run at or past this revision.
     #[arg(long)]
     pub max_revision: Option<u8>,
+}
+
+fn world_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Config::suite().map(|(name, _)| name))
 }
 
 fn variant_names() -> clap::builder::PossibleValuesParser {
@@ -209,6 +228,7 @@ impl Args {
 }
 
 /// A subject and a validated configuration, ready to build a world.
+#[derive(Clone)]
 pub struct Setup {
     /// The reference machine with this variant, or the kernel when `None`.
     pub lifecycle: Option<Reference>,
@@ -250,10 +270,21 @@ impl ModelArgs {
                     v.targets().join(", ")
                 ),
             ),
-            None => (
-                Config::default(),
-                "the default configuration, with the flags given applied on top".to_owned(),
-            ),
+            None => {
+                let world = self.world.as_deref().unwrap_or("default");
+                let config = (Config::suite().into_iter())
+                    .find(|(name, _)| *name == world)
+                    .map(|(_, config)| config)
+                    .ok_or_else(|| format!("no world named {world}"))?;
+                let origin = match world {
+                    "default" => "the default configuration".to_owned(),
+                    other => format!("the world {other} of the default check"),
+                };
+                (
+                    config,
+                    format!("{origin}, with the flags given applied on top"),
+                )
+            }
         };
         self.apply(&mut config);
         config.depth_bound = depth;
@@ -289,6 +320,8 @@ impl ModelArgs {
         set(&mut config.max_attempts, self.max_attempts);
         set(&mut config.max_time, self.max_time);
         set(&mut config.cancels, self.cancels);
+        set(&mut config.reuses, self.reuses);
+        set(&mut config.outsider_moves, self.outsider_moves);
         set(&mut config.suspend_for, self.suspend_for);
         set(&mut config.approval_ttl, self.approval_ttl);
         set(&mut config.reconcile_window, self.reconcile_window);
@@ -310,12 +343,13 @@ impl ModelArgs {
                 ProgramArg::Approval => Program::Approval,
                 ProgramArg::Direct => Program::Direct,
                 ProgramArg::SideEffectFirst => Program::SideEffectFirst,
+                ProgramArg::ThreeCalls => Program::ThreeCalls,
             };
         }
     }
 }
 
-fn misuse(message: &str) -> ExitCode {
+pub(crate) fn misuse(message: &str) -> ExitCode {
     output::note(&format!("resumable check: {message}"));
     ExitCode::from(2)
 }
@@ -339,6 +373,14 @@ pub fn run(args: &Args) -> ExitCode {
         Some(Ok(timeout)) => Some(timeout),
         Some(Err(_)) => return misuse("--timeout must be a number of seconds, 0 or more"),
     };
+    // Nothing said about the world: every world of the default check, merged.
+    let about_world = ModelArgs {
+        subject: None,
+        ..args.model.clone()
+    };
+    if about_world == ModelArgs::default() {
+        return suite::run(args, timeout);
+    }
     let setup = match args.model.setup(args.depth) {
         Ok(setup) => setup,
         Err(message) => return misuse(&message),
@@ -384,7 +426,7 @@ fn list_variants() -> ExitCode {
     output::finish(&text, 0)
 }
 
-fn check_world<L: Lifecycle>(
+pub(crate) fn check_world<L: Lifecycle>(
     lifecycle: L,
     setup: &Setup,
     args: &Args,
@@ -453,6 +495,20 @@ fn extras(config: &Config) -> String {
     let mut on = Vec::new();
     if config.cancels > 0 {
         on.push(count(config.cancels, "cancel", "cancels"));
+    }
+    if config.reuses > 0 {
+        on.push(count(
+            config.reuses,
+            "reuse of an earlier call",
+            "reuses of earlier calls",
+        ));
+    }
+    if config.outsider_moves > 0 {
+        on.push(count(
+            config.outsider_moves,
+            "move of the resource by an outsider",
+            "moves of the resource by an outsider",
+        ));
     }
     if config.self_approval {
         on.push("the requester approving its own call".to_owned());

@@ -8,8 +8,12 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod check;
+mod decide;
 mod explore;
+mod output;
 mod replay;
+mod runs;
+mod torture;
 mod validate;
 
 /// Checkpoint, suspend and resume of agent runs: the lifecycle kernel on the command line.
@@ -30,6 +34,30 @@ enum Command {
     Replay(replay::Args),
     /// Check a runtime's audit log (JSON lines) against the kernel and the safety properties.
     Validate(validate::Args),
+    /// Runtime: create a run of an agent program in a store.
+    Start(runs::StartArgs),
+    /// Runtime: drive runs (step, commit, dispatch, recover, reconcile, expire).
+    Worker(runs::WorkerArgs),
+    /// Runtime: show where runs are and who they wait on.
+    Status(runs::StatusArgs),
+    /// Runtime: write a run's audit log, ready for `validate`.
+    Log(runs::LogArgs),
+    /// Runtime: the tool service, with its own durable ledger.
+    ToolService(runs::ToolServiceArgs),
+    /// Runtime: approve the call a run waits on.
+    Approve(decide::ApproveArgs),
+    /// Runtime: deny the call a run waits on (the run fails).
+    Deny(decide::ApproveArgs),
+    /// Runtime: send the callback a run waits for.
+    Callback(decide::CallbackArgs),
+    /// Runtime: resolve a manual intervention (operator).
+    Intervene(decide::InterveneArgs),
+    /// Runtime: cancel a run (operator).
+    Cancel(decide::CancelArgs),
+    /// Runtime: an approver that watches the store and decides.
+    Approver(decide::ApproverArgs),
+    /// Runtime: kill workers with SIGKILL at seeded points, restart them, check what held.
+    Torture(torture::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,5 +66,17 @@ fn main() -> ExitCode {
         Command::Explore(args) => explore::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Validate(args) => validate::run(&args),
+        Command::Start(args) => runs::start(&args),
+        Command::Worker(args) => runs::worker(&args),
+        Command::Status(args) => runs::status(&args),
+        Command::Log(args) => runs::log(&args),
+        Command::ToolService(args) => runs::tool_service(&args),
+        Command::Approve(args) => decide::approve(&args, true),
+        Command::Deny(args) => decide::approve(&args, false),
+        Command::Callback(args) => decide::callback(&args),
+        Command::Intervene(args) => decide::intervene(&args),
+        Command::Cancel(args) => decide::cancel(&args),
+        Command::Approver(args) => decide::approver(&args),
+        Command::Torture(args) => torture::run(&args),
     }
 }

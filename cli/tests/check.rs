@@ -21,35 +21,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-#[test]
-fn the_default_world_is_explored_completely_without_a_violation() {
-    let o = check(&[]);
-    let out = stdout(&o);
-    assert!(
-        matches!(o.status.code(), Some(0 | 4)),
-        "{out}{}",
-        stderr(&o)
-    );
-    assert!(out.contains("exploration: complete"), "{out}");
-    assert!(
-        out.contains("configuration: the default configuration"),
-        "{out}"
-    );
-    assert!(!out.contains("VIOLATED"), "{out}");
-}
-
-#[test]
-fn the_default_world_exercises_every_property() {
-    // The default check is what CI runs: it must exercise every property, or it passes
-    // rules it never tested. Fails while the default world has no requester approving
-    // itself (APR-3) and no second tenant (ID-1).
-    let o = check(&[]);
-    let out = stdout(&o);
-    assert!(!out.contains("UNEXERCISED"), "{out}");
-    assert!(out.contains("result: pass"), "{out}");
-    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-}
-
 /// Checks a variant in its exposing configuration and returns the report's text, asserting
 /// it fails on a violated property whose ID the variant targets.
 fn variant_fails_on(name: &str, property: &str) -> String {
@@ -91,7 +62,7 @@ fn a_retry_on_a_tool_that_neither_dedupes_nor_fences_fails_eff_1_and_rec_3() {
     // only a check that keeps going past the first violation sees both.
     let out = variant_fails_with(
         "retry-without-contract",
-        "EFF-1 the tool commits each call at most once",
+        "EFF-1 the tool commits each key at most once",
         &["--keep-going"],
     );
     assert!(
@@ -114,13 +85,14 @@ fn a_retry_under_a_fenced_key_fails_rec_3() {
 
 #[test]
 fn a_stale_checkpoint_is_caught_in_the_world_that_exposes_it_not_passed_in_the_default() {
-    // The default world has no cancel, so no stale checkpoint can match the run: checking
-    // this variant there would pass. `--variant` must start from the exposing world.
+    // The default world has one crash, so no stale checkpoint can match the run in every
+    // field but its revision: checking this variant there would pass. `--variant` must
+    // start from the exposing world, with a second crash.
     let out = variant_fails_on(
         "no-revision-check",
         "RES-3 a stale revision is never resumed",
     );
-    assert!(out.contains("with 1 cancel"), "{out}");
+    assert!(out.contains("2 crashes"), "{out}");
 }
 
 #[test]
@@ -155,6 +127,11 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
         "rerun-step-on-resume",
         "deny-leaves-running",
         "no-expiry",
+        "resource-blocks-answers",
+        "approval-ignores-resource",
+        "cancel-lost-on-escalation",
+        "cancel-ends-unsettled",
+        "last-call-only-key-check",
     ] {
         assert!(
             out.lines()
@@ -162,7 +139,7 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
             "{name} missing from: {out}"
         );
     }
-    assert_eq!(out.lines().count(), 14, "one line per variant: {out}");
+    assert_eq!(out.lines().count(), 19, "one line per variant: {out}");
 }
 
 #[test]
@@ -198,7 +175,7 @@ fn a_variant_of_the_kernel_is_misuse() {
 
 #[test]
 fn a_depth_bound_that_cuts_the_exploration_is_incomplete_not_a_pass() {
-    let o = check(&["--depth", "3"]);
+    let o = check(&["--world", "default", "--depth", "3"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(3), "{out}{}", stderr(&o));
     assert!(
@@ -370,11 +347,55 @@ fn keep_going_judges_every_property_past_the_first_violation() {
     assert_eq!(unjudged, 0);
 }
 
+// --- The default check -------------------------------------------------------------------------
+
+#[test]
+fn the_default_check_exercises_every_property_in_its_worlds() {
+    // Bounded by depth so it stays short in debug; every world is still checked. The full
+    // default check, which must pass with every property exercised, is CI's main job
+    // (`cargo run --release -- check`, about four seconds).
+    let o = check(&["--depth", "8", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(doc["schema"], "resumable-check-suite/1");
+    let worlds: Vec<&str> = (doc["worlds"].as_array().expect("worlds").iter())
+        .map(|w| w["world"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(
+        worlds,
+        ["default", "self-approval", "two-tenants", "cancel", "reuse"]
+    );
+    // Cut by the depth bound, the merge says incomplete, never pass.
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(doc["merged"]["outcome"], "incomplete");
+}
+
+#[test]
+fn one_world_of_the_default_check_is_checked_alone_with_world() {
+    let o = check(&["--world", "reuse", "--depth", "6"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("the world reuse of the default check"),
+        "{out}"
+    );
+    assert!(out.contains("program three-calls"), "{out}");
+    let o = check(&["--world", "nowhere"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = check(&["--world", "reuse", "--variant", "no-expiry"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
 // --- Bounds -----------------------------------------------------------------------------------
 
 #[test]
 fn a_memory_bound_crossed_exits_3_with_a_complete_json_report() {
-    let o = check(&["--max-memory", "1M", "--format", "json"]);
+    let o = check(&[
+        "--world",
+        "default",
+        "--max-memory",
+        "1M",
+        "--format",
+        "json",
+    ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     let report: serde_json::Value =
@@ -402,7 +423,16 @@ fn a_memory_bound_that_is_not_a_size_is_misuse() {
 #[test]
 fn a_depth_bound_gives_the_same_figures_on_two_threads_every_time() {
     let figures = |threads: &str| {
-        let o = check(&["--depth", "12", "--threads", threads, "--format", "json"]);
+        let o = check(&[
+            "--world",
+            "default",
+            "--depth",
+            "12",
+            "--threads",
+            threads,
+            "--format",
+            "json",
+        ]);
         assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
         let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
         let stats = &report["stats"];

@@ -277,8 +277,198 @@ fn replay_writes_an_audit_log_that_validate_accepts_and_a_tampered_copy_that_it_
     assert_eq!(refused.status.code(), Some(1), "{}", stdout(&refused));
     let report = stdout(&refused);
     assert!(
-        report.contains(":4: divergence") && report.contains("missing"),
+        report.contains(":4: divergence") && report.contains("removed"),
         "{report}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A scenario of `n` dispatches and results of fresh calls: long enough to outgrow a pipe.
+fn long_scenario(n: usize) -> Vec<u8> {
+    let mut text = format!("{HEADER}\n");
+    let contract = r#"{"dedupes": true, "query_fences": false, "max_attempts": 3}"#;
+    for i in 0..n {
+        let c = format!(
+            r#"{{"call_id": "c{i}", "tool": "store", "args": {{"text": "{i}"}}, "key": "k{i}", "contract": {contract}}}"#
+        );
+        text.push_str(&format!(
+            "{{\"at\": {}, \"kind\": \"dispatch\", \"call\": {c}}}\n",
+            2 * i + 1
+        ));
+        text.push_str(&format!(
+            "{{\"at\": {}, \"kind\": \"tool_result\", \"call_id\": \"c{i}\", \"attempt\": 0, \"result\": {{\"text\": \"ok\"}}}}\n",
+            2 * i + 2
+        ));
+    }
+    text.into_bytes()
+}
+
+fn dev_full() -> Option<Stdio> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .ok()
+        .map(Stdio::from)
+}
+
+#[test]
+fn replay_of_an_endless_line_exits_2_at_once_without_reading_it_whole() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let started = std::time::Instant::now();
+    let out = replay(&["/dev/zero"], b"");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error: /dev/zero:1:65537: line longer than 65536 bytes"),
+        "{}",
+        stderr(&out)
+    );
+    // A hang guard, not a benchmark: reading 64 KiB takes microseconds.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn replay_refuses_a_repeated_key_naming_it_and_its_column() {
+    let text = format!("{HEADER}\n{{\"at\": 1, \"kind\": \"expire\", \"at\": 2}}\n");
+    assert_malformed(
+        "repeated-key",
+        text.as_bytes(),
+        "2:29",
+        "the key \"at\" appears twice in one object",
+    );
+    // Nested, and escaped to look different.
+    let text = concat!(
+        r#"{"scenario": "t", "format": 1, "shows": ["SUS-2"], "description": "d", "run": "#,
+        r#"{"tenant": "a", "ten\u0061nt": "b", "session": "s", "run": "r", "definition": "d", "#,
+        r#""operator": "o", "reconcile_window": 1, "created_at": 0}}"#,
+        "\n"
+    );
+    assert_malformed("repeated-nested", text.as_bytes(), "1:", "appears twice");
+}
+
+#[test]
+fn replay_to_a_full_disk_exits_2_with_a_message() {
+    let Some(full) = dev_full() else { return };
+    let out = Command::new(env!("CARGO_BIN_EXE_resumable"))
+        .args(["replay", seed().to_str().unwrap()])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error: cannot write the trace: No space left on device"),
+        "{}",
+        stderr(&out)
+    );
+    let full = dev_full().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_resumable"))
+        .args(["replay", seed().to_str().unwrap(), "--format", "json"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let error: serde_json::Value = serde_json::from_str(stderr(&out).trim()).unwrap();
+    assert_eq!(error["error"]["problem"], "cannot_write");
+    assert_eq!(error["exit_code"], 2);
+}
+
+#[test]
+fn replay_into_a_closed_pipe_ends_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_resumable"))
+        .args(["replay", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let _ = child.stdin.take().unwrap().write_all(&long_scenario(2_000));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+}
+
+#[test]
+fn replay_writing_its_audit_log_to_a_full_disk_exits_2() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    let out = replay(&[seed().to_str().unwrap(), "--audit-log", "/dev/full"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("/dev/full: cannot write the audit log: No space left on device"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn replay_errors_in_json_mode_are_json() {
+    let out = replay(&["/nonexistent/scenario.jsonl", "--format", "json"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let error: serde_json::Value = serde_json::from_str(stderr(&out).trim()).unwrap();
+    assert_eq!(error["error"]["problem"], "cannot_read");
+    let out = replay(&["-", "--format", "json"], b"{\"at\": 1");
+    assert_eq!(out.status.code(), Some(2));
+    let error: serde_json::Value = serde_json::from_str(stderr(&out).trim()).unwrap();
+    assert_eq!(error["error"]["problem"], "malformed");
+    assert_eq!(error["error"]["line"], 1);
+    assert_eq!(error["error"]["column"], 8);
+}
+
+#[test]
+fn replay_prints_the_steps_before_a_malformed_line_then_the_error() {
+    let mut text = long_scenario(2);
+    text.extend_from_slice(b"{\"at\": 9, \"kind\": \"pause\"}\n");
+    let (out, _) = replay_file("late-error", &text);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).contains("\n4. "), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains(":6:26: unknown variant `pause`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn replay_writes_a_keyed_audit_log_and_its_anchor_that_validate_accepts() {
+    let dir = std::env::temp_dir().join(format!("resumable-keyed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (log, anchor, key) = (dir.join("a.jsonl"), dir.join("a.anchor"), dir.join("k"));
+    std::fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
+    let s = |p: &PathBuf| p.display().to_string();
+    let out = replay(
+        &[
+            seed().to_str().unwrap(),
+            "--audit-log",
+            &s(&log),
+            "--key-file",
+            &s(&key),
+            "--audit-anchor",
+            &s(&anchor),
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let validate = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_resumable"))
+            .args(["validate", &s(&log)])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let ok = validate(&["--key-file", &s(&key), "--anchor", &s(&anchor)]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    assert!(
+        stdout(&ok).contains("every line's MAC verified under key"),
+        "{}",
+        stdout(&ok)
+    );
+    assert!(stdout(&ok).contains("unproven: the header declares no tool policy"));
+    std::fs::write(&key, format!("{}\n", "cd".repeat(32))).unwrap();
+    let wrong = validate(&["--key-file", &s(&key)]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(stdout(&wrong).contains(":1: divergence: the header names key"));
     let _ = std::fs::remove_dir_all(&dir);
 }

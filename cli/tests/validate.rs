@@ -36,17 +36,59 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+fn key() -> String {
+    example("example.key").display().to_string()
+}
+
+fn anchor() -> String {
+    example("approval.anchor").display().to_string()
+}
+
 #[test]
-fn a_conforming_log_exits_0_with_a_summary() {
-    let (out, path) = validate_example("approval.jsonl", &[]);
+fn a_conforming_log_with_its_key_and_anchor_exits_0_with_a_summary() {
+    let (key, anchor) = (key(), anchor());
+    let flags = ["--key-file", &key, "--anchor", &anchor];
+    let (out, path) = validate_example("approval.jsonl", &flags);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(
         stdout(&out),
         format!(
             "{path}: conforming: 9 records (4 accepted, 5 refused); run \
-             acme/session-1/run-approval at revision 4, completed; 1 dispatch, 1 commit\n"
+             acme/session-1/run-approval at revision 4, completed; 1 dispatch, 1 commit\n\
+             format 2, chain hmac-sha256: every line's MAC verified under key \
+             de3490493e18cac4; ends at the anchor (9 records)\n"
         )
     );
+}
+
+#[test]
+fn a_conforming_log_without_a_key_says_what_it_could_not_prove() {
+    let (out, _) = validate_example("approval.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("(key de3490493e18cac4): MACs not verified"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nunproven: the log is keyed, but no key was given"),
+        "{text}"
+    );
+    assert!(text.contains("\nunproven: no anchor was given"), "{text}");
+}
+
+#[test]
+fn the_anchor_may_be_given_as_a_value() {
+    let text = std::fs::read_to_string(anchor()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let value = format!("{}:{}", json["records"], json["mac"].as_str().unwrap());
+    let key = key();
+    let (out, _) = validate_example("approval.jsonl", &["--key-file", &key, "--anchor", &value]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let cut = value.replacen("9:", "8:", 1);
+    let (out, _) = validate_example("approval.jsonl", &["--key-file", &key, "--anchor", &cut]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains(":10: divergence: a record past the anchor's 8"));
 }
 
 #[test]
@@ -83,9 +125,12 @@ fn an_edited_verdict_exits_1_on_its_line() {
 
 #[test]
 fn a_spliced_record_exits_1_with_a_broken_chain() {
-    let (out, path) = validate_example("tampered-spliced.jsonl", &[]);
+    let key = key();
+    let (out, path) = validate_example("tampered-spliced.jsonl", &["--key-file", &key]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).starts_with(&format!("{path}:4: divergence: prev is ")));
+    assert!(stdout(&out).starts_with(&format!(
+        "{path}:4: divergence: the line's MAC does not verify under the key"
+    )));
 }
 
 #[test]
@@ -94,7 +139,10 @@ fn an_unknown_format_version_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stdout(&out),
-        format!("{path}:1: malformed: unknown format version 2; this validator reads version 1\n")
+        format!(
+            "{path}:1: malformed: unknown format version 3; this validator reads versions 1 \
+             and 2\n"
+        )
     );
 }
 
@@ -171,4 +219,139 @@ fn a_missing_file_exits_2_on_stderr() {
 fn a_wrong_flag_is_misuse_and_exits_2() {
     let out = validate(&["--format", "yaml", "-"], b"");
     assert_eq!(out.status.code(), Some(2));
+}
+
+fn dev_full() -> Option<Stdio> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .ok()
+        .map(Stdio::from)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_report_that_cannot_be_written_exits_2_in_text_and_in_json() {
+    for format in ["text", "json"] {
+        let Some(full) = dev_full() else { return };
+        let path = example("approval.jsonl").display().to_string();
+        let out = Command::new(env!("CARGO_BIN_EXE_resumable"))
+            .args(["validate", &path, "--format", format])
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{format}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("cannot write the report: No space left on device"),
+            "{err}"
+        );
+        if format == "json" {
+            let error: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
+            assert_eq!(error["error"]["problem"], "cannot_write");
+        }
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_with_the_verdicts_status() {
+    let path = example("tampered-edited-verdict.jsonl")
+        .display()
+        .to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_resumable"))
+        .args(["validate", &path])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+}
+
+#[test]
+fn every_error_in_json_mode_is_a_json_object_on_stdout() {
+    let missing = validate(&["/nonexistent/audit.jsonl", "--format", "json"], b"");
+    let bad_key = validate(
+        &["-", "--format", "json", "--key-file", "/nonexistent/key"],
+        b"",
+    );
+    let bad_anchor = validate(&["-", "--format", "json", "--anchor", "9:zz"], b"");
+    for (out, problem) in [
+        (missing, "cannot_read"),
+        (bad_key, "cannot_read"),
+        (bad_anchor, "misuse"),
+    ] {
+        assert_eq!(out.status.code(), Some(2));
+        let report: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(report["error"]["problem"], problem, "{report}");
+        assert_eq!(report["exit_code"], 2);
+    }
+}
+
+#[test]
+fn a_key_file_that_is_not_64_hex_digits_is_misuse() {
+    let dir = std::env::temp_dir().join(format!("resumable-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("short.key");
+    std::fs::write(&key, "0123\n").unwrap();
+    let out = validate(&["-", "--key-file", key.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("a key file holds 64 hex digits"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_endless_line_on_stdin_exits_2_at_once() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let out = validate(&["/dev/zero"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).starts_with("/dev/zero:1:65537: malformed: line longer"));
+}
+
+#[test]
+fn a_repeated_key_is_malformed_with_its_column() {
+    let log = std::fs::read_to_string(example("approval.jsonl")).unwrap();
+    let bad = log.replacen("{\"seq\":1,", "{\"seq\":1,\"seq\":1,", 1);
+    let out = validate(&["-"], bad.as_bytes());
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stdout(&out).lines().next().unwrap(),
+        "<stdin>:2:10: malformed: the key \"seq\" appears twice in one object; readers \
+         disagree on which one counts, so the line is refused"
+    );
+}
+
+#[test]
+fn forgeries_exit_1_with_the_key_and_the_unkeyed_report_says_what_it_cannot_prove() {
+    let key = key();
+    let (out, path) =
+        validate_example("forged-intervention-rewritten.jsonl", &["--key-file", &key]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).starts_with(&format!("{path}:9: divergence: the line's MAC")));
+    let (out, path) = validate_example("forged-approval-erased.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).starts_with(&format!("{path}:2: divergence: APR-1 violated")));
+    let (out, _) = validate_example("forged-approval-erased.jsonl", &["--key-file", &key]);
+    assert_eq!(out.status.code(), Some(1));
+    let (anchor, cut) = (anchor(), "forged-truncated.jsonl");
+    let (out, path) = validate_example(cut, &["--key-file", &key, "--anchor", &anchor]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).starts_with(&format!("{path}:9: divergence: the log ends after 7")));
+    let (out, _) = validate_example(cut, &["--key-file", &key]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("\nunproven: no anchor was given"));
+    let (out, _) = validate_example("approval-v1.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("\nunproven: the log is unkeyed"));
 }

@@ -8,19 +8,31 @@
 //! results, reconciliations and refused attempts. Three measurements, each reading the file
 //! from the start with the same 8 KiB `BufReader`:
 //! - `parse_value`: serde_json of every line into `serde_json::Value`;
-//! - `parse_records`: serde_json of every line into the validator's own `Record` type (the
+//! - `parse_records`: serde_json of every line into the record's fields and its MAC (the
 //!   fair baseline: the validator must do at least this);
-//! - `validate`: the whole validator (UTF-8 and length checks, parse, digest chain, kernel
-//!   step, properties, verdict comparison).
+//! - `validate`: the whole validator with the samples' key (UTF-8 and length checks,
+//!   repeated keys, parse, HMAC chain, kernel step, properties, verdict comparison).
 //!
 //! Set `RESUMABLE_BENCH_RECORDS` to change the log's length.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use resumable_conformance::audit::{self, sample, Record};
+use resumable_conformance::audit::{self, sample, Verdict};
+use resumable_kernel::{Digest, Input, Revision};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter};
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// One sealed record line, as serde reads it: the record's fields and its MAC.
+#[derive(serde::Deserialize)]
+#[allow(dead_code)] // read to be parsed, not used
+struct Line {
+    seq: u64,
+    revision: Revision,
+    input: Input,
+    verdict: Verdict,
+    mac: Digest,
+}
 
 fn log_file() -> (PathBuf, u64) {
     let records: u64 = std::env::var("RESUMABLE_BENCH_RECORDS")
@@ -29,7 +41,8 @@ fn log_file() -> (PathBuf, u64) {
         .unwrap_or(1_000_000);
     let path = std::env::temp_dir().join(format!("resumable-audit-bench-{records}.jsonl"));
     let file = File::create(&path).expect("create the benchmark log");
-    sample::generate(BufWriter::new(file), records, 1).expect("write the benchmark log");
+    sample::generate(BufWriter::new(file), records, 1, Some(&sample::key()))
+        .expect("write the benchmark log");
     (path, records)
 }
 
@@ -70,7 +83,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut n = 0u64;
             for_each_line(&path, |line| {
-                let r: Record = serde_json::from_slice(line).expect("parse");
+                let r: Line = serde_json::from_slice(line).expect("parse");
                 n += u64::from(r.seq > 0);
             });
             assert_eq!(n, records);
@@ -79,7 +92,11 @@ fn bench(c: &mut Criterion) {
     group.bench_function("validate", |b| {
         b.iter(|| {
             let file = File::open(&path).expect("open the log");
-            let summary = audit::validate(BufReader::new(file), &audit::Options::default())
+            let options = audit::Options {
+                key: Some(sample::key()),
+                ..audit::Options::default()
+            };
+            let summary = audit::validate(BufReader::new(file), &options)
                 .expect("the generated log conforms");
             assert_eq!(summary.records, records);
         })

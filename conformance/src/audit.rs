@@ -1,91 +1,142 @@
 //! Audit logs: the versioned JSON-lines format a runtime writes, the [`Writer`] that produces
 //! it from kernel steps, and the streaming [`validate`] that checks a log against the kernel.
 //!
-//! The format is specified in `spec/audit-log.md`. In short, line 1 is a header naming the
-//! run; every further line is one [`Record`]: the input, the verdict the runtime gave it
-//! (accepted, or rejected with the rejection: refused attempts are recorded too), the run's
-//! revision after it, and `prev`, the SHA-256 of the previous line's exact bytes. The chain of
-//! digests makes the log tamper-evident: an edit, a removal, a reordering or a splice breaks
-//! it. The digest is unkeyed, so a forger who recomputes the whole chain is not stopped by the
-//! chain; the validator then still re-runs the kernel on every input and checks the safety
-//! properties over the whole log, which is what catches a forged verdict.
+//! The format is specified in `spec/audit-log.md`. In short, line 1 is a [`Header`] naming
+//! the run and the runtime's tool policy; every further line is one [`Record`]: the input, the
+//! verdict the runtime gave it (accepted, or rejected with the rejection: refused attempts are
+//! recorded too), and the run's revision after it. Every line ends with a MAC over its own
+//! bytes and the previous line's MAC ([`chain`]): HMAC-SHA-256 under a key the runtime holds
+//! (never written in the log), or plain SHA-256 in an unkeyed log. With the key, the validator
+//! refuses any line the key does not vouch for; an [`Anchor`] (the record count and the last
+//! MAC, stored by the runtime with its run) catches a cut tail. The validator re-runs the kernel
+//! on every input and checks the safety properties over the whole log, so a log that the key
+//! vouches for is still checked against the lifecycle's rules.
 //!
-//! # Example: write a log, then validate it
+//! Kernel values (inputs, rejections, dispatches, checkpoints) are written in their own serde
+//! form, so a change of the kernel's vocabulary flows through the format without a new format
+//! version; a checkpoint inside a resume carries its own `schema_version`.
+//!
+//! # Example: write a keyed log, then validate it
 //!
 //! ```
-//! use resumable_conformance::audit::{self, RunHeader, Writer};
+//! use resumable_conformance::audit::{self, Header, Key, RunHeader, Writer};
 //! use resumable_kernel::*;
 //!
-//! let header = RunHeader {
-//!     identity: Identity {
-//!         tenant: Name::lit("acme"),
-//!         session: Name::lit("s-1"),
-//!         run: Name::lit("run-1"),
-//!         definition: Name::lit("flow@1"),
+//! let header = Header {
+//!     run: RunHeader {
+//!         identity: Identity {
+//!             tenant: Name::lit("acme"),
+//!             session: Name::lit("s-1"),
+//!             run: Name::lit("run-1"),
+//!             definition: Name::lit("flow@1"),
+//!         },
+//!         policy: Policy { operator: Name::lit("ops"), reconcile_window: 100 },
+//!         created_at: Time(0),
 //!     },
-//!     policy: Policy { operator: Name::lit("ops"), reconcile_window: 100 },
-//!     created_at: Time(0),
+//!     tools: Some(Vec::new()),
 //! };
-//! let mut log = Writer::new(Vec::new(), &header).unwrap();
+//! let key = Key::from_bytes([42; 32]); // in a runtime: read from a file, never logged
+//! let mut log = Writer::new(Vec::new(), &header, Some(&key)).unwrap();
 //! let done = Input { at: Time(1), event: Event::Complete { result: Digest::of(b"ok") } };
 //! log.step(&done).unwrap().unwrap();
 //! // Refused inputs are recorded too: the run is terminal now.
 //! assert!(log.step(&done).unwrap().is_err());
+//! let anchor = log.anchor(); // stored with the run, in the same transaction as the record
 //! let bytes = log.into_inner().unwrap();
 //!
-//! let summary = audit::validate(&bytes[..], &audit::Options::default()).unwrap();
+//! let options = audit::Options { key: Some(key), anchor: Some(anchor), ..Default::default() };
+//! let summary = audit::validate(&bytes[..], &options).unwrap();
 //! assert_eq!((summary.records, summary.accepted, summary.rejected), (2, 1, 1));
+//! assert!(summary.unproven.is_empty());
 //! ```
 
 use resumable_kernel::{
-    step, DecisionKind, Digest, Dispatch, Effect, EventKind, Identity, Input, Name, PhaseKind,
-    Policy, ReasonKind, Rejection, Revision, Run, Time, Transition,
+    DecisionKind, Digest, Dispatch, Effect, EventKind, Identity, Input, Name, PhaseKind, Policy,
+    ReasonKind, Rejection, Revision, Run, Time, ToolContract, Transition,
 };
 use serde::{Deserialize, Serialize};
-use std::io::{self, Write};
 
+pub mod chain;
+mod examples;
+mod finding;
+pub mod forge;
+mod properties;
 mod report;
 pub mod sample;
+mod v1;
 mod validate;
+mod writer;
 
+pub use chain::{Anchor, ChainKind, Key, KeyError, KeyId};
+pub use finding::{Class, Finding, Problem};
 pub use report::{report_json, report_text};
-pub use validate::{
-    validate, Class, Finding, Options, Problem, Summary, DEFAULT_COMMIT_WINDOW, MAX_LINE_BYTES,
-};
+pub use validate::{validate, Options, Summary, Unproven, DEFAULT_COMMIT_WINDOW, MAX_LINE_BYTES};
+pub use writer::Writer;
 
 /// The value of the header's `format` field.
 pub const FORMAT: &str = "resumable-audit";
-/// The format version this crate writes and reads.
-pub const VERSION: u64 = 1;
+/// The format version this crate writes.
+pub const VERSION: u64 = 2;
+/// The format versions this crate reads.
+pub const VERSIONS_READ: [u64; 2] = [1, 2];
 
-/// The run a log describes, as its header names it: enough to rebuild the run at revision 0.
+/// The run a log describes: enough to rebuild the run at revision 0.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunHeader {
     /// Who the run belongs to.
     pub identity: Identity,
-    /// The run's policy.
+    /// The run's policy: its operator and reconcile window.
     pub policy: Policy,
     /// When the run was created.
     pub created_at: Time,
 }
 
 impl RunHeader {
-    /// The run this header describes, at revision 0.
-    pub fn run(&self) -> Run {
+    /// The run this header describes, at revision 0, or why its policy cannot govern one.
+    pub fn run(&self) -> Result<Run, resumable_kernel::PolicyError> {
         Run::new(self.identity, self.policy, self.created_at)
     }
 }
 
-/// Line 1 of a log, as written.
-#[derive(Serialize)]
+/// What the runtime declares about one tool: whether a call to it needs an approval, and the
+/// contract every call to it must carry.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolPolicy {
+    /// The tool.
+    pub tool: Name,
+    /// Whether a call to the tool is dispatched only on an approval (never directly).
+    pub gated: bool,
+    /// What the tool promises about keys and queries.
+    pub contract: ToolContract,
+}
+
+/// What a version 2 header declares: the run, and the tool policy, if the runtime has one.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Header {
+    /// The run.
+    pub run: RunHeader,
+    /// Every tool the run may call, with its gate and contract; `None` when the runtime
+    /// declares no policy (the report then says what that leaves unchecked).
+    pub tools: Option<Vec<ToolPolicy>>,
+}
+
+/// Line 1 of a version 2 log, without its MAC.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct HeaderLine<'a> {
     format: &'a str,
     version: u64,
-    run: &'a RunHeader,
+    chain: ChainKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key_id: Option<KeyId>,
+    run: RunHeader,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<ToolPolicy>>,
 }
 
-/// One line after the header: an input and the verdict it got.
+/// One line after the header, without its MAC: an input and the verdict it got.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
@@ -98,8 +149,6 @@ pub struct Record {
     pub input: Input,
     /// What the runtime decided.
     pub verdict: Verdict,
-    /// SHA-256 of the previous line's bytes, without its newline (the header's for seq 1).
-    pub prev: Digest,
 }
 
 /// The verdict a record carries: what the kernel answered for the input.
@@ -217,95 +266,4 @@ fn committed(before: &Run, after: &Run) -> Option<Commit> {
         attempt,
         result: outcome.result,
     })
-}
-
-/// Writes an audit log: the header, then one record per input, each chained to the line
-/// before. It keeps the run it describes, so it knows the revision and the attempt of a
-/// commit; memory stays constant however long the log grows.
-///
-/// Feed it either inputs ([`Writer::step`] runs the kernel itself) or inputs with the answer
-/// the kernel already gave on [`Writer::run`] ([`Writer::record`]).
-pub struct Writer<W: Write> {
-    out: W,
-    run: Run,
-    seq: u64,
-    prev: Digest,
-    line: Vec<u8>,
-}
-
-impl<W: Write> Writer<W> {
-    /// Starts a log for the run `header` describes, at revision 0, and writes the header.
-    pub fn new(out: W, header: &RunHeader) -> io::Result<Writer<W>> {
-        let mut writer = Writer {
-            out,
-            run: header.run(),
-            seq: 0,
-            prev: Digest::default(),
-            line: Vec::with_capacity(1024),
-        };
-        writer.write_line(&HeaderLine {
-            format: FORMAT,
-            version: VERSION,
-            run: header,
-        })?;
-        Ok(writer)
-    }
-
-    /// Steps the log's run with `input`, records the verdict, and returns the kernel's answer.
-    pub fn step(&mut self, input: &Input) -> io::Result<Result<Transition, Rejection>> {
-        let result = step(&self.run, input);
-        self.record(input, &result)?;
-        Ok(result)
-    }
-
-    /// Records `input` with `result`, the kernel's answer for it on [`Writer::run`], and
-    /// moves the run on when it was accepted.
-    pub fn record(
-        &mut self,
-        input: &Input,
-        result: &Result<Transition, Rejection>,
-    ) -> io::Result<()> {
-        let verdict = verdict_of(&self.run, result);
-        let revision = match result {
-            Ok(t) => t.next.revision(),
-            Err(_) => self.run.revision(),
-        };
-        self.seq += 1;
-        let record = Record {
-            seq: self.seq,
-            revision,
-            input: *input,
-            verdict,
-            prev: self.prev,
-        };
-        self.write_line(&record)?;
-        if let Ok(t) = result {
-            self.run = t.next;
-        }
-        Ok(())
-    }
-
-    /// The run as the log describes it so far.
-    pub fn run(&self) -> &Run {
-        &self.run
-    }
-
-    /// How many records have been written (the header not counted).
-    pub fn records(&self) -> u64 {
-        self.seq
-    }
-
-    /// Flushes and returns the output.
-    pub fn into_inner(mut self) -> io::Result<W> {
-        self.out.flush()?;
-        Ok(self.out)
-    }
-
-    fn write_line<T: Serialize>(&mut self, value: &T) -> io::Result<()> {
-        self.line.clear();
-        serde_json::to_writer(&mut self.line, value)?;
-        self.prev = Digest::of(&self.line);
-        self.line.push(b'\n');
-        self.out.write_all(&self.line)
-    }
 }

@@ -36,7 +36,7 @@
 //!     definition: Name::lit("agent@1"),
 //! };
 //! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 10 };
-//! let mut s = Session::new(kernel_and_reference(), id, policy, Time(0));
+//! let mut s = Session::new(kernel_and_reference(), id, policy, Time(0)).unwrap();
 //! let wait = Event::Suspend {
 //!     wait: Wait::Callback { callback: Name::lit("webhook") },
 //!     expires_at: Time(9),
@@ -63,8 +63,8 @@ pub mod render;
 pub mod world;
 
 use resumable_kernel::{
-    AuditRecord, Effect, Effects, Event, EventKind, Identity, Input, Phase, Policy, Rejection,
-    ResumeReceipt, Time,
+    AuditRecord, CallLog, Effect, Effects, Event, EventKind, Identity, Input, Phase, Policy,
+    PolicyError, Rejection, ResumeReceipt, Time,
 };
 use resumable_model::reference::Reference;
 use resumable_model::{Kernel, Lifecycle, Snapshot};
@@ -83,8 +83,10 @@ pub struct Observation {
     pub identity: Identity,
     /// The run's policy.
     pub policy: Policy,
-    /// The resource version recorded by the last suspend (spec RES-3).
+    /// The resource version the run last observed (spec RES-3).
     pub resource_version: u64,
+    /// Every call the run has bound, as the kernel fingerprints them (spec KEY-1, KEY-2).
+    pub calls: CallLog,
     /// The receipt of the last accepted resume (spec RES-2).
     pub last_resume: Option<ResumeReceipt>,
 }
@@ -102,6 +104,7 @@ impl Observable for Kernel {
             identity: *run.identity(),
             policy: *run.policy(),
             resource_version: run.resource_version(),
+            calls: *run.calls(),
             last_resume: run.last_resume().copied(),
         }
     }
@@ -114,6 +117,7 @@ impl Observable for Reference {
             identity: run.identity,
             policy: run.policy,
             resource_version: run.resource_version,
+            calls: run.history.call_log(),
             last_resume: run.last_resume,
         }
     }
@@ -476,9 +480,14 @@ impl<A: Observable, B: Observable> Lifecycle for Pair<A, B> {
         }
     }
 
-    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Self::Run {
-        let a = self.a.create(identity, policy, at);
-        let b = self.b.create(identity, policy, at);
+    fn create(
+        &self,
+        identity: Identity,
+        policy: Policy,
+        at: Time,
+    ) -> Result<Self::Run, PolicyError> {
+        let a = self.a.create(identity, policy, at)?;
+        let b = self.b.create(identity, policy, at)?;
         let (oa, ob) = (self.a.observe(&a), self.b.observe(&b));
         let divergence = (oa != ob).then(|| {
             Box::new(Divergence {
@@ -488,12 +497,12 @@ impl<A: Observable, B: Observable> Lifecycle for Pair<A, B> {
                 b: Said::Created(ob),
             })
         });
-        PairRun {
+        Ok(PairRun {
             a,
             b,
             divergence,
             lead: Side::A,
-        }
+        })
     }
 
     fn step(&self, run: &Self::Run, input: &Input) -> Result<(Self::Run, Effects), Rejection> {
@@ -540,14 +549,19 @@ pub struct Session<A: Observable, B: Observable> {
 }
 
 impl<A: Observable, B: Observable> Session<A, B> {
-    /// A new run of `pair`.
-    pub fn new(pair: Pair<A, B>, identity: Identity, policy: Policy, at: Time) -> Session<A, B> {
-        let run = pair.create(identity, policy, at);
-        Session {
+    /// A new run of `pair`, or why the policy cannot govern one.
+    pub fn new(
+        pair: Pair<A, B>,
+        identity: Identity,
+        policy: Policy,
+        at: Time,
+    ) -> Result<Session<A, B>, PolicyError> {
+        let run = pair.create(identity, policy, at)?;
+        Ok(Session {
             pair,
             run,
             rows: Vec::new(),
-        }
+        })
     }
 
     /// Feeds one input to both machines; returns the row it adds.

@@ -108,8 +108,8 @@ impl RunSpec {
         }
     }
 
-    /// A new run, running at revision 0.
-    pub fn create(&self) -> Run {
+    /// A new run, running at revision 0, or why its policy cannot govern one.
+    pub fn create(&self) -> Result<Run, resumable_kernel::PolicyError> {
         Run::new(
             self.identity(),
             Policy {
@@ -284,44 +284,115 @@ fn merge(target: &mut Value, changes: &Map<String, Value>, path: &str) -> Result
     Ok(())
 }
 
-/// Parses a scenario from bytes.
-pub fn parse(bytes: &[u8]) -> Result<Scenario, ScenarioError> {
-    let mut header: Option<(Header, usize)> = None;
-    let mut steps = Vec::new();
-    for (index, raw) in bytes.split(|b| *b == b'\n').enumerate() {
-        let line = index + 1;
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let text = std::str::from_utf8(raw).map_err(|e| ScenarioError {
-            line,
-            column: Some(e.valid_up_to() + 1),
-            message: "not UTF-8 text (a scenario is JSON lines)".to_string(),
-        })?;
-        if text.trim().is_empty() {
-            continue;
-        }
-        let value: Value = serde_json::from_str(text).map_err(|e| json_error(line, &e))?;
-        match &header {
-            None => header = Some((parse_header(line, text, &value)?, line)),
-            Some(_) => steps.push(parse_input(line, text, value)?),
+/// The longest scenario line read, in bytes, without its newline. A hand-written input is a
+/// few hundred bytes; the bound keeps an endless line (`/dev/zero`) from being read whole.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Reads a scenario one line at a time, so that a replay holds one line in memory, never the
+/// file: [`Reader::header`] first, then [`Reader::next_step`] until `None`. Every line is
+/// bounded by [`MAX_LINE_BYTES`], must be UTF-8, and may not repeat a key in any object.
+pub struct Reader<R> {
+    reader: R,
+    buf: Vec<u8>,
+    line: usize,
+}
+
+impl<R: std::io::BufRead> Reader<R> {
+    /// A reader at the start of a scenario.
+    pub fn new(reader: R) -> Reader<R> {
+        Reader {
+            reader,
+            buf: Vec::new(),
+            line: 0,
         }
     }
-    let Some((header, header_line)) = header else {
-        return Err(ScenarioError::at(
-            1,
-            "empty scenario: expected a header line ({\"scenario\": ..., \"format\": 1, ...})",
-        ));
-    };
+
+    /// The next non-blank line as JSON: its number, its text and its value; `None` at the end.
+    fn next_value(&mut self) -> Result<Option<(usize, String, Value)>, ScenarioError> {
+        use crate::json::{read_line, LineRead};
+        loop {
+            let line = self.line + 1;
+            let read = read_line(&mut self.reader, &mut self.buf, MAX_LINE_BYTES)
+                .map_err(|e| ScenarioError::at(line, format!("cannot read: {e}")))?;
+            match read {
+                LineRead::Eof => return Ok(None),
+                LineRead::TooLong => {
+                    return Err(ScenarioError {
+                        line,
+                        column: Some(MAX_LINE_BYTES + 1),
+                        message: format!(
+                            "line longer than {MAX_LINE_BYTES} bytes; not read further"
+                        ),
+                    })
+                }
+                LineRead::Line | LineRead::Unterminated => self.line = line,
+            }
+            let raw = self.buf.strip_suffix(b"\r").unwrap_or(&self.buf);
+            let text = std::str::from_utf8(raw).map_err(|e| ScenarioError {
+                line,
+                column: Some(e.valid_up_to() + 1),
+                message: "not UTF-8 text (a scenario is JSON lines)".to_string(),
+            })?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let value: Value = serde_json::from_str(text).map_err(|e| json_error(line, &e))?;
+            if let Some(d) = crate::json::duplicate_key(text) {
+                return Err(ScenarioError {
+                    line,
+                    column: Some(d.offset + 1),
+                    message: format!(
+                        "the key {:?} appears twice in one object; readers disagree on which \
+                         one counts, so the line is refused",
+                        d.key
+                    ),
+                });
+            }
+            return Ok(Some((line, text.to_string(), value)));
+        }
+    }
+
+    /// Reads the header, the first non-blank line.
+    pub fn header(&mut self) -> Result<(Header, usize), ScenarioError> {
+        let Some((line, text, value)) = self.next_value()? else {
+            return Err(ScenarioError::at(
+                1,
+                "empty scenario: expected a header line ({\"scenario\": ..., \"format\": 1, ...})",
+            ));
+        };
+        Ok((parse_header(line, &text, &value)?, line))
+    }
+
+    /// The next input, or `None` at the end of the scenario. Call [`Reader::header`] first.
+    pub fn next_step(&mut self) -> Result<Option<Step>, ScenarioError> {
+        match self.next_value()? {
+            None => Ok(None),
+            Some((line, text, value)) => parse_input(line, &text, value).map(Some),
+        }
+    }
+}
+
+/// Parses a scenario from bytes.
+pub fn parse(bytes: &[u8]) -> Result<Scenario, ScenarioError> {
+    let mut reader = Reader::new(bytes);
+    let (header, header_line) = reader.header()?;
+    let mut steps = Vec::new();
+    while let Some(step) = reader.next_step()? {
+        steps.push(step);
+    }
     if steps.is_empty() {
-        return Err(ScenarioError::at(
-            header_line,
-            "the scenario has a header but no inputs",
-        ));
+        return Err(no_inputs(header_line));
     }
     Ok(Scenario {
         header,
         header_line,
         steps,
     })
+}
+
+/// The error for a scenario whose header is followed by no input.
+pub fn no_inputs(header_line: usize) -> ScenarioError {
+    ScenarioError::at(header_line, "the scenario has a header but no inputs")
 }
 
 /// A serde_json error as a scenario error: the column it gives, and its message without the
@@ -543,6 +614,7 @@ fn placeholder_checkpoint() -> Checkpoint {
         expires_at: Time(0),
         responsible: P,
         created_at: Time(0),
+        cancel_requested_by: None,
         digest: Digest::default(),
     }
 }
@@ -719,8 +791,11 @@ mod tests {
 
     /// The checkpoint the suspend emits, found by stepping the kernel directly.
     fn emitted(s: &Scenario) -> Checkpoint {
-        let t = resumable_kernel::step(&s.header.run.create(), &s.steps[0].input)
-            .expect("the suspend is accepted");
+        let t = resumable_kernel::step(
+            &s.header.run.create().expect("valid policy"),
+            &s.steps[0].input,
+        )
+        .expect("the suspend is accepted");
         *t.effects
             .checkpoint()
             .expect("a suspension persists a checkpoint")

@@ -14,6 +14,7 @@ use resumable_kernel::{
     FailCause, Input, Phase, QueryAnswer, Reason, Rejection, Resolution, Run, Wait,
 };
 use serde::Serialize;
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 /// The replay of a whole scenario.
@@ -77,86 +78,96 @@ impl Trace {
     }
 }
 
-/// The snake_case name of a rejection, as its serde form tags it and spec/ names it (a test
-/// checks the two agree for every variant).
+/// The snake_case name of a rejection, as its serde form tags it and spec/ names it: the
+/// kernel's [`resumable_kernel::RejectionKind::name`].
 pub fn rejection_name(r: &Rejection) -> &'static str {
-    use Rejection::*;
-    match r {
-        Terminal { .. } => "terminal",
-        IdentityMismatch { .. } => "identity_mismatch",
-        ClockRegressed { .. } => "clock_regressed",
-        SchemaTooNew { .. } => "schema_too_new",
-        MigrationRequired { .. } => "migration_required",
-        DigestMismatch { .. } => "digest_mismatch",
-        StaleRevision { .. } => "stale_revision",
-        FutureRevision { .. } => "future_revision",
-        AlreadyApplied { .. } => "already_applied",
-        AlreadyResumed { .. } => "already_resumed",
-        ResourceChanged { .. } => "resource_changed",
-        NotSuspended { .. } => "not_suspended",
-        CheckpointMismatch { .. } => "checkpoint_mismatch",
-        Expired { .. } => "expired",
-        DecisionMismatch { .. } => "decision_mismatch",
-        ApprovalMismatch { .. } => "approval_mismatch",
-        ApprovalExpired { .. } => "approval_expired",
-        SelfApproval { .. } => "self_approval",
-        Unauthorised { .. } => "unauthorised",
-        WaitMismatch { .. } => "wait_mismatch",
-        PermissionRevoked => "permission_revoked",
-        BudgetExhausted => "budget_exhausted",
-        NotRunning { .. } => "not_running",
-        AlreadySuspended { .. } => "already_suspended",
-        ExpiryNotInFuture { .. } => "expiry_not_in_future",
-        NoAttemptsAllowed => "no_attempts_allowed",
-        KeyConflict { .. } => "key_conflict",
-        CallIdReused { .. } => "call_id_reused",
-        DispatchInFlight { .. } => "dispatch_in_flight",
-        NoDispatchInFlight { .. } => "no_dispatch_in_flight",
-        ResultMismatch { .. } => "result_mismatch",
-        NothingInFlight { .. } => "nothing_in_flight",
-        NotExpired { .. } => "not_expired",
-        ReconcileFirst => "reconcile_first",
-        CancelPending => "cancel_pending",
-        RevisionExhausted => "revision_exhausted",
-    }
+    r.kind().name()
 }
 
-/// Replays the scenario through the kernel. Fails only when a reference cannot be resolved
-/// (for example `"latest"` before any checkpoint was emitted), naming the line.
-pub fn replay(scenario: &Scenario) -> Result<Trace, ScenarioError> {
-    let initial = scenario.header.run.create();
-    let mut run = initial;
-    let mut emitted: Vec<Checkpoint> = Vec::new();
-    let mut steps = Vec::with_capacity(scenario.steps.len());
-    for (i, step) in scenario.steps.iter().enumerate() {
-        let input = step
-            .resolve(&emitted)
-            .map_err(|m| ScenarioError::at(step.line, m))?;
-        let verdict = match resumable_kernel::step(&run, &input) {
+/// How many of the checkpoints a replay emitted it keeps for `"latest"` and `{"emitted": R}`
+/// references: the most recent ones. A bound, so that replaying a long scenario holds a fixed
+/// amount of memory; a reference to an older checkpoint is refused by name.
+pub const EMITTED_KEPT: usize = 1024;
+
+/// A replay under way: the run so far and the checkpoints it can still refer to. Feeding it
+/// one step at a time keeps memory flat however long the scenario is.
+#[derive(Clone, Debug)]
+pub struct Replayer {
+    run: Run,
+    emitted: VecDeque<Checkpoint>,
+    number: usize,
+}
+
+impl Replayer {
+    /// A replay of a scenario with this header, before its first input, or why the run it
+    /// describes cannot be created (a reconcile window of 0), naming the header's line.
+    pub fn new(header: &Header) -> Result<Replayer, ScenarioError> {
+        let run = (header.run.create())
+            .map_err(|e| ScenarioError::at(1, format!("the run's policy: {e}")))?;
+        Ok(Replayer {
+            run,
+            emitted: VecDeque::new(),
+            number: 0,
+        })
+    }
+
+    /// The run so far.
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// Feeds one input to the kernel. Fails only when a reference cannot be resolved (for
+    /// example `"latest"` before any checkpoint was emitted), naming the line.
+    pub fn step(&mut self, step: &crate::scenario::Step) -> Result<TraceStep, ScenarioError> {
+        let emitted = self.emitted.make_contiguous();
+        let input = step.resolve(emitted).map_err(|m| {
+            let dropped = emitted.len() == EMITTED_KEPT;
+            let m = if dropped {
+                format!("{m} (a replay keeps the last {EMITTED_KEPT} checkpoints)")
+            } else {
+                m
+            };
+            ScenarioError::at(step.line, m)
+        })?;
+        let verdict = match resumable_kernel::step(&self.run, &input) {
             Ok(t) => {
-                emitted.extend(t.effects.checkpoint().copied());
-                let recorded = t
-                    .next
-                    .last_call()
-                    .filter(|c| Some(*c) != run.last_call())
+                if let Some(cp) = t.effects.checkpoint() {
+                    if self.emitted.len() == EMITTED_KEPT {
+                        self.emitted.pop_front();
+                    }
+                    self.emitted.push_back(*cp);
+                }
+                let recorded = (t.next.last_call())
+                    .filter(|c| Some(*c) != self.run.last_call())
                     .copied();
-                run = t.next;
+                self.run = t.next;
                 (Ok(t.effects), recorded)
             }
             Err(r) => (Err(r), None),
         };
-        steps.push(TraceStep {
-            number: i + 1,
+        self.number += 1;
+        Ok(TraceStep {
+            number: self.number,
             line: step.line,
             note: step.note.clone(),
             expect: step.expect.clone(),
             summary: summarise(&input, step),
             input,
             verdict: verdict.0,
-            run,
+            run: self.run,
             recorded: verdict.1,
-        });
+        })
     }
+}
+
+/// Replays the scenario through the kernel. Fails only when a reference cannot be resolved
+/// (for example `"latest"` before any checkpoint was emitted), naming the line.
+pub fn replay(scenario: &Scenario) -> Result<Trace, ScenarioError> {
+    let mut replayer = Replayer::new(&scenario.header)?;
+    let initial = *replayer.run();
+    let steps = (scenario.steps.iter())
+        .map(|step| replayer.step(step))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Trace {
         header: scenario.header.clone(),
         initial,
@@ -332,15 +343,19 @@ pub fn phase(p: &Phase) -> String {
                 ),
                 Reason::ExternalCallback { callback } => format!("external_callback {callback}"),
                 Reason::ResourceWait { resource } => format!("resource_wait {resource}"),
-                Reason::ManualIntervention { unresolved: None } => {
-                    "manual_intervention".to_string()
-                }
                 Reason::ManualIntervention {
-                    unresolved: Some(f),
-                } => format!(
-                    "manual_intervention, unresolved {}#{}",
-                    f.call.call.call_id, f.attempt
-                ),
+                    unresolved,
+                    cancelled_by,
+                } => {
+                    let mut s = "manual_intervention".to_string();
+                    if let Some(f) = unresolved {
+                        let _ = write!(s, ", unresolved {}#{}", f.call.call.call_id, f.attempt);
+                    }
+                    if let Some(by) = cancelled_by {
+                        let _ = write!(s, ", cancel by {by} pending");
+                    }
+                    s
+                }
                 Reason::OutcomeUnknown {
                     in_flight,
                     cancelled_by,
@@ -403,8 +418,17 @@ fn serde_name<T: Serialize>(v: &T) -> String {
         .unwrap_or_else(|| "?".to_string())
 }
 
+/// The call a dispatch or query names: the tool, the key with its attempt, the call id, and
+/// the tool key the tool is sent (spec KEY-3), shortened.
 fn call_target(d: &Dispatch) -> String {
-    format!("{} key {}#{} ({})", d.tool, d.key, d.attempt, d.call_id)
+    format!(
+        "{} key {}#{} ({}), tool key {}",
+        d.tool,
+        d.key,
+        d.attempt,
+        d.call_id,
+        short(&d.tool_key)
+    )
 }
 
 /// An effect in a short readable form.
@@ -422,82 +446,146 @@ pub fn effect(e: &Effect) -> String {
     }
 }
 
+/// The text a trace starts with: the scenario's header and the run as created.
+pub fn header_text(h: &Header, initial: &Run) -> String {
+    let r = &h.run;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "scenario {} (format {})",
+        printable(&h.scenario),
+        h.format
+    );
+    let _ = writeln!(out, "shows: {}", printable(&h.shows.join(", ")));
+    let _ = writeln!(out, "{}", printable(&h.description));
+    if let Some(note) = &h.note {
+        let _ = writeln!(out, "note: {}", printable(note));
+    }
+    let _ = writeln!(
+        out,
+        "run {} of tenant {}, session {}, definition {}; operator {}, reconcile window {}",
+        r.run, r.tenant, r.session, r.definition, r.operator, r.reconcile_window
+    );
+    let _ = writeln!(out, "created at {}: {}", r.created_at, state(initial));
+    out
+}
+
+impl TraceStep {
+    /// The step as text for people: a blank line, the numbered summary, then its details.
+    pub fn to_text(&self) -> String {
+        let s = self;
+        let mut out = String::new();
+        // Detail lines align under the summary, whatever the width of the step number.
+        let pad = " ".repeat(s.number.to_string().len() + 2);
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}. {}", s.number, s.summary);
+        if let Some(note) = &s.note {
+            let _ = writeln!(out, "{pad}note: {}", printable(note));
+        }
+        match &s.verdict {
+            Ok(effects) => {
+                let _ = writeln!(out, "{pad}accepted: {}", state(&s.run));
+                for e in effects.iter() {
+                    let _ = writeln!(out, "{pad}- {}", effect(e));
+                }
+                if let Some(c) = &s.recorded {
+                    let _ = writeln!(
+                        out,
+                        "{pad}recorded: {} result {}",
+                        c.call_id,
+                        short(&c.result)
+                    );
+                }
+            }
+            Err(rej) => {
+                let _ = writeln!(out, "{pad}rejected {}: {rej}", rejection_name(rej));
+                let _ = writeln!(out, "{pad}unchanged: {}", state(&s.run));
+            }
+        }
+        if let (Some(expect), Some(false)) = (&s.expect, s.met()) {
+            let _ = writeln!(
+                out,
+                "{pad}UNEXPECTED: the scenario expects {}",
+                printable(expect)
+            );
+        }
+        out
+    }
+
+    /// The step as one JSON line of the trace of `scenario` (schema in
+    /// `spec/scenario-format.md`), with its newline.
+    pub fn to_json_line(&self, scenario: &str) -> Result<String, serde_json::Error> {
+        let s = self;
+        let (rejection, message) = match &s.verdict {
+            Ok(_) => (None, None),
+            Err(r) => (Some(r), Some(r.to_string())),
+        };
+        let effects: Vec<Effect> = match &s.verdict {
+            Ok(e) => e.iter().copied().collect(),
+            Err(_) => Vec::new(),
+        };
+        let line = JsonStep {
+            scenario,
+            step: s.number,
+            line: s.line,
+            note: s.note.as_deref(),
+            summary: &s.summary,
+            input: &s.input,
+            verdict: s.verdict_name(),
+            rejection,
+            message,
+            expect: s.expect.as_deref(),
+            met: s.met(),
+            revision: s.run.revision().0,
+            phase: s.run.phase().kind(),
+            state: phase(s.run.phase()),
+            effects,
+            recorded: s.recorded.as_ref(),
+            run: &s.run,
+        };
+        let mut out = serde_json::to_string(&line)?;
+        out.push('\n');
+        Ok(out)
+    }
+}
+
+/// The text a trace ends with: the counts, the final state, and how many verdicts differ
+/// from what the scenario expects.
+pub fn footer_text(steps: usize, accepted: usize, unmet: usize, last: &Run) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{} inputs: {} accepted, {} rejected; final {}",
+        steps,
+        accepted,
+        steps - accepted,
+        state(last)
+    );
+    if unmet > 0 {
+        let _ = writeln!(
+            out,
+            "{unmet} verdicts differ from what the scenario expects"
+        );
+    }
+    out
+}
+
 impl Trace {
     /// The trace as text for people.
     pub fn to_text(&self) -> String {
-        let h = &self.header;
-        let r = &h.run;
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "scenario {} (format {})",
-            printable(&h.scenario),
-            h.format
-        );
-        let _ = writeln!(out, "shows: {}", printable(&h.shows.join(", ")));
-        let _ = writeln!(out, "{}", printable(&h.description));
-        if let Some(note) = &h.note {
-            let _ = writeln!(out, "note: {}", printable(note));
-        }
-        let _ = writeln!(
-            out,
-            "run {} of tenant {}, session {}, definition {}; operator {}, reconcile window {}",
-            r.run, r.tenant, r.session, r.definition, r.operator, r.reconcile_window
-        );
-        let _ = writeln!(out, "created at {}: {}", r.created_at, state(&self.initial));
+        let mut out = header_text(&self.header, &self.initial);
         for s in &self.steps {
-            // Detail lines align under the summary, whatever the width of the step number.
-            let pad = " ".repeat(s.number.to_string().len() + 2);
-            let _ = writeln!(out);
-            let _ = writeln!(out, "{}. {}", s.number, s.summary);
-            if let Some(note) = &s.note {
-                let _ = writeln!(out, "{pad}note: {}", printable(note));
-            }
-            match &s.verdict {
-                Ok(effects) => {
-                    let _ = writeln!(out, "{pad}accepted: {}", state(&s.run));
-                    for e in effects.iter() {
-                        let _ = writeln!(out, "{pad}- {}", effect(e));
-                    }
-                    if let Some(c) = &s.recorded {
-                        let _ = writeln!(
-                            out,
-                            "{pad}recorded: {} result {}",
-                            c.call_id,
-                            short(&c.result)
-                        );
-                    }
-                }
-                Err(rej) => {
-                    let _ = writeln!(out, "{pad}rejected {}: {rej}", rejection_name(rej));
-                    let _ = writeln!(out, "{pad}unchanged: {}", state(&s.run));
-                }
-            }
-            if let (Some(expect), Some(false)) = (&s.expect, s.met()) {
-                let _ = writeln!(
-                    out,
-                    "{pad}UNEXPECTED: the scenario expects {}",
-                    printable(expect)
-                );
-            }
+            out.push_str(&s.to_text());
         }
         let accepted = self.steps.iter().filter(|s| s.verdict.is_ok()).count();
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "{} inputs: {} accepted, {} rejected; final {}",
+        let unmet = self.unmet().count();
+        out.push_str(&footer_text(
             self.steps.len(),
             accepted,
-            self.steps.len() - accepted,
-            state(self.final_run())
-        );
-        let unmet = self.unmet().count();
-        if unmet > 0 {
-            let _ = writeln!(
-                out,
-                "{unmet} verdicts differ from what the scenario expects"
-            );
-        }
+            unmet,
+            self.final_run(),
+        ));
         out
     }
 
@@ -505,35 +593,7 @@ impl Trace {
     pub fn to_json_lines(&self) -> Result<String, serde_json::Error> {
         let mut out = String::new();
         for s in &self.steps {
-            let (rejection, message) = match &s.verdict {
-                Ok(_) => (None, None),
-                Err(r) => (Some(r), Some(r.to_string())),
-            };
-            let effects: Vec<Effect> = match &s.verdict {
-                Ok(e) => e.iter().copied().collect(),
-                Err(_) => Vec::new(),
-            };
-            let line = JsonStep {
-                scenario: &self.header.scenario,
-                step: s.number,
-                line: s.line,
-                note: s.note.as_deref(),
-                summary: &s.summary,
-                input: &s.input,
-                verdict: s.verdict_name(),
-                rejection,
-                message,
-                expect: s.expect.as_deref(),
-                met: s.met(),
-                revision: s.run.revision().0,
-                phase: s.run.phase().kind(),
-                state: phase(s.run.phase()),
-                effects,
-                recorded: s.recorded.as_ref(),
-                run: &s.run,
-            };
-            out.push_str(&serde_json::to_string(&line)?);
-            out.push('\n');
+            out.push_str(&s.to_json_line(&self.header.scenario)?);
         }
         Ok(out)
     }

@@ -2,12 +2,21 @@
 //! line, with the right finding.
 
 use resumable_conformance::audit::{
-    self, sample, Accepted, Class, Finding, Options, Problem, Record, Verdict, Writer,
+    self, sample, Accepted, ChainKind, Class, Finding, Header, Key, Options, Problem, Record,
+    Verdict, Writer,
 };
 use resumable_kernel::*;
 
+/// Validates with the samples' key when the log is keyed (the samples are), without a key
+/// when it is not (the forgeries below that recompute an unkeyed chain).
 fn check(log: &[u8]) -> Result<audit::Summary, Finding> {
-    audit::validate(log, &Options::default())
+    let first = log.split(|&b| b == b'\n').next().unwrap_or_default();
+    let keyed = String::from_utf8_lossy(first).contains("\"chain\":\"hmac-sha256\"");
+    let options = Options {
+        key: keyed.then(sample::key),
+        ..Options::default()
+    };
+    audit::validate(log, &options)
 }
 
 fn finding(log: &[u8]) -> Finding {
@@ -35,8 +44,22 @@ fn approval() -> Vec<u8> {
     sample::approval_log().unwrap()
 }
 
+/// `log` with line `n` (from 1) edited as text (without its MAC) and the whole chain
+/// recomputed, unkeyed: what a forger does to a log whose chain has no key.
+fn rechained_edit(log: &[u8], n: usize, edit: impl FnOnce(String) -> String) -> Vec<u8> {
+    let (head, mut records) = sample::parse_log(log).unwrap();
+    let text = serde_json::to_string(&records[n - 2]).unwrap();
+    records[n - 2] = serde_json::from_str(&edit(text)).unwrap();
+    sample::rechain(&head, &records)
+}
+
+/// The forger's own key, which it seals its lines with since it does not hold the run's.
+fn forger() -> Key {
+    Key::from_bytes([0x5a; 32])
+}
+
 /// The approval log as a header and records, for forgeries that recompute the chain.
-fn approval_records() -> (String, Vec<Record>) {
+fn approval_records() -> (Header, Vec<Record>) {
     sample::parse_log(&approval()).unwrap()
 }
 
@@ -66,20 +89,27 @@ fn a_log_of_every_reconcile_path_validates() {
 
 #[test]
 fn a_generated_log_has_the_requested_length_and_a_realistic_mix() {
-    let log = sample::generate(Vec::new(), 5_000, 7).unwrap();
+    let log = sample::generate(Vec::new(), 5_000, 7, Some(&sample::key())).unwrap();
     let s = check(&log).unwrap();
     assert_eq!(s.records, 5_000);
-    // The weights in `generate`: about a sixth of inputs are refused, a fifth commit a result.
-    assert!(s.rejected > 400 && s.rejected < 1_250, "{s:?}");
-    assert!(s.commits > 1_000, "{s:?}");
+    // The weights in `generate`: until the call log is full, plain calls, approvals and
+    // reconciliations commit results; then callbacks and resource waits, with refused
+    // attempts around them, fill the rest.
+    assert!(s.rejected > 400 && s.rejected < 2_000, "{s:?}");
+    assert!(s.commits >= 20, "{s:?}");
     assert!(s.dispatches > s.commits, "{s:?}");
-    assert_eq!(s.phase, PhaseKind::Running);
+    assert!(s.accepted > 3 * s.rejected / 2, "{s:?}");
+    // The run never ends: the budget cuts it wherever it is.
+    assert!(
+        matches!(s.phase, PhaseKind::Running | PhaseKind::Suspended),
+        "{s:?}"
+    );
     assert!(!s.commit_window_exceeded);
 }
 
 #[test]
 fn a_log_with_a_header_and_no_records_conforms() {
-    let log = Writer::new(Vec::new(), &sample::header(Name::lit("idle")))
+    let log = Writer::new(Vec::new(), &sample::header(Name::lit("idle")), None)
         .unwrap()
         .into_inner()
         .unwrap();
@@ -89,14 +119,14 @@ fn a_log_with_a_header_and_no_records_conforms() {
 
 #[test]
 fn an_edited_verdict_is_a_divergence_on_its_line() {
-    let mut l = lines(&approval());
     // Line 3 is the refused second suspend; claim it was refused for another reason.
-    l[2] = l[2].replace("already_suspended", "not_running");
-    l[2] = l[2].replace(
-        "\"reason\":\"pending_approval\"}}",
-        "\"phase\":\"suspended\"}}",
-    );
-    let f = finding(&join(&l));
+    let log = rechained_edit(&approval(), 3, |l| {
+        l.replace("already_suspended", "not_running").replace(
+            "\"reason\":\"pending_approval\"}}",
+            "\"phase\":\"suspended\"}}",
+        )
+    });
+    let f = finding(&log);
     assert_eq!((f.line, f.exit_code()), (3, 1));
     assert!(matches!(f.problem, Problem::VerdictDiverges { .. }), "{f}");
     assert!(
@@ -109,39 +139,69 @@ fn an_edited_verdict_is_a_divergence_on_its_line() {
 
 #[test]
 fn an_edited_input_that_changes_the_verdict_is_a_divergence_on_its_line() {
-    let mut l = lines(&approval());
-    // The tool result on line 9: a different result digest than the one recorded committed.
-    let i = l
-        .iter()
-        .position(|x| x.contains("\"kind\":\"tool_result\""))
+    let (head, mut records) = approval_records();
+    // The tool result: a different result digest than the one recorded committed.
+    let i = (records.iter())
+        .position(|r| matches!(r.input.event, Event::ToolResult { .. }))
         .unwrap();
-    let mut rec: Record = serde_json::from_str(&l[i]).unwrap();
-    rec.input.event = Event::ToolResult {
+    records[i].input.event = Event::ToolResult {
         call_id: Name::lit("call-1"),
         attempt: 0,
         result: Digest::of(b"forged"),
     };
-    l[i] = serde_json::to_string(&rec).unwrap();
-    let f = finding(&join(&l));
-    assert_eq!(f.line, i as u64 + 1);
+    let f = finding(&sample::rechain(&head, &records));
+    assert_eq!(f.line, i as u64 + 2);
     assert!(matches!(f.problem, Problem::VerdictDiverges { .. }), "{f}");
 }
 
 #[test]
-fn an_edited_input_with_the_same_verdict_breaks_the_chain_on_the_next_line() {
-    let mut l = lines(&approval());
+fn an_edited_input_with_the_same_verdict_breaks_the_chain_on_its_own_line() {
     // The refused second suspend, with another expiry: still refused the same way.
-    l[2] = l[2].replacen("\"expires_at\":52", "\"expires_at\":99", 1);
-    let f = finding(&join(&l));
-    assert_eq!(f.line, 4);
-    assert!(matches!(f.problem, Problem::ChainBroken { .. }), "{f}");
+    let edit = |log: &[u8]| {
+        let mut l = lines(log);
+        l[2] = l[2].replacen("\"expires_at\":52", "\"expires_at\":99", 1);
+        join(&l)
+    };
+    let f = finding(&edit(&approval()));
+    assert_eq!(f.line, 3);
+    assert!(
+        matches!(
+            f.problem,
+            Problem::MacMismatch {
+                chain: ChainKind::HmacSha256,
+                ..
+            }
+        ),
+        "{f}"
+    );
+    // Unkeyed, the line's own SHA-256 no longer matches it either.
+    let unkeyed = sample::approval_log_anchored(Name::lit("run-approval"), None)
+        .unwrap()
+        .0;
+    let f = finding(&edit(&unkeyed));
+    assert_eq!(f.line, 3);
+    assert!(
+        matches!(
+            f.problem,
+            Problem::MacMismatch {
+                chain: ChainKind::Sha256,
+                ..
+            }
+        ),
+        "{f}"
+    );
 }
 
 #[test]
-fn a_removed_line_is_a_sequence_gap_where_it_was() {
+fn a_removed_line_breaks_the_chain_where_it_was_and_with_the_chain_recomputed_is_a_gap() {
     let mut l = lines(&approval());
     l.remove(4);
     let f = finding(&join(&l));
+    assert_eq!(f.line, 5);
+    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
+    let (head, mut records) = approval_records();
+    records.remove(3);
+    let f = finding(&sample::rechain(&head, &records));
     assert_eq!(f.line, 5);
     assert_eq!(
         f.problem,
@@ -161,6 +221,11 @@ fn reordered_lines_are_a_sequence_gap_at_the_first_moved_line() {
     l.swap(3, 4);
     let f = finding(&join(&l));
     assert_eq!(f.line, 4);
+    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
+    let (head, mut records) = approval_records();
+    records.swap(2, 3);
+    let f = finding(&sample::rechain(&head, &records));
+    assert_eq!(f.line, 4);
     assert_eq!(
         f.problem,
         Problem::SeqGap {
@@ -177,6 +242,11 @@ fn a_duplicated_record_is_a_sequence_gap_on_the_copy() {
     l.insert(6, copy);
     let f = finding(&join(&l));
     assert_eq!(f.line, 7);
+    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
+    let (head, mut records) = approval_records();
+    records.insert(5, records[4]);
+    let f = finding(&sample::rechain(&head, &records));
+    assert_eq!(f.line, 7);
     assert_eq!(
         f.problem,
         Problem::SeqGap {
@@ -187,37 +257,43 @@ fn a_duplicated_record_is_a_sequence_gap_on_the_copy() {
 }
 
 #[test]
-fn an_edited_prev_breaks_the_chain_on_its_line() {
+fn an_edited_mac_breaks_the_chain_on_its_line() {
     let mut l = lines(&approval());
-    let mut rec: Record = serde_json::from_str(&l[6]).unwrap();
-    let genuine = rec.prev;
-    rec.prev = Digest::of(b"something else");
-    l[6] = serde_json::to_string(&rec).unwrap();
+    let cut = l[6].len() - 66;
+    let genuine = Digest::from_hex(&l[6][cut..cut + 64]).unwrap();
+    let other = Digest::of(b"something else");
+    l[6] = format!("{}{other}\"}}", &l[6][..cut]);
     let f = finding(&join(&l));
     assert_eq!(f.line, 7);
     assert_eq!(
         f.problem,
-        Problem::ChainBroken {
+        Problem::MacMismatch {
+            chain: ChainKind::HmacSha256,
             expected: genuine,
-            found: Digest::of(b"something else")
+            found: other
         }
     );
 }
 
 #[test]
-fn an_edited_header_breaks_the_chain_on_the_first_record() {
+fn an_edited_header_breaks_the_chain_on_the_header() {
     let mut l = lines(&approval());
     l[0] = l[0].replace("\"reconcile_window\":100", "\"reconcile_window\":101");
     let f = finding(&join(&l));
-    assert_eq!(f.line, 2);
-    assert!(matches!(f.problem, Problem::ChainBroken { .. }), "{f}");
+    assert_eq!(f.line, 1);
+    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
 }
 
 #[test]
 fn a_record_of_another_run_spliced_in_as_it_was_breaks_the_chain() {
-    let f = finding(&sample::spliced().unwrap());
+    let examples = sample::examples().unwrap();
+    let (_, spliced) = examples
+        .iter()
+        .find(|(n, _)| *n == "tampered-spliced.jsonl")
+        .unwrap();
+    let f = finding(spliced);
     assert_eq!((f.line, f.exit_code()), (4, 1));
-    assert!(matches!(f.problem, Problem::ChainBroken { .. }), "{f}");
+    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
 }
 
 #[test]
@@ -244,8 +320,11 @@ fn a_resume_of_another_run_spliced_in_with_the_chain_recomputed_is_a_divergence(
 }
 
 #[test]
-fn a_forged_acceptance_of_a_stale_resume_violates_res_3() {
-    let f = finding(&sample::forged_stale_resume().unwrap());
+fn a_forged_acceptance_of_a_stale_resume_is_refused_by_the_key_and_violates_res_3() {
+    let f = finding(&sample::forged_stale_resume(&forger()).unwrap());
+    assert_eq!(f.line, 8);
+    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
+    let f = finding(&forged_stale_resume_unkeyed());
     assert_eq!((f.line, f.exit_code()), (8, 1));
     match &f.problem {
         Problem::Property {
@@ -271,9 +350,26 @@ fn a_forged_acceptance_of_a_stale_resume_violates_res_3() {
     ));
 }
 
+/// The approval log with the duplicate approval recorded as accepted, rechained unkeyed.
+fn forged_stale_resume_unkeyed() -> Vec<u8> {
+    let (head, mut records) = approval_records();
+    let winner = records.iter().position(is_approve).unwrap();
+    let (won, duplicate) = (records[winner], records[winner + 1]);
+    records.truncate(winner + 1);
+    records.push(Record {
+        revision: Revision(duplicate.revision.0 + 1),
+        verdict: won.verdict,
+        ..duplicate
+    });
+    sample::rechain(&head, &records)
+}
+
 #[test]
 fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
-    let (head, mut records) = approval_records();
+    let (mut head, mut records) = approval_records();
+    // Without a tool policy, so that the check of the pending approval speaks (the policy
+    // would refuse the direct dispatch of a gated tool first, as APR-1 too).
+    head.tools = None;
     let call = match &records[0].input.event {
         Event::Suspend {
             wait: Wait::Approval { call, .. },
@@ -299,6 +395,7 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
                 tool: call.tool,
                 args: call.args,
                 key: call.key,
+                tool_key: resumable_kernel::checkpoint::tool_key(&head.run.identity, &call.key),
                 attempt: 0,
             }),
             query: None,
@@ -355,10 +452,15 @@ fn an_approval_for_other_arguments_claimed_accepted_violates_apr_1() {
     }
 }
 
-/// A run that dispatches call A, then B, then A again: the kernel compares a new call only
-/// with the last one recorded, so it accepts the second A and its result.
-fn reused_call_log() -> (Vec<u8>, u64) {
-    let mut w = Writer::new(Vec::new(), &sample::header(Name::lit("run-reuse"))).unwrap();
+/// A run that dispatches the calls `ids` in turn, each committing; each step's verdict is
+/// the kernel's, so a call made again under its old id is refused (KEY-2, over the run's
+/// whole history) and logged as refused.
+fn calls_log(ids: &[&str]) -> Vec<u8> {
+    let header = Header {
+        tools: None,
+        ..sample::header(Name::lit("run-reuse"))
+    };
+    let mut w = Writer::new(Vec::new(), &header, None).unwrap();
     let contract = ToolContract {
         dedupes: false,
         query_fences: false,
@@ -376,9 +478,11 @@ fn reused_call_log() -> (Vec<u8>, u64) {
         t += 1;
         w.step(&Input { at: Time(t), event }).unwrap()
     };
-    for id in ["a", "b", "a"] {
+    for id in ids {
         let c = call(id);
-        feed(&mut w, Event::Dispatch { call: c }).unwrap();
+        if feed(&mut w, Event::Dispatch { call: c }).is_err() {
+            continue;
+        }
         feed(
             &mut w,
             Event::ToolResult {
@@ -389,35 +493,22 @@ fn reused_call_log() -> (Vec<u8>, u64) {
         )
         .unwrap();
     }
-    (w.into_inner().unwrap(), 7)
+    w.into_inner().unwrap()
 }
 
 #[test]
-fn a_key_committed_twice_violates_rec_4_even_where_the_kernel_accepts_each_step() {
-    let (log, second_commit_line) = reused_call_log();
-    let f = finding(&log);
-    assert_eq!(f.line, second_commit_line);
-    match &f.problem {
-        Problem::Property {
-            id,
-            what,
-            expected,
-            found,
-        } => {
-            assert_eq!(*id, "REC-4");
-            assert_eq!(
-                expected, found,
-                "the kernel accepts it: only the window sees it"
-            );
-            assert!(what.contains("first committed on line 3"), "{what}");
-        }
-        other => panic!("expected REC-4, got {other:?}"),
-    }
+fn a_call_made_again_under_its_old_id_is_refused_by_the_kernel_and_the_log_says_so() {
+    // A, B, then A again: the kernel remembers every call the run bound, so the third
+    // dispatch is refused, and an honest log records the refusal.
+    let log = calls_log(&["a", "b", "a"]);
+    let s = audit::validate(&log[..], &Options::default()).unwrap();
+    assert_eq!((s.commits, s.rejected), (2, 1));
+    assert!(String::from_utf8_lossy(&log).contains("call_id_reused"));
 }
 
 #[test]
-fn a_commit_window_smaller_than_the_reuse_distance_misses_it_and_says_so() {
-    let (log, _) = reused_call_log();
+fn a_commit_window_smaller_than_the_commits_says_reuses_beyond_it_went_unchecked() {
+    let log = calls_log(&["a", "b", "c"]);
     let narrow = Options {
         commit_window: 1,
         ..Options::default()
@@ -461,7 +552,7 @@ fn a_refused_input_recorded_as_accepted_is_a_divergence() {
 
 #[test]
 fn a_finding_in_json_names_line_class_problem_and_both_verdicts() {
-    let f = finding(&sample::forged_stale_resume().unwrap());
+    let f = finding(&forged_stale_resume_unkeyed());
     let json = f.to_json();
     assert_eq!(json["line"], 8);
     assert_eq!(json["class"], "divergence");

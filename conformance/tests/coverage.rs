@@ -158,3 +158,12 @@ fn cited_ids_finds_ids_and_ignores_lookalikes() {
         .collect();
     assert_eq!(found, expected);
 }
+
+#[test]
+fn the_spec_id_list_is_the_kernels() {
+    let kernel: Vec<&str> = resumable_kernel::SpecId::ALL
+        .iter()
+        .map(|id| id.name())
+        .collect();
+    assert_eq!(kernel, SPEC_IDS);
+}

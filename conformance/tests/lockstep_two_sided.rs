@@ -44,7 +44,12 @@ impl Lifecycle for SelfApprovingKernel {
         "self-approving-kernel"
     }
 
-    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Run {
+    fn create(
+        &self,
+        identity: Identity,
+        policy: Policy,
+        at: Time,
+    ) -> Result<Run, resumable_kernel::PolicyError> {
         Kernel.create(identity, policy, at)
     }
 

@@ -28,7 +28,7 @@ fn run() -> Run {
         operator: OPERATOR,
         reconcile_window: 100,
     };
-    Run::new(identity, policy, Time(0))
+    Run::new(identity, policy, Time(0)).expect("the window is not 0")
 }
 
 fn call() -> Call {

@@ -1,6 +1,14 @@
 //! Checkpoints: the verifiable snapshot a suspension hands to the outside world, its digest,
 //! its schema versions and the explicit migration from the older one (spec CKP-*).
 
+#[cfg(feature = "json")]
+mod json;
+mod legacy;
+
+#[cfg(feature = "json")]
+pub use json::{decode_json, DecodeError, Decoded};
+pub use legacy::{CheckpointV1, CheckpointV2, MigrationError};
+
 use crate::ids::{Digest, Name, Revision, Time};
 use crate::run::{Identity, Reason, ReasonKind, Run};
 
@@ -8,8 +16,11 @@ use crate::run::{Identity, Reason, ReasonKind, Run};
 use serde::{Deserialize, Serialize};
 
 /// The schema version this kernel writes and resumes from.
-pub const SCHEMA_VERSION: u16 = 2;
-/// The older schema version, readable only through [`CheckpointV1::migrate`].
+pub const SCHEMA_VERSION: u16 = 3;
+/// The previous schema version (no pending cancel), readable only through
+/// [`CheckpointV2::migrate`].
+pub const SCHEMA_V2: u16 = 2;
+/// The oldest schema version, readable only through [`CheckpointV1::migrate`].
 pub const SCHEMA_V1: u16 = 1;
 
 /// Where a resume re-enters the run.
@@ -39,7 +50,7 @@ pub struct PendingCall {
     pub attempt: u8,
 }
 
-/// A checkpoint at the current schema (version 2).
+/// A checkpoint at the current schema (version 3).
 ///
 /// `digest` covers every other field in a fixed binary encoding; [`Checkpoint::verify`]
 /// recomputes it. An unkeyed digest detects corruption and careless edits, not a forger who
@@ -73,65 +84,11 @@ pub struct Checkpoint {
     pub responsible: Name,
     /// When the checkpoint was made.
     pub created_at: Time,
+    /// Who cancelled while the pending call's outcome is unsettled: the cancel takes effect
+    /// once it is settled (spec CAN-2).
+    pub cancel_requested_by: Option<Name>,
     /// The digest over all the fields above.
     pub digest: Digest,
-}
-
-/// A checkpoint at schema version 1, which had no definition fingerprint and no resource
-/// version. It is never resumed from directly: [`CheckpointV1::migrate`] turns it into a
-/// current checkpoint, with the missing facts supplied explicitly.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-pub struct CheckpointV1 {
-    /// Always [`SCHEMA_V1`].
-    pub schema_version: u16,
-    /// The tenant.
-    pub tenant: Name,
-    /// The session.
-    pub session: Name,
-    /// The run.
-    pub run: Name,
-    /// The state revision.
-    pub revision: Revision,
-    /// Why the run is suspended.
-    pub reason: ReasonKind,
-    /// Where a resume re-enters.
-    pub next_intent: Intent,
-    /// The pending call.
-    pub pending: Option<PendingCall>,
-    /// The key digest.
-    pub key_digest: Option<Digest>,
-    /// The requester.
-    pub requester: Option<Name>,
-    /// The callback or resource awaited.
-    pub waiting_on: Option<Name>,
-    /// The expiry.
-    pub expires_at: Time,
-    /// The responsible party.
-    pub responsible: Name,
-    /// The creation time.
-    pub created_at: Time,
-    /// The version 1 digest.
-    pub digest: Digest,
-}
-
-/// Why a version 1 checkpoint could not be migrated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum MigrationError {
-    /// The checkpoint does not claim version 1.
-    #[error("migration reads schema version {SCHEMA_V1}, got {got}")]
-    NotVersion1 {
-        /// The version it claims.
-        got: u16,
-    },
-    /// Its version 1 digest does not match its fields.
-    #[error("version 1 checkpoint digest mismatch: expected {expected}, found {found}")]
-    DigestMismatch {
-        /// The digest of the fields.
-        expected: Digest,
-        /// The digest it carries.
-        found: Digest,
-    },
 }
 
 /// Feeds fields into SHA-256 in a fixed, self-delimiting encoding, without allocating.
@@ -205,6 +162,12 @@ impl Encoder {
         self.name(f.responsible);
         self.u64(f.created_at.0);
     }
+    fn identity(&mut self, id: &Identity) {
+        self.name(&id.tenant);
+        self.name(&id.session);
+        self.name(&id.run);
+        self.name(&id.definition);
+    }
     fn finish(self) -> Digest {
         use sha2::Digest as _;
         Digest(self.0.finalize().into())
@@ -229,6 +192,16 @@ pub fn key_digest(key: &Name, args: &Digest) -> Digest {
     let mut e = Encoder::new(b"resumable/key\0");
     e.name(key);
     e.digest(args);
+    e.finish()
+}
+
+/// The idempotency key the driver sends to the tool: the run's identity and the call's key
+/// together (spec KEY-3), so that two runs using the same key never share the tool's dedupe
+/// record or its fence.
+pub fn tool_key(identity: &Identity, key: &Name) -> Digest {
+    let mut e = Encoder::new(b"resumable/tool-key\0");
+    e.identity(identity);
+    e.name(key);
     e.finish()
 }
 
@@ -271,21 +244,21 @@ impl Checkpoint {
             expires_at: s.expires_at,
             responsible: s.responsible,
             created_at: s.since,
+            cancel_requested_by: s.reason.cancelled_by(),
             digest: Digest::default(),
         })
     }
 
-    /// The digest over every field but `digest`, in the version 2 encoding.
+    /// The digest over every field but `digest`, in the version 3 encoding: the version 2
+    /// fields, then the pending cancel.
     pub fn compute_digest(&self) -> Digest {
-        let mut e = Encoder::new(b"resumable/checkpoint/2\0");
+        let mut e = Encoder::new(b"resumable/checkpoint/3\0");
         e.u64(u64::from(self.schema_version));
-        e.name(&self.identity.tenant);
-        e.name(&self.identity.session);
-        e.name(&self.identity.run);
-        e.name(&self.identity.definition);
+        e.identity(&self.identity);
         e.u64(self.revision.0);
         e.u64(self.resource_version);
         e.suspension_fields(&self.shared());
+        e.opt_name(&self.cancel_requested_by);
         e.finish()
     }
 
@@ -317,170 +290,5 @@ impl Checkpoint {
             responsible: &self.responsible,
             created_at: self.created_at,
         }
-    }
-}
-
-impl CheckpointV1 {
-    /// The digest over every field but `digest`, in the version 1 encoding.
-    pub fn compute_digest(&self) -> Digest {
-        let mut e = Encoder::new(b"resumable/checkpoint/1\0");
-        e.u64(u64::from(self.schema_version));
-        e.name(&self.tenant);
-        e.name(&self.session);
-        e.name(&self.run);
-        e.u64(self.revision.0);
-        e.suspension_fields(&SharedFields {
-            reason: self.reason,
-            next_intent: self.next_intent,
-            pending: &self.pending,
-            key_digest: &self.key_digest,
-            requester: &self.requester,
-            waiting_on: &self.waiting_on,
-            expires_at: self.expires_at,
-            responsible: &self.responsible,
-            created_at: self.created_at,
-        });
-        e.finish()
-    }
-
-    /// Sets `digest` to the version 1 digest of the other fields.
-    pub fn seal(mut self) -> CheckpointV1 {
-        self.digest = self.compute_digest();
-        self
-    }
-
-    /// Migrates to the current schema. Version 1 did not record the run's definition or the
-    /// resource version, so the caller supplies both: nothing is guessed. The version 1
-    /// digest is verified first and the result is sealed with a version 2 digest.
-    pub fn migrate(
-        &self,
-        definition: Name,
-        resource_version: u64,
-    ) -> Result<Checkpoint, MigrationError> {
-        if self.schema_version != SCHEMA_V1 {
-            return Err(MigrationError::NotVersion1 {
-                got: self.schema_version,
-            });
-        }
-        let expected = self.compute_digest();
-        if expected != self.digest {
-            return Err(MigrationError::DigestMismatch {
-                expected,
-                found: self.digest,
-            });
-        }
-        Ok(Checkpoint {
-            schema_version: SCHEMA_VERSION,
-            identity: Identity {
-                tenant: self.tenant,
-                session: self.session,
-                run: self.run,
-                definition,
-            },
-            revision: self.revision,
-            resource_version,
-            reason: self.reason,
-            next_intent: self.next_intent,
-            pending: self.pending,
-            key_digest: self.key_digest,
-            requester: self.requester,
-            waiting_on: self.waiting_on,
-            expires_at: self.expires_at,
-            responsible: self.responsible,
-            created_at: self.created_at,
-            digest: Digest::default(),
-        }
-        .seal())
-    }
-}
-
-/// A checkpoint decoded from bytes: current, or old and awaiting an explicit migration.
-#[cfg(feature = "json")]
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Decoded {
-    /// A current checkpoint whose digest verified.
-    Current(Checkpoint),
-    /// A version 1 checkpoint: call [`CheckpointV1::migrate`] to resume from it.
-    NeedsMigration(CheckpointV1),
-}
-
-/// Why bytes could not be decoded as a checkpoint.
-#[cfg(feature = "json")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    /// Not a JSON object of the expected shape.
-    #[error("not a checkpoint: {category} error at line {line}, column {column}")]
-    Malformed {
-        /// What kind of JSON error.
-        category: &'static str,
-        /// The line, from 1.
-        line: usize,
-        /// The column, from 1.
-        column: usize,
-    },
-    /// Written by a newer kernel; this one cannot know its meaning.
-    #[error("checkpoint schema {got} is newer than the supported {supported}")]
-    SchemaTooNew {
-        /// The newest version this kernel reads.
-        supported: u16,
-        /// The version found.
-        got: u16,
-    },
-    /// A version this kernel never wrote (0).
-    #[error("checkpoint schema {got} is unknown")]
-    UnknownSchema {
-        /// The version found.
-        got: u16,
-    },
-    /// The digest does not match the fields.
-    #[error("checkpoint digest mismatch: expected {expected}, found {found}")]
-    DigestMismatch {
-        /// The digest of the fields.
-        expected: Digest,
-        /// The digest carried.
-        found: Digest,
-    },
-}
-
-#[cfg(feature = "json")]
-fn malformed(e: &serde_json::Error) -> DecodeError {
-    use serde_json::error::Category;
-    DecodeError::Malformed {
-        category: match e.classify() {
-            Category::Io => "io",
-            Category::Syntax => "syntax",
-            Category::Data => "data",
-            Category::Eof => "eof",
-        },
-        line: e.line(),
-        column: e.column(),
-    }
-}
-
-/// Decodes a checkpoint from JSON: reads `schema_version` first, refuses a newer schema,
-/// returns an older one for explicit migration, and verifies the digest of a current one.
-#[cfg(feature = "json")]
-pub fn decode_json(bytes: &[u8]) -> Result<Decoded, DecodeError> {
-    #[derive(Deserialize)]
-    struct Header {
-        schema_version: u16,
-    }
-    let header: Header = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
-    match header.schema_version {
-        SCHEMA_VERSION => {
-            let cp: Checkpoint = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
-            cp.verify()
-                .map_err(|(expected, found)| DecodeError::DigestMismatch { expected, found })?;
-            Ok(Decoded::Current(cp))
-        }
-        SCHEMA_V1 => {
-            let cp: CheckpointV1 = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
-            Ok(Decoded::NeedsMigration(cp))
-        }
-        got if got > SCHEMA_VERSION => Err(DecodeError::SchemaTooNew {
-            supported: SCHEMA_VERSION,
-            got,
-        }),
-        got => Err(DecodeError::UnknownSchema { got }),
     }
 }

@@ -36,15 +36,20 @@ pub struct Dispatch {
     pub tool: Name,
     /// The argument digest.
     pub args: Digest,
-    /// The idempotency key.
+    /// The idempotency key, as the agent named it.
     pub key: Name,
+    /// The key the tool must see: the run's identity and `key` together (spec KEY-3), so that
+    /// two runs using one key never share a dedupe record or a fence.
+    pub tool_key: Digest,
     /// The attempt; with a fencing query, the tool sees the key and attempt together.
     pub attempt: u8,
 }
 
 /// A command to the driver.
-// The kernel never allocates, so the checkpoint is held inline rather than boxed.
-#[allow(clippy::large_enum_variant)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the kernel never allocates, so the checkpoint is held inline rather than boxed"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 #[cfg_attr(feature = "serde", serde(tag = "effect", rename_all = "snake_case"))]
@@ -62,6 +67,10 @@ pub enum Effect {
 /// The most effects one transition emits: an audit record, a checkpoint, and one call.
 pub const MAX_EFFECTS: usize = 3;
 
+/// All [`MAX_EFFECTS`] slots of an [`Effects`] are taken.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct EffectsFull;
+
 /// The ordered effects of a transition, held inline.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Effects {
@@ -78,14 +87,36 @@ impl Effects {
         }
     }
 
-    /// These effects followed by `effect`; beyond [`MAX_EFFECTS`] it is dropped.
-    pub fn with(mut self, effect: Effect) -> Effects {
-        // The step emits at most MAX_EFFECTS by construction; a further push would be a
-        // kernel bug, which the invariant checks catch, so it is dropped rather than panic.
-        if let Some(slot) = self.items.iter_mut().find(|s| s.is_none()) {
+    /// The effects of one transition, in the order the driver carries them out: its audit
+    /// record, its checkpoint if the run is suspended after it, then at most one command (a
+    /// dispatch or a query). Exactly what fits in [`MAX_EFFECTS`], by construction.
+    pub fn of(
+        audit: AuditRecord,
+        checkpoint: Option<Checkpoint>,
+        command: Option<Effect>,
+    ) -> Effects {
+        let mut items = [Some(Effect::Audit(audit)), None, None];
+        let rest = checkpoint
+            .map(Effect::PersistCheckpoint)
+            .into_iter()
+            .chain(command);
+        for (slot, effect) in items[1..].iter_mut().zip(rest) {
             *slot = Some(effect);
         }
-        self
+        Effects { items }
+    }
+
+    /// These effects followed by `effect`, or [`EffectsFull`] when all [`MAX_EFFECTS`]
+    /// slots are taken: never silently dropped. The kernel's step never emits more than an
+    /// audit record, a checkpoint and one command, and builds them with [`Effects::of`].
+    pub fn with(mut self, effect: Effect) -> Result<Effects, EffectsFull> {
+        match self.items.iter_mut().find(|s| s.is_none()) {
+            Some(slot) => {
+                *slot = Some(effect);
+                Ok(self)
+            }
+            None => Err(EffectsFull),
+        }
     }
 
     /// The effects in order.

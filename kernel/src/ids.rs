@@ -159,7 +159,7 @@ impl Digest {
     }
 }
 
-fn hex_value(c: u8) -> Option<u8> {
+pub(crate) fn hex_value(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
         b'a'..=b'f' => Some(c - b'a' + 10),
@@ -191,9 +191,28 @@ impl fmt::Debug for Digest {
 pub struct Time(pub u64);
 
 impl Time {
+    /// The last instant. No suspension may expire at it: no later input could pass it, and a
+    /// suspension that cannot be passed would wait forever (spec EXP-1).
+    pub const END: Time = Time(u64::MAX);
+
+    /// The latest expiry a suspension may have: one before [`Time::END`], so that an input at
+    /// the end of time still passes it.
+    pub const LATEST_EXPIRY: Time = Time(u64::MAX - 1);
+
     /// This time plus a duration in the same units, saturating at the end of time.
     pub const fn after(self, duration: u64) -> Time {
         Time(self.0.saturating_add(duration))
+    }
+
+    /// The expiry of a suspension that begins now and lasts `duration`: this time plus the
+    /// duration, bounded by [`Time::LATEST_EXPIRY`] so that it can always be passed.
+    pub const fn expiry_after(self, duration: u64) -> Time {
+        let end = self.0.saturating_add(duration);
+        if end > Time::LATEST_EXPIRY.0 {
+            Time::LATEST_EXPIRY
+        } else {
+            Time(end)
+        }
     }
 }
 

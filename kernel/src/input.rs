@@ -2,6 +2,7 @@
 
 use crate::checkpoint::Checkpoint;
 use crate::ids::{Digest, Name, Revision, Time};
+use crate::names::named;
 use crate::run::Call;
 
 #[cfg(feature = "serde")]
@@ -129,23 +130,25 @@ pub enum Decision {
     Reconcile(QueryAnswer),
 }
 
-/// The name of a decision kind.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum DecisionKind {
-    /// [`Decision::Approve`].
-    Approve,
-    /// [`Decision::Deny`].
-    Deny,
-    /// [`Decision::Callback`].
-    Callback,
-    /// [`Decision::ResourceReady`].
-    ResourceReady,
-    /// [`Decision::Intervene`].
-    Intervene,
-    /// [`Decision::Reconcile`].
-    Reconcile,
+named! {
+    /// The name of a decision kind.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum DecisionKind {
+        /// [`Decision::Approve`].
+        Approve = "approve",
+        /// [`Decision::Deny`].
+        Deny = "deny",
+        /// [`Decision::Callback`].
+        Callback = "callback",
+        /// [`Decision::ResourceReady`].
+        ResourceReady = "resource_ready",
+        /// [`Decision::Intervene`].
+        Intervene = "intervene",
+        /// [`Decision::Reconcile`].
+        Reconcile = "reconcile",
+    }
 }
 
 impl Decision {
@@ -190,7 +193,10 @@ pub struct Resume {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
-#[allow(clippy::large_enum_variant)] // no heap: the checkpoint is held inline
+#[expect(
+    clippy::large_enum_variant,
+    reason = "no heap in the kernel: the checkpoint is held inline"
+)]
 pub enum Event {
     /// Suspend the running run (spec SUS-2).
     Suspend {

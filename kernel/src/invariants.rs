@@ -1,10 +1,11 @@
 //! One checking function per invariant of spec/, named by its ID. [`crate::step`] asserts
 //! them before and after every step in debug builds; the model and conformance call them too.
 
-use crate::checkpoint::key_digest;
+use crate::checkpoint::{key_digest, tool_key};
 use crate::effect::Effect;
 use crate::input::Input;
 use crate::run::{BoundCall, InFlight, Phase, Reason, Run};
+use crate::spec::SpecId;
 use crate::step::Transition;
 use core::fmt;
 
@@ -12,7 +13,7 @@ use core::fmt;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Violation {
     /// The spec ID of the invariant.
-    pub id: &'static str,
+    pub id: SpecId,
     /// What was found.
     pub what: &'static str,
 }
@@ -23,7 +24,7 @@ impl fmt::Display for Violation {
     }
 }
 
-fn require(ok: bool, id: &'static str, what: &'static str) -> Result<(), Violation> {
+fn require(ok: bool, id: SpecId, what: &'static str) -> Result<(), Violation> {
     if ok {
         Ok(())
     } else {
@@ -40,19 +41,24 @@ pub fn check_run(run: &Run) -> Result<(), Violation> {
     Ok(())
 }
 
-/// SUS-1: a suspension has a reason, an expiry not before its start, a responsible party, and
-/// began no later than the run's last input.
+/// SUS-1: a suspension has a reason, an expiry not before its start and early enough to be
+/// passed, a responsible party, and began no later than the run's last input.
 pub fn sus_1(run: &Run) -> Result<(), Violation> {
     match run.suspension() {
         Some(s) => {
             require(
                 s.expires_at >= s.since,
-                "SUS-1",
+                SpecId::Sus1,
                 "suspension expires before it began",
             )?;
             require(
+                s.expires_at <= crate::ids::Time::LATEST_EXPIRY,
+                SpecId::Sus1,
+                "suspension expires at the end of time and can never be passed",
+            )?;
+            require(
                 s.since <= run.updated_at,
-                "SUS-1",
+                SpecId::Sus1,
                 "suspension begins in the future",
             )
         }
@@ -65,7 +71,7 @@ pub fn apr_3(run: &Run) -> Result<(), Violation> {
     match run.suspension().map(|s| (&s.reason, s.responsible)) {
         Some((Reason::PendingApproval { requester, .. }, responsible)) => require(
             *requester != responsible,
-            "APR-3",
+            SpecId::Apr3,
             "the requester is recorded as its own approver",
         ),
         _ => Ok(()),
@@ -75,12 +81,12 @@ pub fn apr_3(run: &Run) -> Result<(), Violation> {
 fn bound(call: &BoundCall) -> Result<(), Violation> {
     require(
         call.key_digest == key_digest(&call.call.key, &call.call.args),
-        "KEY-1",
+        SpecId::Key1,
         "a call's key digest is not bound to its arguments",
     )?;
     require(
         call.call.contract.max_attempts >= 1,
-        "KEY-1",
+        SpecId::Key1,
         "a call allows no attempt",
     )
 }
@@ -89,31 +95,66 @@ fn in_flight(f: &InFlight) -> Result<(), Violation> {
     bound(&f.call)?;
     require(
         f.dispatches >= 1 && f.dispatches <= f.call.call.contract.max_attempts,
-        "REC-3",
+        SpecId::Rec3,
         "a call was dispatched more often than its contract allows",
     )?;
     require(
         f.attempt < f.dispatches,
-        "REC-3",
+        SpecId::Rec3,
         "an attempt number exceeds the dispatches made",
     )
 }
 
-/// KEY-1 and REC-3: every call the run holds has its key bound to its arguments, and every
-/// in-flight call stays within its attempt budget.
+/// KEY-1, KEY-2 and REC-3: every call the run holds has its key bound to its arguments and is
+/// in the run's call log; every in-flight call stays within its attempt budget; the log names
+/// each call once and binds each key to one argument digest.
 pub fn key_1(run: &Run) -> Result<(), Violation> {
-    match &run.phase {
-        Phase::Running { in_flight: Some(f) } => in_flight(f),
+    calls(run)?;
+    let held = match &run.phase {
+        Phase::Running { in_flight: Some(f) } => Some((f.call, Some(f))),
         Phase::Suspended(s) => match &s.reason {
-            Reason::PendingApproval { call, .. } => bound(call),
+            Reason::PendingApproval { call, .. } => Some((*call, None)),
             Reason::OutcomeUnknown { in_flight: f, .. }
             | Reason::ManualIntervention {
                 unresolved: Some(f),
-            } => in_flight(f),
-            _ => Ok(()),
+                ..
+            } => Some((f.call, Some(f))),
+            _ => None,
         },
-        _ => Ok(()),
+        _ => None,
+    };
+    let Some((call, f)) = held else {
+        return Ok(());
+    };
+    require(
+        run.calls().contains(&call.call.call_id),
+        SpecId::Key2,
+        "a call the run holds is missing from its call log",
+    )?;
+    match f {
+        Some(f) => in_flight(f),
+        None => bound(&call),
     }
+}
+
+/// KEY-1, KEY-2: the call log names each call once and binds each key to one argument digest.
+fn calls(run: &Run) -> Result<(), Violation> {
+    let entries = run.calls().entries();
+    for (i, a) in entries.iter().enumerate() {
+        for b in &entries[i + 1..] {
+            require(
+                a.call_id != b.call_id,
+                SpecId::Key2,
+                "a call id is logged twice",
+            )?;
+            require(
+                a.key != b.key || a.args == b.args,
+                SpecId::Key1,
+                "a key is logged with two argument digests",
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// RES-2: the receipt of the winning resume points into the run's past.
@@ -121,7 +162,7 @@ pub fn res_2(run: &Run) -> Result<(), Violation> {
     match run.last_resume() {
         Some(rc) => require(
             rc.from < rc.to && rc.to <= run.revision(),
-            "RES-2",
+            SpecId::Res2,
             "the last resume receipt is not in the run's past",
         ),
         None => Ok(()),
@@ -143,7 +184,7 @@ pub fn check_step(before: &Run, input: &Input, t: &Transition) -> Result<(), Vio
 pub fn inv_1(before: &Run) -> Result<(), Violation> {
     require(
         !before.phase().is_terminal(),
-        "INV-1",
+        SpecId::Inv1,
         "an input was accepted from a terminal phase",
     )
 }
@@ -152,7 +193,7 @@ pub fn inv_1(before: &Run) -> Result<(), Violation> {
 pub fn rev_1(before: &Run, t: &Transition) -> Result<(), Violation> {
     require(
         before.revision().next() == Some(t.next.revision()),
-        "REV-1",
+        SpecId::Rev1,
         "the revision did not advance by exactly one",
     )
 }
@@ -164,15 +205,15 @@ pub fn aud_1(t: &Transition) -> Result<(), Violation> {
         .iter()
         .filter(|e| matches!(e, Effect::Audit(_)))
         .count();
-    require(audits == 1, "AUD-1", "not exactly one audit record")?;
+    require(audits == 1, SpecId::Aud1, "not exactly one audit record")?;
     match t.effects.iter().next() {
         Some(Effect::Audit(r)) => require(
             r.revision == t.next.revision() && r.phase == t.next.phase().kind(),
-            "AUD-1",
+            SpecId::Aud1,
             "the audit record does not describe the new state",
         ),
         _ => Err(Violation {
-            id: "AUD-1",
+            id: SpecId::Aud1,
             what: "the audit record is not the first effect",
         }),
     }
@@ -182,7 +223,7 @@ pub fn aud_1(t: &Transition) -> Result<(), Violation> {
 pub fn clk_1(before: &Run, input: &Input, t: &Transition) -> Result<(), Violation> {
     require(
         t.next.updated_at() == input.at && input.at >= before.updated_at(),
-        "CLK-1",
+        SpecId::Clk1,
         "the run's time moved backwards or is not the input's",
     )
 }
@@ -191,7 +232,7 @@ pub fn clk_1(before: &Run, input: &Input, t: &Transition) -> Result<(), Violatio
 pub fn id_1(before: &Run, t: &Transition) -> Result<(), Violation> {
     require(
         before.identity() == t.next.identity() && before.policy() == t.next.policy(),
-        "ID-1",
+        SpecId::Id1,
         "a transition changed the run's identity or policy",
     )
 }
@@ -208,12 +249,13 @@ pub fn wal_1(t: &Transition) -> Result<(), Violation> {
         ) => require(
             d.call_id == in_flight.call.call.call_id
                 && d.key == in_flight.call.call.key
+                && d.tool_key == tool_key(t.next.identity(), &d.key)
                 && d.attempt == in_flight.attempt,
-            "WAL-1",
+            SpecId::Wal1,
             "the dispatch differs from the recorded intent",
         ),
         (Some(_), _) => Err(Violation {
-            id: "WAL-1",
+            id: SpecId::Wal1,
             what: "a dispatch without a recorded intent",
         }),
     }
@@ -225,12 +267,12 @@ pub fn ckp_1(t: &Transition) -> Result<(), Violation> {
     match (t.effects.checkpoint(), t.next.suspension()) {
         (Some(cp), Some(_)) => require(
             cp.verify().is_ok() && cp.revision == t.next.revision(),
-            "CKP-1",
+            SpecId::Ckp1,
             "the checkpoint is not sealed at the new revision",
         ),
         (None, None) => Ok(()),
         _ => Err(Violation {
-            id: "CKP-1",
+            id: SpecId::Ckp1,
             what: "a checkpoint without a suspension, or a suspension without one",
         }),
     }

@@ -19,83 +19,71 @@
 //!
 //! ```
 //! use resumable_kernel::*;
-//!
-//! let id = Identity {
-//!     tenant: Name::lit("acme"),
-//!     session: Name::lit("s-1"),
-//!     run: Name::lit("run-approval"),
-//!     definition: Name::lit("publisher@1"),
-//! };
+//! let id = Identity { tenant: Name::lit("acme"), session: Name::lit("s-1"),
+//!     run: Name::lit("run-7"), definition: Name::lit("publisher@1") };
 //! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 100 };
-//! let run = Run::new(id, policy, Time(0));
-//! let call = Call {
-//!     call_id: Name::lit("call-1"),
-//!     tool: Name::lit("publish:demo"),
-//!     args: Digest::of(b"{\"post\":42}"),
-//!     key: Name::lit("idem-run-approval"),
-//!     contract: ToolContract { dedupes: true, query_fences: false, max_attempts: 3 },
-//! };
+//! let mut run = Run::new(id, policy, Time(0))?; // store it: revision 0
+//! let call = Call { call_id: Name::lit("call-1"), tool: Name::lit("publish"),
+//!     args: Digest::of(br#"{"post":42}"#), key: Name::lit("idem-1"),
+//!     contract: ToolContract { dedupes: true, query_fences: false, max_attempts: 3 } };
+//! let (agent, alice) = (Name::lit("agent"), Name::lit("alice"));
 //!
-//! // Suspend for approval: the transition carries the checkpoint to hand to the approver.
-//! let suspend = Event::Suspend {
-//!     wait: Wait::Approval { call, requester: Name::lit("agent") },
-//!     expires_at: Time(50),
-//!     responsible: Name::lit("alice"),
-//!     resource_version: 7,
-//! };
-//! let t = step(&run, &Input { at: Time(1), event: suspend }).unwrap();
-//! let checkpoint = *t.effects.checkpoint().unwrap();
-//! let run = t.next;
+//! // Suspend for alice's approval. Store the run (compare-and-set on revision 0), append the
+//! // audit record, persist the checkpoint and hand it to alice.
+//! let wait = Wait::Approval { call, requester: agent };
+//! let event = Event::Suspend { wait, expires_at: Time(50), responsible: alice,
+//!     resource_version: 7 };
+//! let checkpoint = *run.apply(&Input { at: Time(1), event })?.checkpoint().unwrap();
 //!
-//! // The approver decides on that checkpoint; the resume re-validates everything.
-//! let approval = Approval {
-//!     call_id: call.call_id,
-//!     args: call.args,
-//!     requester: Name::lit("agent"),
-//!     approver: Name::lit("alice"),
-//!     revision: checkpoint.revision,
-//!     expires_at: Time(40),
-//! };
+//! // Alice approves that checkpoint: the resume re-validates everything against the present.
+//! let approval = Approval { call_id: call.call_id, args: call.args, requester: agent,
+//!     approver: alice, revision: checkpoint.revision, expires_at: Time(40) };
 //! let facts = Facts { resource_version: 7, permitted: true, within_budget: true };
-//! let resume = Event::Resume(Resume { checkpoint, decision: Decision::Approve(approval), facts });
-//! let t = step(&run, &Input { at: Time(2), event: resume }).unwrap();
-//! let dispatch = t.effects.dispatch().unwrap();
-//! assert_eq!(dispatch.key, Name::lit("idem-run-approval"));
-//! let run = t.next;
+//! let event = Event::Resume(Resume { checkpoint, decision: Decision::Approve(approval), facts });
+//! let effects = run.apply(&Input { at: Time(2), event })?;
+//! // Store the run first (write-ahead), then dispatch under the key bound to this run.
+//! assert_eq!(effects.dispatch().unwrap().tool_key, checkpoint::tool_key(&id, &call.key));
 //!
-//! // The tool answers; the result and the next revision land together.
-//! let result = Event::ToolResult { call_id: call.call_id, attempt: 0, result: Digest::of(b"ok") };
-//! let run = step(&run, &Input { at: Time(3), event: result }).unwrap().next;
-//! let done = Event::Complete { result: Digest::of(b"published") };
-//! let run = step(&run, &Input { at: Time(4), event: done }).unwrap().next;
-//! assert_eq!(run.phase().kind(), PhaseKind::Completed);
-//! assert_eq!(run.revision(), Revision(4));
+//! // The tool's result lands with the next revision; the run completes.
+//! let event = Event::ToolResult { call_id: call.call_id, attempt: 0, result: Digest::of(b"ok") };
+//! run.apply(&Input { at: Time(3), event })?;
+//! run.apply(&Input { at: Time(4), event: Event::Complete { result: Digest::of(b"done") } })?;
+//! assert_eq!((run.phase().kind(), run.revision()), (PhaseKind::Completed, Revision(4)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod calls;
 pub mod checkpoint;
 pub mod effect;
 pub mod ids;
 pub mod input;
 pub mod invariants;
+pub(crate) mod names;
 pub mod reject;
 pub mod run;
+pub mod spec;
 mod step;
 
-pub use checkpoint::{Checkpoint, CheckpointV1, Intent, PendingCall, SCHEMA_V1, SCHEMA_VERSION};
-pub use effect::{AuditRecord, Dispatch, Effect, Effects};
+pub use calls::{CallLog, Fingerprint, LoggedCall, CALL_LOG_CAPACITY};
+pub use checkpoint::{
+    Checkpoint, CheckpointV1, CheckpointV2, Intent, PendingCall, SCHEMA_V1, SCHEMA_V2,
+    SCHEMA_VERSION,
+};
+pub use effect::{AuditRecord, Dispatch, Effect, Effects, EffectsFull};
 pub use ids::{Digest, Name, NameError, Revision, Time};
 pub use input::{
     Approval, Decision, DecisionKind, Event, EventKind, Facts, Input, QueryAnswer, Resolution,
     Resume, Wait,
 };
-pub use reject::{ApprovalField, CheckpointField, Fault, IdentityField, Rejection};
+pub use reject::{ApprovalField, CheckpointField, Fault, IdentityField, Rejection, RejectionKind};
 pub use run::{
-    BoundCall, Call, CallOutcome, FailCause, Identity, InFlight, Phase, PhaseKind, Policy, Reason,
-    ReasonKind, ResumeReceipt, Run, Suspension, ToolContract,
+    BoundCall, Call, CallOutcome, FailCause, Identity, InFlight, Phase, PhaseKind, Policy,
+    PolicyError, Reason, ReasonKind, ResumeReceipt, Run, Suspension, ToolContract,
 };
+pub use spec::SpecId;
 pub use step::{step, Transition};
 
 impl Run {

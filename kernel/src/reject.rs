@@ -2,78 +2,89 @@
 
 use crate::ids::{Digest, Name, Revision, Time};
 use crate::input::DecisionKind;
+use crate::names::named;
 use crate::run::{PhaseKind, ReasonKind};
 
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
-/// Which identity field did not match. The value is not echoed, so a stranger learns nothing
-/// about the run (spec ID-1).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum IdentityField {
-    /// The tenant.
-    Tenant,
-    /// The session.
-    Session,
-    /// The run.
-    Run,
-    /// The run's definition fingerprint.
-    Definition,
+named! {
+    /// Which identity field did not match. The value is not echoed, so a stranger learns nothing
+    /// about the run (spec ID-1).
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum IdentityField {
+        /// The tenant.
+        Tenant = "tenant",
+        /// The session.
+        Session = "session",
+        /// The run.
+        Run = "run",
+        /// The run's definition fingerprint.
+        Definition = "definition",
+    }
 }
 
-/// Which checkpoint field disagrees with the run it claims to describe.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum CheckpointField {
-    /// The suspension reason or where it re-enters.
-    Reason,
-    /// The pending call (id, tool, arguments or attempt): the action.
-    PendingCall,
-    /// The idempotency key digest.
-    KeyDigest,
-    /// The requester.
-    Requester,
-    /// The callback or resource awaited.
-    WaitingOn,
-    /// The expiry.
-    ExpiresAt,
-    /// The responsible party.
-    Responsible,
-    /// The creation time.
-    CreatedAt,
-    /// The resource version recorded at suspension.
-    ResourceVersion,
+named! {
+    /// Which checkpoint field disagrees with the run it claims to describe.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum CheckpointField {
+        /// The suspension reason or where it re-enters.
+        Reason = "reason",
+        /// The pending call (id, tool, arguments or attempt): the action.
+        PendingCall = "pending_call",
+        /// The idempotency key digest.
+        KeyDigest = "key_digest",
+        /// The requester.
+        Requester = "requester",
+        /// The callback or resource awaited.
+        WaitingOn = "waiting_on",
+        /// The expiry.
+        ExpiresAt = "expires_at",
+        /// The responsible party.
+        Responsible = "responsible",
+        /// The creation time.
+        CreatedAt = "created_at",
+        /// The resource version the run last observed.
+        ResourceVersion = "resource_version",
+        /// Who cancelled while an effect's outcome is unsettled.
+        CancelRequestedBy = "cancel_requested_by",
+    }
 }
 
-/// Which part of an approval does not bind to the pending call.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum ApprovalField {
-    /// The call id.
-    CallId,
-    /// The argument digest.
-    Args,
-    /// The requester.
-    Requester,
-    /// The checkpoint revision.
-    Revision,
+named! {
+    /// Which part of an approval does not bind to the pending call.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum ApprovalField {
+        /// The call id.
+        CallId = "call_id",
+        /// The argument digest.
+        Args = "args",
+        /// The requester.
+        Requester = "requester",
+        /// The checkpoint revision.
+        Revision = "revision",
+    }
 }
 
-/// Who is at fault for a rejection, and so who should act on it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum Fault {
-    /// The caller sent something wrong or unauthorised: do not retry as is.
-    Caller,
-    /// Someone else moved first or time moved on: re-read the run and decide again.
-    Race,
-    /// The driver misused the kernel: fix the driver.
-    Driver,
+named! {
+    /// Who is at fault for a rejection, and so who should act on it.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum Fault {
+        /// The caller sent something wrong or unauthorised: do not retry as is.
+        Caller = "caller",
+        /// Someone else moved first or time moved on: re-read the run and decide again.
+        Race = "race",
+        /// The driver misused the kernel: fix the driver.
+        Driver = "driver",
+    }
 }
 
 /// Why an input was refused. Every variant is distinct, so a caller whose reply was lost can
@@ -83,13 +94,13 @@ pub enum Fault {
 #[cfg_attr(feature = "serde", serde(tag = "rejection", rename_all = "snake_case"))]
 pub enum Rejection {
     /// The run is completed or failed; nothing moves it again.
-    #[error("run is {phase:?}, a terminal phase")]
+    #[error("run is {phase}, a terminal phase")]
     Terminal {
         /// The terminal phase.
         phase: PhaseKind,
     },
     /// The checkpoint names another tenant, session, run or definition.
-    #[error("checkpoint is not for this run: {field:?} differs")]
+    #[error("checkpoint is not for this run: {field} differs")]
     IdentityMismatch {
         /// The field that differs.
         field: IdentityField,
@@ -107,6 +118,12 @@ pub enum Rejection {
     SchemaTooNew {
         /// The version this kernel reads.
         supported: u16,
+        /// The version offered.
+        got: u16,
+    },
+    /// The checkpoint claims a schema version no kernel ever wrote (0), which has no migration.
+    #[error("checkpoint schema {got} is unknown: no kernel writes it and none migrates it")]
+    UnknownSchema {
         /// The version offered.
         got: u16,
     },
@@ -167,13 +184,13 @@ pub enum Rejection {
         current: u64,
     },
     /// The run is not suspended.
-    #[error("run is {phase:?}, not suspended")]
+    #[error("run is {phase}, not suspended")]
     NotSuspended {
         /// The run's phase.
         phase: PhaseKind,
     },
     /// The checkpoint disagrees with the run's suspension.
-    #[error("checkpoint does not match the run: {field:?} differs")]
+    #[error("checkpoint does not match the run: {field} differs")]
     CheckpointMismatch {
         /// The first field that differs.
         field: CheckpointField,
@@ -187,7 +204,7 @@ pub enum Rejection {
         now: Time,
     },
     /// The decision does not answer the suspension's reason.
-    #[error("a {decision:?} decision does not answer a {reason:?} suspension")]
+    #[error("decision {decision} does not answer reason {reason}")]
     DecisionMismatch {
         /// The suspension reason.
         reason: ReasonKind,
@@ -195,7 +212,7 @@ pub enum Rejection {
         decision: DecisionKind,
     },
     /// The approval is for another call, arguments, requester or revision.
-    #[error("approval does not bind to the pending call: {field:?} differs")]
+    #[error("approval does not bind to the pending call: {field} differs")]
     ApprovalMismatch {
         /// The field that differs.
         field: ApprovalField,
@@ -237,13 +254,13 @@ pub enum Rejection {
     #[error("budget exhausted")]
     BudgetExhausted,
     /// The input needs a running run.
-    #[error("run is {phase:?}, not running")]
+    #[error("run is {phase}, not running")]
     NotRunning {
         /// The run's phase.
         phase: PhaseKind,
     },
     /// A suspend arrived while a suspension is pending.
-    #[error("already suspended ({reason:?})")]
+    #[error("already suspended ({reason})")]
     AlreadySuspended {
         /// The pending suspension's reason.
         reason: ReasonKind,
@@ -256,6 +273,20 @@ pub enum Rejection {
         /// The input's time.
         now: Time,
     },
+    /// The expiry is the last instant, which no later input could pass: the suspension would
+    /// wait forever.
+    #[error("expiry {expires_at} could never be passed")]
+    ExpiryUnreachable {
+        /// The expiry offered.
+        expires_at: Time,
+    },
+    /// The input's time is the last instant, at which no new suspension can be given an
+    /// expiry that a later input could pass.
+    #[error("time {at} is the end of time: no suspension can begin")]
+    ClockExhausted {
+        /// The input's time.
+        at: Time,
+    },
     /// A call declared a contract allowing no attempt at all.
     #[error("a call needs at least one attempt")]
     NoAttemptsAllowed,
@@ -264,6 +295,18 @@ pub enum Rejection {
     KeyConflict {
         /// The key.
         key: Name,
+    },
+    /// The key's committed result is already recorded: it is reused, never executed again.
+    #[error("key {key} already committed: reuse its recorded result")]
+    KeyCommitted {
+        /// The key.
+        key: Name,
+    },
+    /// The run's call log is full: the run cannot bind another call.
+    #[error("the run has bound {capacity} calls, as many as it can remember")]
+    CallLogFull {
+        /// How many calls a run may bind.
+        capacity: u8,
     },
     /// The call id was already used; an edited call needs a new id.
     #[error("call {call_id} was already made; an edited call is a new call")]
@@ -278,7 +321,7 @@ pub enum Rejection {
         call_id: Name,
     },
     /// A tool result arrived while nothing is being dispatched.
-    #[error("no dispatch in flight (run is {phase:?})")]
+    #[error("no dispatch in flight (run is {phase})")]
     NoDispatchInFlight {
         /// The run's phase.
         phase: PhaseKind,
@@ -298,11 +341,14 @@ pub enum Rejection {
         got_attempt: u8,
     },
     /// Recover arrived with nothing in flight.
-    #[error("nothing in flight to recover (run is {phase:?})")]
+    #[error("nothing in flight to recover (run is {phase})")]
     NothingInFlight {
         /// The run's phase.
         phase: PhaseKind,
     },
+    /// An intervention said an effect committed, but no effect is unsettled.
+    #[error("no unsettled effect: nothing to record as committed")]
+    NothingUnresolved,
     /// Expire arrived before the expiry.
     #[error("not expired: expires at {expires_at}, now {now}")]
     NotExpired {
@@ -311,19 +357,157 @@ pub enum Rejection {
         /// The input's time.
         now: Time,
     },
-    /// A cancel cannot end the run while an effect's outcome is unknown.
-    #[error("an effect's outcome is unknown: reconcile before cancelling")]
-    ReconcileFirst,
-    /// A cancel already waits for reconciliation.
-    #[error("a cancel already waits for reconciliation")]
+    /// A cancel already waits for an unsettled effect to be settled.
+    #[error("a cancel already waits for an unsettled effect to be settled")]
     CancelPending,
     /// The revision counter is exhausted.
     #[error("revision counter exhausted")]
     RevisionExhausted,
 }
 
+named! {
+    /// The name of a rejection: one per [`Rejection`] variant, without its evidence. The one
+    /// place the wire names of rejections are written ([`RejectionKind::name`]); a test checks
+    /// they are the tags serde gives the variants.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum RejectionKind {
+        /// [`Rejection::Terminal`].
+        Terminal = "terminal",
+        /// [`Rejection::IdentityMismatch`].
+        IdentityMismatch = "identity_mismatch",
+        /// [`Rejection::ClockRegressed`].
+        ClockRegressed = "clock_regressed",
+        /// [`Rejection::SchemaTooNew`].
+        SchemaTooNew = "schema_too_new",
+        /// [`Rejection::UnknownSchema`].
+        UnknownSchema = "unknown_schema",
+        /// [`Rejection::MigrationRequired`].
+        MigrationRequired = "migration_required",
+        /// [`Rejection::DigestMismatch`].
+        DigestMismatch = "digest_mismatch",
+        /// [`Rejection::StaleRevision`].
+        StaleRevision = "stale_revision",
+        /// [`Rejection::FutureRevision`].
+        FutureRevision = "future_revision",
+        /// [`Rejection::AlreadyApplied`].
+        AlreadyApplied = "already_applied",
+        /// [`Rejection::AlreadyResumed`].
+        AlreadyResumed = "already_resumed",
+        /// [`Rejection::ResourceChanged`].
+        ResourceChanged = "resource_changed",
+        /// [`Rejection::NotSuspended`].
+        NotSuspended = "not_suspended",
+        /// [`Rejection::CheckpointMismatch`].
+        CheckpointMismatch = "checkpoint_mismatch",
+        /// [`Rejection::Expired`].
+        Expired = "expired",
+        /// [`Rejection::DecisionMismatch`].
+        DecisionMismatch = "decision_mismatch",
+        /// [`Rejection::ApprovalMismatch`].
+        ApprovalMismatch = "approval_mismatch",
+        /// [`Rejection::ApprovalExpired`].
+        ApprovalExpired = "approval_expired",
+        /// [`Rejection::SelfApproval`].
+        SelfApproval = "self_approval",
+        /// [`Rejection::Unauthorised`].
+        Unauthorised = "unauthorised",
+        /// [`Rejection::WaitMismatch`].
+        WaitMismatch = "wait_mismatch",
+        /// [`Rejection::PermissionRevoked`].
+        PermissionRevoked = "permission_revoked",
+        /// [`Rejection::BudgetExhausted`].
+        BudgetExhausted = "budget_exhausted",
+        /// [`Rejection::NotRunning`].
+        NotRunning = "not_running",
+        /// [`Rejection::AlreadySuspended`].
+        AlreadySuspended = "already_suspended",
+        /// [`Rejection::ExpiryNotInFuture`].
+        ExpiryNotInFuture = "expiry_not_in_future",
+        /// [`Rejection::ExpiryUnreachable`].
+        ExpiryUnreachable = "expiry_unreachable",
+        /// [`Rejection::ClockExhausted`].
+        ClockExhausted = "clock_exhausted",
+        /// [`Rejection::NoAttemptsAllowed`].
+        NoAttemptsAllowed = "no_attempts_allowed",
+        /// [`Rejection::KeyConflict`].
+        KeyConflict = "key_conflict",
+        /// [`Rejection::KeyCommitted`].
+        KeyCommitted = "key_committed",
+        /// [`Rejection::CallLogFull`].
+        CallLogFull = "call_log_full",
+        /// [`Rejection::CallIdReused`].
+        CallIdReused = "call_id_reused",
+        /// [`Rejection::DispatchInFlight`].
+        DispatchInFlight = "dispatch_in_flight",
+        /// [`Rejection::NoDispatchInFlight`].
+        NoDispatchInFlight = "no_dispatch_in_flight",
+        /// [`Rejection::ResultMismatch`].
+        ResultMismatch = "result_mismatch",
+        /// [`Rejection::NothingInFlight`].
+        NothingInFlight = "nothing_in_flight",
+        /// [`Rejection::NothingUnresolved`].
+        NothingUnresolved = "nothing_unresolved",
+        /// [`Rejection::NotExpired`].
+        NotExpired = "not_expired",
+        /// [`Rejection::CancelPending`].
+        CancelPending = "cancel_pending",
+        /// [`Rejection::RevisionExhausted`].
+        RevisionExhausted = "revision_exhausted",
+    }
+}
+
 impl Rejection {
-    /// Who is at fault, and so who should act.
+    /// The rejection's kind: its name without its evidence.
+    pub fn kind(&self) -> RejectionKind {
+        match self {
+            Rejection::Terminal { .. } => RejectionKind::Terminal,
+            Rejection::IdentityMismatch { .. } => RejectionKind::IdentityMismatch,
+            Rejection::ClockRegressed { .. } => RejectionKind::ClockRegressed,
+            Rejection::SchemaTooNew { .. } => RejectionKind::SchemaTooNew,
+            Rejection::UnknownSchema { .. } => RejectionKind::UnknownSchema,
+            Rejection::MigrationRequired { .. } => RejectionKind::MigrationRequired,
+            Rejection::DigestMismatch { .. } => RejectionKind::DigestMismatch,
+            Rejection::StaleRevision { .. } => RejectionKind::StaleRevision,
+            Rejection::FutureRevision { .. } => RejectionKind::FutureRevision,
+            Rejection::AlreadyApplied { .. } => RejectionKind::AlreadyApplied,
+            Rejection::AlreadyResumed { .. } => RejectionKind::AlreadyResumed,
+            Rejection::ResourceChanged { .. } => RejectionKind::ResourceChanged,
+            Rejection::NotSuspended { .. } => RejectionKind::NotSuspended,
+            Rejection::CheckpointMismatch { .. } => RejectionKind::CheckpointMismatch,
+            Rejection::Expired { .. } => RejectionKind::Expired,
+            Rejection::DecisionMismatch { .. } => RejectionKind::DecisionMismatch,
+            Rejection::ApprovalMismatch { .. } => RejectionKind::ApprovalMismatch,
+            Rejection::ApprovalExpired { .. } => RejectionKind::ApprovalExpired,
+            Rejection::SelfApproval { .. } => RejectionKind::SelfApproval,
+            Rejection::Unauthorised { .. } => RejectionKind::Unauthorised,
+            Rejection::WaitMismatch { .. } => RejectionKind::WaitMismatch,
+            Rejection::PermissionRevoked => RejectionKind::PermissionRevoked,
+            Rejection::BudgetExhausted => RejectionKind::BudgetExhausted,
+            Rejection::NotRunning { .. } => RejectionKind::NotRunning,
+            Rejection::AlreadySuspended { .. } => RejectionKind::AlreadySuspended,
+            Rejection::ExpiryNotInFuture { .. } => RejectionKind::ExpiryNotInFuture,
+            Rejection::ExpiryUnreachable { .. } => RejectionKind::ExpiryUnreachable,
+            Rejection::ClockExhausted { .. } => RejectionKind::ClockExhausted,
+            Rejection::NoAttemptsAllowed => RejectionKind::NoAttemptsAllowed,
+            Rejection::KeyConflict { .. } => RejectionKind::KeyConflict,
+            Rejection::KeyCommitted { .. } => RejectionKind::KeyCommitted,
+            Rejection::CallLogFull { .. } => RejectionKind::CallLogFull,
+            Rejection::CallIdReused { .. } => RejectionKind::CallIdReused,
+            Rejection::DispatchInFlight { .. } => RejectionKind::DispatchInFlight,
+            Rejection::NoDispatchInFlight { .. } => RejectionKind::NoDispatchInFlight,
+            Rejection::ResultMismatch { .. } => RejectionKind::ResultMismatch,
+            Rejection::NothingInFlight { .. } => RejectionKind::NothingInFlight,
+            Rejection::NothingUnresolved => RejectionKind::NothingUnresolved,
+            Rejection::NotExpired { .. } => RejectionKind::NotExpired,
+            Rejection::CancelPending => RejectionKind::CancelPending,
+            Rejection::RevisionExhausted => RejectionKind::RevisionExhausted,
+        }
+    }
+
+    /// Who is at fault, and so who should act. Matched exhaustively: a new rejection must be
+    /// given its fault here.
     pub fn fault(&self) -> Fault {
         use Rejection::*;
         match self {
@@ -338,12 +522,36 @@ impl Rejection {
             | Terminal { .. }
             | NotSuspended { .. } => Fault::Race,
             ClockRegressed { .. }
+            | ClockExhausted { .. }
             | MigrationRequired { .. }
             | NoAttemptsAllowed
+            | CallLogFull { .. }
             | NotExpired { .. }
             | NothingInFlight { .. }
             | RevisionExhausted => Fault::Driver,
-            _ => Fault::Caller,
+            IdentityMismatch { .. }
+            | SchemaTooNew { .. }
+            | UnknownSchema { .. }
+            | DigestMismatch { .. }
+            | FutureRevision { .. }
+            | CheckpointMismatch { .. }
+            | DecisionMismatch { .. }
+            | ApprovalMismatch { .. }
+            | SelfApproval { .. }
+            | Unauthorised { .. }
+            | WaitMismatch { .. }
+            | NotRunning { .. }
+            | AlreadySuspended { .. }
+            | ExpiryNotInFuture { .. }
+            | ExpiryUnreachable { .. }
+            | KeyConflict { .. }
+            | KeyCommitted { .. }
+            | CallIdReused { .. }
+            | DispatchInFlight { .. }
+            | NoDispatchInFlight { .. }
+            | ResultMismatch { .. }
+            | NothingUnresolved
+            | CancelPending => Fault::Caller,
         }
     }
 }

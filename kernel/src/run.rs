@@ -1,8 +1,10 @@
 //! The run: identity, revision, clock, policy and phase. Data that exists in only one phase
 //! lives in that phase's variant, so an illegal combination cannot be written down.
 
+use crate::calls::CallLog;
 use crate::ids::{Digest, Name, Revision, Time};
 use crate::input::Decision;
+use crate::names::named;
 
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
@@ -111,6 +113,9 @@ pub enum Reason {
     ManualIntervention {
         /// The in-flight effect the person must settle, if any.
         unresolved: Option<InFlight>,
+        /// Who cancelled while the effect was unsettled; the cancel takes effect once the
+        /// person settles it (spec CAN-2).
+        cancelled_by: Option<Name>,
     },
     /// The run waits for a resource.
     ResourceWait {
@@ -194,36 +199,40 @@ pub enum Phase {
     Failed(FailCause),
 }
 
-/// The name of a phase, for rejections, traces and diagrams.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum PhaseKind {
-    /// [`Phase::Running`].
-    Running,
-    /// [`Phase::Suspended`].
-    Suspended,
-    /// [`Phase::Completed`].
-    Completed,
-    /// [`Phase::Failed`].
-    Failed,
+named! {
+    /// The name of a phase, for rejections, traces and diagrams.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum PhaseKind {
+        /// [`Phase::Running`].
+        Running = "running",
+        /// [`Phase::Suspended`].
+        Suspended = "suspended",
+        /// [`Phase::Completed`].
+        Completed = "completed",
+        /// [`Phase::Failed`].
+        Failed = "failed",
+    }
 }
 
-/// The name of a suspension reason.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum ReasonKind {
-    /// [`Reason::PendingApproval`].
-    PendingApproval,
-    /// [`Reason::ExternalCallback`].
-    ExternalCallback,
-    /// [`Reason::ManualIntervention`].
-    ManualIntervention,
-    /// [`Reason::ResourceWait`].
-    ResourceWait,
-    /// [`Reason::OutcomeUnknown`].
-    OutcomeUnknown,
+named! {
+    /// The name of a suspension reason.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+    #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+    pub enum ReasonKind {
+        /// [`Reason::PendingApproval`].
+        PendingApproval = "pending_approval",
+        /// [`Reason::ExternalCallback`].
+        ExternalCallback = "external_callback",
+        /// [`Reason::ManualIntervention`].
+        ManualIntervention = "manual_intervention",
+        /// [`Reason::ResourceWait`].
+        ResourceWait = "resource_wait",
+        /// [`Reason::OutcomeUnknown`].
+        OutcomeUnknown = "outcome_unknown",
+    }
 }
 
 impl Reason {
@@ -245,7 +254,17 @@ impl Reason {
             Reason::OutcomeUnknown { in_flight, .. }
             | Reason::ManualIntervention {
                 unresolved: Some(in_flight),
+                ..
             } => Some((in_flight.call, in_flight.attempt)),
+            _ => None,
+        }
+    }
+
+    /// Who cancelled while an effect's outcome is unsettled, if anyone (spec CAN-2).
+    pub fn cancelled_by(&self) -> Option<Name> {
+        match self {
+            Reason::OutcomeUnknown { cancelled_by, .. }
+            | Reason::ManualIntervention { cancelled_by, .. } => *cancelled_by,
             _ => None,
         }
     }
@@ -268,14 +287,56 @@ impl Phase {
     }
 }
 
-/// Settings fixed when a run is created.
+/// Settings fixed when a run is created. Read back from JSON only if valid.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "PolicyFields"))]
 pub struct Policy {
     /// The party who reconciles unknown outcomes and handles manual intervention.
     pub operator: Name,
-    /// How long a reconciliation or an escalated intervention may wait, in time units.
+    /// How long a reconciliation or an escalated intervention may wait, in time units; at
+    /// least 1, so that such a suspension lasts beyond the instant it begins.
     pub reconcile_window: u64,
+}
+
+/// Why a policy cannot govern a run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// A reconcile window of 0 would make every reconciliation expire the instant it begins.
+    #[error("the reconcile window must be at least 1")]
+    ReconcileWindowZero,
+}
+
+/// A policy's fields as read, before [`Policy::validate`].
+#[cfg(feature = "serde")]
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFields {
+    operator: Name,
+    reconcile_window: u64,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<PolicyFields> for Policy {
+    type Error = PolicyError;
+    fn try_from(f: PolicyFields) -> Result<Policy, PolicyError> {
+        let policy = Policy {
+            operator: f.operator,
+            reconcile_window: f.reconcile_window,
+        };
+        policy.validate()?;
+        Ok(policy)
+    }
+}
+
+impl Policy {
+    /// Checks the policy: the reconcile window is at least 1.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.reconcile_window == 0 {
+            return Err(PolicyError::ReconcileWindowZero);
+        }
+        Ok(())
+    }
 }
 
 /// The decision that won the last resume, kept so that a duplicate of it is answered as a
@@ -287,6 +348,9 @@ pub struct ResumeReceipt {
     pub from: Revision,
     /// The revision the resume produced.
     pub to: Revision,
+    /// The digest of the checkpoint it was taken from: only a caller holding that checkpoint
+    /// is told how its decision fared.
+    pub checkpoint: Digest,
     /// The decision that won.
     pub decision: Decision,
 }
@@ -303,13 +367,15 @@ pub struct Run {
     pub(crate) updated_at: Time,
     pub(crate) phase: Phase,
     pub(crate) last_call: Option<CallOutcome>,
+    pub(crate) calls: CallLog,
     pub(crate) last_resume: Option<ResumeReceipt>,
 }
 
 impl Run {
-    /// A new run, running at revision 0, created at `at`.
-    pub fn new(identity: Identity, policy: Policy, at: Time) -> Run {
-        Run {
+    /// A new run, running at revision 0, created at `at`, or why its policy cannot govern it.
+    pub fn new(identity: Identity, policy: Policy, at: Time) -> Result<Run, PolicyError> {
+        policy.validate()?;
+        Ok(Run {
             identity,
             policy,
             revision: Revision(0),
@@ -317,8 +383,9 @@ impl Run {
             updated_at: at,
             phase: Phase::Running { in_flight: None },
             last_call: None,
+            calls: CallLog::new(),
             last_resume: None,
-        }
+        })
     }
 
     /// Who the run belongs to.
@@ -333,7 +400,8 @@ impl Run {
     pub fn revision(&self) -> Revision {
         self.revision
     }
-    /// The resource version the run last observed (set by a suspend, checked on resume).
+    /// The resource version the run last observed: recorded by a suspend and by every accepted
+    /// resume (from the driver's facts), checked by the decisions that act on the present.
     pub fn resource_version(&self) -> u64 {
         self.resource_version
     }
@@ -348,6 +416,10 @@ impl Run {
     /// The last call result the run recorded: reused, never re-executed (spec REC-4).
     pub fn last_call(&self) -> Option<&CallOutcome> {
         self.last_call.as_ref()
+    }
+    /// Every call the run has bound, oldest first (spec KEY-1, KEY-2).
+    pub fn calls(&self) -> &CallLog {
+        &self.calls
     }
     /// The decision that won the last resume, if any.
     pub fn last_resume(&self) -> Option<&ResumeReceipt> {
@@ -383,6 +455,7 @@ impl<'de> Deserialize<'de> for Run {
             updated_at: Time,
             phase: Phase,
             last_call: Option<CallOutcome>,
+            calls: CallLog,
             last_resume: Option<ResumeReceipt>,
         }
         let raw = Raw::deserialize(d)?;
@@ -394,6 +467,7 @@ impl<'de> Deserialize<'de> for Run {
             updated_at: raw.updated_at,
             phase: raw.phase,
             last_call: raw.last_call,
+            calls: raw.calls,
             last_resume: raw.last_resume,
         };
         crate::invariants::check_run(&run).map_err(serde::de::Error::custom)?;

@@ -1,17 +1,21 @@
-//! The transition function. Guards run in the order spec/ gives; the first that fails names
-//! the rejection. Each arm cites the spec rule it implements.
+//! The transition function: the guards every input meets (spec 4.1), then one handler per
+//! event (spec 4.3 to 5.4), each short and citing the rule it implements, then one sealing
+//! stage shared by all (revision, clock, audit record, checkpoint: spec 4 and 6).
 
-use crate::checkpoint::{key_digest, Checkpoint};
-use crate::effect::{AuditRecord, Dispatch, Effect, Effects};
-use crate::ids::{Name, Revision, Time};
-use crate::input::{
-    Approval, Decision, Event, Facts, Input, QueryAnswer, Resolution, Resume, Wait,
+mod checks;
+mod resume;
+
+use crate::checkpoint::Checkpoint;
+use crate::effect::{AuditRecord, Effect, Effects};
+use crate::ids::{Digest, Name, Time};
+use crate::input::{Event, Input, Wait};
+use crate::reject::Rejection;
+use crate::run::{Call, FailCause, InFlight, Phase, Reason, Run, Suspension};
+use checks::{
+    bind, check_checkpoint, check_identity, dispatch_of, held_by_operator, idle, person, record,
+    terminal, unknown,
 };
-use crate::reject::{ApprovalField, CheckpointField, IdentityField, Rejection};
-use crate::run::{
-    BoundCall, Call, CallOutcome, FailCause, Identity, InFlight, Phase, Reason, ResumeReceipt, Run,
-    Suspension,
-};
+use resume::resume;
 
 /// An accepted input: the run's next state and the effects the driver must carry out, in
 /// order, after storing `next` with compare-and-set on the revision.
@@ -37,247 +41,74 @@ pub fn step(run: &Run, input: &Input) -> Result<Transition, Rejection> {
     result
 }
 
+/// A handler's result: the next run (before revision and clock move) and at most one
+/// command for the driver.
+pub(super) type Stepped = Result<(Run, Option<Effect>), Rejection>;
+
 fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
+    guard_every_input(run, input)?;
     let at = input.at;
-    // ID-1, RES-1: identity comes first, before anything that would tell a stranger about the run.
+    let (next, command) = match &input.event {
+        Event::Suspend {
+            wait,
+            expires_at,
+            responsible,
+            resource_version,
+        } => suspend(run, at, wait, *expires_at, *responsible, *resource_version)?,
+        Event::Dispatch { call } => dispatch(run, call)?,
+        Event::ToolResult {
+            call_id,
+            attempt,
+            result,
+        } => tool_result(run, *call_id, *attempt, *result)?,
+        Event::Recover => recover(run, at)?,
+        Event::Expire => expire(run, at)?,
+        Event::Cancel { by } => cancel(run, at, *by)?,
+        Event::Complete { result } => finish(run, Phase::Completed { result: *result })?,
+        Event::Fail { code } => finish(run, Phase::Failed(FailCause::Error { code: *code }))?,
+        Event::Resume(r) => resume(run, at, r)?,
+    };
+    seal(run, input, next, command)
+}
+
+/// Spec 4.1, the guards every input meets, in this order.
+fn guard_every_input(run: &Run, input: &Input) -> Result<(), Rejection> {
     if let Event::Resume(r) = &input.event {
+        // ID-1, RES-1: identity first, before anything that would tell a stranger about the run.
         check_identity(&run.identity, &r.checkpoint.identity)?;
-        // REJ-1: the checkpoint's integrity and revision come before the terminal check, so a
-        // resumer whose reply was lost learns that it won (or lost) even after the run ended.
+        // REJ-1: schema, digest and revision come before the terminal check, so a resumer
+        // whose reply was lost learns whether it won even after the run ended.
         check_checkpoint(run, r)?;
     }
     // INV-1: terminal phases absorb every input.
     if run.phase.is_terminal() {
-        return Err(Rejection::Terminal {
-            phase: run.phase.kind(),
-        });
+        return Err(terminal(run));
     }
     // CLK-1: time never runs backwards within a run.
-    if at < run.updated_at {
+    if input.at < run.updated_at {
         return Err(Rejection::ClockRegressed {
             last: run.updated_at,
-            got: at,
+            got: input.at,
         });
     }
-    let revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
-    let mut next = *run;
-    next.revision = revision;
-    next.updated_at = at;
-    let mut extra: Option<Effect> = None;
+    // REV-1: the revision counter has room for one more.
+    run.revision.next().ok_or(Rejection::RevisionExhausted)?;
+    Ok(())
+}
 
-    match (&run.phase, &input.event) {
-        // SUS-2: a suspend needs a running run; a second suspend is refused.
-        (Phase::Suspended(s), Event::Suspend { .. }) => {
-            return Err(Rejection::AlreadySuspended {
-                reason: s.reason.kind(),
-            })
-        }
-        (
-            Phase::Running { in_flight: None },
-            Event::Suspend {
-                wait,
-                expires_at,
-                responsible,
-                resource_version,
-            },
-        ) => {
-            // SUS-1: every suspension has a reason, an expiry after now and a party.
-            if *expires_at <= at {
-                return Err(Rejection::ExpiryNotInFuture {
-                    expires_at: *expires_at,
-                    now: at,
-                });
-            }
-            let reason = match wait {
-                Wait::Approval { call, requester } => {
-                    // APR-3: the requester is never the approver.
-                    if requester == responsible {
-                        return Err(Rejection::SelfApproval { party: *requester });
-                    }
-                    Reason::PendingApproval {
-                        call: bind(run, call)?,
-                        requester: *requester,
-                    }
-                }
-                Wait::Callback { callback } => Reason::ExternalCallback {
-                    callback: *callback,
-                },
-                Wait::Intervention => Reason::ManualIntervention { unresolved: None },
-                Wait::Resource { resource } => Reason::ResourceWait {
-                    resource: *resource,
-                },
-            };
-            next.resource_version = *resource_version;
-            next.phase = Phase::Suspended(Suspension {
-                reason,
-                since: at,
-                expires_at: *expires_at,
-                responsible: *responsible,
-            });
-        }
-        // WAL-1: the intent to dispatch becomes durable state before the driver dispatches.
-        (Phase::Running { in_flight: None }, Event::Dispatch { call }) => {
-            let in_flight = InFlight {
-                call: bind(run, call)?,
-                attempt: 0,
-                dispatches: 1,
-            };
-            next.phase = Phase::Running {
-                in_flight: Some(in_flight),
-            };
-            extra = Some(Effect::Dispatch(dispatch_of(&in_flight)));
-        }
-        // WAL-2: the result and the next revision land together.
-        (
-            Phase::Running {
-                in_flight: Some(in_flight),
-            },
-            Event::ToolResult {
-                call_id,
-                attempt,
-                result,
-            },
-        ) => {
-            let expected = &in_flight.call.call;
-            if *call_id != expected.call_id || *attempt != in_flight.attempt {
-                return Err(Rejection::ResultMismatch {
-                    call_id: expected.call_id,
-                    attempt: in_flight.attempt,
-                    got_call: *call_id,
-                    got_attempt: *attempt,
-                });
-            }
-            next.last_call = Some(outcome(in_flight, *result));
-            next.phase = Phase::Running { in_flight: None };
-        }
-        (_, Event::ToolResult { .. }) => {
-            return Err(Rejection::NoDispatchInFlight {
-                phase: run.phase.kind(),
-            })
-        }
-        // REC-1: a restart turns an in-flight dispatch into an unknown outcome to reconcile.
-        (
-            Phase::Running {
-                in_flight: Some(in_flight),
-            },
-            Event::Recover,
-        ) => {
-            next.phase = reconcile_suspension(run, at, *in_flight, None);
-            extra = Some(Effect::Query(dispatch_of(in_flight)));
-        }
-        (_, Event::Recover) => {
-            return Err(Rejection::NothingInFlight {
-                phase: run.phase.kind(),
-            })
-        }
-        // EXP-1: a suspension past its expiry ends; an unknown outcome escalates to a person.
-        (Phase::Suspended(s), Event::Expire) => {
-            if at <= s.expires_at {
-                return Err(Rejection::NotExpired {
-                    expires_at: s.expires_at,
-                    now: at,
-                });
-            }
-            next.phase = match s.reason {
-                Reason::OutcomeUnknown { in_flight, .. } => intervention(run, at, Some(in_flight)),
-                Reason::ManualIntervention { unresolved } => {
-                    Phase::Failed(FailCause::Expired { unresolved })
-                }
-                _ => Phase::Failed(FailCause::Expired { unresolved: None }),
-            };
-        }
-        (_, Event::Expire) => {
-            return Err(Rejection::NotSuspended {
-                phase: run.phase.kind(),
-            })
-        }
-        // CAN-1: a cancel with an effect in flight waits for reconciliation.
-        (
-            Phase::Running {
-                in_flight: Some(in_flight),
-            },
-            Event::Cancel { by },
-        ) => {
-            next.phase = reconcile_suspension(run, at, *in_flight, Some(*by));
-            extra = Some(Effect::Query(dispatch_of(in_flight)));
-        }
-        (Phase::Suspended(s), Event::Cancel { by }) => {
-            next.phase = match s.reason {
-                Reason::OutcomeUnknown {
-                    cancelled_by: Some(_),
-                    ..
-                } => return Err(Rejection::CancelPending),
-                Reason::OutcomeUnknown { in_flight, .. } => Phase::Suspended(Suspension {
-                    reason: Reason::OutcomeUnknown {
-                        in_flight,
-                        cancelled_by: Some(*by),
-                    },
-                    ..*s
-                }),
-                Reason::ManualIntervention {
-                    unresolved: Some(_),
-                } => return Err(Rejection::ReconcileFirst),
-                _ => Phase::Failed(FailCause::Cancelled { by: *by }),
-            };
-        }
-        (Phase::Running { in_flight: None }, Event::Cancel { by }) => {
-            next.phase = Phase::Failed(FailCause::Cancelled { by: *by });
-        }
-        (Phase::Running { in_flight: None }, Event::Complete { result }) => {
-            next.phase = Phase::Completed { result: *result };
-        }
-        (Phase::Running { in_flight: None }, Event::Fail { code }) => {
-            next.phase = Phase::Failed(FailCause::Error { code: *code });
-        }
-        // WAL-2: while a dispatch is in flight, the run waits for its answer.
-        (
-            Phase::Running { in_flight: Some(f) },
-            Event::Suspend { .. }
-            | Event::Dispatch { .. }
-            | Event::Complete { .. }
-            | Event::Fail { .. },
-        ) => {
-            return Err(Rejection::DispatchInFlight {
-                call_id: f.call.call.call_id,
-            })
-        }
-        (
-            _,
-            Event::Suspend { .. }
-            | Event::Dispatch { .. }
-            | Event::Complete { .. }
-            | Event::Fail { .. },
-        ) => {
-            return Err(Rejection::NotRunning {
-                phase: run.phase.kind(),
-            })
-        }
-        // RES-*: a resume is a new, fully re-validated transition.
-        (_, Event::Resume(r)) => {
-            let resumed = resume(run, at, r)?;
-            next.phase = resumed.phase;
-            extra = resumed.effect;
-            if resumed.recorded.is_some() {
-                // REC-4: a committed result is recorded and reused, never executed again.
-                next.last_call = resumed.recorded;
-            }
-            next.last_resume = Some(ResumeReceipt {
-                from: run.revision,
-                to: revision,
-                decision: r.decision,
-            });
-        }
-        // Phases the match above leaves are Completed and Failed, refused before the match.
-        (Phase::Completed { .. } | Phase::Failed(_), _) => {
-            return Err(Rejection::Terminal {
-                phase: run.phase.kind(),
-            })
-        }
-    }
-
+/// REV-1, CLK-1, AUD-1, CKP-1: the next run one revision on at the input's time, with one
+/// new audit record first, a sealed checkpoint when it is suspended, then the command.
+fn seal(
+    run: &Run,
+    input: &Input,
+    mut next: Run,
+    command: Option<Effect>,
+) -> Result<Transition, Rejection> {
+    next.revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
+    next.updated_at = input.at;
     let record = AuditRecord {
-        revision,
-        at,
+        revision: next.revision,
+        at: input.at,
         event: input.event.kind(),
         decision: match &input.event {
             Event::Resume(r) => Some(r.decision.kind()),
@@ -286,404 +117,211 @@ fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
         phase: next.phase.kind(),
         reason: next.suspension().map(|s| s.reason.kind()),
     };
-    // AUD-1: exactly one new audit record, first; CKP-1: a checkpoint for every suspension.
-    let mut effects = Effects::new(Effect::Audit(record));
-    if let Some(cp) = Checkpoint::of(&next) {
-        effects = effects.with(Effect::PersistCheckpoint(cp));
-    }
-    if let Some(e) = extra {
-        effects = effects.with(e);
-    }
+    let effects = Effects::of(record, Checkpoint::of(&next), command);
     Ok(Transition { next, effects })
 }
 
-fn check_identity(run: &Identity, offered: &Identity) -> Result<(), Rejection> {
-    let field = if offered.tenant != run.tenant {
-        IdentityField::Tenant
-    } else if offered.session != run.session {
-        IdentityField::Session
-    } else if offered.run != run.run {
-        IdentityField::Run
-    } else if offered.definition != run.definition {
-        IdentityField::Definition
-    } else {
-        return Ok(());
-    };
-    Err(Rejection::IdentityMismatch { field })
-}
+// -------------------------------------------------------------------------------------------
+// Events other than resume (spec 4.3 to 4.8).
+// -------------------------------------------------------------------------------------------
 
-/// KEY-1, KEY-2: accepts a new call, binding its key to its arguments.
-fn bind(run: &Run, call: &Call) -> Result<BoundCall, Rejection> {
-    if call.contract.max_attempts == 0 {
-        return Err(Rejection::NoAttemptsAllowed);
+/// SUS-2, SUS-1, APR-3: a running run with nothing in flight suspends, with an expiry after
+/// now that can be passed; an approval's requester is never its approver.
+fn suspend(
+    run: &Run,
+    at: Time,
+    wait: &Wait,
+    expires_at: Time,
+    responsible: Name,
+    resource_version: u64,
+) -> Stepped {
+    if let Phase::Suspended(s) = &run.phase {
+        return Err(Rejection::AlreadySuspended {
+            reason: s.reason.kind(),
+        });
     }
-    if let Some(last) = &run.last_call {
-        if last.call_id == call.call_id {
-            return Err(Rejection::CallIdReused {
-                call_id: call.call_id,
-            });
+    idle(run)?;
+    if expires_at <= at {
+        return Err(Rejection::ExpiryNotInFuture {
+            expires_at,
+            now: at,
+        });
+    }
+    if expires_at > Time::LATEST_EXPIRY {
+        return Err(Rejection::ExpiryUnreachable { expires_at });
+    }
+    let mut next = *run;
+    let reason = match wait {
+        Wait::Approval { call, requester } => {
+            if requester == &responsible {
+                return Err(Rejection::SelfApproval { party: *requester });
+            }
+            let (calls, call) = bind(run, call)?;
+            next.calls = calls;
+            Reason::PendingApproval {
+                call,
+                requester: *requester,
+            }
         }
-        if last.key == call.key && last.args != call.args {
-            return Err(Rejection::KeyConflict { key: call.key });
-        }
-    }
-    Ok(BoundCall {
-        call: *call,
-        key_digest: key_digest(&call.key, &call.args),
-    })
-}
-
-fn dispatch_of(f: &InFlight) -> Dispatch {
-    Dispatch {
-        call_id: f.call.call.call_id,
-        tool: f.call.call.tool,
-        args: f.call.call.args,
-        key: f.call.call.key,
-        attempt: f.attempt,
-    }
-}
-
-fn outcome(f: &InFlight, result: crate::ids::Digest) -> CallOutcome {
-    CallOutcome {
-        call_id: f.call.call.call_id,
-        key: f.call.call.key,
-        args: f.call.call.args,
-        result,
-    }
-}
-
-/// The suspension that waits for a reconcile answer, owned by the run's operator.
-fn reconcile_suspension(run: &Run, at: Time, in_flight: InFlight, by: Option<Name>) -> Phase {
-    Phase::Suspended(Suspension {
-        reason: Reason::OutcomeUnknown {
-            in_flight,
-            cancelled_by: by,
+        Wait::Callback { callback } => Reason::ExternalCallback {
+            callback: *callback,
         },
+        Wait::Intervention => Reason::ManualIntervention {
+            unresolved: None,
+            cancelled_by: None,
+        },
+        Wait::Resource { resource } => Reason::ResourceWait {
+            resource: *resource,
+        },
+    };
+    next.resource_version = resource_version;
+    next.phase = Phase::Suspended(Suspension {
+        reason,
         since: at,
-        expires_at: at.after(run.policy.reconcile_window),
-        responsible: run.policy.operator,
-    })
+        expires_at,
+        responsible,
+    });
+    Ok((next, None))
 }
 
-/// A manual intervention owned by the run's operator, holding any unresolved effect.
-fn intervention(run: &Run, at: Time, unresolved: Option<InFlight>) -> Phase {
-    Phase::Suspended(Suspension {
-        reason: Reason::ManualIntervention { unresolved },
-        since: at,
-        expires_at: at.after(run.policy.reconcile_window),
-        responsible: run.policy.operator,
-    })
+/// WAL-1, KEY-1, KEY-2: an ungated call is bound, and the intent to dispatch it becomes
+/// durable state together with the command to dispatch.
+fn dispatch(run: &Run, call: &Call) -> Stepped {
+    idle(run)?;
+    let (calls, call) = bind(run, call)?;
+    let in_flight = InFlight {
+        call,
+        attempt: 0,
+        dispatches: 1,
+    };
+    let mut next = *run;
+    next.calls = calls;
+    next.phase = Phase::Running {
+        in_flight: Some(in_flight),
+    };
+    Ok((next, Some(Effect::Dispatch(dispatch_of(run, &in_flight)))))
 }
 
-/// What an accepted resume leads to.
-struct Resumed {
-    phase: Phase,
-    effect: Option<Effect>,
-    /// A committed result that the resume records, to be reused.
-    recorded: Option<CallOutcome>,
-}
-
-impl From<Phase> for Resumed {
-    fn from(phase: Phase) -> Resumed {
-        Resumed {
-            phase,
-            effect: None,
-            recorded: None,
-        }
-    }
-}
-
-/// CKP-3, CKP-2, then RES-3 and RES-2: the checkpoint is of a schema this kernel resumes,
-/// intact, and of the run's current revision (or the evidence of who won it).
-fn check_checkpoint(run: &Run, r: &Resume) -> Result<(), Rejection> {
-    let cp = &r.checkpoint;
-    // CKP-3: schema gate; CKP-2: then integrity.
-    if cp.schema_version > crate::checkpoint::SCHEMA_VERSION {
-        return Err(Rejection::SchemaTooNew {
-            supported: crate::checkpoint::SCHEMA_VERSION,
-            got: cp.schema_version,
+/// WAL-2: the tool's answer for the call and attempt in flight; the result and the next
+/// revision land together.
+fn tool_result(run: &Run, call_id: Name, attempt: u8, result: Digest) -> Stepped {
+    let Phase::Running { in_flight: Some(f) } = &run.phase else {
+        return Err(Rejection::NoDispatchInFlight {
+            phase: run.phase.kind(),
+        });
+    };
+    if call_id != f.call.call.call_id || attempt != f.attempt {
+        return Err(Rejection::ResultMismatch {
+            call_id: f.call.call.call_id,
+            attempt: f.attempt,
+            got_call: call_id,
+            got_attempt: attempt,
         });
     }
-    if cp.schema_version < crate::checkpoint::SCHEMA_VERSION {
-        return Err(Rejection::MigrationRequired {
-            got: cp.schema_version,
-            current: crate::checkpoint::SCHEMA_VERSION,
-        });
-    }
-    cp.verify()
-        .map_err(|(expected, found)| Rejection::DigestMismatch { expected, found })?;
-    // RES-3: state revision (one winner per suspension).
-    check_revision(run, cp.revision, &r.decision)?;
-    Ok(())
+    let mut next = *run;
+    record(&mut next, f, result);
+    next.phase = Phase::Running { in_flight: None };
+    Ok((next, None))
 }
 
-/// RES-1 to RES-7, in order. Identity, schema, digest and revision were checked before the
-/// phase.
-fn resume(run: &Run, at: Time, r: &Resume) -> Result<Resumed, Rejection> {
-    let cp = &r.checkpoint;
-    // Schema, digest and revision (CKP-3, CKP-2, RES-3, RES-2) were checked before the phase.
-    // RES-3: the resource must be the version the checkpoint saw.
-    if cp.resource_version != r.facts.resource_version {
-        return Err(Rejection::ResourceChanged {
-            checkpoint: cp.resource_version,
-            current: r.facts.resource_version,
+/// REC-1: a restart turns the dispatch in flight into an unknown outcome, reconciled by
+/// query, never dispatched again.
+fn recover(run: &Run, at: Time) -> Stepped {
+    let Phase::Running { in_flight: Some(f) } = &run.phase else {
+        return Err(Rejection::NothingInFlight {
+            phase: run.phase.kind(),
         });
-    }
-    // RES-4: the run must be suspended, exactly as the checkpoint says.
+    };
+    let mut next = *run;
+    next.phase = held_by_operator(run, at, unknown(*f, None))?;
+    Ok((next, Some(Effect::Query(dispatch_of(run, f)))))
+}
+
+/// EXP-1: a suspension past its expiry ends, except that an unknown outcome first goes to a
+/// person, carrying any pending cancel with it (CAN-2).
+fn expire(run: &Run, at: Time) -> Stepped {
     let Phase::Suspended(s) = &run.phase else {
         return Err(Rejection::NotSuspended {
             phase: run.phase.kind(),
         });
     };
-    if let Some(field) = Checkpoint::unsealed(run).and_then(|expected| mismatch(&expected, cp)) {
-        return Err(Rejection::CheckpointMismatch { field });
-    }
-    // RES-5: expiry.
-    if at > s.expires_at {
-        return Err(Rejection::Expired {
+    if at <= s.expires_at {
+        return Err(Rejection::NotExpired {
             expires_at: s.expires_at,
             now: at,
         });
     }
-    // RES-6: the decision must answer the reason, from the party the kernel recorded.
-    match (&s.reason, &r.decision) {
-        (Reason::PendingApproval { call, requester }, Decision::Approve(a)) => {
-            check_approval(a, call, requester, cp.revision, at, &s.responsible)?;
-            recheck(&r.facts)?;
-            let in_flight = InFlight {
-                call: *call,
-                attempt: 0,
-                dispatches: 1,
-            };
-            Ok(Resumed {
-                phase: Phase::Running {
-                    in_flight: Some(in_flight),
-                },
-                effect: Some(Effect::Dispatch(dispatch_of(&in_flight))),
-                recorded: None,
+    let mut next = *run;
+    next.phase = match s.reason {
+        // At the end of time the intervention would expire the instant it opened: the run
+        // ends as that intervention would, naming the unsettled effect.
+        Reason::OutcomeUnknown { in_flight, .. } if at == Time::END => {
+            Phase::Failed(FailCause::Expired {
+                unresolved: Some(in_flight),
             })
         }
-        (Reason::PendingApproval { call, requester }, Decision::Deny(a)) => {
-            check_approval(a, call, requester, cp.revision, at, &s.responsible)?;
-            Ok(Phase::Failed(FailCause::Denied {
-                call_id: call.call.call_id,
-            })
-            .into())
+        Reason::OutcomeUnknown {
+            in_flight,
+            cancelled_by,
+        } => held_by_operator(run, at, person(in_flight, cancelled_by))?,
+        Reason::ManualIntervention { unresolved, .. } => {
+            Phase::Failed(FailCause::Expired { unresolved })
         }
-        (Reason::ExternalCallback { callback }, Decision::Callback { callback: got, .. })
-        | (
-            Reason::ResourceWait { resource: callback },
-            Decision::ResourceReady { resource: got },
-        ) => {
-            if got != callback {
-                return Err(Rejection::WaitMismatch {
-                    expected: *callback,
-                    got: *got,
-                });
-            }
-            recheck(&r.facts)?;
-            Ok(Phase::Running { in_flight: None }.into())
-        }
-        (Reason::ManualIntervention { unresolved }, Decision::Intervene { by, resolution }) => {
-            if *by != s.responsible {
-                return Err(Rejection::Unauthorised {
-                    expected: s.responsible,
-                    got: *by,
-                });
-            }
-            match (resolution, unresolved) {
-                (Resolution::Abandon, _) => {
-                    Ok(Phase::Failed(FailCause::Abandoned { by: *by }).into())
-                }
-                (Resolution::Committed { .. }, None) => Err(Rejection::NothingInFlight {
-                    phase: run.phase.kind(),
-                }),
-                (Resolution::Committed { result }, Some(f)) => Ok(Resumed {
-                    phase: Phase::Running { in_flight: None },
-                    effect: None,
-                    recorded: Some(outcome(f, *result)),
-                }),
-                (Resolution::Continue, _) => {
-                    recheck(&r.facts)?;
-                    Ok(Phase::Running { in_flight: None }.into())
-                }
-            }
-        }
-        (
-            Reason::OutcomeUnknown {
-                in_flight,
-                cancelled_by,
-            },
-            Decision::Reconcile(answer),
-        ) => reconcile(run, at, in_flight, cancelled_by, answer, &r.facts),
-        (reason, decision) => Err(Rejection::DecisionMismatch {
-            reason: reason.kind(),
-            decision: decision.kind(),
-        }),
-    }
-}
-
-/// RES-3: the checkpoint's revision must be the run's. An older one is a duplicate of the
-/// winning decision, a conflicting decision, or simply stale.
-fn check_revision(run: &Run, got: Revision, decision: &Decision) -> Result<(), Rejection> {
-    if got > run.revision {
-        return Err(Rejection::FutureRevision {
-            current: run.revision,
-            got,
-        });
-    }
-    if got < run.revision {
-        return Err(match &run.last_resume {
-            Some(rc) if rc.from == got && rc.decision == *decision => Rejection::AlreadyApplied {
-                from: rc.from,
-                to: rc.to,
-            },
-            Some(rc) if rc.from == got => Rejection::AlreadyResumed {
-                from: rc.from,
-                to: rc.to,
-            },
-            _ => Rejection::StaleRevision {
-                current: run.revision,
-                got,
-            },
-        });
-    }
-    Ok(())
-}
-
-/// The first field in which a checkpoint differs from the one the run would write.
-fn mismatch(expected: &Checkpoint, got: &Checkpoint) -> Option<CheckpointField> {
-    use CheckpointField::*;
-    [
-        (
-            expected.reason == got.reason && expected.next_intent == got.next_intent,
-            Reason,
-        ),
-        (expected.pending == got.pending, PendingCall),
-        (expected.key_digest == got.key_digest, KeyDigest),
-        (expected.requester == got.requester, Requester),
-        (expected.waiting_on == got.waiting_on, WaitingOn),
-        (expected.expires_at == got.expires_at, ExpiresAt),
-        (expected.responsible == got.responsible, Responsible),
-        (expected.created_at == got.created_at, CreatedAt),
-        (
-            expected.resource_version == got.resource_version,
-            ResourceVersion,
-        ),
-    ]
-    .into_iter()
-    .find(|(same, _)| !same)
-    .map(|(_, field)| field)
-}
-
-/// APR-1 to APR-3: an approval binds to the call, its arguments, its requester and the
-/// checkpoint revision; it expires; only the recorded approver, never the requester, decides.
-fn check_approval(
-    a: &Approval,
-    call: &BoundCall,
-    requester: &Name,
-    revision: Revision,
-    at: Time,
-    responsible: &Name,
-) -> Result<(), Rejection> {
-    let field = if a.revision != revision {
-        Some(ApprovalField::Revision)
-    } else if a.call_id != call.call.call_id {
-        Some(ApprovalField::CallId)
-    } else if a.args != call.call.args {
-        Some(ApprovalField::Args)
-    } else if a.requester != *requester {
-        Some(ApprovalField::Requester)
-    } else {
-        None
+        _ => Phase::Failed(FailCause::Expired { unresolved: None }),
     };
-    if let Some(field) = field {
-        return Err(Rejection::ApprovalMismatch { field });
-    }
-    if at > a.expires_at {
-        return Err(Rejection::ApprovalExpired {
-            expires_at: a.expires_at,
-            now: at,
-        });
-    }
-    if a.approver == *requester {
-        return Err(Rejection::SelfApproval { party: a.approver });
-    }
-    if a.approver != *responsible {
-        return Err(Rejection::Unauthorised {
-            expected: *responsible,
-            got: a.approver,
-        });
-    }
-    Ok(())
+    Ok((next, None))
 }
 
-/// RES-7: current policy, supplied by the driver as facts, re-checked for new work.
-fn recheck(facts: &Facts) -> Result<(), Rejection> {
-    if !facts.permitted {
-        return Err(Rejection::PermissionRevoked);
-    }
-    if !facts.within_budget {
-        return Err(Rejection::BudgetExhausted);
-    }
-    Ok(())
-}
-
-/// REC-2, REC-3: a reconcile answer settles an unknown outcome, or hands it to a person.
-fn reconcile(
-    run: &Run,
-    at: Time,
-    in_flight: &InFlight,
-    cancelled_by: &Option<Name>,
-    answer: &QueryAnswer,
-    facts: &Facts,
-) -> Result<Resumed, Rejection> {
-    let contract = in_flight.call.call.contract;
-    let phase = match (answer, cancelled_by) {
-        (QueryAnswer::Unknown, _) => intervention(run, at, Some(*in_flight)),
-        (QueryAnswer::Committed { result }, by) => {
-            // REC-4: the committed result is recorded; the call is not executed again.
-            return Ok(Resumed {
-                phase: match by {
-                    Some(by) => Phase::Failed(FailCause::Cancelled { by: *by }),
-                    None => Phase::Running { in_flight: None },
-                },
-                effect: None,
-                recorded: Some(outcome(in_flight, *result)),
-            });
+/// CAN-1, CAN-2: a cancel ends the run at once, unless an effect may have committed: then it
+/// is recorded in the suspension and takes effect once the effect is settled.
+fn cancel(run: &Run, at: Time, by: Name) -> Stepped {
+    let mut next = *run;
+    let cancelled = Phase::Failed(FailCause::Cancelled { by });
+    let command = match &run.phase {
+        // CAN-1: the effect in flight may already have committed: reconcile it first.
+        Phase::Running { in_flight: Some(f) } => {
+            next.phase = held_by_operator(run, at, unknown(*f, Some(by)))?;
+            Some(Effect::Query(dispatch_of(run, f)))
         }
-        (QueryAnswer::NotCommitted, Some(by)) => Phase::Failed(FailCause::Cancelled { by: *by }),
-        (QueryAnswer::NotCommitted, None) => {
-            // REC-3: the retry that is safe depends on the tool's contract.
-            let attempt = if contract.query_fences {
-                // The old key is fenced: only a fresh attempt key can commit now.
-                in_flight.attempt.checked_add(1)
-            } else if contract.dedupes {
-                // The tool dedupes: the same key cannot commit twice.
-                Some(in_flight.attempt)
-            } else {
-                // Neither: the original may still commit late. Never retry automatically.
-                None
+        Phase::Suspended(s) => {
+            next.phase = match s.reason {
+                // CAN-2: a cancel already waits on the unsettled effect.
+                Reason::OutcomeUnknown {
+                    cancelled_by: Some(_),
+                    ..
+                }
+                | Reason::ManualIntervention {
+                    cancelled_by: Some(_),
+                    ..
+                } => return Err(Rejection::CancelPending),
+                // CAN-2: the same wait, now carrying the cancel; no new query is needed.
+                Reason::OutcomeUnknown { in_flight, .. } => Phase::Suspended(Suspension {
+                    reason: unknown(in_flight, Some(by)),
+                    ..*s
+                }),
+                Reason::ManualIntervention {
+                    unresolved: Some(f),
+                    ..
+                } => Phase::Suspended(Suspension {
+                    reason: person(f, Some(by)),
+                    ..*s
+                }),
+                _ => cancelled,
             };
-            match attempt {
-                Some(attempt) if in_flight.dispatches < contract.max_attempts => {
-                    recheck(facts)?;
-                    let retry = InFlight {
-                        call: in_flight.call,
-                        attempt,
-                        dispatches: in_flight.dispatches + 1,
-                    };
-                    return Ok(Resumed {
-                        phase: Phase::Running {
-                            in_flight: Some(retry),
-                        },
-                        effect: Some(Effect::Dispatch(dispatch_of(&retry))),
-                        recorded: None,
-                    });
-                }
-                _ => intervention(run, at, Some(*in_flight)),
-            }
+            None
+        }
+        _ => {
+            next.phase = cancelled;
+            None
         }
     };
-    Ok(phase.into())
+    Ok((next, command))
+}
+
+/// The run completes or fails on its own account: only when running with nothing in flight.
+fn finish(run: &Run, phase: Phase) -> Stepped {
+    idle(run)?;
+    let mut next = *run;
+    next.phase = phase;
+    Ok((next, None))
 }

@@ -1,6 +1,6 @@
 //! Checkpoints: what they hold for each reason, the digest over every field, sealing and
-//! verifying (CKP-2), the schema gate and the explicit migration from version 1 (CKP-3), and
-//! decoding from JSON bytes.
+//! verifying (CKP-2), the schema gate and the explicit migrations from versions 1 and 2
+//! (CKP-3), and decoding from JSON bytes.
 
 mod common;
 use common::*;
@@ -12,6 +12,27 @@ fn approval_checkpoint() -> (Run, Checkpoint, Call) {
     let c = publish();
     let (run, cp) = pending(c);
     (run, cp, c)
+}
+
+/// The version 2 checkpoint holding the same facts as `cp` (which has no pending cancel).
+fn as_v2(cp: &Checkpoint) -> CheckpointV2 {
+    CheckpointV2 {
+        schema_version: SCHEMA_V2,
+        identity: cp.identity,
+        revision: cp.revision,
+        resource_version: cp.resource_version,
+        reason: cp.reason,
+        next_intent: cp.next_intent,
+        pending: cp.pending,
+        key_digest: cp.key_digest,
+        requester: cp.requester,
+        waiting_on: cp.waiting_on,
+        expires_at: cp.expires_at,
+        responsible: cp.responsible,
+        created_at: cp.created_at,
+        digest: Digest::default(),
+    }
+    .seal()
 }
 
 /// The version 1 checkpoint holding the same facts as `cp`.
@@ -62,6 +83,7 @@ fn checkpoint_of_a_pending_approval_holds_the_call_its_key_and_who_decides() {
         expires_at: Time(50),
         responsible: APPROVER,
         created_at: Time(1),
+        cancel_requested_by: None,
         digest: Digest::default(),
     }
     .seal();
@@ -106,6 +128,7 @@ fn checkpoint_of_each_wait_names_what_it_waits_on_and_where_it_re_enters() {
             expires_at: Time(50),
             responsible,
             created_at: Time(1),
+            cancel_requested_by: None,
             digest: Digest::default(),
         }
         .seal();
@@ -141,10 +164,20 @@ fn checkpoint_of_an_unknown_outcome_holds_the_call_and_attempt_to_reconcile() {
         expires_at: Time(4 + WINDOW),
         responsible: OPERATOR,
         created_at: Time(4),
+        cancel_requested_by: None,
         digest: Digest::default(),
     }
     .seal();
     assert_eq!(cp, expected);
+}
+
+#[test]
+fn checkpoint_of_an_unknown_outcome_with_a_waiting_cancel_names_who_cancelled() {
+    // CAN-2: the cancel is part of what the operator is handed.
+    let (_, cp) = cancelled_in_flight(publish());
+    assert_eq!(cp.cancel_requested_by, Some(CANCELLER));
+    let (_, cp) = unresolved_effect(publish());
+    assert_eq!(cp.cancel_requested_by, None);
 }
 
 #[test]
@@ -194,7 +227,7 @@ fn checkpoint_digest_covers_every_field() {
     let (_, cp, _) = approval_checkpoint();
     type Edit = (&'static str, Box<dyn Fn(&mut Checkpoint)>);
     let edits: Vec<Edit> = vec![
-        ("schema_version", Box::new(|c| c.schema_version = 3)),
+        ("schema_version", Box::new(|c| c.schema_version = 4)),
         ("tenant", Box::new(|c| c.identity.tenant = Name::lit("t-b"))),
         (
             "session",
@@ -223,6 +256,10 @@ fn checkpoint_digest_covers_every_field() {
         ("expires_at", Box::new(|c| c.expires_at = Time(51))),
         ("responsible", Box::new(|c| c.responsible = REQUESTER)),
         ("created_at", Box::new(|c| c.created_at = Time(2))),
+        (
+            "cancel_requested_by",
+            Box::new(|c| c.cancel_requested_by = Some(CANCELLER)),
+        ),
     ];
     let mut seen = vec![cp.digest];
     for (field, edit) in &edits {
@@ -255,12 +292,13 @@ fn checkpoint_digest_of_a_known_checkpoint_is_stable() {
     // The digest is part of the stored format: changing the encoding invalidates every
     // stored checkpoint, so it must come with a new schema version (CKP-3). If this fails,
     // the encoding changed. The checkpoint is spelled out here, independent of fixtures, and
-    // the expected value was computed outside the kernel from the encoding: SHA-256 over
-    // "resumable/checkpoint/2\0", then each field in order, integers as big-endian u64,
+    // the expected values were computed outside the kernel from the encoding: SHA-256 over
+    // "resumable/checkpoint/3\0", then each field in order, integers as big-endian u64,
     // enums and lengths as one byte, names as a length byte and 31 zero-padded bytes, and
-    // options as a 0/1 tag before the value.
+    // options as a 0/1 tag before the value; the pending cancel last. Version 2, under its
+    // own domain and without the pending cancel, keeps the value it always had.
     let known = Checkpoint {
-        schema_version: 2,
+        schema_version: 3,
         identity: Identity {
             tenant: Name::lit("acme"),
             session: Name::lit("s-1"),
@@ -283,10 +321,39 @@ fn checkpoint_digest_of_a_known_checkpoint_is_stable() {
         expires_at: Time(50),
         responsible: Name::lit("alice"),
         created_at: Time(1),
+        cancel_requested_by: None,
         digest: Digest::default(),
     };
     assert_eq!(
         known.compute_digest().to_string(),
+        "f4aa099b5ed0108adb271b45ba4514280d379a94f1fe1060affca756d9ea5a86"
+    );
+    let cancelled = Checkpoint {
+        cancel_requested_by: Some(Name::lit("bob")),
+        ..known
+    };
+    assert_eq!(
+        cancelled.compute_digest().to_string(),
+        "85f9eda18092dbc2b0f8ba837e0afb21a19a0f0e9d40ebcbb773a26d3d21aeae"
+    );
+    let v2 = CheckpointV2 {
+        schema_version: 2,
+        identity: known.identity,
+        revision: known.revision,
+        resource_version: known.resource_version,
+        reason: known.reason,
+        next_intent: known.next_intent,
+        pending: known.pending,
+        key_digest: known.key_digest,
+        requester: known.requester,
+        waiting_on: known.waiting_on,
+        expires_at: known.expires_at,
+        responsible: known.responsible,
+        created_at: known.created_at,
+        digest: Digest::default(),
+    };
+    assert_eq!(
+        v2.compute_digest().to_string(),
         "65bb47b2d59f0f237e6193a8b288e42bf0f67477d214c1c936d6440769a7c302"
     );
 }
@@ -324,12 +391,62 @@ fn checkpoint_version_1_digest_differs_from_version_2_over_the_same_facts() {
 }
 
 #[test]
+fn checkpoint_version_2_digest_differs_from_version_3_over_the_same_facts() {
+    let (_, cp, _) = approval_checkpoint();
+    let v2 = as_v2(&cp);
+    assert_ne!(v2.digest, cp.digest);
+    let relabelled = Checkpoint {
+        digest: v2.digest,
+        ..cp
+    };
+    assert!(relabelled.verify().is_err());
+}
+
+#[test]
+fn checkpoint_migrated_from_version_2_supplies_the_pending_cancel_and_resumes_the_run() {
+    // CKP-3: version 2 did not record a pending cancel; the caller supplies it, nothing is
+    // guessed, and a wrong value is refused on resume by the field-by-field comparison.
+    let (run, cp, c) = approval_checkpoint();
+    let migrated = as_v2(&cp).migrate(None).unwrap();
+    assert_eq!(migrated, cp);
+    let (next, _) = accept(
+        &run,
+        at(
+            2,
+            resume(migrated, Decision::Approve(approval(&migrated, &c))),
+        ),
+    );
+    assert_eq!(next.in_flight(), Some(&in_flight(c, 0, 1)));
+    let wrong = as_v2(&cp).migrate(Some(CANCELLER)).unwrap();
+    assert_eq!(
+        reject(
+            &run,
+            at(2, resume(wrong, Decision::Approve(approval(&wrong, &c))))
+        ),
+        Rejection::CheckpointMismatch {
+            field: CheckpointField::CancelRequestedBy
+        }
+    );
+    let tampered = CheckpointV2 {
+        revision: Revision(9),
+        ..as_v2(&cp)
+    };
+    assert!(matches!(
+        tampered.migrate(None),
+        Err(MigrationError::DigestMismatch { .. })
+    ));
+}
+
+#[test]
 fn checkpoint_migrated_from_version_1_is_sealed_and_resumes_the_run() {
-    // CKP-3: the explicit migration supplies the facts version 1 lacked, nothing guessed.
+    // CKP-3: the explicit migrations supply the facts versions 1 and 2 lacked, nothing
+    // guessed: version 1 to 2, then 2 to 3.
     let (run, cp, c) = approval_checkpoint();
     let v1 = as_v1(&cp);
     let migrated = v1
         .migrate(cp.identity.definition, cp.resource_version)
+        .unwrap()
+        .migrate(None)
         .unwrap();
     assert_eq!(migrated, cp);
     assert_eq!(migrated.verify(), Ok(()));
@@ -347,7 +464,9 @@ fn checkpoint_migrated_from_version_1_is_sealed_and_resumes_the_run() {
 fn checkpoint_migrated_with_the_wrong_definition_or_resource_version_is_refused_on_resume() {
     let (run, cp, c) = approval_checkpoint();
     let v1 = as_v1(&cp);
-    let wrong_definition = v1.migrate(Name::lit("demo@0"), 1).unwrap();
+    let wrong_definition = (v1.migrate(Name::lit("demo@0"), 1))
+        .and_then(|v2| v2.migrate(None))
+        .unwrap();
     assert_eq!(
         reject(
             &run,
@@ -363,7 +482,9 @@ fn checkpoint_migrated_with_the_wrong_definition_or_resource_version_is_refused_
             field: IdentityField::Definition
         }
     );
-    let wrong_version = v1.migrate(cp.identity.definition, 7).unwrap();
+    let wrong_version = (v1.migrate(cp.identity.definition, 7))
+        .and_then(|v2| v2.migrate(None))
+        .unwrap();
     assert_eq!(
         reject(
             &run,
@@ -391,7 +512,8 @@ fn checkpoint_migration_refuses_a_checkpoint_that_is_not_version_1() {
     .seal();
     assert_eq!(
         mislabelled.migrate(cp.identity.definition, 1),
-        Err(MigrationError::NotVersion1 {
+        Err(MigrationError::NotVersion {
+            expected: SCHEMA_V1,
             got: SCHEMA_VERSION
         })
     );
@@ -425,7 +547,7 @@ fn checkpoint_decoded_from_its_json_is_current_and_verified() {
 fn checkpoint_decoded_from_a_newer_schema_is_refused_before_reading_the_rest() {
     // CKP-3: a newer schema may mean anything; only its version is read.
     for bytes in [
-        br#"{"schema_version":3}"#.to_vec(),
+        br#"{"schema_version":4}"#.to_vec(),
         br#"{"schema_version":65535,"future_field":[1,2,3]}"#.to_vec(),
     ] {
         let got = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()["schema_version"]
@@ -442,11 +564,14 @@ fn checkpoint_decoded_from_a_newer_schema_is_refused_before_reading_the_rest() {
 }
 
 #[test]
-fn checkpoint_decoded_from_version_1_is_returned_for_explicit_migration() {
+fn checkpoint_decoded_from_version_1_or_2_is_returned_for_explicit_migration() {
     let (_, cp, _) = approval_checkpoint();
     let v1 = as_v1(&cp);
     let bytes = serde_json::to_vec(&v1).unwrap();
-    assert_eq!(decode_json(&bytes), Ok(Decoded::NeedsMigration(v1)));
+    assert_eq!(decode_json(&bytes), Ok(Decoded::Version1(v1)));
+    let v2 = as_v2(&cp);
+    let bytes = serde_json::to_vec(&v2).unwrap();
+    assert_eq!(decode_json(&bytes), Ok(Decoded::Version2(v2)));
 }
 
 #[test]
@@ -455,7 +580,7 @@ fn checkpoint_decoded_from_a_tampered_version_1_is_refused_at_migration() {
     let (_, cp, _) = approval_checkpoint();
     let mut value = serde_json::to_value(as_v1(&cp)).unwrap();
     value["revision"] = serde_json::Value::from(9);
-    let Ok(Decoded::NeedsMigration(v1)) = decode_json(&json(&value)) else {
+    let Ok(Decoded::Version1(v1)) = decode_json(&json(&value)) else {
         panic!("a version 1 checkpoint decodes for migration");
     };
     assert!(matches!(
@@ -543,4 +668,20 @@ fn checkpoint_decoded_with_an_unknown_extra_field_ignores_it() {
     let mut value = serde_json::to_value(cp).unwrap();
     value["cancelled_by"] = serde_json::Value::from("mallory");
     assert_eq!(decode_json(&json(&value)), Ok(Decoded::Current(cp)));
+}
+
+#[test]
+fn a_fingerprint_is_exactly_16_hex_digits_on_the_wire() {
+    use resumable_kernel::Fingerprint;
+    let read = |text: &str| serde_json::from_str::<Fingerprint>(&format!("\"{text}\""));
+    let print = Fingerprint([0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]);
+    assert_eq!(read("0123456789abcdef").unwrap(), print);
+    assert_eq!(
+        serde_json::to_string(&print).unwrap(),
+        "\"0123456789abcdef\""
+    );
+    // A sign would be a second spelling of one fingerprint; a wide character must not panic.
+    assert!(read("+123456789abcdef").is_err());
+    assert!(read("0123456789abcd\u{e9}").is_err());
+    assert!(read("0123456789abcde").is_err());
 }

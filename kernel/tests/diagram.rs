@@ -157,6 +157,7 @@ fn checkpoint_for(run: &Run, now: u64) -> Checkpoint {
             expires_at: Time(now + 10),
             responsible: OPERATOR,
             created_at: Time(now),
+            cancel_requested_by: None,
             digest: Digest::default(),
         }
         .seal()
@@ -309,6 +310,12 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
         event: Event::Expire,
     };
     out.push(("expire".to_string(), expire));
+    // And at the end of time, where no person can be given a passable expiry (EXP-1).
+    let last = Input {
+        at: Time::END,
+        event: Event::Expire,
+    };
+    out.push(("expire:end_of_time".to_string(), last));
     out.push(("cancel".to_string(), input(Event::Cancel { by: OPERATOR })));
     let done = Event::Complete {
         result: Digest::of(b"done"),
@@ -500,27 +507,39 @@ fn seed_checkpoint() -> Checkpoint {
 }
 
 #[test]
-fn checkpoint_v2_example_in_the_spec_verifies_and_is_what_the_kernel_writes() {
-    match decode_json(example("checkpoint-v2").as_bytes()) {
+fn checkpoint_v3_example_in_the_spec_verifies_and_is_what_the_kernel_writes() {
+    match decode_json(example("checkpoint-v3").as_bytes()) {
         Ok(Decoded::Current(cp)) => assert_eq!(cp, seed_checkpoint()),
-        other => panic!("the v2 example must decode as current, got {other:?}"),
+        other => panic!("the v3 example must decode as current, got {other:?}"),
     }
+}
+
+/// The version 2 example of the spec, decoded.
+fn v2_example() -> CheckpointV2 {
+    match decode_json(example("checkpoint-v2").as_bytes()) {
+        Ok(Decoded::Version2(v2)) => v2,
+        other => panic!("the v2 example must decode as needing migration, got {other:?}"),
+    }
+}
+
+#[test]
+fn checkpoint_v2_example_in_the_spec_needs_migration_and_migrates_to_the_v3_example() {
+    assert_eq!(v2_example().migrate(None), Ok(seed_checkpoint()));
 }
 
 #[test]
 fn checkpoint_v1_example_in_the_spec_needs_migration_and_migrates_to_the_v2_example() {
     let v1 = match decode_json(example("checkpoint-v1").as_bytes()) {
-        Ok(Decoded::NeedsMigration(v1)) => v1,
+        Ok(Decoded::Version1(v1)) => v1,
         other => panic!("the v1 example must decode as needing migration, got {other:?}"),
     };
     let expected = seed_checkpoint();
     let migrated = v1.migrate(expected.identity.definition, expected.resource_version);
-    assert_eq!(migrated, Ok(expected));
+    assert_eq!(migrated, Ok(v2_example()));
 }
 
-/// One rejection of every variant. `variant_index` has no wildcard arm, so a new variant does
-/// not compile until it gets an index; the test then fails until a sample of it is added here
-/// and a row for it in the spec's table.
+/// One rejection of every variant. The test fails until every [`RejectionKind`] has a sample
+/// here and a row in the spec's table.
 fn every_rejection() -> Vec<Rejection> {
     use Rejection::*;
     let (n, d, r, t) = (Name::lit("x"), Digest::default(), Revision(1), Time(1));
@@ -533,10 +552,11 @@ fn every_rejection() -> Vec<Rejection> {
         },
         ClockRegressed { last: t, got: t },
         SchemaTooNew {
-            supported: 2,
-            got: 3,
+            supported: 3,
+            got: 4,
         },
-        MigrationRequired { got: 1, current: 2 },
+        UnknownSchema { got: 0 },
+        MigrationRequired { got: 2, current: 3 },
         DigestMismatch {
             expected: d,
             found: d,
@@ -591,8 +611,12 @@ fn every_rejection() -> Vec<Rejection> {
             expires_at: t,
             now: t,
         },
+        ExpiryUnreachable { expires_at: t },
+        ClockExhausted { at: t },
         NoAttemptsAllowed,
         KeyConflict { key: n },
+        KeyCommitted { key: n },
+        CallLogFull { capacity: 32 },
         CallIdReused { call_id: n },
         DispatchInFlight { call_id: n },
         NoDispatchInFlight {
@@ -607,58 +631,14 @@ fn every_rejection() -> Vec<Rejection> {
         NothingInFlight {
             phase: PhaseKind::Running,
         },
+        NothingUnresolved,
         NotExpired {
             expires_at: t,
             now: t,
         },
-        ReconcileFirst,
         CancelPending,
         RevisionExhausted,
     ]
-}
-
-const REJECTION_VARIANTS: usize = 36;
-
-fn variant_index(r: &Rejection) -> usize {
-    use Rejection::*;
-    match r {
-        Terminal { .. } => 0,
-        IdentityMismatch { .. } => 1,
-        ClockRegressed { .. } => 2,
-        SchemaTooNew { .. } => 3,
-        MigrationRequired { .. } => 4,
-        DigestMismatch { .. } => 5,
-        StaleRevision { .. } => 6,
-        FutureRevision { .. } => 7,
-        AlreadyApplied { .. } => 8,
-        AlreadyResumed { .. } => 9,
-        ResourceChanged { .. } => 10,
-        NotSuspended { .. } => 11,
-        CheckpointMismatch { .. } => 12,
-        Expired { .. } => 13,
-        DecisionMismatch { .. } => 14,
-        ApprovalMismatch { .. } => 15,
-        ApprovalExpired { .. } => 16,
-        SelfApproval { .. } => 17,
-        Unauthorised { .. } => 18,
-        WaitMismatch { .. } => 19,
-        PermissionRevoked => 20,
-        BudgetExhausted => 21,
-        NotRunning { .. } => 22,
-        AlreadySuspended { .. } => 23,
-        ExpiryNotInFuture { .. } => 24,
-        NoAttemptsAllowed => 25,
-        KeyConflict { .. } => 26,
-        CallIdReused { .. } => 27,
-        DispatchInFlight { .. } => 28,
-        NoDispatchInFlight { .. } => 29,
-        ResultMismatch { .. } => 30,
-        NothingInFlight { .. } => 31,
-        NotExpired { .. } => 32,
-        ReconcileFirst => 33,
-        CancelPending => 34,
-        RevisionExhausted => 35,
-    }
 }
 
 /// A row of the spec's rejection table: fault and the evidence fields named in backticks.
@@ -699,12 +679,18 @@ fn rejection_table(doc: &str) -> std::collections::BTreeMap<String, Row> {
 #[test]
 fn rejection_table_in_the_spec_names_every_rejection_with_its_fault_and_evidence() {
     let samples = every_rejection();
-    let indices: BTreeSet<usize> = samples.iter().map(variant_index).collect();
+    let kinds: BTreeSet<RejectionKind> = samples.iter().map(Rejection::kind).collect();
+    assert_eq!(samples.len(), kinds.len(), "one sample per rejection kind");
     assert_eq!(
-        indices,
-        (0..REJECTION_VARIANTS).collect(),
-        "every rejection variant has exactly one sample"
+        kinds,
+        RejectionKind::ALL.into_iter().collect(),
+        "every rejection kind has a sample"
     );
+    for r in &samples {
+        // RejectionKind::name is the wire name: serde's tag of the variant.
+        let tag = serde_json::to_value(r).unwrap()["rejection"].clone();
+        assert_eq!(tag, serde_json::Value::from(r.kind().name()), "{r:?}");
+    }
 
     let table = rejection_table(&spec("lifecycle.md"));
     let mut expected = std::collections::BTreeMap::new();

@@ -119,7 +119,7 @@ fn dispatching_recover_suspends_with_an_unknown_outcome_and_queries_the_tool() {
         vec![
             audit(2, 7, EventKind::Recover, None, PhaseKind::Suspended, reason),
             persisted(&next),
-            Effect::Query(dispatch_of(&c, 0)),
+            Effect::Query(dispatch_of(&next, &c, 0)),
         ]
     );
 }
@@ -145,7 +145,7 @@ fn dispatching_cancel_waits_for_reconciliation() {
         vec![
             audit(2, 2, EventKind::Cancel, None, PhaseKind::Suspended, reason),
             persisted(&next),
-            Effect::Query(dispatch_of(&c, 0)),
+            Effect::Query(dispatch_of(&next, &c, 0)),
         ]
     );
 }
@@ -223,4 +223,62 @@ fn dispatching_input_from_the_past_is_rejected() {
             }
         );
     }
+}
+
+#[test]
+fn dispatching_recover_near_the_end_of_time_opens_a_suspension_that_can_still_expire() {
+    // EXP-1: the reconcile window saturates at the latest expiry, one before the end of
+    // time, so an input at the end can still pass it; at the end itself none can open.
+    let c = publish();
+    let run = call_in_flight(c);
+    let near = Time::LATEST_EXPIRY.0 - 1;
+    let (next, _) = accept(&run, at(near, Event::Recover));
+    let s = next.suspension().expect("suspended");
+    assert_eq!(s.expires_at, Time::LATEST_EXPIRY);
+    // Expired at the end of time, the unknown outcome cannot go to a person who would have
+    // no time left: the run ends as the intervention would, naming the unsettled effect.
+    let (ended, _) = accept(
+        &next,
+        Input {
+            at: Time::END,
+            event: Event::Expire,
+        },
+    );
+    assert_eq!(
+        ended.phase(),
+        &Phase::Failed(FailCause::Expired {
+            unresolved: Some(in_flight(c, 0, 1))
+        })
+    );
+    assert_eq!(
+        reject(
+            &run,
+            Input {
+                at: Time::END,
+                event: Event::Recover
+            }
+        ),
+        Rejection::ClockExhausted { at: Time::END }
+    );
+}
+
+#[test]
+fn dispatching_commands_carry_a_tool_key_namespaced_by_the_run() {
+    // KEY-3: two runs that use one key never share the tool's dedupe record or fence; one
+    // run's retries keep theirs.
+    let c = publish();
+    let a = accept(&new_run("run-a"), at(1, Event::Dispatch { call: c }));
+    let b = accept(&new_run("run-b"), at(1, Event::Dispatch { call: c }));
+    let (ka, kb) = (
+        a.1.dispatch().unwrap().tool_key,
+        b.1.dispatch().unwrap().tool_key,
+    );
+    assert_ne!(ka, kb);
+    assert_eq!(ka, checkpoint::tool_key(a.0.identity(), &c.key));
+    let (_, fx) = accept(&a.0, at(2, Event::Recover));
+    let query = fx.iter().find_map(|e| match e {
+        Effect::Query(q) => Some(q.tool_key),
+        _ => None,
+    });
+    assert_eq!(query, Some(ka));
 }

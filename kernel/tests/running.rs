@@ -109,7 +109,10 @@ fn running_suspend_for_a_resource_waits_for_it() {
 fn running_suspend_for_a_person_waits_with_no_unresolved_effect() {
     let (next, fx) = accept(&running(), at(1, suspend(Wait::Intervention, 60, OPERATOR)));
     let expected = Suspension {
-        reason: Reason::ManualIntervention { unresolved: None },
+        reason: Reason::ManualIntervention {
+            unresolved: None,
+            cancelled_by: None,
+        },
         since: Time(1),
         expires_at: Time(60),
         responsible: OPERATOR,
@@ -216,7 +219,8 @@ fn running_suspend_for_approval_of_a_reused_call_id_is_rejected() {
 fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
     // WAL-1: the in-flight intent is in `next`, stored before the driver dispatches.
     let c = publish();
-    let (next, fx) = accept(&running(), at(1, Event::Dispatch { call: c }));
+    let run = running();
+    let (next, fx) = accept(&run, at(1, Event::Dispatch { call: c }));
     assert_eq!(
         next.phase(),
         &Phase::Running {
@@ -228,7 +232,7 @@ fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
         effects(&fx),
         vec![
             audit(1, 1, EventKind::Dispatch, None, PhaseKind::Running, None),
-            Effect::Dispatch(dispatch_of(&c, 0)),
+            Effect::Dispatch(dispatch_of(&run, &c, 0)),
         ]
     );
 }
@@ -273,17 +277,43 @@ fn running_dispatch_reusing_a_key_with_other_arguments_is_rejected() {
 }
 
 #[test]
-fn running_dispatch_reusing_a_key_with_the_same_arguments_is_accepted() {
-    // KEY-1 refuses only another payload; the same payload under the same key is the same
-    // request, which a deduping tool answers with its recorded result.
+fn running_dispatch_reusing_a_committed_key_with_the_same_arguments_is_refused() {
+    // REC-4: the key's committed result is recorded; it is reused, never executed again,
+    // whatever call id the same request comes back under.
     let c = publish();
     let again = Call {
         call_id: Name::lit("call-2"),
         ..c
     };
-    let (next, fx) = accept(&after_result_of(c), at(3, Event::Dispatch { call: again }));
+    assert_eq!(
+        reject(&after_result_of(c), at(3, Event::Dispatch { call: again })),
+        Rejection::KeyCommitted { key: c.key }
+    );
+}
+
+#[test]
+fn running_dispatch_reusing_a_key_a_person_dropped_with_the_same_arguments_is_accepted() {
+    // KEY-1 binds the key to its payload, and the key never committed: a person made sure
+    // of it and went ahead ("continue"), so the same request may go out again.
+    let c = publish();
+    let run = accept(&running(), at(1, Event::Dispatch { call: c })).0;
+    let run = accept(&run, at(2, Event::Recover)).0;
+    let cp = Checkpoint::of(&run).unwrap();
+    let unknown = Decision::Reconcile(QueryAnswer::Unknown);
+    let run = accept(&run, at(3, resume(cp, unknown))).0;
+    let cp = Checkpoint::of(&run).unwrap();
+    let go_ahead = Decision::Intervene {
+        by: OPERATOR,
+        resolution: Resolution::Continue,
+    };
+    let run = accept(&run, at(4, resume(cp, go_ahead))).0;
+    let again = Call {
+        call_id: Name::lit("call-2"),
+        ..c
+    };
+    let (next, fx) = accept(&run, at(5, Event::Dispatch { call: again }));
     assert_eq!(next.in_flight(), Some(&in_flight(again, 0, 1)));
-    assert_eq!(fx.dispatch(), Some(&dispatch_of(&again, 0)));
+    assert_eq!(fx.dispatch(), Some(&dispatch_of(&run, &again, 0)));
 }
 
 #[test]
@@ -527,9 +557,10 @@ fn running_run_stepped_in_place_is_unchanged_by_a_rejection() {
 }
 
 #[test]
-fn running_dispatch_reusing_an_older_call_id_is_accepted_since_only_the_last_call_is_kept() {
-    // Spec 4.9: the run remembers one outcome, so KEY-1 and KEY-2 are enforced against the
-    // last recorded call only; a longer memory of keys is the driver's dedupe record.
+fn running_dispatch_reusing_an_older_call_id_or_key_is_refused_over_the_whole_history() {
+    // Spec 4.9: the call log remembers every call the run bound, not just the last: call A,
+    // then B, then A again is a reused call id (KEY-2); an older key with other arguments is
+    // a conflict (KEY-1); with its own arguments, a spent key (REC-4).
     let first = publish();
     let second = call("call-2", "notify:demo", "idem-2");
     let run = after_result_of(first);
@@ -540,7 +571,102 @@ fn running_dispatch_reusing_an_older_call_id_is_accepted_since_only_the_last_cal
         result: Digest::of(b"ok"),
     };
     let run = accept(&run, at(4, answer)).0;
-    let (next, fx) = accept(&run, at(5, Event::Dispatch { call: first }));
-    assert_eq!(fx.dispatch(), Some(&dispatch_of(&first, 0)));
-    assert_eq!(next.in_flight(), Some(&in_flight(first, 0, 1)));
+    assert_eq!(
+        reject(&run, at(5, Event::Dispatch { call: first })),
+        Rejection::CallIdReused {
+            call_id: first.call_id
+        }
+    );
+    let other_args = Call {
+        call_id: Name::lit("call-3"),
+        args: Digest::of(b"other"),
+        ..first
+    };
+    assert_eq!(
+        reject(&run, at(5, Event::Dispatch { call: other_args })),
+        Rejection::KeyConflict { key: first.key }
+    );
+    let same_args = Call {
+        call_id: Name::lit("call-3"),
+        ..first
+    };
+    assert_eq!(
+        reject(&run, at(5, Event::Dispatch { call: same_args })),
+        Rejection::KeyCommitted { key: first.key }
+    );
+    assert_eq!(run.calls().len(), 2);
+}
+
+#[test]
+fn running_dispatch_beyond_the_call_log_capacity_is_refused_and_nothing_is_forgotten() {
+    // Spec 4.9: the log holds CALL_LOG_CAPACITY calls; the next is refused, never admitted
+    // by forgetting the oldest, so the first call id stays refused for good.
+    let mut run = running();
+    let mut t = 0;
+    let mut first = None;
+    for i in 0..CALL_LOG_CAPACITY {
+        let c = call(&format!("call-{i}"), "tool", &format!("key-{i}"));
+        first.get_or_insert(c);
+        t += 1;
+        run = accept(&run, at(t, Event::Dispatch { call: c })).0;
+        let answer = Event::ToolResult {
+            call_id: c.call_id,
+            attempt: 0,
+            result: Digest::of(b"ok"),
+        };
+        t += 1;
+        run = accept(&run, at(t, answer)).0;
+    }
+    let one_more = call("call-last", "tool", "key-last");
+    assert_eq!(
+        reject(&run, at(t, Event::Dispatch { call: one_more })),
+        Rejection::CallLogFull {
+            capacity: CALL_LOG_CAPACITY as u8
+        }
+    );
+    let first = first.expect("the log was filled");
+    assert_eq!(
+        reject(&run, at(t, Event::Dispatch { call: first })),
+        Rejection::CallIdReused {
+            call_id: first.call_id
+        }
+    );
+}
+
+#[test]
+fn running_suspend_that_could_never_expire_is_refused() {
+    // EXP-1: an expiry at the end of time could never be passed.
+    assert_eq!(
+        reject(
+            &running(),
+            at(1, suspend(Wait::Intervention, u64::MAX, OPERATOR))
+        ),
+        Rejection::ExpiryUnreachable {
+            expires_at: Time::END
+        }
+    );
+    let (next, _) = accept(
+        &running(),
+        at(1, suspend(Wait::Intervention, u64::MAX - 1, OPERATOR)),
+    );
+    assert_eq!(
+        next.suspension().map(|s| s.expires_at),
+        Some(Time::LATEST_EXPIRY)
+    );
+}
+
+#[test]
+fn running_run_with_a_zero_reconcile_window_cannot_be_created() {
+    // A reconciliation would expire the instant it began.
+    let policy = Policy {
+        operator: OPERATOR,
+        reconcile_window: 0,
+    };
+    assert_eq!(
+        Run::new(identity("run-z"), policy, Time(0)),
+        Err(PolicyError::ReconcileWindowZero)
+    );
+    let mut value = serde_json::to_value(running()).unwrap();
+    value["policy"]["reconcile_window"] = serde_json::Value::from(0);
+    assert!(serde_json::from_value::<Run>(value).is_err());
 }

@@ -186,6 +186,7 @@ fn suspended_expire_of_an_unknown_outcome_escalates_to_manual_intervention() {
     let expected = Suspension {
         reason: Reason::ManualIntervention {
             unresolved: Some(in_flight(c, 0, 1)),
+            cancelled_by: None,
         },
         since: Time(103),
         expires_at: Time(103 + WINDOW),
@@ -242,18 +243,23 @@ fn suspended_expire_of_an_unresolved_intervention_fails_naming_the_effect() {
 }
 
 #[test]
-fn suspended_expire_of_an_unknown_outcome_with_a_pending_cancel_escalates_without_the_cancel() {
-    // What the kernel does today: the escalated intervention does not carry the cancel, so
-    // the person's resolution decides whether the run goes on. Pinned so a change is seen.
+fn suspended_expire_of_an_unknown_outcome_with_a_pending_cancel_carries_the_cancel() {
+    // CAN-2: an accepted cancel is never lost: the person who takes the unknown outcome over
+    // sees it in the suspension and in its checkpoint.
     let c = publish();
     let (run, _) = cancelled_in_flight(c);
-    let (next, _) = accept(&run, at(103, Event::Expire));
+    let (next, fx) = accept(&run, at(103, Event::Expire));
     assert_eq!(
         next.suspension().map(|s| s.reason),
         Some(Reason::ManualIntervention {
-            unresolved: Some(in_flight(c, 0, 1))
+            unresolved: Some(in_flight(c, 0, 1)),
+            cancelled_by: Some(CANCELLER),
         })
     );
+    let cp = fx
+        .checkpoint()
+        .expect("an escalation persists a checkpoint");
+    assert_eq!(cp.cancel_requested_by, Some(CANCELLER));
 }
 
 #[test]
@@ -321,12 +327,32 @@ fn suspended_second_cancel_of_an_unknown_outcome_is_rejected_as_pending() {
 }
 
 #[test]
-fn suspended_cancel_of_an_unresolved_intervention_is_rejected_until_reconciled() {
-    // CAN-1: the person must settle the effect first.
-    let (run, _) = unresolved_effect(publish());
+fn suspended_cancel_of_an_unresolved_intervention_is_recorded_until_the_person_settles_it() {
+    // CAN-2: the effect may have committed, so the cancel waits in the same suspension (same
+    // start, expiry and party), visible in a new checkpoint; a second cancel is refused.
+    let c = publish();
+    let (run, _) = unresolved_effect(c);
+    let s = *run.suspension().expect("suspended");
+    let (next, fx) = accept(&run, at(5, Event::Cancel { by: CANCELLER }));
+    let expected = Suspension {
+        reason: Reason::ManualIntervention {
+            unresolved: Some(in_flight(c, 0, 1)),
+            cancelled_by: Some(CANCELLER),
+        },
+        ..s
+    };
+    assert_eq!(next.phase(), &Phase::Suspended(expected));
+    let reason = Some(ReasonKind::ManualIntervention);
     assert_eq!(
-        reject(&run, at(5, Event::Cancel { by: CANCELLER })),
-        Rejection::ReconcileFirst
+        effects(&fx),
+        vec![
+            audit(4, 5, EventKind::Cancel, None, PhaseKind::Suspended, reason),
+            persisted(&next),
+        ]
+    );
+    assert_eq!(
+        reject(&next, at(6, Event::Cancel { by: OPERATOR })),
+        Rejection::CancelPending
     );
 }
 

@@ -48,7 +48,7 @@ fn suspended_approval_approve_dispatches_the_call_once_under_its_original_key() 
                 PhaseKind::Running,
                 None
             ),
-            Effect::Dispatch(dispatch_of(&c, 0)),
+            Effect::Dispatch(dispatch_of(&run, &c, 0)),
         ]
     );
 }

@@ -1,5 +1,6 @@
 //! Suspended with an unknown outcome: the three reconcile answers under each tool contract
-//! (REC-2, REC-3, REC-4), the attempt bound, and a cancel while in flight (CAN-1).
+//! (REC-2, REC-3, REC-4), the attempt bound, answers after the resource moved (RES-3), and a
+//! cancel while in flight (CAN-1, CAN-2).
 
 mod common;
 use common::*;
@@ -50,9 +51,15 @@ fn reconciled(phase: PhaseKind, reason: Option<ReasonKind>) -> Effect {
 
 /// The manual intervention an unknown outcome of `c` escalates to at t3.
 fn handed_to_a_person(c: Call, attempt: u8, dispatches: u8) -> Phase {
+    handed_over_with(c, attempt, dispatches, None)
+}
+
+/// The same, carrying the cancel of `cancelled_by`.
+fn handed_over_with(c: Call, attempt: u8, dispatches: u8, cancelled_by: Option<Name>) -> Phase {
     Phase::Suspended(Suspension {
         reason: Reason::ManualIntervention {
             unresolved: Some(in_flight(c, attempt, dispatches)),
+            cancelled_by,
         },
         since: Time(3),
         expires_at: Time(3 + WINDOW),
@@ -106,7 +113,7 @@ fn suspended_reconcile_not_committed_on_a_deduping_tool_retries_under_the_same_k
         effects(&fx),
         vec![
             reconciled(PhaseKind::Running, None),
-            Effect::Dispatch(dispatch_of(&c, 0)),
+            Effect::Dispatch(dispatch_of(&run, &c, 0)),
         ]
     );
 }
@@ -127,7 +134,7 @@ fn suspended_reconcile_not_committed_on_a_fencing_query_retries_under_a_fresh_at
         effects(&fx),
         vec![
             reconciled(PhaseKind::Running, None),
-            Effect::Dispatch(dispatch_of(&c, 1)),
+            Effect::Dispatch(dispatch_of(&run, &c, 1)),
         ]
     );
 }
@@ -139,7 +146,7 @@ fn suspended_reconcile_not_committed_on_a_deduping_and_fencing_tool_uses_a_fresh
     let (run, cp) = outcome_unknown(c);
     let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
     assert_eq!(next.in_flight(), Some(&in_flight(c, 1, 2)));
-    assert_eq!(fx.dispatch(), Some(&dispatch_of(&c, 1)));
+    assert_eq!(fx.dispatch(), Some(&dispatch_of(&run, &c, 1)));
 }
 
 #[test]
@@ -193,7 +200,7 @@ fn suspended_reconcile_retries_until_max_attempts_then_hands_it_to_a_person() {
     for attempt in 1..3u8 {
         let (next, fx) = accept(&run, at(t, resume(cp, answer(QueryAnswer::NotCommitted))));
         assert_eq!(next.in_flight(), Some(&in_flight(c, attempt, attempt + 1)));
-        assert_eq!(fx.dispatch(), Some(&dispatch_of(&c, attempt)));
+        assert_eq!(fx.dispatch(), Some(&dispatch_of(&run, &c, attempt)));
         let (next, fx) = accept(&next, at(t + 1, Event::Recover));
         (run, cp) = (next, *fx.checkpoint().unwrap());
         t += 2;
@@ -202,31 +209,37 @@ fn suspended_reconcile_retries_until_max_attempts_then_hands_it_to_a_person() {
     assert_eq!(
         next.suspension().map(|s| s.reason),
         Some(Reason::ManualIntervention {
-            unresolved: Some(in_flight(c, 2, 3))
+            unresolved: Some(in_flight(c, 2, 3)),
+            cancelled_by: None,
         })
     );
     assert_eq!(fx.dispatch(), None);
 }
 
 #[test]
-fn suspended_reconcile_retry_is_rechecked_against_permission_then_budget() {
-    // RES-7: a retry is new work.
+fn suspended_reconcile_retry_that_the_present_no_longer_allows_hands_it_to_a_person() {
+    // RES-3, RES-7: a retry acts on the present, so it re-checks the resource, permission
+    // and budget; but the answer is a fact and is never refused: a person decides instead.
     let c = tool(DEDUPES, 3);
     let (run, cp) = outcome_unknown(c);
     let retry = answer(QueryAnswer::NotCommitted);
-    assert_eq!(
-        reject(&run, at(3, with_facts(cp, retry, false, false))),
-        Rejection::PermissionRevoked
-    );
-    assert_eq!(
-        reject(&run, at(3, with_facts(cp, retry, true, false))),
-        Rejection::BudgetExhausted
-    );
+    let moved = resume_at_version(cp, retry, cp.resource_version + 1);
+    for input in [
+        with_facts(cp, retry, false, true),
+        with_facts(cp, retry, true, false),
+        moved,
+    ] {
+        let (next, fx) = accept(&run, at(3, input));
+        assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1));
+        assert_eq!(fx.dispatch(), None);
+    }
 }
 
 #[test]
-fn suspended_reconcile_without_a_retry_needs_no_permission_or_budget() {
-    // Recording a commit, or handing the effect to a person, starts no new work.
+fn suspended_reconcile_without_a_retry_needs_no_permission_budget_or_unmoved_resource() {
+    // Recording a commit, or handing the effect to a person, starts no new work; and an
+    // answer about the past is never refused because the resource moved (the call itself
+    // may well have moved it): the run records the version reported (RES-3).
     let cases = [
         (tool(DEDUPES, 3), committed()),
         (tool(DEDUPES, 3), QueryAnswer::Unknown),
@@ -238,6 +251,9 @@ fn suspended_reconcile_without_a_retry_needs_no_permission_or_budget() {
         let (next, fx) = accept(&run, at(3, with_facts(cp, answer(a), false, false)));
         assert_eq!(fx.dispatch(), None, "{a:?}");
         assert_eq!(next.revision(), Revision(3));
+        let moved = cp.resource_version + 5;
+        let (next, _) = accept(&run, at(3, resume_at_version(cp, answer(a), moved)));
+        assert_eq!(next.resource_version(), moved, "{a:?}");
     }
 }
 
@@ -259,51 +275,88 @@ fn suspended_reconcile_committed_after_a_cancel_in_flight_records_the_result_and
 }
 
 #[test]
-fn suspended_reconcile_not_committed_after_a_cancel_in_flight_fails_without_a_retry() {
-    // CAN-1: under every contract, the cancel wins over the retry.
-    for contract in [DEDUPES, FENCES, BOTH, NEITHER] {
+fn suspended_reconcile_not_committed_after_a_cancel_fails_only_if_the_query_fences() {
+    // CAN-2: a fenced attempt can never commit, so the cancel takes effect; without a fence
+    // the late original could still commit, so a person settles it, the cancel carried.
+    for contract in [FENCES, BOTH] {
         let c = tool(contract, 3);
         let (run, cp) = cancelled_in_flight(c);
         let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
         assert_eq!(
             next.phase(),
-            &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
+            &Phase::Failed(FailCause::Cancelled { by: CANCELLER }),
+            "{contract:?}"
         );
         assert_eq!(next.last_call(), None);
         assert_eq!(effects(&fx), vec![reconciled(PhaseKind::Failed, None)]);
     }
+    for contract in [DEDUPES, NEITHER] {
+        let c = tool(contract, 3);
+        let (run, cp) = cancelled_in_flight(c);
+        let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
+        assert_eq!(
+            next.phase(),
+            &handed_over_with(c, 0, 1, Some(CANCELLER)),
+            "{contract:?}"
+        );
+        assert_eq!(fx.dispatch(), None);
+        assert_eq!(
+            fx.checkpoint().map(|cp| cp.cancel_requested_by),
+            Some(Some(CANCELLER))
+        );
+    }
 }
 
 #[test]
-fn suspended_reconcile_unknown_after_a_cancel_in_flight_hands_it_to_a_person() {
-    // REC-2 over CAN-1: the effect is still unsettled, so a person gets it. What the kernel
-    // does today: the intervention does not carry the pending cancel.
+fn suspended_reconcile_unknown_after_a_cancel_in_flight_hands_it_over_with_the_cancel() {
+    // REC-2 over CAN-2: the effect is still unsettled, so a person gets it, and the cancel
+    // with it: a second cancel is pending, not lost; whatever the person settles ends the
+    // run cancelled, the committed result recorded first; abandoning gives it up.
     let c = publish();
     let (run, cp) = cancelled_in_flight(c);
     let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::Unknown))));
-    assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1));
+    assert_eq!(next.phase(), &handed_over_with(c, 0, 1, Some(CANCELLER)));
     assert_eq!(fx.dispatch(), None);
-    // The canceller must wait for the person, who can give the run up.
     assert_eq!(
         reject(&next, at(4, Event::Cancel { by: CANCELLER })),
-        Rejection::ReconcileFirst
+        Rejection::CancelPending
     );
     let cp = *fx.checkpoint().unwrap();
-    let give_up = Decision::Intervene {
+    assert_eq!(cp.cancel_requested_by, Some(CANCELLER));
+    let by_person = |resolution| Decision::Intervene {
         by: OPERATOR,
-        resolution: Resolution::Abandon,
+        resolution,
     };
-    let (last, _) = accept(&next, at(4, resume(cp, give_up)));
+    let settled = [
+        (
+            Resolution::Committed {
+                result: Digest::of(b"committed"),
+            },
+            FailCause::Cancelled { by: CANCELLER },
+        ),
+        (Resolution::Continue, FailCause::Cancelled { by: CANCELLER }),
+        (Resolution::Abandon, FailCause::Abandoned { by: OPERATOR }),
+    ];
+    for (resolution, cause) in settled {
+        // Moved or not, the resource does not hold the person back: the run ends.
+        let moved = resume_at_version(cp, by_person(resolution), cp.resource_version + 1);
+        let (last, _) = accept(&next, at(4, moved));
+        assert_eq!(last.phase(), &Phase::Failed(cause), "{resolution:?}");
+    }
+    let committed = Resolution::Committed {
+        result: Digest::of(b"committed"),
+    };
+    let (last, _) = accept(&next, at(4, resume(cp, by_person(committed))));
     assert_eq!(
-        last.phase(),
-        &Phase::Failed(FailCause::Abandoned { by: OPERATOR })
+        last.last_call().map(|o| o.result),
+        Some(Digest::of(b"committed"))
     );
 }
 
 #[test]
 fn suspended_reconcile_after_a_cancel_following_recovery_honours_the_cancel() {
     // CAN-1 also when the cancel arrives after the restart, during reconciliation.
-    let c = tool(DEDUPES, 3);
+    let c = tool(FENCES, 3);
     let (run, _) = outcome_unknown(c);
     let (run, fx) = accept(&run, at(3, Event::Cancel { by: CANCELLER }));
     let cp = *fx.checkpoint().unwrap();

@@ -138,12 +138,12 @@ fn suspended_resume_from_the_past_is_rejected() {
 fn suspended_resume_from_the_past_with_a_newer_schema_is_rejected_for_the_schema() {
     // The checkpoint's schema, digest and revision come before the clock (spec 4.1, guard 2).
     let (run, cp, c) = fixture();
-    let newer = resealed(cp, |cp| cp.schema_version = 3);
+    let newer = resealed(cp, |cp| cp.schema_version = 4);
     assert_eq!(
         reject(&run, at(0, resume(newer, approve(&newer, &c)))),
         Rejection::SchemaTooNew {
             supported: SCHEMA_VERSION,
-            got: 3
+            got: 4
         }
     );
 }
@@ -169,7 +169,7 @@ fn suspended_resume_from_the_past_with_a_stale_revision_is_rejected_as_stale() {
 fn suspended_resume_from_a_newer_schema_is_rejected() {
     // CKP-3: this kernel cannot know what a newer schema means.
     let (run, cp, c) = fixture();
-    for got in [3, u16::MAX] {
+    for got in [4, u16::MAX] {
         let newer = resealed(cp, |cp| cp.schema_version = got);
         assert_eq!(
             reject(&run, at(2, resume(newer, approve(&newer, &c)))),
@@ -185,7 +185,7 @@ fn suspended_resume_from_a_newer_schema_is_rejected() {
 fn suspended_resume_from_an_older_schema_requires_an_explicit_migration() {
     // CKP-3: never a silent coercion.
     let (run, cp, c) = fixture();
-    for got in [SCHEMA_V1, 0] {
+    for got in [SCHEMA_V1, SCHEMA_V2] {
         let older = resealed(cp, |cp| cp.schema_version = got);
         assert_eq!(
             reject(&run, at(2, resume(older, approve(&older, &c)))),
@@ -198,17 +198,29 @@ fn suspended_resume_from_an_older_schema_requires_an_explicit_migration() {
 }
 
 #[test]
+fn suspended_resume_from_schema_0_is_refused_as_unknown_not_as_needing_migration() {
+    // CKP-3: no kernel ever wrote version 0, and no migration reads it.
+    let (run, cp, c) = fixture();
+    let zero = resealed(cp, |cp| cp.schema_version = 0);
+    assert_eq!(
+        reject(&run, at(2, resume(zero, approve(&zero, &c)))),
+        Rejection::UnknownSchema { got: 0 }
+    );
+}
+
+#[test]
 fn suspended_resume_checks_the_schema_before_the_digest() {
     let (run, cp, c) = fixture();
     let garbage = Digest([0xab; 32]);
     for (schema, expected) in [
         (
-            3,
+            4,
             Rejection::SchemaTooNew {
                 supported: SCHEMA_VERSION,
-                got: 3,
+                got: 4,
             },
         ),
+        (0, Rejection::UnknownSchema { got: 0 }),
         (
             SCHEMA_V1,
             Rejection::MigrationRequired {
@@ -341,8 +353,8 @@ fn suspended_resume_after_the_resource_changed_is_rejected() {
 }
 
 #[test]
-fn suspended_resume_with_a_changed_resource_on_a_running_run_is_rejected_for_the_resource() {
-    // The resource version is checked before the phase.
+fn suspended_resume_with_a_changed_resource_on_a_running_run_is_rejected_for_the_phase() {
+    // The resource is a re-check of the present, after the phase and the decision (5.3).
     let c = publish();
     let run = call_in_flight(c);
     let (_, fx) = accept(&run, at(2, Event::Recover));
@@ -350,9 +362,8 @@ fn suspended_resume_with_a_changed_resource_on_a_running_run_is_rejected_for_the
     let decision = Decision::Reconcile(QueryAnswer::Unknown);
     assert_eq!(
         reject(&run, at(2, resume_with(forged, decision, 9))),
-        Rejection::ResourceChanged {
-            checkpoint: 0,
-            current: 9
+        Rejection::NotSuspended {
+            phase: PhaseKind::Running
         }
     );
 }
@@ -370,7 +381,7 @@ fn suspended_resume_from_a_checkpoint_differing_from_the_run_is_rejected_naming_
     };
     let other_attempt =
         |cp: &mut Checkpoint| cp.pending = cp.pending.map(|p| PendingCall { attempt: 1, ..p });
-    let edits: [CheckpointEdit; 10] = [
+    let edits: [CheckpointEdit; 11] = [
         (CheckpointField::Reason, &|cp| {
             cp.reason = ReasonKind::ExternalCallback
         }),
@@ -387,6 +398,9 @@ fn suspended_resume_from_a_checkpoint_differing_from_the_run_is_rejected_naming_
         }),
         (CheckpointField::WaitingOn, &|cp| {
             cp.waiting_on = Some(CALLBACK)
+        }),
+        (CheckpointField::CancelRequestedBy, &|cp| {
+            cp.cancel_requested_by = Some(CANCELLER)
         }),
         (CheckpointField::ExpiresAt, &|cp| {
             cp.expires_at = Time(5_000)
@@ -618,6 +632,31 @@ fn suspended_resume_with_another_decision_after_the_winner_is_already_resumed() 
 }
 
 #[test]
+fn suspended_resume_from_another_checkpoint_of_the_winning_revision_learns_nothing() {
+    // RES-2: only a caller holding the very checkpoint the winning resume was taken from is
+    // told how its decision fared; one holding a resealed checkpoint of that revision (naming
+    // another tool and another responsible party) is told only that it is stale.
+    let (run, cp, c) = fixture();
+    let (run, _) = accept(&run, at(2, resume(cp, approve(&cp, &c))));
+    let forged = resealed(cp, |cp| {
+        cp.responsible = Name::lit("mallory");
+        cp.pending = cp.pending.map(|p| PendingCall {
+            tool: Name::lit("delete:demo"),
+            ..p
+        });
+    });
+    for decision in [approve(&cp, &c), Decision::Deny(approval(&cp, &c))] {
+        assert_eq!(
+            reject(&run, at(3, resume(forged, decision))),
+            Rejection::StaleRevision {
+                current: Revision(2),
+                got: Revision(1)
+            }
+        );
+    }
+}
+
+#[test]
 fn suspended_resume_duplicate_of_a_superseded_winner_is_only_stale() {
     // The run keeps the receipt of its last resume only: once a second resume wins, a
     // duplicate of the first is answered as stale.
@@ -654,6 +693,7 @@ fn suspended_resume_accepted_records_a_new_audit_record_never_the_suspension_s()
         Some(&ResumeReceipt {
             from: Revision(1),
             to: Revision(2),
+            checkpoint: cp.digest,
             decision: approve(&cp, &c)
         })
     );

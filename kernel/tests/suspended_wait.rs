@@ -1,5 +1,6 @@
 //! Suspended on an external callback, a resource or a person: the decisions that answer each
-//! reason, and how each is refused (RES-6, RES-7, REC-4).
+//! reason, how each is refused (RES-6, RES-7, REC-4), and which of them a moved resource holds
+//! back (RES-3).
 
 mod common;
 use common::*;
@@ -190,10 +191,65 @@ fn suspended_intervention_reporting_a_commit_with_no_effect_unresolved_is_reject
     );
     assert_eq!(
         reject(&run, at(5, resume(cp, decision))),
-        Rejection::NothingInFlight {
-            phase: PhaseKind::Suspended
+        Rejection::NothingUnresolved
+    );
+    // The operator sent it: the caller's fault, not the driver's.
+    assert_eq!(Rejection::NothingUnresolved.fault(), Fault::Caller);
+}
+
+#[test]
+fn suspended_resource_ready_or_callback_records_the_version_the_resource_moved_to() {
+    // RES-3: a resource that moved is what a wait for it is about; the decision reports the
+    // version the driver observed, and the run records it instead of refusing it.
+    for (run, cp, decision) in [
+        {
+            let (run, cp) = awaiting_resource();
+            (run, cp, Decision::ResourceReady { resource: RESOURCE })
+        },
+        {
+            let (run, cp) = awaiting_callback();
+            (run, cp, callback(CALLBACK))
+        },
+    ] {
+        let (next, _) = accept(&run, at(5, resume_at_version(cp, decision, 7)));
+        assert_eq!(next.phase(), &Phase::Running { in_flight: None });
+        assert_eq!(next.resource_version(), 7);
+    }
+}
+
+#[test]
+fn suspended_intervention_continue_after_the_resource_moved_is_refused_but_abandon_is_not() {
+    // RES-3: a person's go-ahead was given on the checkpoint's resource; if it moved since,
+    // the go-ahead is refused (the person has not seen it), while abandoning, a fact that
+    // acts on nothing, is accepted and records the version.
+    let (run, cp) = awaiting_person();
+    let go_on = intervene(OPERATOR, Resolution::Continue);
+    assert_eq!(
+        reject(&run, at(5, resume_at_version(cp, go_on, 2))),
+        Rejection::ResourceChanged {
+            checkpoint: 1,
+            current: 2
         }
     );
+    let give_up = intervene(OPERATOR, Resolution::Abandon);
+    let (next, _) = accept(&run, at(5, resume_at_version(cp, give_up, 2)));
+    assert_eq!(next.resource_version(), 2);
+}
+
+#[test]
+fn suspended_intervention_committed_after_the_resource_moved_records_the_result() {
+    // Bug found by the model first (resource-blocks-answers): the call's own commit moved the
+    // resource, and the person reporting that commit must not be refused for it.
+    let c = publish();
+    let (run, cp) = unresolved_effect(c);
+    let result = Digest::of(b"committed");
+    let decision = intervene(OPERATOR, Resolution::Committed { result });
+    let (next, _) = accept(
+        &run,
+        at(5, resume_at_version(cp, decision, cp.resource_version + 1)),
+    );
+    assert_eq!(next.last_call().map(|o| o.result), Some(result));
+    assert_eq!(next.resource_version(), cp.resource_version + 1);
 }
 
 #[test]

@@ -167,12 +167,12 @@ fn terminal_resume_with_a_broken_or_old_checkpoint_is_rejected_for_the_checkpoin
                 found: garbage.digest
             }
         );
-        let newer = resealed(cp, |cp| cp.schema_version = 3);
+        let newer = resealed(cp, |cp| cp.schema_version = SCHEMA_VERSION + 1);
         assert_eq!(
             reject(&run, at(t, resume(newer, decision))),
             Rejection::SchemaTooNew {
                 supported: SCHEMA_VERSION,
-                got: 3
+                got: SCHEMA_VERSION + 1
             }
         );
         let ahead = resealed(cp, |cp| cp.revision = Revision(run.revision().0 + 1));

@@ -19,6 +19,9 @@ pub enum Program {
     /// Dispatch the ungated call `c0`, then suspend for approval of `c1`, then complete: a side
     /// effect before the pause, which no resume may execute again (spec REC-4).
     SideEffectFirst,
+    /// Dispatch `c0`, suspend for approval of `c1`, dispatch `c2`, then complete. Where `c2` is
+    /// due, the agent may instead propose an earlier call id or key again (see `reuses`).
+    ThreeCalls,
 }
 
 impl Program {
@@ -28,16 +31,17 @@ impl Program {
             Program::Approval => "approval",
             Program::Direct => "direct",
             Program::SideEffectFirst => "side-effect-first",
+            Program::ThreeCalls => "three-calls",
         }
     }
 
     /// Every program, for listings.
-    pub const ALL: [Program; 3] = [Program::Approval, Program::Direct, Program::SideEffectFirst];
-
-    /// Whether call `c` (0 or 1) needs an approval before it may be dispatched.
-    pub fn gated(self, call: u8) -> bool {
-        call == 1 && self != Program::Direct
-    }
+    pub const ALL: [Program; 4] = [
+        Program::Approval,
+        Program::Direct,
+        Program::SideEffectFirst,
+        Program::ThreeCalls,
+    ];
 }
 
 /// The configuration of the world.
@@ -73,8 +77,15 @@ pub struct Config {
     pub losses: u8,
     /// How many extra deliveries of decisions the network may make in all.
     pub duplicates: u8,
-    /// How many cancel requests the run's owner may send in all (spec CAN-1).
+    /// How many cancel requests the run's owner may send in all, in any phase (spec CAN-1,
+    /// CAN-2).
     pub cancels: u8,
+    /// How many times the agent of the three-call program may propose an earlier call id or
+    /// key again where `c2` is due (spec KEY-1, KEY-2, REC-4).
+    pub reuses: u8,
+    /// How many times an outsider may move a run's resource (the run's own commits move it
+    /// too, always: spec RES-3).
+    pub outsider_moves: u8,
     /// The agent program.
     pub program: Program,
     /// Ticks an approval suspension lasts before it expires (at least 1).
@@ -115,6 +126,8 @@ impl Default for Config {
             losses: 1,
             duplicates: 1,
             cancels: 0,
+            reuses: 0,
+            outsider_moves: 0,
             program: Program::Approval,
             suspend_for: 2,
             approval_ttl: 1,
@@ -182,10 +195,12 @@ impl Config {
         range("workers", self.workers, 1, 4)?;
         range("crashes", self.crashes, 0, 8)?;
         range("approvers", self.approvers, 0, 3)?;
-        range("max_attempts", self.max_attempts, 1, 4)?;
+        range("max_attempts", self.max_attempts, 1, crate::world::ATTEMPTS)?;
         range("losses", self.losses, 0, 8)?;
         range("duplicates", self.duplicates, 0, 8)?;
         range("cancels", self.cancels, 0, 4)?;
+        range("reuses", self.reuses, 0, 3)?;
+        range("outsider_moves", self.outsider_moves, 0, 4)?;
         range("suspend_for", self.suspend_for, 1, 20)?;
         range("approval_ttl", self.approval_ttl, 0, 20)?;
         range("reconcile_window", self.reconcile_window, 1, 20)?;
@@ -195,6 +210,64 @@ impl Config {
             return Err(ConfigError::CrossTenantNeedsTwoRuns);
         }
         Ok(())
+    }
+
+    /// The worlds of the default check, by name: the default world, and beside it the small
+    /// worlds that exercise what it cannot reach (a requester approving its own call, a second
+    /// tenant, a cancel that meets an unknown outcome, an agent re-proposing an earlier call),
+    /// each turned down to what its situation needs so the whole takes seconds. Every property
+    /// has a partner reached in one of them; each `always` must hold in all of them.
+    pub fn suite() -> [(&'static str, Config); 5] {
+        let default = Config::default();
+        // No lost response, no duplicated decision, a query that never answers "unknown".
+        let quiet = Config {
+            losses: 0,
+            duplicates: 0,
+            query_unknown: false,
+            ..default
+        };
+        let short = Config {
+            max_time: 3,
+            ..quiet
+        };
+        [
+            ("default", default),
+            (
+                "self-approval",
+                Config {
+                    self_approval: true,
+                    ..short
+                },
+            ),
+            (
+                "two-tenants",
+                Config {
+                    runs: 2,
+                    cross_tenant: true,
+                    workers: 1,
+                    crashes: 0,
+                    max_time: 2,
+                    suspend_for: 1,
+                    ..quiet
+                },
+            ),
+            (
+                "cancel",
+                Config {
+                    cancels: 1,
+                    operator: true,
+                    ..short
+                },
+            ),
+            (
+                "reuse",
+                Config {
+                    program: Program::ThreeCalls,
+                    reuses: 1,
+                    ..quiet
+                },
+            ),
+        ]
     }
 
     /// A small configuration in which the flaw of `variant` is reachable, so that the property
@@ -211,11 +284,11 @@ impl Config {
             ..base
         };
         match variant {
-            // A stale checkpoint that matches the run in every field but its revision: the
-            // owner cancels while an outcome is unknown, and a slow reconciler still holds the
-            // checkpoint from before the cancel.
+            // A stale checkpoint that matches the run in every field but its revision: a
+            // retry under the same key crashes again at the same instant, and a slow
+            // reconciler still holds the checkpoint of the first crash.
             Variant::NoRevisionCheck => Config {
-                cancels: 1,
+                crashes: 2,
                 ..direct(true, false)
             },
             Variant::ApprovalNotBoundToArgs => Config {
@@ -251,6 +324,47 @@ impl Config {
             | Variant::ApprovalsNeverExpire
             | Variant::DenyLeavesRunning
             | Variant::NoExpiry => base,
+            // A crash after the approved call committed (which moved the resource): every
+            // answer to the unknown outcome meets a resource that moved.
+            Variant::ResourceBlocksAnswers => Config {
+                losses: 0,
+                duplicates: 0,
+                ..base
+            },
+            // The resource moves under a pending approval.
+            Variant::ApprovalIgnoresResource => Config {
+                outsider_moves: 1,
+                crashes: 0,
+                losses: 0,
+                duplicates: 0,
+                ..base
+            },
+            // A cancel while the call is in flight, an "unknown" answer, a person.
+            Variant::CancelLostOnEscalation => Config {
+                cancels: 1,
+                operator: true,
+                crashes: 0,
+                ..direct(true, false)
+            },
+            // A cancel while the call is in flight, "not committed" before the request lands.
+            Variant::CancelEndsUnsettled => Config {
+                cancels: 1,
+                crashes: 0,
+                losses: 0,
+                query_unknown: false,
+                ..direct(true, false)
+            },
+            Variant::LastCallOnlyKeyCheck => Config {
+                program: Program::ThreeCalls,
+                reuses: 1,
+                approvers: 1,
+                crashes: 0,
+                losses: 0,
+                duplicates: 0,
+                query_unknown: false,
+                dedupes: false,
+                ..base
+            },
         }
     }
 

@@ -14,7 +14,8 @@ pub mod variant;
 pub mod world;
 
 use resumable_kernel::{
-    CallOutcome, Effects, Identity, Input, Phase, Policy, Rejection, Revision, Run, Time,
+    CallOutcome, Effects, Identity, Input, Phase, Policy, PolicyError, Rejection, Revision, Run,
+    Time,
 };
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -31,6 +32,8 @@ pub struct Snapshot {
     pub phase: Phase,
     /// The last call result recorded.
     pub last_call: Option<CallOutcome>,
+    /// How many calls the run has bound in all (its call log's length).
+    pub calls: u8,
 }
 
 /// A lifecycle implementation: the kernel, the reference machine, or a broken variant.
@@ -44,8 +47,13 @@ pub trait Lifecycle: Clone + Debug + Send + Sync + 'static {
     /// A short name for reports.
     fn name(&self) -> &'static str;
 
-    /// A new run, running at revision 0.
-    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Self::Run;
+    /// A new run, running at revision 0, or why the policy cannot govern one.
+    fn create(
+        &self,
+        identity: Identity,
+        policy: Policy,
+        at: Time,
+    ) -> Result<Self::Run, PolicyError>;
 
     /// One step: the next run and its effects, or the rejection. Never panics.
     fn step(&self, run: &Self::Run, input: &Input) -> Result<(Self::Run, Effects), Rejection>;
@@ -65,7 +73,7 @@ impl Lifecycle for Kernel {
         "kernel"
     }
 
-    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Run {
+    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Result<Run, PolicyError> {
         Run::new(identity, policy, at)
     }
 
@@ -79,6 +87,7 @@ impl Lifecycle for Kernel {
             updated_at: run.updated_at(),
             phase: *run.phase(),
             last_call: run.last_call().copied(),
+            calls: u8::try_from(run.calls().len()).unwrap_or(u8::MAX),
         }
     }
 }

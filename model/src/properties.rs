@@ -8,22 +8,26 @@
 //! | property | checked | breaks it (variant) | partner |
 //! |---|---|---|---|
 //! | RES-2 | when a resume lands: no other resume won from its checkpoint | no-revision-check | two workers race, one wins |
-//! | RES-3 | when a resume lands: its checkpoint is at the run's revision | no-revision-check | a stale approval arrives |
+//! | RES-3 | when a resume lands: its checkpoint is at the run's revision, and one that acts on the present finds the resource its checkpoint showed | no-revision-check, approval-ignores-resource | a stale approval arrives |
 //! | RES-5 | when a resume lands: the suspension had not expired | approvals-never-expire | a decision arrives after the suspension expired |
 //! | APR-1 | when a gated dispatch lands: a binding approval released it | approval-not-bound-to-args | the tool commits an approved call |
 //! | APR-2 | when a decision lands: it had not expired | approvals-never-expire | a decision arrives after it expired |
 //! | APR-3 | when a decision lands: from the recorded approver, not the requester | self-approval-allowed | the requester's own approval arrives |
-//! | APR-4 | when a dispatch lands: its call was never denied | deny-leaves-running | a denial fails the run |
-//! | EFF-1 | when the tool commits: no other key of the call committed | retry-without-contract, retry-fresh-key-on-dedupe, rerun-step-on-resume | a delayed request reaches the tool after "not committed" |
+//! | APR-4 | when a denial lands: the run failed; when a dispatch lands: its call was never denied | deny-leaves-running | a denial fails the run |
+//! | EFF-1 | when the tool commits: no other attempt of the key committed | retry-without-contract, retry-fresh-key-on-dedupe, rerun-step-on-resume | a delayed request reaches the tool after "not committed" |
+//! | EFF-2 | when the tool commits: the run has not ended as if nothing more would commit | cancel-ends-unsettled | a request is still on its way when its run ends |
 //! | REC-2 | when a dispatch lands: its call's outcome was not unknown | retry-unknown-without-reconcile | a crash leaves an unknown outcome |
 //! | REC-3 | when a retry lands: every earlier key is fenced or deduped, its own is not fenced | retry-same-key-on-fence (and the two above) | a retry after "not committed" succeeds |
-//! | REC-4 | when a dispatch lands: its call's result was not known | rerun-step-on-resume | reconcile reuses a committed result |
+//! | REC-4 | when a dispatch lands: its key's result was not known | rerun-step-on-resume, last-call-only-key-check | reconcile reuses a committed result |
+//! | KEY-1 | when a dispatch lands: its key carries the arguments of its first dispatch | last-call-only-key-check | the agent proposes an earlier call id or key again |
+//! | CAN-2 | when a write lands after an accepted cancel: the run waits with the cancel visible, or has failed | cancel-lost-on-escalation | a cancel waits while a person settles an unknown outcome |
 //! | INV-1 | when a write lands: the run was not terminal | (none of the fourteen) | a message reaches a finished run |
 //! | AUD-1 | when a write lands, and in every state: one record per revision | (none of the fourteen) | a run completes, every step audited |
 //! | ID-1 | when a resume is stepped: a foreign checkpoint is refused for its identity | identity-after-revision, no-identity-check | another tenant's checkpoint reaches a run |
 //! | SUS-1 | in every state: a suspension's expiry, start and party are sound | (none of the fourteen) | a run waits |
 //! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | a run waiting for approval is offered a second suspend |
 //! | LIVE-1 | in every state: no suspension outlasts its bound | no-expiry | a suspension expires |
+//! | LIVE-2 | in every state: every suspension not past its expiry accepts some honest answer | resource-blocks-answers | a decision arrives after the resource moved |
 //!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
 //! current suspension has lasted and the property requires it to stay within the longest
@@ -41,7 +45,8 @@ pub mod names {
     /// RES-2, always.
     pub const RES_2: &str = "RES-2 at most one resume wins per suspension";
     /// RES-3, always.
-    pub const RES_3: &str = "RES-3 a stale revision is never resumed";
+    pub const RES_3: &str =
+        "RES-3 a stale revision is never resumed, nor a moved resource acted on";
     /// RES-5, always.
     pub const RES_5: &str = "RES-5 no resume is accepted after the suspension expired";
     /// APR-1, always.
@@ -53,9 +58,18 @@ pub mod names {
     pub const APR_3: &str =
         "APR-3 only the recorded approver decides, never the requester of the call";
     /// APR-4, always.
-    pub const APR_4: &str = "APR-4 a denied call never runs";
+    pub const APR_4: &str = "APR-4 a denial fails the run, and the denied call never runs";
     /// EFF-1, always.
-    pub const EFF_1: &str = "EFF-1 the tool commits each call at most once";
+    pub const EFF_1: &str = "EFF-1 the tool commits each key at most once";
+    /// EFF-2, always.
+    pub const EFF_2: &str = "EFF-2 nothing commits for a run that ended as if nothing would";
+    /// KEY-1, always.
+    pub const KEY_1: &str = "KEY-1 a key is never dispatched with other arguments";
+    /// CAN-2, always.
+    pub const CAN_2: &str = "CAN-2 an accepted cancel is never lost";
+    /// LIVE-2, always.
+    pub const LIVE_2: &str =
+        "LIVE-2 no run is stuck: every open suspension accepts some honest answer";
     /// REC-2, always.
     pub const REC_2: &str =
         "REC-2 an unknown outcome is never dispatched again before a not-committed answer";
@@ -63,7 +77,8 @@ pub mod names {
     pub const REC_3: &str =
         "REC-3 a call goes again only under a key its tool's contract makes safe and live";
     /// REC-4, always.
-    pub const REC_4: &str = "REC-4 a committed result is reused, never executed again";
+    pub const REC_4: &str =
+        "REC-4 a committed result is reused, never executed again, under any call id";
     /// INV-1, always.
     pub const INV_1: &str = "INV-1 terminal phases are absorbing";
     /// AUD-1, always.
@@ -116,15 +131,23 @@ pub mod names {
         "SUS-2 a run waiting for approval is offered a second suspend";
     /// LIVE-1's partner.
     pub const EXPIRES: &str = "LIVE-1 a suspension expires";
+    /// LIVE-2's partner (with a resource that moves before a resume).
+    pub const RESOURCE_MOVED: &str = "LIVE-2 a decision arrives after the resource moved";
+    /// KEY-1's partner (the three-call program with re-proposals).
+    pub const REUSE_PROPOSED: &str = "KEY-1 the agent proposes an earlier call id or key again";
+    /// CAN-2's partner (with cancels).
+    pub const CANCEL_WAITS: &str = "CAN-2 a cancel waits while a person settles an unknown outcome";
+    /// EFF-2's partner (with crashes or cancels).
+    pub const LATE_AFTER_END: &str = "EFF-2 a request is still on its way when its run ends";
 
     /// Not in the default list: a `sometimes` that no correct lifecycle reaches. Where the
     /// tool neither dedupes nor fences and a broken lifecycle retries after "not committed",
     /// the delayed original commits too. [`super::hazards`] holds it, for demonstrations.
     pub const DOUBLE_COMMIT: &str =
-        "EFF-1 hazard: a call commits twice (only a retrying broken lifecycle reaches it)";
+        "EFF-1 hazard: a key commits twice (only a retrying broken lifecycle reaches it)";
 }
 
-fn clean<R>(s: &WorldState<R>, bit: u16) -> bool {
+fn clean<R>(s: &WorldState<R>, bit: u32) -> bool {
     s.violated & bit == 0
 }
 
@@ -167,6 +190,9 @@ pub fn properties<L: Lifecycle>(_world: &World<L>) -> Vec<Property<World<L>>> {
         P::<L>::always(APR_3, |_, s| clean(s, violation::APR_3)),
         P::<L>::always(APR_4, |_, s| clean(s, violation::APR_4)),
         P::<L>::always(EFF_1, |_, s| clean(s, violation::EFF_1)),
+        P::<L>::always(EFF_2, |_, s| clean(s, violation::EFF_2)),
+        P::<L>::always(KEY_1, |_, s| clean(s, violation::KEY_1)),
+        P::<L>::always(CAN_2, |_, s| clean(s, violation::CAN_2)),
         P::<L>::always(REC_2, |_, s| clean(s, violation::REC_2)),
         P::<L>::always(REC_3, |_, s| clean(s, violation::REC_3)),
         P::<L>::always(REC_4, |_, s| clean(s, violation::REC_4)),
@@ -176,14 +202,18 @@ pub fn properties<L: Lifecycle>(_world: &World<L>) -> Vec<Property<World<L>>> {
         P::<L>::always(SUS_1, |_, s| !any_run(s, |v| !v.well_formed)),
         P::<L>::always(SUS_2, |_, s| clean(s, violation::SUS_2)),
         P::<L>::always(LIVE_1, within_bound),
+        P::<L>::always(LIVE_2, |w, s| w.stuck_run(s).is_none()),
     ];
     v.push(P::<L>::sometimes(RACE_WON, |_, s| {
         s.workers.iter().any(|w| match w {
             crate::world::Worker::Staged(st) => {
                 st.resumed_from.is_some()
-                    && s.runs
-                        .get(usize::from(st.run))
-                        .is_some_and(|slot| slot.won & (1u32 << st.from.min(31)) != 0)
+                    && s.runs.get(usize::from(st.run)).is_some_and(|slot| {
+                        let bit = u32::try_from(st.from)
+                            .ok()
+                            .and_then(|f| 1u32.checked_shl(f));
+                        bit.is_some_and(|b| slot.won & b != 0)
+                    })
             }
             _ => false,
         })
@@ -192,7 +222,9 @@ pub fn properties<L: Lifecycle>(_world: &World<L>) -> Vec<Property<World<L>>> {
         s.seen & witness::STALE_ARRIVED != 0
     }));
     v.push(P::<L>::sometimes(APPROVED_RUNS, |_, s| {
-        s.runs.iter().any(|slot| slot.tool.committed_call(1))
+        s.runs
+            .iter()
+            .any(|slot| slot.tool.committed_key(crate::world::GATED))
     }));
     v.push(P::<L>::sometimes(DENIED, |_, s| {
         any_run(s, |v| v.ending == Some(Ending::Denied))
@@ -252,6 +284,24 @@ pub fn properties<L: Lifecycle>(_world: &World<L>) -> Vec<Property<World<L>>> {
     }));
     v.push(P::<L>::sometimes(EXPIRES, |_, s| {
         any_run(s, |v| v.ending == Some(Ending::Expired))
+    }));
+    v.push(P::<L>::sometimes(RESOURCE_MOVED, |_, s| {
+        s.seen & witness::RESOURCE_MOVED != 0
+    }));
+    v.push(P::<L>::sometimes(REUSE_PROPOSED, |_, s| {
+        s.seen & witness::REUSE_PROPOSED != 0
+    }));
+    v.push(P::<L>::sometimes(CANCEL_WAITS, |_, s| {
+        any_run(s, |v| {
+            v.cancel_pending && v.reason == Some(ReasonKind::ManualIntervention)
+        })
+    }));
+    v.push(P::<L>::sometimes(LATE_AFTER_END, |_, s| {
+        s.requests.iter().any(|m| {
+            s.runs
+                .get(usize::from(m.run))
+                .is_some_and(|slot| slot.run.view.ending.is_some())
+        })
     }));
     v
 }

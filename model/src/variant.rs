@@ -67,11 +67,36 @@ pub enum Variant {
     /// EXP-1 and LIVE-1 off: expire is always refused, so a suspension waits forever. A
     /// runtime gets here by having no timer for suspended runs.
     NoExpiry,
+    /// RES-3 applied to every decision, LIVE-2 broken: the resource version is compared for
+    /// every resume, before anything else, and never recorded from the facts. A call that
+    /// moves its own resource (a publish) then locks its unknown outcome: every reconcile
+    /// answer and every intervention is refused with honest facts. A runtime gets here by
+    /// treating "the resource changed" as a reason to refuse any input.
+    ResourceBlocksAnswers,
+    /// RES-3 broken for approvals: an approval is accepted although the resource moved since
+    /// the checkpoint the approver saw. A runtime gets here by re-checking permission and
+    /// budget after an approval but not the resource.
+    ApprovalIgnoresResource,
+    /// CAN-2 broken: a cancel waiting on an unknown outcome is dropped when the outcome goes
+    /// to a person (an "unknown" answer, or the reconciliation expiring), and a person's
+    /// intervention refuses a cancel; the person's "committed" or "continue" then returns the
+    /// run to running as if nobody had cancelled. A runtime gets here by rebuilding the
+    /// suspension from its reason alone.
+    CancelLostOnEscalation,
+    /// EFF-2 broken: with a cancel waiting, "not committed" from a query that does not fence
+    /// ends the run cancelled at once, though the late original may still commit, unrecorded.
+    /// A runtime gets here by reading "not committed" as "never will".
+    CancelEndsUnsettled,
+    /// KEY-1, KEY-2, REC-4 broken: a call id or key is compared with the last recorded call
+    /// only, so an earlier call id comes back, an earlier key is bound to other arguments, or
+    /// a committed key is dispatched again. A runtime gets here by keeping "the last result"
+    /// and no history of keys.
+    LastCallOnlyKeyCheck,
 }
 
 impl Variant {
     /// Every variant, in a stable order.
-    pub const ALL: [Variant; 14] = [
+    pub const ALL: [Variant; 19] = [
         Variant::NoRevisionCheck,
         Variant::DoubleSuspend,
         Variant::ApprovalNotBoundToArgs,
@@ -86,6 +111,11 @@ impl Variant {
         Variant::RerunStepOnResume,
         Variant::DenyLeavesRunning,
         Variant::NoExpiry,
+        Variant::ResourceBlocksAnswers,
+        Variant::ApprovalIgnoresResource,
+        Variant::CancelLostOnEscalation,
+        Variant::CancelEndsUnsettled,
+        Variant::LastCallOnlyKeyCheck,
     ];
 
     /// The variant's kebab-case name, as `check --variant` takes it.
@@ -105,6 +135,11 @@ impl Variant {
             Variant::RerunStepOnResume => "rerun-step-on-resume",
             Variant::DenyLeavesRunning => "deny-leaves-running",
             Variant::NoExpiry => "no-expiry",
+            Variant::ResourceBlocksAnswers => "resource-blocks-answers",
+            Variant::ApprovalIgnoresResource => "approval-ignores-resource",
+            Variant::CancelLostOnEscalation => "cancel-lost-on-escalation",
+            Variant::CancelEndsUnsettled => "cancel-ends-unsettled",
+            Variant::LastCallOnlyKeyCheck => "last-call-only-key-check",
         }
     }
 
@@ -148,6 +183,21 @@ impl Variant {
             }
             Variant::DenyLeavesRunning => "a denial leaves the run running instead of failing it",
             Variant::NoExpiry => "expire is always refused: suspensions wait forever",
+            Variant::ResourceBlocksAnswers => {
+                "every resume compares the resource version first: a moved resource locks an unknown outcome"
+            }
+            Variant::ApprovalIgnoresResource => {
+                "an approval is accepted although the resource moved since its checkpoint"
+            }
+            Variant::CancelLostOnEscalation => {
+                "a cancel waiting on an unknown outcome is dropped when a person takes it over"
+            }
+            Variant::CancelEndsUnsettled => {
+                "with a cancel waiting, an unfenced \"not committed\" ends the run before the late original commits"
+            }
+            Variant::LastCallOnlyKeyCheck => {
+                "call ids and keys are compared with the last recorded call only"
+            }
         }
     }
 
@@ -168,6 +218,11 @@ impl Variant {
             Variant::RerunStepOnResume => &["REC-4", "EFF-1"],
             Variant::DenyLeavesRunning => &["APR-4"],
             Variant::NoExpiry => &["EXP-1", "LIVE-1"],
+            Variant::ResourceBlocksAnswers => &["LIVE-2", "RES-3"],
+            Variant::ApprovalIgnoresResource => &["RES-3"],
+            Variant::CancelLostOnEscalation => &["CAN-2"],
+            Variant::CancelEndsUnsettled => &["EFF-2"],
+            Variant::LastCallOnlyKeyCheck => &["KEY-1", "KEY-2", "REC-4"],
         }
     }
 }

@@ -108,4 +108,9 @@ snapshots! {
     rerun_step_on_resume_executes_a_committed_call_again: RerunStepOnResume;
     deny_leaves_running_lets_a_denied_call_run: DenyLeavesRunning;
     no_expiry_lets_a_suspension_wait_forever: NoExpiry;
+    resource_blocks_answers_locks_an_unknown_outcome: ResourceBlocksAnswers;
+    approval_ignores_resource_acts_on_a_moved_resource: ApprovalIgnoresResource;
+    cancel_lost_on_escalation_lets_a_cancelled_run_run_on: CancelLostOnEscalation;
+    cancel_ends_unsettled_leaves_a_late_commit_unrecorded: CancelEndsUnsettled;
+    last_call_only_key_check_commits_an_earlier_key_again: LastCallOnlyKeyCheck;
 }

@@ -194,8 +194,8 @@ fn witness_two_workers_race_to_resume_one_suspension_and_one_wins() {
             "Worker(0) crashes: volatile state lost",
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
             "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
-            "Worker(0) steps run 0 with reconcile c1 key k1#0: not committed: accepted: running, c1 attempt 0 in flight at r4",
-            "Worker(1) steps run 0 with reconcile c1 key k1#0: not committed: accepted: running, c1 attempt 0 in flight at r4",
+            "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
+            "Worker(1) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
             "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
         ],
     );
@@ -300,7 +300,7 @@ fn witness_a_delayed_request_reaches_the_tool_after_a_not_committed_answer() {
             "Worker(0) crashes: volatile state lost",
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
             "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
-            "Worker(0) steps run 0 with reconcile c1 key k1#0: not committed: accepted: running, c1 attempt 0 in flight at r4",
+            "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
             "Tool commits c1 key k1#0 for run 0: committed, response sent",
         ],
     );
@@ -340,7 +340,7 @@ fn witness_reconcile_reuses_a_committed_result() {
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
             "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
             "Tool commits c1 key k1#0 for run 0: committed, response sent",
-            "Worker(0) steps run 0 with reconcile c1 key k1#0: committed: accepted: running at r4",
+            "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: committed: accepted: running at r4",
             "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
         ],
     );
@@ -361,7 +361,7 @@ fn witness_a_retry_after_a_not_committed_answer_succeeds() {
             "Worker(0) crashes: volatile state lost",
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
             "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
-            "Worker(0) steps run 0 with reconcile c1 key k1#0: not committed: accepted: running, c1 attempt 0 in flight at r4",
+            "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
             "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
             "Tool commits c1 key k1#0 for run 0: committed, response sent",
             "Worker(1) steps run 0 with result of c1 key k1#0: accepted: running at r5",
@@ -474,7 +474,7 @@ fn witness_a_checkpoint_of_another_tenant_reaches_a_run() {
             "Worker(0) steps run 1 with suspend for approval of c1: accepted: suspended (pending approval, expires t1) at r1",
             "Worker(0) commits run 1 r0->r1: written with its audit record and checkpoint",
             "Approver alice approves c1 at r1 of run 1, sent to run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice (run 1's checkpoint): refused: checkpoint is not for this run: Tenant differs",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice (run 1's checkpoint): refused: checkpoint is not for this run: tenant differs",
         ],
     );
 }

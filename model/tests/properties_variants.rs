@@ -6,8 +6,8 @@
 mod world_support;
 
 use resumable_kernel::{
-    AuditRecord, Effect, Effects, Event, EventKind, Identity, Input, Policy, Reason, Rejection,
-    Revision, Time,
+    AuditRecord, Effect, Effects, Event, EventKind, Identity, Input, Policy, PolicyError, Reason,
+    Rejection, Revision, Time,
 };
 use resumable_model::config::Config;
 use resumable_model::properties::names;
@@ -80,6 +80,11 @@ caught_by! {
     rerun_step_on_resume_is_caught_by_rec_4: RerunStepOnResume;
     deny_leaves_running_is_caught_by_apr_4: DenyLeavesRunning;
     no_expiry_is_caught_by_live_1: NoExpiry;
+    resource_blocks_answers_is_caught_by_live_2: ResourceBlocksAnswers;
+    approval_ignores_resource_is_caught_by_res_3: ApprovalIgnoresResource;
+    cancel_lost_on_escalation_is_caught_by_can_2: CancelLostOnEscalation;
+    cancel_ends_unsettled_is_caught_by_eff_2: CancelEndsUnsettled;
+    last_call_only_key_check_is_caught_by_key_1_or_rec_4: LastCallOnlyKeyCheck;
 }
 
 /// Fails to compile when a variant is added without a test above.
@@ -99,11 +104,16 @@ fn every_variant_has_a_test_above(v: Variant) {
         | Variant::SelfApprovalAllowed
         | Variant::RerunStepOnResume
         | Variant::DenyLeavesRunning
-        | Variant::NoExpiry => {}
+        | Variant::NoExpiry
+        | Variant::ResourceBlocksAnswers
+        | Variant::ApprovalIgnoresResource
+        | Variant::CancelLostOnEscalation
+        | Variant::CancelEndsUnsettled
+        | Variant::LastCallOnlyKeyCheck => {}
     }
 }
 
-// INV-1, AUD-1 and SUS-1 are broken by none of the fourteen variants: the reference machine
+// INV-1, AUD-1 and SUS-1 are broken by none of the variants: the reference machine
 // gets them right by construction. To show that these properties bite too, three mutants are
 // made here by wrapping the reference and spoiling its output in one place each.
 
@@ -128,8 +138,8 @@ impl Lifecycle for Mutant {
         "mutant"
     }
 
-    fn create(&self, identity: Identity, policy: Policy, at: Time) -> RefRun {
-        RefRun::new(identity, policy, at)
+    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Result<RefRun, PolicyError> {
+        Reference::default().create(identity, policy, at)
     }
 
     fn step(&self, run: &RefRun, input: &Input) -> Result<(RefRun, Effects), Rejection> {

@@ -36,6 +36,7 @@ fn new_run(run: &str) -> RefRun {
         },
         Time(0),
     )
+    .expect("the window is not 0")
 }
 
 fn contract(dedupes: bool, query_fences: bool) -> ToolContract {
@@ -605,6 +606,7 @@ fn suspended_resume_from_an_explicitly_migrated_v1_checkpoint_is_accepted() {
     .seal();
     let migrated = v1
         .migrate(cp.identity.definition, cp.resource_version)
+        .and_then(|v2| v2.migrate(None))
         .unwrap();
     assert_eq!(migrated, cp);
     accept(
@@ -649,6 +651,7 @@ fn resume_race_duplicate_is_applied_and_a_different_decision_conflicts() {
         Some(ResumeReceipt {
             from: won.0,
             to: won.1,
+            checkpoint: cp.digest,
             decision: approve
         })
     );
@@ -843,11 +846,12 @@ fn outcome_unknown_committed_answer_needs_no_recheck_but_a_retry_does() {
         result: Digest::of(b"done"),
     });
     accept(&run, at(3, resume_with(cp, committed, revoked(&cp))));
+    // A retry the present no longer allows is not refused: the answer is a fact, and a
+    // person decides instead (RES-3, RES-7).
     let retry = Decision::Reconcile(QueryAnswer::NotCommitted);
-    assert_eq!(
-        reject(&run, at(3, resume_with(cp, retry, revoked(&cp)))),
-        Rejection::PermissionRevoked
-    );
+    let (next, fx) = accept(&run, at(3, resume_with(cp, retry, revoked(&cp))));
+    assert_eq!(reason_of(&next), Some(ReasonKind::ManualIntervention));
+    assert!(dispatches(&fx).is_empty());
     // Without a contract that allows a retry the run goes to a person: no new work.
     let neither = Call {
         contract: contract(false, false),
@@ -876,9 +880,7 @@ fn manual_intervention_committed_without_an_unresolved_effect_is_rejected() {
     };
     assert_eq!(
         reject(&run, at(2, resume(cp, committed))),
-        Rejection::NothingInFlight {
-            phase: PhaseKind::Suspended
-        }
+        Rejection::NothingUnresolved
     );
     let revoked = Facts {
         permitted: false,
@@ -1325,7 +1327,11 @@ fn outcome_unknown_expire_escalates_to_a_person_before_failing() {
 
 #[test]
 fn dispatching_cancel_waits_for_reconciliation_then_takes_effect() {
-    let c = call("c", "t", "k");
+    // A fencing query settles the attempt, so its "not committed" lets the cancel take effect.
+    let c = Call {
+        contract: contract(false, true),
+        ..call("c", "t", "k")
+    };
     let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
     let (run, fx) = accept(&run, at(2, Event::Cancel { by: OPERATOR }));
     assert_eq!(kinds(&fx), ["audit", "checkpoint", "query"]);
@@ -1367,15 +1373,18 @@ fn outcome_unknown_cancel_is_recorded_within_the_suspension() {
 }
 
 #[test]
-fn manual_intervention_with_an_unresolved_effect_cannot_be_cancelled() {
+fn manual_intervention_with_an_unresolved_effect_records_a_cancel_once() {
+    // CAN-2: the cancel waits in the person's suspension; a second one is pending.
     let (run, cp) = outcome_unknown(call("c", "t", "k"));
     let (run, _) = accept(
         &run,
         at(3, resume(cp, Decision::Reconcile(QueryAnswer::Unknown))),
     );
+    let (next, fx) = accept(&run, at(4, Event::Cancel { by: OPERATOR }));
+    assert_eq!(checkpoint_of(&fx).cancel_requested_by, Some(OPERATOR));
     assert_eq!(
-        reject(&run, at(4, Event::Cancel { by: OPERATOR })),
-        Rejection::ReconcileFirst
+        reject(&next, at(5, Event::Cancel { by: OPERATOR })),
+        Rejection::CancelPending
     );
 }
 

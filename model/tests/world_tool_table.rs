@@ -50,7 +50,7 @@ fn row_1_a_tool_that_neither_dedupes_nor_fences_commits_twice_when_the_run_retri
             "Worker(0) crashes: volatile state lost",
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r2",
             "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
-            "Worker(0) steps run 0 with reconcile c1 key k1#0: not committed: accepted: running, c1 attempt 0 in flight at r3",
+            "Worker(0) steps run 0 with reconcile c1 key k1#0 from r2: not committed: accepted: running, c1 attempt 0 in flight at r3",
             "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
             "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
             "Tool commits c1 key k1#0 for run 0: committed, response sent",

@@ -11,62 +11,27 @@ use resumable_model::variant::Variant;
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
-/// The configurations of the grid: the default world, the larger worlds that exercise what
-/// the default does not (two runs of different tenants, the requester approving itself, a
-/// fencing and deduping tool with an operator, a cancel), and the world that exposes each
+/// The configurations of the grid: the worlds of the default check (`Config::suite`), a
+/// fencing and deduping tool with an operator, and the world that exposes each
 /// broken variant, so that each variant is caught for its flaw and not for something its
 /// world does to every lifecycle. Worlds that are the same are listed once.
 pub fn configurations() -> Vec<(String, Config)> {
-    let default = Config::default();
-    let tiny = Config {
-        losses: 0,
-        duplicates: 0,
-        query_unknown: false,
-        max_time: 3,
-        ..default
-    };
-    let mut grid = vec![
-        ("default".to_owned(), default),
-        (
-            "two-runs".to_owned(),
-            Config {
-                runs: 2,
-                cross_tenant: true,
-                workers: 1,
-                crashes: 0,
-                losses: 0,
-                duplicates: 0,
-                query_unknown: false,
-                max_time: 2,
-                suspend_for: 1,
-                ..default
-            },
-        ),
-        (
-            "self-approval".to_owned(),
-            Config {
-                self_approval: true,
-                ..tiny
-            },
-        ),
-        (
-            "fencing-deduping-operator".to_owned(),
-            Config {
-                query_fences: true,
-                max_attempts: 3,
-                operator: true,
-                ..tiny
-            },
-        ),
-        (
-            "cancel-operator".to_owned(),
-            Config {
-                cancels: 1,
-                operator: true,
-                ..tiny
-            },
-        ),
-    ];
+    let mut grid: Vec<(String, Config)> = (Config::suite().into_iter())
+        .map(|(name, config)| (name.to_owned(), config))
+        .collect();
+    grid.push((
+        "fencing-deduping-operator".to_owned(),
+        Config {
+            losses: 0,
+            duplicates: 0,
+            query_unknown: false,
+            max_time: 3,
+            query_fences: true,
+            max_attempts: 3,
+            operator: true,
+            ..Config::default()
+        },
+    ));
     for variant in Variant::ALL {
         let config = Config::exposing(variant);
         if grid.iter().all(|(_, c)| *c != config) {
@@ -92,6 +57,8 @@ pub fn flags(config: &Config) -> Vec<String> {
     count("losses", config.losses, d.losses);
     count("duplicates", config.duplicates, d.duplicates);
     count("cancels", config.cancels, d.cancels);
+    count("reuses", config.reuses, d.reuses);
+    count("outsider-moves", config.outsider_moves, d.outsider_moves);
     count("max-attempts", config.max_attempts, d.max_attempts);
     count("suspend-for", config.suspend_for, d.suspend_for);
     count("approval-ttl", config.approval_ttl, d.approval_ttl);
@@ -231,7 +198,9 @@ mod tests {
             losses: 2,
             duplicates: 2,
             cancels: 1,
-            program: resumable_model::config::Program::SideEffectFirst,
+            reuses: 1,
+            outsider_moves: 1,
+            program: resumable_model::config::Program::ThreeCalls,
             suspend_for: d.suspend_for + 1,
             approval_ttl: d.approval_ttl + 1,
             reconcile_window: d.reconcile_window + 1,
@@ -246,7 +215,7 @@ mod tests {
     #[test]
     fn the_grid_holds_the_default_the_larger_worlds_and_each_exposing_one() {
         let names: Vec<String> = configurations().into_iter().map(|(n, _)| n).collect();
-        for name in ["default", "two-runs", "self-approval", "cancel-operator"] {
+        for name in ["default", "two-tenants", "self-approval", "cancel", "reuse"] {
             assert!(names.iter().any(|n| n == name), "{name}: {names:?}");
         }
         for variant in Variant::ALL {

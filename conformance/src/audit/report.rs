@@ -13,10 +13,26 @@ fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
+/// What the validation proved about who wrote the log and where it ends, in one line.
+fn sealing(s: &Summary) -> String {
+    let mut line = format!("format {}, chain {}", s.version, s.chain);
+    match (s.key_id, s.authenticated) {
+        (Some(id), true) => line.push_str(&format!(": every line's MAC verified under key {id}")),
+        (Some(id), false) => line.push_str(&format!(" (key {id}): MACs not verified")),
+        (None, _) => line.push_str(": unkeyed"),
+    }
+    if s.anchored {
+        line.push_str(&format!("; ends at the anchor ({} records)", s.records));
+    }
+    line
+}
+
 /// The text report for a validation of `file`:
 ///
 /// - conforming: `FILE: conforming: N records (A accepted, R refused); run T/S/R at revision
-///   V, PHASE; D dispatches, C commits`, and a note when the commit window was exceeded;
+///   V, PHASE; D dispatches, C commits`; then how the log is sealed and what was verified;
+///   an `unproven:` line for each thing the validation could not prove (no key, no anchor, no
+///   tool policy); and a note when the commit window was exceeded;
 /// - otherwise: `FILE:LINE[:COLUMN]: malformed|divergence: message`, then the kernel's and
 ///   the log's verdicts when the finding compares them.
 pub fn report_text(file: &str, result: &Result<Summary, Finding>) -> String {
@@ -39,6 +55,10 @@ pub fn report_text(file: &str, result: &Result<Summary, Finding>) -> String {
                 plural(s.dispatches, "dispatch", "dispatches"),
                 plural(s.commits, "commit", "commits"),
             );
+            let _ = writeln!(out, "{}", sealing(s));
+            for u in &s.unproven {
+                let _ = writeln!(out, "unproven: {}", u.message());
+            }
             if s.commit_window_exceeded {
                 let _ = writeln!(
                     out,

@@ -2,13 +2,19 @@
 //! `spec/audit-examples/` (good ones, and tampered ones with the finding each must produce),
 //! and a generator of long logs with a realistic mix of inputs, for benchmarks and tests.
 
-use super::{Record, RunHeader, Verdict, Writer};
+use super::{Header, Key, RunHeader, ToolPolicy, Writer};
 use resumable_kernel::{
     Approval, Call, Checkpoint, Decision, Digest, Event, Facts, Identity, Input, Name, PendingCall,
     Policy, QueryAnswer, Rejection, Resolution, Resume, Revision, Time, ToolContract, Transition,
     Wait,
 };
 use std::io::{self, Write};
+
+/// The key that seals the examples: 32 bytes anyone can read in this file and in
+/// `spec/audit-examples/example.key`. A real runtime keeps its key secret.
+pub fn key() -> Key {
+    Key::from_bytes(*b"example key, public, never real!")
+}
 
 /// The party who approves in the samples.
 pub const APPROVER: Name = Name::lit("alice");
@@ -17,20 +23,23 @@ pub const REQUESTER: Name = Name::lit("agent");
 /// The run's operator in the samples.
 pub const OPERATOR: Name = Name::lit("ops");
 
-/// The header of a sample run named `run`, created at time 0.
-pub fn header(run: Name) -> RunHeader {
-    RunHeader {
-        identity: Identity {
-            tenant: Name::lit("acme"),
-            session: Name::lit("session-1"),
-            run,
-            definition: Name::lit("publisher@1"),
+/// The header of a sample run named `run`, created at time 0, with the samples' tools.
+pub fn header(run: Name) -> Header {
+    Header {
+        run: RunHeader {
+            identity: Identity {
+                tenant: Name::lit("acme"),
+                session: Name::lit("session-1"),
+                run,
+                definition: Name::lit("publisher@1"),
+            },
+            policy: Policy {
+                operator: OPERATOR,
+                reconcile_window: 100,
+            },
+            created_at: Time(0),
         },
-        policy: Policy {
-            operator: OPERATOR,
-            reconcile_window: 100,
-        },
-        created_at: Time(0),
+        tools: Some(TOOLS.to_vec()),
     }
 }
 
@@ -46,11 +55,12 @@ pub struct Driver<W: Write> {
 }
 
 impl<W: Write> Driver<W> {
-    /// A driver writing at most `budget` records of the run `header` describes.
-    pub fn new(out: W, header: &RunHeader, budget: u64) -> io::Result<Driver<W>> {
+    /// A driver writing at most `budget` records of the run `header` describes, sealed with
+    /// `key` if given.
+    pub fn new(out: W, header: &Header, key: Option<&Key>, budget: u64) -> io::Result<Driver<W>> {
         Ok(Driver {
-            log: Writer::new(out, header)?,
-            clock: header.created_at.0,
+            log: Writer::new(out, header, key)?,
+            clock: header.run.created_at.0,
             calls: 0,
             budget,
             error: None,
@@ -109,6 +119,11 @@ impl<W: Write> Driver<W> {
         self.log.records() >= self.budget
     }
 
+    /// The log's anchor now.
+    pub fn anchor(&self) -> super::Anchor {
+        self.log.anchor()
+    }
+
     /// Flushes the log and returns the output, or the first write error.
     pub fn finish(self) -> io::Result<W> {
         match self.error {
@@ -117,16 +132,16 @@ impl<W: Write> Driver<W> {
         }
     }
 
-    /// A fresh call with the given tool contract.
-    pub fn call(&mut self, contract: ToolContract) -> Call {
+    /// A fresh call to `tool`, under the tool's contract.
+    pub fn call(&mut self, tool: &ToolPolicy) -> Call {
         self.calls += 1;
         let n = self.calls;
         Call {
             call_id: name(&format!("call-{n}")),
-            tool: Name::lit("publish"),
+            tool: tool.tool,
             args: Digest::of(format!("{{\"post\":{n}}}").as_bytes()),
             key: name(&format!("idem-{n}")),
-            contract,
+            contract: tool.contract,
         }
     }
 
@@ -193,6 +208,33 @@ const NEITHER: ToolContract = ToolContract {
     max_attempts: 3,
 };
 
+/// A gated tool that dedupes: its calls are dispatched only on an approval.
+pub const PUBLISH: ToolPolicy = ToolPolicy {
+    tool: Name::lit("publish"),
+    gated: true,
+    contract: DEDUPES,
+};
+/// An ungated tool that dedupes by key.
+pub const STORE: ToolPolicy = ToolPolicy {
+    tool: Name::lit("store"),
+    gated: false,
+    contract: DEDUPES,
+};
+/// An ungated tool whose status query fences the key.
+pub const CHARGE: ToolPolicy = ToolPolicy {
+    tool: Name::lit("charge"),
+    gated: false,
+    contract: FENCES,
+};
+/// An ungated tool that neither dedupes nor fences: an unknown outcome goes to a person.
+pub const NOTIFY: ToolPolicy = ToolPolicy {
+    tool: Name::lit("notify"),
+    gated: false,
+    contract: NEITHER,
+};
+/// The samples' tool policy.
+pub const TOOLS: [ToolPolicy; 4] = [PUBLISH, STORE, CHARGE, NOTIFY];
+
 /// The error for a sample whose script the kernel did not follow: a kernel change broke it.
 fn off_script() -> io::Error {
     io::Error::other("the kernel did not follow the sample's script")
@@ -206,16 +248,22 @@ pub fn approval_log() -> io::Result<Vec<u8>> {
 
 /// [`approval_log`] for a run of another name.
 pub fn approval_log_for(run: Name) -> io::Result<Vec<u8>> {
-    let mut d = Driver::new(Vec::new(), &header(run), u64::MAX)?;
+    Ok(approval_log_anchored(run, Some(&key()))?.0)
+}
+
+/// The approval log of a run named `run`, sealed with `key` if given, and its anchor.
+pub fn approval_log_anchored(run: Name, key: Option<&Key>) -> io::Result<(Vec<u8>, super::Anchor)> {
+    let mut d = Driver::new(Vec::new(), &header(run), key, u64::MAX)?;
     approval_script(&mut d).ok_or_else(off_script)?;
-    d.finish()
+    let anchor = d.anchor();
+    Ok((d.finish()?, anchor))
 }
 
 fn approval_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
-    let call = d.call(DEDUPES);
+    let call = d.call(&PUBLISH);
     let cp = d.suspend_for_approval(call)?;
     // SUS-2: a second suspend while one is pending is refused.
-    let again = d.call(DEDUPES);
+    let again = d.call(&PUBLISH);
     d.refuse(suspend_event(again, d.now().after(50)))?;
     // ID-1: a checkpoint of another run, resealed so that only the identity differs.
     let mut other_run = cp;
@@ -256,9 +304,16 @@ fn approval_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
 /// retries under a fresh attempt key (REC-3); "unknown" hands the run to a person (REC-2), who
 /// records the committed result (REC-4).
 pub fn reconcile_log() -> io::Result<Vec<u8>> {
-    let mut d = Driver::new(Vec::new(), &header(Name::lit("run-reconcile")), u64::MAX)?;
+    Ok(reconcile_log_anchored(Some(&key()))?.0)
+}
+
+/// The reconcile log, sealed with `key` if given, and its anchor.
+pub fn reconcile_log_anchored(key: Option<&Key>) -> io::Result<(Vec<u8>, super::Anchor)> {
+    let header = header(Name::lit("run-reconcile"));
+    let mut d = Driver::new(Vec::new(), &header, key, u64::MAX)?;
     reconcile_script(&mut d).ok_or_else(off_script)?;
-    d.finish()
+    let anchor = d.anchor();
+    Ok((d.finish()?, anchor))
 }
 
 fn reconcile_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
@@ -274,19 +329,23 @@ fn reconcile_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
 /// worth of nothing: every count works), one long-lived run with a realistic mix: plain
 /// dispatches and results, approvals with refused attempts around them, restarts reconciled
 /// every way, callbacks, resource waits, stale resumes and stray inputs. Deterministic for a
-/// given `seed`. The run never ends, so any length can be generated.
-pub fn generate<W: Write>(out: W, records: u64, seed: u64) -> io::Result<W> {
-    let mut d = Driver::new(out, &header(Name::lit("run-generated")), records)?;
+/// given `seed`. The run never ends, so any length can be generated. Sealed with `key` if
+/// given.
+pub fn generate<W: Write>(out: W, records: u64, seed: u64, key: Option<&Key>) -> io::Result<W> {
+    let mut d = Driver::new(out, &header(Name::lit("run-generated")), key, records)?;
     let mut rng = SplitMix(seed);
     while !d.full() {
-        match rng.next() % 100 {
-            0..=29 => plain(&mut d),
-            30..=49 => approve(&mut d, rng.next()),
-            50..=61 => reconcile_committed(&mut d),
-            62..=71 => reconcile_retry(&mut d, rng.next().is_multiple_of(2)),
-            72..=76 => reconcile_unknown(&mut d),
-            77..=86 => callback(&mut d, rng.next()),
-            87..=94 => resource(&mut d),
+        // Once the run has bound as many calls as its log holds, it waits and resumes on
+        // callbacks and resources, and strays keep arriving: no new call can be made.
+        let calls = d.log.run().calls().len() < resumable_kernel::CALL_LOG_CAPACITY;
+        match (calls, rng.next() % 100) {
+            (true, 0..=29) => plain(&mut d),
+            (true, 30..=49) => approve(&mut d, rng.next()),
+            (true, 50..=61) => reconcile_committed(&mut d),
+            (true, 62..=71) => reconcile_retry(&mut d, rng.next().is_multiple_of(2)),
+            (true, 72..=76) => reconcile_unknown(&mut d),
+            (_, 0..=54) => callback(&mut d, rng.next()),
+            (_, 55..=94) => resource(&mut d),
             _ => stray(&mut d),
         };
     }
@@ -331,14 +390,14 @@ fn suspend_event(call: Call, expires_at: Time) -> Event {
 // the generated mix is what the weights say, so a drifting script does not go unseen.
 
 fn plain<W: Write>(d: &mut Driver<W>) -> Option<()> {
-    let call = d.call(DEDUPES);
+    let call = d.call(&STORE);
     d.accept(Event::Dispatch { call })?;
     d.accept(result_of(&call, 0))?;
     Some(())
 }
 
 fn approve<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
-    let call = d.call(DEDUPES);
+    let call = d.call(&PUBLISH);
     let cp = d.suspend_for_approval(call)?;
     if dice.is_multiple_of(3) {
         // The requester tries to approve its own call (APR-3).
@@ -349,7 +408,7 @@ fn approve<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
     }
     if dice.is_multiple_of(5) {
         // A second suspend while this one is pending (SUS-2).
-        let again = d.call(DEDUPES);
+        let again = d.call(&PUBLISH);
         d.refuse(suspend_event(again, d.now().after(50)))?;
     }
     let decision = Decision::Approve(approval(&cp, &call, APPROVER));
@@ -363,7 +422,7 @@ fn approve<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
 }
 
 fn reconcile_committed<W: Write>(d: &mut Driver<W>) -> Option<()> {
-    let call = d.call(NEITHER);
+    let call = d.call(&NOTIFY);
     d.accept(Event::Dispatch { call })?;
     let cp = d.checkpoint(Event::Recover)?;
     let answer = QueryAnswer::Committed { result: call.args };
@@ -372,7 +431,7 @@ fn reconcile_committed<W: Write>(d: &mut Driver<W>) -> Option<()> {
 }
 
 fn reconcile_retry<W: Write>(d: &mut Driver<W>, fences: bool) -> Option<()> {
-    let call = d.call(if fences { FENCES } else { DEDUPES });
+    let call = d.call(if fences { &CHARGE } else { &STORE });
     d.accept(Event::Dispatch { call })?;
     let cp = d.checkpoint(Event::Recover)?;
     d.accept(resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)))?;
@@ -382,7 +441,7 @@ fn reconcile_retry<W: Write>(d: &mut Driver<W>, fences: bool) -> Option<()> {
 }
 
 fn reconcile_unknown<W: Write>(d: &mut Driver<W>) -> Option<()> {
-    let call = d.call(NEITHER);
+    let call = d.call(&NOTIFY);
     d.accept(Event::Dispatch { call })?;
     let cp = d.checkpoint(Event::Recover)?;
     let t = d.accept(resume(cp, Decision::Reconcile(QueryAnswer::Unknown)))?;
@@ -451,106 +510,4 @@ fn stray<W: Write>(d: &mut Driver<W>) -> Option<()> {
     Some(())
 }
 
-/// Splits a log into its header line and its records; `None` if any line is not one.
-pub fn parse_log(log: &[u8]) -> Option<(String, Vec<Record>)> {
-    let text = std::str::from_utf8(log).ok()?;
-    let mut lines = text.lines();
-    let head = lines.next()?.to_string();
-    let records = lines
-        .map(|l| serde_json::from_str(l).ok())
-        .collect::<Option<Vec<Record>>>()?;
-    Some((head, records))
-}
-
-/// Writes a header line and records as a log, recomputing every `prev` so the chain is
-/// intact: what a forger who knows the (unkeyed) chain would do after editing records.
-pub fn rechain(head: &str, records: &[Record]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(head.as_bytes());
-    let mut prev = Digest::of(head.as_bytes());
-    for record in records {
-        let record = Record { prev, ..*record };
-        let line = serde_json::to_vec(&record).unwrap_or_default();
-        prev = Digest::of(&line);
-        out.push(b'\n');
-        out.extend_from_slice(&line);
-    }
-    out.push(b'\n');
-    out
-}
-
-/// The approval log with a forged acceptance of a stale resume, chain recomputed: the
-/// duplicate approval, which the kernel refuses, is recorded as accepted, as if it had
-/// resumed the same checkpoint a second time.
-pub fn forged_stale_resume() -> io::Result<Vec<u8>> {
-    let log = approval_log()?;
-    let bad = || io::Error::other("the approval log did not parse");
-    let (head, mut records) = parse_log(&log).ok_or_else(bad)?;
-    let winner = records
-        .iter()
-        .position(|r| matches!(r.verdict, Verdict::Accepted(a) if a.dispatch.is_some()))
-        .ok_or_else(bad)?;
-    let forged_at = winner + 1;
-    let (won, duplicate) = (
-        records[winner],
-        records.get(forged_at).copied().ok_or_else(bad)?,
-    );
-    records.truncate(forged_at);
-    records.push(Record {
-        revision: Revision(duplicate.revision.0 + 1),
-        verdict: won.verdict,
-        ..duplicate
-    });
-    Ok(rechain(&head, &records))
-}
-
-/// The reconcile log with its third record replaced by the third record of the approval log:
-/// a record of another run spliced in, as it was (its `prev` belongs to the other chain).
-pub fn spliced() -> io::Result<Vec<u8>> {
-    let bad = || io::Error::other("a sample log did not parse");
-    let ours = reconcile_log()?;
-    let theirs = approval_log()?;
-    let mine: Vec<&[u8]> = ours.split(|&b| b == b'\n').collect();
-    let other: Vec<&[u8]> = theirs.split(|&b| b == b'\n').collect();
-    let mut out = Vec::new();
-    for (i, line) in mine.iter().enumerate() {
-        if line.is_empty() {
-            continue;
-        }
-        let line = if i == 3 {
-            other.get(3).copied().ok_or_else(bad)?
-        } else {
-            line
-        };
-        out.extend_from_slice(line);
-        out.push(b'\n');
-    }
-    Ok(out)
-}
-
-/// Every example kept in `spec/audit-examples/`, by file name.
-pub fn examples() -> io::Result<Vec<(&'static str, Vec<u8>)>> {
-    let approval = approval_log()?;
-    let mut edited = String::from_utf8(approval.clone()).unwrap_or_default();
-    // An edited verdict: the stale-revision refusal on line 6 rewritten as a different
-    // refusal, chain left as it was.
-    edited = edited.replacen(
-        "\"rejection\":\"stale_revision\",\"current\":1,\"got\":0",
-        "\"rejection\":\"stale_revision\",\"current\":1,\"got\":1",
-        1,
-    );
-    let unknown_version = String::from_utf8(approval.clone())
-        .unwrap_or_default()
-        .replacen("\"version\":1", "\"version\":2", 1);
-    Ok(vec![
-        ("approval.jsonl", approval),
-        ("reconcile.jsonl", reconcile_log()?),
-        ("tampered-edited-verdict.jsonl", edited.into_bytes()),
-        ("tampered-forged-stale-resume.jsonl", forged_stale_resume()?),
-        ("tampered-spliced.jsonl", spliced()?),
-        (
-            "malformed-unknown-version.jsonl",
-            unknown_version.into_bytes(),
-        ),
-    ])
-}
+pub use super::examples::{examples, forged_stale_resume, parse_log, rechain, records, to_v1};

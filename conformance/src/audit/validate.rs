@@ -4,41 +4,45 @@
 //!
 //! The validator holds, whatever the log's length: one line buffer of at most
 //! [`Options::max_line_bytes`] bytes (reused), the kernel's `Run` rebuilt so far (fixed-size),
-//! the previous line's digest, counters, and the window of recent commits for REC-4/EFF-1, at
-//! most [`Options::commit_window`] entries. Nothing else grows with the log. The window is the
-//! one honest compromise: an exact "each key committed at most once over the whole log" needs
-//! memory proportional to the number of commits, so the check is exact over any
-//! `commit_window` consecutive commits, and the summary says when a log had more commits than
-//! that (`commit_window_exceeded`), so a reader knows that reuses farther apart went unchecked.
-//! The kernel itself compares a new call only with the last one it recorded (KEY-2); the
-//! window is wider evidence on top of it.
+//! the chain's last MAC, counters, the header's tool policy, and the window of recent commits
+//! for REC-4/EFF-1, at most [`Options::commit_window`] entries. Nothing else grows with the
+//! log. The window is the one honest compromise: an exact "each key committed at most once
+//! over the whole log" needs memory proportional to the number of commits, so the check is
+//! exact over any `commit_window` consecutive commits, and the summary says when a log had
+//! more commits than that (`commit_window_exceeded`), so a reader knows that reuses farther
+//! apart went unchecked.
 
-use super::{verdict_of, Record, RunHeader, Verdict, FORMAT, VERSION};
-use resumable_kernel::{
-    step, Decision, Digest, Event, Identity, Name, PhaseKind, Reason, Revision, Run,
-};
+use super::chain::{split_sealed, Anchor, Chain, ChainKind, Key, KeyId};
+use super::finding::{at, Finding, Problem};
+use super::properties::{self, Broken, CommitWindow, ToolTable};
+use super::{v1, verdict_of, HeaderLine, Record, RunHeader, Verdict, FORMAT, VERSIONS_READ};
+use crate::json::{self, LineRead};
+use resumable_kernel::{step, Digest, Identity, PhaseKind, Revision, Run};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, VecDeque};
-use std::fmt;
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 
 /// The longest line read, in bytes, without its newline. Every field of a record has a fixed
-/// size (names are at most 31 bytes), so the longest record the writer produces is about
-/// 2 KiB; 64 KiB leaves room for whitespace a runtime's serialiser may add, and bounds what
+/// size (names are at most 31 bytes), so the longest record the writer produces is under
+/// 3 KiB; 64 KiB leaves room for whitespace a runtime's serialiser may add, and bounds what
 /// the validator buffers: a longer line is refused after reading only this much of it.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
 /// How many recent commits the REC-4/EFF-1 check remembers (see the module docs). About
-/// 80 bytes each, so the window costs a few MiB at most.
+/// 100 bytes each, so the window costs a few MiB at most.
 pub const DEFAULT_COMMIT_WINDOW: usize = 16_384;
 
-/// Limits of a validation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a validation is given besides the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// The longest line accepted, in bytes, without its newline.
     pub max_line_bytes: usize,
     /// How many recent commits the REC-4/EFF-1 check remembers; at least 1.
     pub commit_window: usize,
+    /// The run's audit key: every line's MAC must verify under it. Without it, a keyed log's
+    /// MACs are not checked and the report says so.
+    pub key: Option<Key>,
+    /// The anchor the runtime stored with the run: the log must end exactly there.
+    pub anchor: Option<Anchor>,
 }
 
 impl Default for Options {
@@ -46,15 +50,91 @@ impl Default for Options {
         Options {
             max_line_bytes: MAX_LINE_BYTES,
             commit_window: DEFAULT_COMMIT_WINDOW,
+            key: None,
+            anchor: None,
         }
     }
 }
 
-/// What a conforming log contained.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// Something a conforming log was not shown to be, for want of a key, an anchor or a policy.
+/// In JSON: `{"unproven": "unkeyed", "message": "..."}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unproven {
+    /// The log is not sealed with a key (version 1, or a `sha256` chain).
+    Unkeyed,
+    /// The log is sealed with a key, but none was given: its MACs were not checked.
+    KeyNotGiven,
+    /// No anchor was given.
+    NoAnchor,
+    /// The header declares no tool policy (version 1, or no `tools`).
+    NoToolPolicy,
+}
+
+impl Serialize for Unproven {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Unproven", 2)?;
+        st.serialize_field("unproven", self.code())?;
+        st.serialize_field("message", self.message())?;
+        st.end()
+    }
+}
+
+impl Unproven {
+    /// The stable snake_case name.
+    pub fn code(self) -> &'static str {
+        match self {
+            Unproven::Unkeyed => "unkeyed",
+            Unproven::KeyNotGiven => "key_not_given",
+            Unproven::NoAnchor => "no_anchor",
+            Unproven::NoToolPolicy => "no_tool_policy",
+        }
+    }
+
+    /// What the validation could not prove, in a sentence.
+    pub fn message(self) -> &'static str {
+        match self {
+            Unproven::Unkeyed => {
+                "the log is unkeyed: anyone can rewrite it and recompute its chain, so it \
+                 cannot prove that no record was dropped, reordered, duplicated or edited (a \
+                 refused attempt erased, a digest or a party changed, a resolution rewritten) \
+                 as long as the kernel accepts the result, nor that the header's operator and \
+                 policy are the runtime's; a keyed log with --key-file can"
+            }
+            Unproven::KeyNotGiven => {
+                "the log is keyed, but no key was given: its MACs were not checked, so it \
+                 proves no more than an unkeyed log, and an anchor can only check its record \
+                 count (give --key-file)"
+            }
+            Unproven::NoAnchor => {
+                "no anchor was given: a log cut at a line boundary cannot be told from a \
+                 complete one, and without a key neither can an edited last line (give \
+                 --anchor)"
+            }
+            Unproven::NoToolPolicy => {
+                "the header declares no tool policy: a gated call dispatched without an \
+                 approval, or a call under another contract than its tool's, cannot be told"
+            }
+        }
+    }
+}
+
+/// What a conforming log contained, and what the validation could not prove.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Summary {
     /// The run the log describes.
     pub identity: Identity,
+    /// The log's format version.
+    pub version: u64,
+    /// How the lines are chained: `hmac-sha256`, `sha256`, or `prev-sha256` (version 1).
+    pub chain: &'static str,
+    /// The id of the key that sealed the log, when it is keyed.
+    pub key_id: Option<KeyId>,
+    /// Whether every line's MAC was verified under the key given.
+    pub authenticated: bool,
+    /// Whether the log ended exactly at the anchor given: its record count and its last MAC
+    /// (not set for a keyed log read without its key, whose MACs were not checked).
+    pub anchored: bool,
     /// Records read (the header not counted).
     pub records: u64,
     /// Records of accepted inputs.
@@ -74,352 +154,17 @@ pub struct Summary {
     /// Whether the log had more commits than the window, so that a key reused farther apart
     /// than the window would not have been seen.
     pub commit_window_exceeded: bool,
+    /// What the validation could not prove, for want of a key, an anchor or a policy.
+    pub unproven: Vec<Unproven>,
 }
 
-/// Whose fault a finding is, and so the exit status: a log that is not a readable log of this
-/// format (2), or a readable log that disagrees with the kernel or a safety property (1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Class {
-    /// The log cannot be read as this format.
-    Malformed,
-    /// The log is readable and wrong.
-    Divergence,
-}
-
-impl Class {
-    /// The command-line exit status for this class.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Class::Malformed => 2,
-            Class::Divergence => 1,
-        }
+/// Parses one line as `T`, after refusing a repeated key; names the line and column of the
+/// first error.
+pub(super) fn parse<'a, T: Deserialize<'a>>(text: &'a str, line: u64) -> Result<T, Finding> {
+    if let Some(d) = json::duplicate_key(text) {
+        let column = Some(d.offset as u64 + 1);
+        return Err(at(line, column, Problem::DuplicateKey { key: d.key }));
     }
-}
-
-/// The first thing wrong with a log, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    /// The line, from 1 (the header is line 1).
-    pub line: u64,
-    /// The byte column within the line, from 1, when the problem has a position.
-    pub column: Option<u64>,
-    /// What is wrong.
-    pub problem: Problem,
-}
-
-/// What is wrong with a log.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "problem", rename_all = "snake_case")]
-pub enum Problem {
-    /// Reading failed.
-    Io {
-        /// The reader's error.
-        message: String,
-    },
-    /// The log has no bytes at all, so no header.
-    Empty,
-    /// A line is longer than the limit; only the limit was read.
-    LineTooLong {
-        /// The limit, in bytes.
-        limit: u64,
-    },
-    /// The last line has no newline: the log was cut off while it was written.
-    Unterminated,
-    /// A line ends with CR LF; the format uses LF alone, and the CR would be hashed.
-    CarriageReturn,
-    /// A line is empty.
-    BlankLine,
-    /// A line is not valid UTF-8.
-    NotUtf8,
-    /// A line is not JSON of the expected shape.
-    Json {
-        /// What kind of error: syntax, data (a wrong type or value) or eof.
-        category: &'static str,
-        /// serde_json's description, without its position.
-        message: String,
-    },
-    /// The header names another format.
-    NotAnAuditLog {
-        /// The format named.
-        format: String,
-    },
-    /// The header names a version this validator does not read.
-    UnknownVersion {
-        /// The version named.
-        found: u64,
-        /// The version this validator reads.
-        supported: u64,
-    },
-    /// A record's number is not the one after the previous record's.
-    SeqGap {
-        /// The number that should come next.
-        expected: u64,
-        /// The number found.
-        found: u64,
-    },
-    /// A record's `prev` is not the digest of the line before it.
-    ChainBroken {
-        /// The digest of the previous line.
-        expected: Digest,
-        /// The digest the record carries.
-        found: Digest,
-    },
-    /// A record's revision does not follow from its own verdict (REV-1, REJ-2).
-    RevisionGap {
-        /// The revision the verdict implies.
-        expected: Revision,
-        /// The revision found.
-        found: Revision,
-    },
-    /// A record violates a safety property over the whole log.
-    Property {
-        /// The spec ID of the property.
-        id: &'static str,
-        /// What happened, in a sentence.
-        what: String,
-        /// The kernel's verdict for the input.
-        expected: Box<Verdict>,
-        /// The log's verdict.
-        found: Box<Verdict>,
-    },
-    /// A record's verdict is not the kernel's verdict for its input.
-    VerdictDiverges {
-        /// The kernel's verdict.
-        expected: Box<Verdict>,
-        /// The log's verdict.
-        found: Box<Verdict>,
-    },
-}
-
-impl Problem {
-    /// Whether the problem makes the log unreadable or wrong.
-    pub fn class(&self) -> Class {
-        match self {
-            Problem::Io { .. }
-            | Problem::Empty
-            | Problem::LineTooLong { .. }
-            | Problem::Unterminated
-            | Problem::CarriageReturn
-            | Problem::BlankLine
-            | Problem::NotUtf8
-            | Problem::Json { .. }
-            | Problem::NotAnAuditLog { .. }
-            | Problem::UnknownVersion { .. } => Class::Malformed,
-            Problem::SeqGap { .. }
-            | Problem::ChainBroken { .. }
-            | Problem::RevisionGap { .. }
-            | Problem::Property { .. }
-            | Problem::VerdictDiverges { .. } => Class::Divergence,
-        }
-    }
-}
-
-impl Finding {
-    /// The command-line exit status: 2 for a malformed log, 1 for a divergence.
-    pub fn exit_code(&self) -> u8 {
-        self.problem.class().exit_code()
-    }
-
-    /// The kernel's verdict and the log's, when the finding compares them.
-    pub fn verdicts(&self) -> Option<(&Verdict, &Verdict)> {
-        match &self.problem {
-            Problem::Property {
-                expected, found, ..
-            }
-            | Problem::VerdictDiverges { expected, found } => Some((expected, found)),
-            _ => None,
-        }
-    }
-
-    /// The finding as one JSON object: line, column, class, the problem's fields and the
-    /// message the text report prints.
-    pub fn to_json(&self) -> serde_json::Value {
-        let mut value = serde_json::to_value(&self.problem)
-            .unwrap_or_else(|_| serde_json::Value::Object(serde_json::Map::new()));
-        if let serde_json::Value::Object(map) = &mut value {
-            map.insert("line".into(), self.line.into());
-            map.insert("column".into(), self.column.into());
-            map.insert(
-                "class".into(),
-                serde_json::to_value(self.problem.class()).unwrap_or_default(),
-            );
-            map.insert("message".into(), self.message().into());
-        }
-        value
-    }
-
-    /// The one-sentence message, without the position.
-    pub fn message(&self) -> String {
-        match &self.problem {
-            Problem::Io { message } => format!("cannot read the log: {message}"),
-            Problem::Empty => "the log is empty: line 1 must be the header".into(),
-            Problem::LineTooLong { limit } => {
-                format!("line longer than {limit} bytes; not read further")
-            }
-            Problem::Unterminated => {
-                "the last line has no newline: the log was cut off while it was written".into()
-            }
-            Problem::CarriageReturn => {
-                "the line ends with CR LF; the format uses LF alone (the CR would be hashed)".into()
-            }
-            Problem::BlankLine => "the line is empty".into(),
-            Problem::NotUtf8 => "the line is not valid UTF-8".into(),
-            Problem::Json { category, message } => {
-                let what = if self.line == 1 { "header" } else { "record" };
-                format!("not a valid {what} ({category} error): {message}")
-            }
-            Problem::NotAnAuditLog { format } => {
-                format!("the header names format {format:?}, not {FORMAT:?}")
-            }
-            Problem::UnknownVersion { found, supported } => {
-                format!("unknown format version {found}; this validator reads version {supported}")
-            }
-            Problem::SeqGap { expected, found } => format!(
-                "record seq {found} where seq {expected} should come: a record is missing, \
-                 repeated or out of order"
-            ),
-            Problem::ChainBroken { expected, found } => format!(
-                "prev is {found}, but the previous line's digest is {expected}: the log was \
-                 edited, reordered or spliced here or on the line before"
-            ),
-            Problem::RevisionGap { expected, found } => format!(
-                "revision {} does not follow from the verdict: expected {} (REV-1: an accepted \
-                 input advances it by one; REJ-2: a refused one leaves it)",
-                found.0, expected.0
-            ),
-            Problem::Property { id, what, .. } => format!("{id} violated: {what}"),
-            Problem::VerdictDiverges { expected, found } => {
-                let (log, kernel) = (verdict_summary(found), verdict_summary(expected));
-                if log == kernel {
-                    format!("the log's verdict, {log}, differs from the kernel's in its fields")
-                } else {
-                    format!("the log says {log}, the kernel says {kernel}")
-                }
-            }
-        }
-    }
-}
-
-/// A short name for a verdict: "accepted" or "rejected (stale_revision)".
-fn verdict_summary(v: &Verdict) -> String {
-    match v {
-        Verdict::Accepted(_) => "accepted".into(),
-        Verdict::Rejected(r) => {
-            let tag = serde_json::to_value(r)
-                .ok()
-                .and_then(|v| {
-                    v.get("rejection")
-                        .and_then(|t| t.as_str())
-                        .map(String::from)
-                })
-                .unwrap_or_else(|| "?".into());
-            format!("rejected ({tag})")
-        }
-    }
-}
-
-impl fmt::Display for Finding {
-    /// `line 7, column 12: message`, then the kernel's and the log's verdicts when compared.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}", self.line)?;
-        if let Some(column) = self.column {
-            write!(f, ", column {column}")?;
-        }
-        write!(f, ": {}", self.message())?;
-        if let Some((expected, found)) = self.verdicts() {
-            let json = |v: &Verdict| serde_json::to_string(v).unwrap_or_default();
-            write!(f, "\n  expected (kernel): {}", json(expected))?;
-            write!(f, "\n  found (log):       {}", json(found))?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Finding {}
-
-fn at(line: u64, column: Option<u64>, problem: Problem) -> Finding {
-    Finding {
-        line,
-        column,
-        problem,
-    }
-}
-
-/// Reads lines with a hard length limit, reusing one buffer.
-struct Lines<R> {
-    reader: R,
-    buf: Vec<u8>,
-    line: u64,
-    limit: usize,
-}
-
-impl<R: BufRead> Lines<R> {
-    /// The next line without its newline, `None` at the end, or the finding that stops here.
-    fn next(&mut self) -> Result<Option<&str>, Finding> {
-        self.buf.clear();
-        // `take` bounds what one line may cost: a line past the limit is refused after
-        // reading limit + 1 bytes of it, never read whole.
-        let cap = u64::try_from(self.limit)
-            .unwrap_or(u64::MAX)
-            .saturating_add(1);
-        let read = (&mut self.reader)
-            .take(cap)
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| {
-                at(
-                    self.line + 1,
-                    None,
-                    Problem::Io {
-                        message: e.to_string(),
-                    },
-                )
-            })?;
-        if read == 0 {
-            return Ok(None);
-        }
-        self.line += 1;
-        let line = self.line;
-        match self.buf.last() {
-            Some(b'\n') => {
-                self.buf.pop();
-            }
-            _ if self.buf.len() > self.limit => {
-                return Err(at(
-                    line,
-                    Some(self.limit as u64 + 1),
-                    Problem::LineTooLong {
-                        limit: self.limit as u64,
-                    },
-                ))
-            }
-            _ => {
-                return Err(at(
-                    line,
-                    Some(self.buf.len() as u64 + 1),
-                    Problem::Unterminated,
-                ))
-            }
-        }
-        if self.buf.last() == Some(&b'\r') {
-            return Err(at(
-                line,
-                Some(self.buf.len() as u64),
-                Problem::CarriageReturn,
-            ));
-        }
-        if self.buf.is_empty() {
-            return Err(at(line, None, Problem::BlankLine));
-        }
-        match std::str::from_utf8(&self.buf) {
-            Ok(s) => Ok(Some(s)),
-            Err(e) => Err(at(line, Some(e.valid_up_to() as u64 + 1), Problem::NotUtf8)),
-        }
-    }
-}
-
-/// Parses one line as `T`, naming the line and column of the first error.
-fn parse<'a, T: Deserialize<'a>>(text: &'a str, line: u64) -> Result<T, Finding> {
     serde_json::from_str(text).map_err(|e| {
         use serde_json::error::Category;
         let category = match e.classify() {
@@ -434,216 +179,378 @@ fn parse<'a, T: Deserialize<'a>>(text: &'a str, line: u64) -> Result<T, Finding>
             Some(i) => full[..i].to_string(),
             None => full,
         };
-        at(
-            line,
-            Some(e.column() as u64),
-            Problem::Json { category, message },
-        )
+        let problem = Problem::Json { category, message };
+        at(line, Some(e.column() as u64), problem)
     })
 }
 
+/// Reads lines with a hard length limit, reusing one buffer.
+struct Lines<R> {
+    reader: R,
+    buf: Vec<u8>,
+    line: u64,
+    limit: usize,
+}
+
+impl<R: BufRead> Lines<R> {
+    /// The next line without its newline, `None` at the end, or the finding that stops here.
+    fn next(&mut self) -> Result<Option<&str>, Finding> {
+        let read = json::read_line(&mut self.reader, &mut self.buf, self.limit).map_err(|e| {
+            let message = e.to_string();
+            at(self.line + 1, None, Problem::Io { message })
+        })?;
+        let line = self.line + 1;
+        let column = |n: usize| Some(n as u64 + 1);
+        match read {
+            LineRead::Eof => return Ok(None),
+            LineRead::TooLong => {
+                let limit = self.limit as u64;
+                return Err(at(line, column(self.limit), Problem::LineTooLong { limit }));
+            }
+            LineRead::Unterminated => {
+                return Err(at(line, column(self.buf.len()), Problem::Unterminated))
+            }
+            LineRead::Line => self.line = line,
+        }
+        if self.buf.last() == Some(&b'\r') {
+            let crlf = Problem::CarriageReturn;
+            return Err(at(line, Some(self.buf.len() as u64), crlf));
+        }
+        if self.buf.is_empty() {
+            return Err(at(line, None, Problem::BlankLine));
+        }
+        std::str::from_utf8(&self.buf)
+            .map(Some)
+            .map_err(|e| at(line, column(e.valid_up_to()), Problem::NotUtf8))
+    }
+}
+
+/// How the log's lines are chained, and where the chain stands.
+enum Sealing {
+    /// Version 1: `prev` is the SHA-256 of the previous line.
+    V1 { prev: Digest },
+    /// Version 2: each line ends with its MAC. `verify` is false for a keyed log read without
+    /// its key: the MACs are then taken as written, to follow the chain to the anchor.
+    V2 { chain: Chain, verify: bool },
+}
+
+/// Reads a sealed version 2 line: its MAC must be in place and, when `verify`, be the chain's.
+fn unseal<'a>(
+    text: &'a str,
+    line: u64,
+    chain: &mut Chain,
+    verify: bool,
+) -> Result<&'a str, Finding> {
+    let Some((body, mac)) = split_sealed(text) else {
+        let column = Some(text.len().saturating_sub(super::chain::SEAL_LEN) as u64 + 1);
+        return Err(at(line, column, Problem::Unsealed));
+    };
+    let expected = chain.mac(body.as_bytes());
+    if verify && expected != mac {
+        let kind = chain.kind();
+        let found = mac;
+        return Err(at(line, None, mac_mismatch(kind, expected, found)));
+    }
+    chain.advance(mac);
+    Ok(text)
+}
+
+fn mac_mismatch(chain: ChainKind, expected: Digest, found: Digest) -> Problem {
+    Problem::MacMismatch {
+        chain,
+        expected,
+        found,
+    }
+}
+
+/// The validation under way.
+struct Validator {
+    run: Run,
+    sealing: Sealing,
+    tools: Option<ToolTable>,
+    commits: CommitWindow,
+    summary: Summary,
+}
+
 /// Reads the header: format and version first, so an unknown version is named as such rather
-/// than as whatever shape a future version has; then the run, strictly.
-fn header(text: &str, line: u64) -> Result<RunHeader, Finding> {
+/// than as whatever shape a future version has; then the version's header, strictly.
+fn read_header(text: &str, options: &Options) -> Result<Validator, Finding> {
     #[derive(Deserialize)]
     struct Probe {
         format: String,
         version: u64,
     }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)] // format and version are read by the probe; here they are only allowed
-    struct Full {
-        format: serde::de::IgnoredAny,
-        version: serde::de::IgnoredAny,
-        run: RunHeader,
-    }
-    let probe: Probe = parse(text, line)?;
+    let probe: Probe = parse(text, 1)?;
     if probe.format != FORMAT {
-        return Err(at(
-            line,
-            None,
-            Problem::NotAnAuditLog {
-                format: probe.format,
-            },
-        ));
+        let format = probe.format;
+        return Err(at(1, None, Problem::NotAnAuditLog { format }));
     }
-    if probe.version != VERSION {
-        return Err(at(
-            line,
-            None,
-            Problem::UnknownVersion {
-                found: probe.version,
-                supported: VERSION,
-            },
-        ));
-    }
-    let full: Full = parse(text, line)?;
-    Ok(full.run)
-}
-
-/// The recent commits, for REC-4/EFF-1: each (call, key, attempt) with the line that first
-/// committed it, forgetting the oldest once `capacity` are held.
-struct CommitWindow {
-    lines: HashMap<(Name, Name, u8), u64>,
-    order: VecDeque<(Name, Name, u8)>,
-    capacity: usize,
-    exceeded: bool,
-}
-
-impl CommitWindow {
-    fn new(capacity: usize) -> CommitWindow {
-        let capacity = capacity.max(1);
-        CommitWindow {
-            // Twice the capacity, so that the table rehashes in place as old entries leave
-            // instead of growing: the window's memory is fixed when validation starts.
-            lines: HashMap::with_capacity(capacity * 2),
-            order: VecDeque::with_capacity(capacity),
-            capacity,
-            exceeded: false,
+    let (run, sealing, tools, key_id) = match probe.version {
+        1 => {
+            let prev = Digest::of(text.as_bytes());
+            (v1::read_header(text, 1)?, Sealing::V1 { prev }, None, None)
         }
-    }
-
-    fn first(&self, key: &(Name, Name, u8)) -> Option<u64> {
-        self.lines.get(key).copied()
-    }
-
-    fn insert(&mut self, key: (Name, Name, u8), line: u64) {
-        if self.order.len() == self.capacity {
-            if let Some(old) = self.order.pop_front() {
-                self.lines.remove(&old);
-            }
-            self.exceeded = true;
+        2 => header_v2(text, options)?,
+        found => {
+            let supported = VERSIONS_READ;
+            return Err(at(1, None, Problem::UnknownVersion { found, supported }));
         }
-        self.order.push_back(key);
-        self.lines.insert(key, line);
-    }
-}
-
-/// Checks the safety properties on what the log claims, before comparing it with the kernel,
-/// so that a forged verdict is named by the property it breaks. `run` is the kernel's run
-/// before the record (every earlier record agreed with the kernel, or validation stopped).
-fn check_properties(
-    run: &Run,
-    record: &Record,
-    expected: &Verdict,
-    commits: &CommitWindow,
-) -> Result<(), (&'static str, String)> {
-    let Verdict::Accepted(claim) = &record.verdict else {
-        return Ok(());
     };
-    // RES-3: a resume is accepted only from the run's current revision.
-    if let Event::Resume(r) = &record.input.event {
-        let got = r.checkpoint.revision;
-        if got != run.revision() {
-            let age = if got < run.revision() {
-                "stale"
-            } else {
-                "future"
-            };
-            return Err((
-                "RES-3",
-                format!(
-                    "a resume from {age} checkpoint revision {} was accepted while the run \
-                     was at revision {}",
-                    got.0,
-                    run.revision().0
-                ),
-            ));
-        }
+    if options.key.is_some() && key_id.is_none() {
+        let version = probe.version;
+        return Err(at(1, None, Problem::NotKeyed { version }));
     }
-    // APR-1: a dispatch out of a pending approval needs an approval bound to that call, its
-    // arguments, its requester and the checkpoint revision.
-    if let Some(d) = &claim.dispatch {
-        let pending = run.suspension().and_then(|s| match &s.reason {
-            Reason::PendingApproval { call, requester } => Some((call.call, *requester)),
-            _ => None,
-        });
-        let approval = match &record.input.event {
-            Event::Resume(r) => match &r.decision {
-                Decision::Approve(a) => Some(a),
-                _ => None,
-            },
-            _ => None,
+    // A header read from JSON holds a valid policy (its deserialiser checks it); should a
+    // hand-built one not, the header is refused like any other bad value.
+    let start = run.run().map_err(|e| {
+        let (category, message) = ("data", e.to_string());
+        at(1, None, Problem::Json { category, message })
+    })?;
+    Ok(Validator::new(
+        run,
+        start,
+        sealing,
+        tools,
+        key_id,
+        probe.version,
+        options,
+    ))
+}
+
+type HeaderParts = (RunHeader, Sealing, Option<ToolTable>, Option<KeyId>);
+
+fn header_v2(text: &str, options: &Options) -> Result<HeaderParts, Finding> {
+    let Some((body, _)) = split_sealed(text) else {
+        let column = Some(text.len().saturating_sub(super::chain::SEAL_LEN) as u64 + 1);
+        return Err(at(1, column, Problem::Unsealed));
+    };
+    // Read the header without its MAC, with the struct the writer writes.
+    let object = format!("{body}}}");
+    let head: HeaderLine = parse(&object, 1)?;
+    if (head.chain == ChainKind::HmacSha256) != head.key_id.is_some() {
+        let message = "a header names a key_id exactly when its chain is hmac-sha256".into();
+        let category = "data";
+        return Err(at(1, None, Problem::Json { category, message }));
+    }
+    let verify = match (&options.key, head.key_id) {
+        (Some(key), Some(found)) if key.id() != found => {
+            let expected = key.id();
+            return Err(at(1, None, Problem::KeyMismatch { expected, found }));
+        }
+        (Some(_), Some(_)) | (None, None) => true,
+        (_, _) => false,
+    };
+    let mut chain = Chain::new(options.key.as_ref().filter(|_| head.key_id.is_some()));
+    unseal(text, 1, &mut chain, verify)?;
+    let tools = match &head.tools {
+        Some(list) => {
+            Some(ToolTable::new(list).map_err(|what| at(1, None, Problem::Policy { what }))?)
+        }
+        None => None,
+    };
+    Ok((head.run, Sealing::V2 { chain, verify }, tools, head.key_id))
+}
+
+impl Validator {
+    #[allow(clippy::too_many_arguments)] // the parts of a header, read once
+    fn new(
+        header: RunHeader,
+        run: Run,
+        sealing: Sealing,
+        tools: Option<ToolTable>,
+        key_id: Option<KeyId>,
+        version: u64,
+        options: &Options,
+    ) -> Validator {
+        let commits = CommitWindow::new(options.commit_window);
+        let chain = match (&sealing, key_id) {
+            (Sealing::V1 { .. }, _) => "prev-sha256",
+            (Sealing::V2 { .. }, Some(_)) => ChainKind::HmacSha256.name(),
+            (Sealing::V2 { .. }, None) => ChainKind::Sha256.name(),
         };
-        match (pending, approval) {
-            (Some((call, requester)), Some(a)) => {
-                let unbound = if a.call_id != call.call_id || d.call_id != call.call_id {
-                    Some("call id")
-                } else if a.args != call.args || d.args != call.args {
-                    Some("argument digest")
-                } else if a.requester != requester {
-                    Some("requester")
-                } else if a.revision != run.revision() {
-                    Some("checkpoint revision")
-                } else if d.key != call.key {
-                    Some("idempotency key")
-                } else {
-                    None
+        let summary = Summary {
+            identity: header.identity,
+            version,
+            chain,
+            key_id,
+            authenticated: false,
+            anchored: false,
+            records: 0,
+            accepted: 0,
+            rejected: 0,
+            revision: run.revision(),
+            phase: run.phase().kind(),
+            dispatches: 0,
+            commits: 0,
+            commit_window: commits.capacity() as u64,
+            commit_window_exceeded: false,
+            unproven: Vec::new(),
+        };
+        Validator {
+            run,
+            sealing,
+            tools,
+            commits,
+            summary,
+        }
+    }
+
+    /// Reads one record line, in its version's form, and checks its place in the chain.
+    fn read(&mut self, text: &str, line: u64) -> Result<Record, Finding> {
+        let seq = self.summary.records + 1;
+        match &mut self.sealing {
+            Sealing::V1 { prev } => {
+                let record = v1::read_record(text, line, seq, *prev)?;
+                *prev = Digest::of(text.as_bytes());
+                Ok(record)
+            }
+            Sealing::V2 { chain, verify } => {
+                let sealed: SealedRecord = parse(text, line)?;
+                unseal(text, line, chain, *verify)?;
+                let record = Record {
+                    seq: sealed.seq,
+                    revision: sealed.revision,
+                    input: sealed.input,
+                    verdict: sealed.verdict,
                 };
-                if let Some(field) = unbound {
-                    return Err((
-                        "APR-1",
-                        format!(
-                            "call {} was dispatched on an approval whose {field} does not \
-                             match the pending call",
-                            d.call_id
-                        ),
-                    ));
+                if record.seq != seq {
+                    let gap = Problem::SeqGap {
+                        expected: seq,
+                        found: record.seq,
+                    };
+                    return Err(at(line, None, gap));
                 }
+                Ok(record)
             }
-            (Some((call, _)), None) => {
-                return Err((
-                    "APR-1",
-                    format!(
-                        "call {} was dispatched while call {} awaited approval, without one",
-                        d.call_id, call.call_id
-                    ),
-                ))
-            }
-            (None, Some(_)) => {
-                return Err((
-                    "APR-1",
-                    format!(
-                        "call {} was dispatched on an approval while no call awaited approval",
-                        d.call_id
-                    ),
-                ))
-            }
-            (None, None) => {}
         }
     }
-    // REC-4, EFF-1: a key (with its attempt) is committed at most once.
-    if let Some(c) = &claim.committed {
-        if let Some(first) = commits.first(&(c.call_id, c.key, c.attempt)) {
-            let kernel = match expected {
-                Verdict::Accepted(_) => {
-                    " (the kernel accepts the input: it compares a call \
-                                         only with the last one recorded)"
-                }
-                Verdict::Rejected(_) => "",
+
+    /// Checks a record against the run and the kernel, and moves the run on.
+    fn check(&mut self, record: &Record, line: u64) -> Result<(), Finding> {
+        let implied = match record.verdict {
+            // At the last revision the kernel refuses (RevisionExhausted): the verdict
+            // comparison below names that, so the revision check does not.
+            Verdict::Accepted(_) => self.run.revision().next().unwrap_or(record.revision),
+            Verdict::Rejected(_) => self.run.revision(),
+        };
+        if record.revision != implied {
+            let gap = Problem::RevisionGap {
+                expected: implied,
+                found: record.revision,
             };
-            return Err((
-                "REC-4",
-                format!(
-                    "key {} (call {}, attempt {}) was committed again; it was first committed \
-                     on line {first}: EFF-1 allows one commit per key{kernel}",
-                    c.key, c.call_id, c.attempt
-                ),
-            ));
+            return Err(at(line, None, gap));
+        }
+        let result = step(&self.run, &record.input);
+        let expected = verdict_of(&self.run, &result);
+        let tools = self.tools.as_ref();
+        if let Err(broken) = properties::check(&self.run, record, &expected, &self.commits, tools) {
+            let problem = match broken {
+                Broken::Policy(what) => Problem::Policy { what },
+                Broken::Property(id, what) => Problem::Property {
+                    id,
+                    what,
+                    expected: Box::new(expected),
+                    found: Box::new(record.verdict),
+                },
+            };
+            return Err(at(line, None, problem));
+        }
+        if record.verdict != expected {
+            let problem = Problem::VerdictDiverges {
+                expected: Box::new(expected),
+                found: Box::new(record.verdict),
+            };
+            return Err(at(line, None, problem));
+        }
+        self.summary.records = record.seq;
+        match (&expected, result) {
+            (Verdict::Accepted(a), Ok(t)) => {
+                self.summary.accepted += 1;
+                self.summary.dispatches += u64::from(a.dispatch.is_some());
+                if let Some(c) = &a.committed {
+                    self.summary.commits += 1;
+                    self.commits.insert((c.key, c.attempt), c.call_id, line);
+                }
+                self.run = t.next;
+            }
+            _ => self.summary.rejected += 1,
+        }
+        Ok(())
+    }
+
+    /// The last line's MAC, as an anchor compares it; `None` when the MACs were not checked
+    /// (a keyed log read without its key), since any MAC could then have been written.
+    fn last_mac(&self) -> Option<Digest> {
+        match &self.sealing {
+            Sealing::V1 { prev } => Some(*prev),
+            Sealing::V2 { chain, verify } => verify.then(|| chain.last()),
         }
     }
-    Ok(())
+
+    /// After the last line: the anchor, then what could not be proven.
+    fn finish(mut self, lines: u64, options: &Options) -> Result<Summary, Finding> {
+        let records = self.summary.records;
+        if let Some(anchor) = &options.anchor {
+            if records < anchor.records {
+                let cut = Problem::Truncated {
+                    expected: anchor.records,
+                    found: records,
+                };
+                return Err(at(lines + 1, None, cut));
+            }
+            match self.last_mac() {
+                Some(found) if found != anchor.mac => {
+                    let expected = anchor.mac;
+                    return Err(at(lines, None, Problem::AnchorMismatch { expected, found }));
+                }
+                Some(_) => self.summary.anchored = true,
+                None => {}
+            }
+        }
+        let s = &mut self.summary;
+        s.revision = self.run.revision();
+        s.phase = self.run.phase().kind();
+        s.commit_window_exceeded = self.commits.exceeded;
+        s.authenticated = options.key.is_some();
+        if s.key_id.is_none() {
+            s.unproven.push(Unproven::Unkeyed);
+        } else if !s.authenticated {
+            s.unproven.push(Unproven::KeyNotGiven);
+        }
+        if options.anchor.is_none() {
+            s.unproven.push(Unproven::NoAnchor);
+        }
+        if self.tools.is_none() {
+            s.unproven.push(Unproven::NoToolPolicy);
+        }
+        Ok(self.summary)
+    }
+}
+
+/// A version 2 record line as written: the record and its MAC (which [`unseal`] checks is
+/// in its place, last).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the MAC is read from its place by `unseal`; here it is only allowed
+struct SealedRecord {
+    seq: u64,
+    revision: Revision,
+    input: resumable_kernel::Input,
+    verdict: Verdict,
+    mac: Digest,
 }
 
 /// Validates an audit log, streaming, in constant memory (see the module docs), and stops at
 /// the first finding.
 ///
-/// For every record, in this order: the line is read within the length limit, as UTF-8 and
-/// JSON of the record's shape (malformed otherwise); its `seq` follows the previous one; its
-/// `prev` is the digest of the previous line; its revision follows from its own verdict; the
-/// safety properties hold for what it claims (RES-3, APR-1, REC-4/EFF-1); and its verdict is
-/// exactly the kernel's verdict for its input on the run rebuilt so far.
+/// For every line, in this order: the line is read within the length limit, as UTF-8 and
+/// JSON of the record's shape without a repeated key (malformed otherwise); its MAC is the
+/// chain's (under the key, when one is given) or, in version 1, its `prev` is the digest of the
+/// previous line; its `seq` follows the previous one; its revision follows from its own
+/// verdict; it keeps to the header's tool policy, and the safety properties hold for what it
+/// claims (APR-1, RES-3, REC-4/EFF-1); and its verdict is exactly the kernel's verdict for its
+/// input on the run rebuilt so far. After the last line, the log must end at the anchor, when
+/// one is given.
 pub fn validate<R: BufRead>(reader: R, options: &Options) -> Result<Summary, Finding> {
     let mut lines = Lines {
         reader,
@@ -655,104 +562,20 @@ pub fn validate<R: BufRead>(reader: R, options: &Options) -> Result<Summary, Fin
         Some(text) => text,
         None => return Err(at(1, None, Problem::Empty)),
     };
-    let run_header = header(head, 1)?;
-    let mut prev = Digest::of(head.as_bytes());
-    let mut run = run_header.run();
-    let mut commits = CommitWindow::new(options.commit_window);
-    let mut summary = Summary {
-        identity: run_header.identity,
-        records: 0,
-        accepted: 0,
-        rejected: 0,
-        revision: run.revision(),
-        phase: run.phase().kind(),
-        dispatches: 0,
-        commits: 0,
-        commit_window: commits.capacity as u64,
-        commit_window_exceeded: false,
-    };
+    let mut validator = read_header(head, options)?;
     loop {
         let line = lines.line + 1;
         let Some(text) = lines.next()? else { break };
-        let record: Record = parse(text, line)?;
-        let seq = summary.records + 1;
-        if record.seq != seq {
-            return Err(at(
-                line,
-                None,
-                Problem::SeqGap {
-                    expected: seq,
-                    found: record.seq,
-                },
-            ));
-        }
-        if record.prev != prev {
-            return Err(at(
-                line,
-                None,
-                Problem::ChainBroken {
-                    expected: prev,
-                    found: record.prev,
-                },
-            ));
-        }
-        let implied = match record.verdict {
-            // At the last revision the kernel refuses (RevisionExhausted): the verdict
-            // comparison below names that, so the revision check does not.
-            Verdict::Accepted(_) => run.revision().next().unwrap_or(record.revision),
-            Verdict::Rejected(_) => run.revision(),
-        };
-        if record.revision != implied {
-            return Err(at(
-                line,
-                None,
-                Problem::RevisionGap {
-                    expected: implied,
-                    found: record.revision,
-                },
-            ));
-        }
-        let result = step(&run, &record.input);
-        let expected = verdict_of(&run, &result);
-        if let Err((id, what)) = check_properties(&run, &record, &expected, &commits) {
-            return Err(at(
-                line,
-                None,
-                Problem::Property {
-                    id,
-                    what,
-                    expected: Box::new(expected),
-                    found: Box::new(record.verdict),
-                },
-            ));
-        }
-        if record.verdict != expected {
-            return Err(at(
-                line,
-                None,
-                Problem::VerdictDiverges {
-                    expected: Box::new(expected),
-                    found: Box::new(record.verdict),
-                },
-            ));
-        }
-        summary.records = seq;
-        match (&expected, result) {
-            (Verdict::Accepted(a), Ok(t)) => {
-                summary.accepted += 1;
-                summary.dispatches += u64::from(a.dispatch.is_some());
-                if let Some(c) = &a.committed {
-                    summary.commits += 1;
-                    commits.insert((c.call_id, c.key, c.attempt), line);
-                }
-                run = t.next;
+        if let Some(anchor) = &options.anchor {
+            if validator.summary.records == anchor.records {
+                let past = Problem::PastAnchor {
+                    anchored: anchor.records,
+                };
+                return Err(at(line, None, past));
             }
-            _ => summary.rejected += 1,
         }
-        prev = Digest::of(text.as_bytes());
+        let record = validator.read(text, line)?;
+        validator.check(&record, line)?;
     }
-    summary.revision = run.revision();
-    summary.phase = run.phase().kind();
-    summary.commit_window_exceeded = commits.exceeded;
-    Ok(summary)
+    validator.finish(lines.line, options)
 }

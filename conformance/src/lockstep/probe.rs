@@ -72,7 +72,7 @@ pub fn inputs(cast: &Cast, updated_at: Time, checkpoints: &[Checkpoint], now: Ti
         at(Event::Expire),
         at(Event::Recover),
         at(Event::ToolResult {
-            call_id: cast.calls[1].call_id,
+            call_id: cast.proposals[1].call.call_id,
             attempt: 0,
             result: cast.results[1],
         }),
@@ -82,16 +82,27 @@ pub fn inputs(cast: &Cast, updated_at: Time, checkpoints: &[Checkpoint], now: Ti
             },
             expires_at: now.after(5),
             responsible: cast.approver,
-            resource_version: cast.resource_version,
+            resource_version: 0,
         }),
-        at(Event::Dispatch {
-            call: cast.calls[0],
+        // EXP-1: a suspension that could never expire.
+        at(Event::Suspend {
+            wait: Wait::Intervention,
+            expires_at: Time::END,
+            responsible: cast.approver,
+            resource_version: 0,
         }),
         at(Event::Cancel { by: cast.owner }),
         at(Event::Complete {
             result: cast.final_result,
         }),
+        // EXP-1: at the end of time no reconciliation can begin.
+        Input {
+            at: Time::END,
+            event: Event::Recover,
+        },
     ];
+    // KEY-1, KEY-2, REC-4: every call the agent may propose, earlier ids and keys included.
+    v.extend((cast.proposals.iter()).map(|p| at(Event::Dispatch { call: p.call })));
     // CLK-1: the same input a moment before the run's last one.
     if let Some(before) = updated_at.0.checked_sub(1) {
         v.push(Input {
@@ -146,12 +157,20 @@ pub fn inputs(cast: &Cast, updated_at: Time, checkpoints: &[Checkpoint], now: Ti
                 ..ok
             },
         )),
-        // RES-4: a forged checkpoint naming another responsible party, resealed.
+        // RES-4: a forged checkpoint naming another responsible party, resealed; one whose
+        // pending cancel was erased.
         at(resume(
             resealed(&|c| c.responsible = Name::lit("mallory")),
             decision,
             ok,
         )),
+        at(resume(
+            resealed(&|c| c.cancel_requested_by = None),
+            decision,
+            ok,
+        )),
+        // CKP-3: a schema no kernel wrote.
+        at(resume(resealed(&|c| c.schema_version = 0), decision, ok)),
         // RES-6: a decision of the wrong kind. RES-7: permission revoked.
         at(resume(cp, wrong_kind(&cp, until), ok)),
         at(resume(
@@ -163,6 +182,40 @@ pub fn inputs(cast: &Cast, updated_at: Time, checkpoints: &[Checkpoint], now: Ti
             },
         )),
     ]);
+    let moved = Facts {
+        resource_version: cp.resource_version.wrapping_add(1),
+        ..ok
+    };
+    match cp.reason {
+        // RES-3, LIVE-2: every answer to an unknown outcome, with the resource moved.
+        ReasonKind::OutcomeUnknown => v.extend(
+            [
+                QueryAnswer::Unknown,
+                QueryAnswer::NotCommitted,
+                QueryAnswer::Committed {
+                    result: cast.results[1],
+                },
+            ]
+            .map(|a| at(resume(cp, Decision::Reconcile(a), moved))),
+        ),
+        // RES-3, REC-4: every intervention, with the resource as it was and moved.
+        ReasonKind::ManualIntervention => {
+            for resolution in [
+                Resolution::Abandon,
+                Resolution::Continue,
+                Resolution::Committed {
+                    result: cast.results[1],
+                },
+            ] {
+                let d = Decision::Intervene {
+                    by: cp.responsible,
+                    resolution,
+                };
+                v.extend([at(resume(cp, d, ok)), at(resume(cp, d, moved))]);
+            }
+        }
+        _ => {}
+    }
     if cp.reason == ReasonKind::PendingApproval {
         let a = approval(&cp, until);
         v.extend([
@@ -198,16 +251,20 @@ pub fn inputs(cast: &Cast, updated_at: Time, checkpoints: &[Checkpoint], now: Ti
             )));
         }
     }
-    // RES-2, RES-3: a resume from the run's first checkpoint, long superseded.
+    // RES-2, RES-3: a resume from the run's first checkpoint, long superseded, as it was
+    // and resealed naming another responsible party (only the holder of the very checkpoint
+    // a resume was taken from learns how its decision fared).
     if let Some(&first) = checkpoints.first().filter(|first| **first != cp) {
-        v.push(at(resume(
-            first,
-            fitting(&first, until),
-            Facts {
-                resource_version: first.resource_version,
-                ..ok
-            },
-        )));
+        let facts = Facts {
+            resource_version: first.resource_version,
+            ..ok
+        };
+        let mut forged = first;
+        forged.responsible = Name::lit("mallory");
+        v.extend([
+            at(resume(first, fitting(&first, until), facts)),
+            at(resume(forged.seal(), fitting(&forged, until), facts)),
+        ]);
     }
     v
 }

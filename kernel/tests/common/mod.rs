@@ -26,6 +26,7 @@ pub fn new_run(run: &str) -> Run {
         },
         Time(0),
     )
+    .expect("the window is not 0")
 }
 
 pub fn contract(dedupes: bool, query_fences: bool) -> ToolContract {
@@ -94,6 +95,19 @@ pub fn resume(cp: Checkpoint, decision: Decision) -> Event {
     })
 }
 
+/// A resume from `cp` whose facts report the resource at `version`: honest facts after the
+/// resource moved (or not), current policy permitting.
+pub fn resume_at_version(cp: Checkpoint, decision: Decision, version: u64) -> Event {
+    Event::Resume(Resume {
+        checkpoint: cp,
+        decision,
+        facts: Facts {
+            resource_version: version,
+            ..facts()
+        },
+    })
+}
+
 /// Steps and expects acceptance; returns the next run and the effects.
 pub fn accept(run: &Run, input: Input) -> (Run, Effects) {
     match step(run, &input) {
@@ -157,13 +171,15 @@ pub fn persisted(next: &Run) -> Effect {
     Effect::PersistCheckpoint(Checkpoint::of(next).expect("the run is suspended"))
 }
 
-/// The dispatch command for `c` under `attempt`.
-pub fn dispatch_of(c: &Call, attempt: u8) -> Dispatch {
+/// The dispatch command for `c` of `run` under `attempt`, with the key the tool sees
+/// (spec KEY-3).
+pub fn dispatch_of(run: &Run, c: &Call, attempt: u8) -> Dispatch {
     Dispatch {
         call_id: c.call_id,
         tool: c.tool,
         args: c.args,
         key: c.key,
+        tool_key: checkpoint::tool_key(run.identity(), &c.key),
         attempt,
     }
 }

@@ -129,6 +129,8 @@ pub fn config_json(config: &Config) -> Value {
         "losses": config.losses,
         "duplicates": config.duplicates,
         "cancels": config.cancels,
+        "reuses": config.reuses,
+        "outsider_moves": config.outsider_moves,
         "program": config.program.name(),
         "suspend_for": config.suspend_for,
         "approval_ttl": config.approval_ttl,

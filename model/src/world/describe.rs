@@ -10,7 +10,10 @@ use core::fmt;
 use resumable_kernel::{FailCause, Phase, Reason};
 
 fn key(f: &mut fmt::Formatter<'_>, call: u8, attempt: u8) -> fmt::Result {
-    write!(f, "c{call} key k{call}#{attempt}")
+    match super::KEY_OF.get(usize::from(call)) {
+        Some(k) => write!(f, "c{call} key k{k}#{attempt}"),
+        None => write!(f, "c{call} attempt {attempt}"),
+    }
 }
 
 fn tool_msg(f: &mut fmt::Formatter<'_>, m: &ToolMsg) -> fmt::Result {
@@ -44,8 +47,12 @@ fn decision(f: &mut fmt::Formatter<'_>, m: &DecisionMsg) -> fmt::Result {
 impl fmt::Display for Choice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Choice::Agent(Intent::Suspend) => f.write_str("suspend for approval of c1"),
+            Choice::Agent(Intent::Suspend(c)) => write!(f, "suspend for approval of c{c}"),
             Choice::Agent(Intent::Dispatch(c)) => write!(f, "dispatch c{c}"),
+            Choice::Agent(Intent::Reuse(c)) => {
+                f.write_str("propose again: ")?;
+                key(f, *c, 0)
+            }
             Choice::Agent(Intent::Complete) => f.write_str("complete"),
             Choice::Decision(m) => {
                 f.write_str("resume ")?;
@@ -61,10 +68,12 @@ impl fmt::Display for Choice {
                 call,
                 attempt,
                 answer,
+                revision,
                 ..
             } => {
                 f.write_str("reconcile ")?;
                 key(f, *call, *attempt)?;
+                write!(f, " from r{revision}")?;
                 f.write_str(match answer {
                     Answer::Committed => ": committed",
                     Answer::NotCommitted => ": not committed",
@@ -77,6 +86,7 @@ impl fmt::Display for Choice {
                 match (settle, call) {
                     (Settle::Committed, Some(c)) => write!(f, "c{c} committed"),
                     (Settle::Committed, None) => f.write_str("committed"),
+                    (Settle::Continue, _) => f.write_str("continue"),
                     (Settle::Abandon, _) => f.write_str("abandon"),
                 }
             }
@@ -144,6 +154,7 @@ impl fmt::Display for Action {
                 Ok(())
             }
             Action::Tick { to } => write!(f, "Clock ticks to {to}"),
+            Action::Outsider { run } => write!(f, "Outsider moves run {run}'s resource"),
         }
     }
 }
@@ -214,6 +225,7 @@ impl<L: Lifecycle> World<L> {
                 Action::Lose { .. } => "gone".into(),
                 Action::Decide { .. } => "sent".into(),
                 Action::Tick { .. } => "time passes".into(),
+                Action::Outsider { .. } => "the resource is at a new version".into(),
             },
         }
     }
@@ -225,11 +237,12 @@ impl<L: Lifecycle> World<L> {
         for (r, slot) in state.runs.iter().enumerate() {
             let snap = self.lifecycle.snapshot(&slot.run.run);
             out.push_str(&format!(
-                "run {r}: {} at r{}, {} audit records, {} checkpoints\n",
+                "run {r}: {} at r{}, {} audit records, {} checkpoints, resource v{}\n",
                 phase_words(&snap.phase),
                 snap.revision.0,
                 slot.audited,
-                slot.checkpoints.len()
+                slot.checkpoints.len(),
+                slot.resource
             ));
         }
         let workers: Vec<String> = state

@@ -6,6 +6,15 @@
 use super::intern::Shared;
 use resumable_kernel::{Checkpoint, PhaseKind, ReasonKind, Time};
 
+/// The idempotency keys the world's calls use (`k0`, `k1`, `k2`): the tool's ledger and the
+/// world's books are kept per key.
+pub const KEYS: usize = 3;
+
+/// The attempts the tool's ledger distinguishes per key: the configuration allows at most
+/// this many attempts in all ([`crate::config::Config::validate`]), so attempt numbers stay
+/// below it.
+pub const ATTEMPTS: u8 = 4;
+
 /// A run as the store holds it, with the [`RunView`] the world and the properties read of it.
 /// Interned as one value, so the view is computed once per distinct run.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -49,6 +58,8 @@ pub struct RunView {
     pub ending: Option<Ending>,
     /// Running with a dispatch in flight.
     pub in_flight: bool,
+    /// Suspended with a cancel waiting on an unsettled effect (spec CAN-2).
+    pub cancel_pending: bool,
     /// SUS-1: not suspended, or suspended with an expiry not before its start, a start no
     /// later than the last input, and (for an approval) a responsible party who is not the
     /// requester.
@@ -75,10 +86,10 @@ pub struct WorldState<R: 'static> {
     pub decisions: Vec<DecisionMsg>,
     /// Safety properties found broken along the path to this state: one bit per property,
     /// see [`violation`]. Always empty for a correct lifecycle, so it never splits its states.
-    pub violated: u16,
+    pub violated: u32,
     /// Rare events seen along the path that no state shows otherwise, for the `sometimes`
     /// properties: see [`witness`].
-    pub seen: u8,
+    pub seen: u16,
 }
 
 /// The environment's remaining budgets.
@@ -92,6 +103,10 @@ pub struct Budgets {
     pub duplicates: u8,
     /// Cancel requests the owner may still send.
     pub cancels: u8,
+    /// Times the agent may still propose an earlier call id or key again.
+    pub reuses: u8,
+    /// Times an outsider may still move a run's resource.
+    pub outsider_moves: u8,
 }
 
 /// One run's durable side of the world.
@@ -109,55 +124,67 @@ pub struct RunSlot<R: 'static> {
     /// A worker crashed while the run had a dispatch in flight: a restarted worker may feed
     /// `Recover` (spec REC-1). Cleared by the next accepted write.
     pub orphaned: bool,
-    /// Checkpoint revisions a resume has won from (spec RES-2), one bit per revision.
+    /// Checkpoint revisions a resume has won from (spec RES-2), one bit per revision (the
+    /// configuration keeps revisions below 32).
     pub won: u32,
-    /// What the world knows about each call (`c0`, `c1`), as bits of [`book`].
-    pub books: [u8; 2],
-    /// Keys (bits as in [`ToolSide`]) whose dispatch was made durable (spec REC-3).
+    /// What the world knows about each key, as bits of [`book`].
+    pub books: [u8; KEYS],
+    /// For each key, the proposal first dispatched under it, plus one (0: none yet), so
+    /// that a dispatch of other arguments under it is seen (spec KEY-1).
+    pub payloads: [u8; KEYS],
+    /// Keys and attempts (bits as in [`ToolSide`]) whose dispatch was made durable (spec
+    /// REC-3).
     pub dispatched: u16,
     /// The tool's durable side for this run's calls.
     pub tool: ToolSide,
+    /// The version of the resource the run acts on: every commit of the run's calls moves
+    /// it, and so may an outsider. Resumes are fed it as their facts, honestly.
+    pub resource: u8,
+    /// A cancel of the run was accepted (spec CAN-2).
+    pub cancelled: bool,
 }
 
-/// Bits of [`RunSlot::books`]: the world's ledger of each call, for the properties.
+/// Bits of [`RunSlot::books`]: the world's ledger of each key, for the properties.
 pub mod book {
-    /// A dispatch of the call was made durable and its outcome is not known to the run yet.
+    /// A dispatch under the key was made durable and its outcome is not known to the run yet.
     pub const OPEN: u8 = 1 << 0;
-    /// The run learned the call's committed result (spec REC-4).
+    /// The run learned the key's committed result (spec REC-4).
     pub const SETTLED: u8 = 1 << 1;
-    /// A denial of the call was accepted (spec APR-4).
+    /// A denial of the key's call was accepted (spec APR-4).
     pub const DENIED: u8 = 1 << 2;
-    /// The call was dispatched under a valid approval (spec APR-1); retries may follow.
+    /// The key's call was dispatched under a valid approval (spec APR-1); retries may follow.
     pub const APPROVED: u8 = 1 << 3;
 }
 
-/// The tool's durable side. A key is a call and an attempt (the tool sees the key and the
-/// attempt together); bit `8 * call + attempt` stands for it.
+/// The tool's durable side. The tool sees a key and an attempt together; bit
+/// `ATTEMPTS * key + attempt` stands for the pair.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub struct ToolSide {
-    /// Keys the tool committed.
+    /// Key-attempt pairs the tool committed.
     pub committed: u16,
-    /// Keys the status query fenced: a late request under them can no longer commit.
+    /// Pairs the status query fenced: a late request under them can no longer commit.
     pub fenced: u16,
-    /// Keys the status query answered "not committed" for.
+    /// Pairs the status query answered "not committed" for.
     pub denied_commit: u16,
 }
 
 impl ToolSide {
-    /// The bit for a call and attempt; attempts past 7 share bit 7 (never reached: the
-    /// configuration allows at most 4 attempts).
-    pub fn key(call: u8, attempt: u8) -> u16 {
-        1u16 << (8 * u32::from(call.min(1)) + u32::from(attempt.min(7)))
+    /// The bit for a key and attempt. Keys are below [`KEYS`] and attempts below
+    /// [`ATTEMPTS`], as the world's cast and configuration guarantee; both are asserted.
+    pub fn bit(key: u8, attempt: u8) -> u16 {
+        debug_assert!(usize::from(key) < KEYS && attempt < ATTEMPTS);
+        1u16 << (u32::from(ATTEMPTS) * u32::from(key) + u32::from(attempt))
     }
 
-    /// The bits of every attempt of a call.
-    pub fn call(call: u8) -> u16 {
-        0xffu16 << (8 * u32::from(call.min(1)))
+    /// The bits of every attempt of a key.
+    pub fn every_attempt(key: u8) -> u16 {
+        debug_assert!(usize::from(key) < KEYS);
+        ((1u16 << ATTEMPTS) - 1) << (u32::from(ATTEMPTS) * u32::from(key))
     }
 
-    /// Whether the tool committed any attempt of the call.
-    pub fn committed_call(&self, call: u8) -> bool {
-        self.committed & ToolSide::call(call) != 0
+    /// Whether the tool committed any attempt of the key.
+    pub fn committed_key(&self, key: u8) -> bool {
+        self.committed & ToolSide::every_attempt(key) != 0
     }
 }
 
@@ -177,9 +204,9 @@ pub enum Worker<R: 'static> {
     },
 }
 
-/// Up to three dispatches (call, attempt), in order, packed to the front: as many as one
-/// effect list can hold.
-pub type Dispatches = [Option<(u8, u8)>; 3];
+/// Up to [`resumable_kernel::effect::MAX_EFFECTS`] dispatches (proposal, attempt), in order,
+/// packed to the front: as many as one effect list can hold.
+pub type Dispatches = [Option<(u8, u8)>; resumable_kernel::effect::MAX_EFFECTS];
 
 /// A step computed and not yet written.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -197,22 +224,23 @@ pub struct Staged<R: 'static> {
     /// The dispatches to carry out after the write, in order. A correct lifecycle emits at
     /// most one; a broken one may emit more.
     pub dispatches: Dispatches,
-    /// For a resume, the revision of the checkpoint it was taken from (past 31: 31).
+    /// For a resume, the revision of the checkpoint it was taken from (the configuration
+    /// keeps revisions below 32).
     pub resumed_from: Option<u8>,
     /// Audit records the step emitted (exactly one for a correct lifecycle).
     pub audits: u8,
     /// The step was a resume by an approval that binds to the dispatch it makes (spec APR-1).
     pub approval_binds: bool,
     /// Violations the write makes real, found when the step was computed.
-    pub raise: u16,
+    pub raise: u32,
     /// Witness bits the write makes real.
-    pub witness: u8,
+    pub witness: u16,
 }
 
 // Workers are ordered by their whole content, so that sorting them is canonical. Written out
 // because a derive would require `R: Ord`; the run is compared by its interned address.
 impl<R> Staged<R> {
-    #[allow(clippy::type_complexity)]
+    #[expect(clippy::type_complexity, reason = "a sort key: the tuple is the order")]
     fn key(
         &self,
     ) -> (
@@ -223,7 +251,7 @@ impl<R> Staged<R> {
             Shared<Stored<R>>,
             Option<Shared<Checkpoint>>,
         ),
-        (Dispatches, Option<u8>, u8, bool, u16, u8),
+        (Dispatches, Option<u8>, u8, bool, u32, u16),
     ) {
         (
             (self.run, self.from, self.choice, self.next, self.checkpoint),
@@ -275,12 +303,13 @@ impl<R: Eq> Ord for Worker<R> {
     }
 }
 
-/// A request to the tool or its response: the run, the call and the attempt.
+/// A request to the tool or its response: the run, the proposal (the call as the agent made
+/// it: id, key and arguments) and the attempt.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct ToolMsg {
     /// The run.
     pub run: u8,
-    /// The call.
+    /// The proposal.
     pub call: u8,
     /// The attempt.
     pub attempt: u8,
@@ -330,10 +359,13 @@ pub struct DecisionMsg {
 /// The agent program's next request.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Intent {
-    /// Suspend for approval of `c1`.
-    Suspend,
-    /// Dispatch an ungated call.
+    /// Suspend for approval of a gated proposal.
+    Suspend(u8),
+    /// Dispatch an ungated proposal.
     Dispatch(u8),
+    /// Propose an earlier call id or key again (a proposal of [`super::Cast::REUSES`]): used
+    /// up whether accepted or refused.
+    Reuse(u8),
     /// Finish with the final result.
     Complete,
 }
@@ -349,11 +381,13 @@ pub enum Answer {
     Unknown,
 }
 
-/// How the operator settles a manual intervention.
+/// How the operator settles a manual intervention, honestly: each is offered only when true.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Settle {
     /// The unresolved call committed: record its result.
     Committed,
+    /// Nothing unresolved can commit any more: go ahead without it.
+    Continue,
     /// Give the run up.
     Abandon,
 }
@@ -382,6 +416,8 @@ pub enum Choice {
         /// The index of the checkpoint the reconciler read (the latest, or an older one of
         /// the same suspension that a slow reconciler still holds).
         checkpoint: u8,
+        /// That checkpoint's revision (determined by the index; kept for reading).
+        revision: u8,
         /// The call queried.
         call: u8,
         /// The attempt queried.
@@ -480,57 +516,73 @@ pub enum Action {
         /// The new time.
         to: u8,
     },
+    /// Someone outside the run changes the resource it acts on.
+    Outsider {
+        /// The run whose resource moves.
+        run: u8,
+    },
 }
 
 /// Bits of [`WorldState::violated`], one per safety property that needs history.
 pub mod violation {
     /// RES-2: a second resume won the same suspension.
-    pub const RES_2: u16 = 1 << 0;
-    /// RES-3: a resume from another revision than the run's was accepted.
-    pub const RES_3: u16 = 1 << 1;
+    pub const RES_2: u32 = 1 << 0;
+    /// RES-3: a resume from another revision than the run's was accepted, or one acted on a
+    /// resource that moved since its checkpoint.
+    pub const RES_3: u32 = 1 << 1;
     /// APR-1: a gated call was dispatched without a binding, valid approval.
-    pub const APR_1: u16 = 1 << 2;
-    /// APR-4: a denied call was dispatched.
-    pub const APR_4: u16 = 1 << 3;
-    /// EFF-1: the tool committed a call twice.
-    pub const EFF_1: u16 = 1 << 4;
-    /// REC-2: a call whose outcome was unknown was dispatched again without "not committed".
-    pub const REC_2: u16 = 1 << 5;
-    /// REC-4: a call whose committed result the run knew was dispatched again.
-    pub const REC_4: u16 = 1 << 6;
+    pub const APR_1: u32 = 1 << 2;
+    /// APR-4: a denial left the run other than failed, or a denied call was dispatched.
+    pub const APR_4: u32 = 1 << 3;
+    /// EFF-1: the tool committed a key twice.
+    pub const EFF_1: u32 = 1 << 4;
+    /// REC-2: a key whose outcome was unknown was dispatched again without "not committed".
+    pub const REC_2: u32 = 1 << 5;
+    /// REC-4: a key whose committed result the run knew was dispatched again.
+    pub const REC_4: u32 = 1 << 6;
     /// INV-1: an input was accepted in a terminal phase.
-    pub const INV_1: u16 = 1 << 7;
+    pub const INV_1: u32 = 1 << 7;
     /// AUD-1: a step emitted other than one audit record, first, at the next revision.
-    pub const AUD_1: u16 = 1 << 8;
+    pub const AUD_1: u32 = 1 << 8;
     /// ID-1: a foreign checkpoint was accepted, or refused for anything but its identity.
-    pub const ID_1: u16 = 1 << 9;
+    pub const ID_1: u32 = 1 << 9;
     /// SUS-2: a suspend was accepted while suspended.
-    pub const SUS_2: u16 = 1 << 10;
+    pub const SUS_2: u32 = 1 << 10;
     /// APR-2: a decision was accepted after its own expiry.
-    pub const APR_2: u16 = 1 << 11;
+    pub const APR_2: u32 = 1 << 11;
     /// APR-3: a decision was accepted from the requester or a party other than the approver.
-    pub const APR_3: u16 = 1 << 12;
+    pub const APR_3: u32 = 1 << 12;
     /// RES-5: a resume was accepted after the suspension's expiry.
-    pub const RES_5: u16 = 1 << 13;
-    /// REC-3: a call was dispatched again under a key its tool's contract does not make safe
-    /// (an earlier key may still commit) or under a fenced key (it can never succeed).
-    pub const REC_3: u16 = 1 << 14;
+    pub const RES_5: u32 = 1 << 13;
+    /// REC-3: a key went again under an attempt its tool's contract does not make safe (an
+    /// earlier attempt may still commit) or under a fenced attempt (it can never succeed).
+    pub const REC_3: u32 = 1 << 14;
+    /// KEY-1: a key was dispatched with other arguments than its first dispatch.
+    pub const KEY_1: u32 = 1 << 15;
+    /// CAN-2: after a cancel was accepted, the run ran again, or waited without the cancel.
+    pub const CAN_2: u32 = 1 << 16;
+    /// EFF-2: the tool committed for a run that had ended as if nothing more would commit.
+    pub const EFF_2: u32 = 1 << 17;
 }
 
 /// Bits of [`WorldState::seen`].
 pub mod witness {
     /// A decision reached its run after the run had moved past the decision's revision.
-    pub const STALE_ARRIVED: u8 = 1 << 0;
+    pub const STALE_ARRIVED: u16 = 1 << 0;
     /// A reconcile answer of "committed" was recorded, the call not executed again.
-    pub const REUSED: u8 = 1 << 1;
+    pub const REUSED: u16 = 1 << 1;
     /// A retry made after "not committed" had its result recorded.
-    pub const RETRY_SUCCEEDED: u8 = 1 << 2;
+    pub const RETRY_SUCCEEDED: u16 = 1 << 2;
     /// A request reached the tool after the query had answered "not committed" for its key.
-    pub const LATE_REQUEST: u8 = 1 << 3;
+    pub const LATE_REQUEST: u16 = 1 << 3;
     /// A decision or response reached a run that had already finished (spec INV-1).
-    pub const LATE_TO_TERMINAL: u8 = 1 << 4;
+    pub const LATE_TO_TERMINAL: u16 = 1 << 4;
     /// A decision reached its run after the decision's own expiry.
-    pub const EXPIRED_APPROVAL: u8 = 1 << 5;
+    pub const EXPIRED_APPROVAL: u16 = 1 << 5;
     /// A decision reached a run suspended past its expiry, before anyone fed the expiry.
-    pub const AFTER_EXPIRY: u8 = 1 << 6;
+    pub const AFTER_EXPIRY: u16 = 1 << 6;
+    /// The agent proposed an earlier call id or key again (spec KEY-1, KEY-2).
+    pub const REUSE_PROPOSED: u16 = 1 << 7;
+    /// A resume arrived with a resource version other than its checkpoint's (spec RES-3).
+    pub const RESOURCE_MOVED: u16 = 1 << 8;
 }

@@ -1,0 +1,234 @@
+//! The commands of people and outside systems, deciding through the store: `approve`,
+//! `deny`, `callback`, `intervene`, `cancel`, and `approver` (an approver that watches).
+//! Each puts a request in the run's inbox; a worker feeds it to the kernel and stores the
+//! answer with it. With `--wait-ms`, the command waits for that answer and prints it.
+
+use crate::runs::{open_store, party_exit, DEFAULT_STORE};
+use resumable_kernel::{Digest, Resolution};
+use resumable_runtime::parties::{self, watch, PartyError};
+use resumable_runtime::rng::now_ms;
+use resumable_runtime::store::{Answer, Request, Row, Store};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Where a request goes, and whether to wait for its answer.
+#[derive(clap::Args, Debug)]
+pub struct Target {
+    /// The store.
+    #[arg(long, default_value = DEFAULT_STORE)]
+    pub store: String,
+    /// The run (its name or full key).
+    #[arg(long)]
+    pub run: String,
+    /// Wait up to this many ms for a worker's answer and print it (exit 1 if refused, 3 if
+    /// no answer came in time).
+    #[arg(long, default_value_t = 0)]
+    pub wait_ms: u64,
+}
+
+/// Arguments of `approve` and `deny`.
+#[derive(clap::Args, Debug)]
+pub struct ApproveArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Who decides.
+    #[arg(long = "as", default_value = "approver")]
+    pub party: String,
+    /// How long the decision stays valid, in ms.
+    #[arg(long, default_value_t = 600_000)]
+    pub valid_ms: u64,
+    /// Decide on this checkpoint (JSON, e.g. from `status --checkpoint`, perhaps an old or an
+    /// edited one) instead of the one stored with the run.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+}
+
+/// Arguments of `callback`.
+#[derive(clap::Args, Debug)]
+pub struct CallbackArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The callback's payload (its digest is recorded).
+    #[arg(long, default_value = "settled")]
+    pub payload: String,
+    /// Who sends it.
+    #[arg(long = "as", default_value = "payments")]
+    pub party: String,
+}
+
+/// Arguments of `intervene`.
+#[derive(clap::Args, Debug)]
+pub struct InterveneArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// `committed` (the effect happened: give its result with --result), `continue`
+    /// (it did not and will not happen) or `abandon`.
+    #[arg(long)]
+    pub resolution: String,
+    /// For `committed`: the result, as text (its digest is recorded).
+    #[arg(long)]
+    pub result: Option<String>,
+    /// Who resolves it (the run's operator).
+    #[arg(long = "as", default_value = "ops")]
+    pub party: String,
+}
+
+/// Arguments of `cancel`.
+#[derive(clap::Args, Debug)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Who cancels.
+    #[arg(long = "as", default_value = "ops")]
+    pub party: String,
+}
+
+/// Arguments of `approver`.
+#[derive(clap::Args, Debug)]
+pub struct ApproverArgs {
+    /// The store.
+    #[arg(long, default_value = DEFAULT_STORE)]
+    pub store: String,
+    /// Who decides.
+    #[arg(long = "as", default_value = "approver")]
+    pub party: String,
+    /// Seed of its choices.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Share of decisions, in percent, that deny.
+    #[arg(long, default_value_t = 0)]
+    pub deny_percent: u64,
+    /// Share of decisions, in percent, sent twice.
+    #[arg(long, default_value_t = 0)]
+    pub duplicate_percent: u64,
+    /// Also send the callbacks runs wait for (as their payment system).
+    #[arg(long)]
+    pub callbacks: bool,
+    /// Look this many times, then stop (default: until stopped).
+    #[arg(long)]
+    pub rounds: Option<u64>,
+    /// Pause between looks, in ms.
+    #[arg(long, default_value_t = 20)]
+    pub poll_ms: u64,
+}
+
+fn submit(
+    target: &Target,
+    party: &str,
+    make: impl FnOnce(&Row) -> Result<Request, PartyError>,
+) -> ExitCode {
+    let mut store = match open_store(&target.store) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut waited = None;
+    let result = (|| -> Result<(), PartyError> {
+        let row = parties::resolve(&mut *store, &target.run)?;
+        let request = make(&row)?;
+        let id = store.submit(&row.key, party, now_ms(), &request)?;
+        println!("request #{id} for {} sent by {party}", row.key);
+        if target.wait_ms > 0 {
+            let wait = Duration::from_millis(target.wait_ms);
+            waited = Some(parties::wait_answer(
+                &mut *store as &mut dyn Store,
+                &row.key,
+                id,
+                wait,
+            )?);
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        return party_exit(result);
+    }
+    match waited {
+        None => ExitCode::SUCCESS,
+        Some(None) => {
+            println!("no answer yet: is a worker running?");
+            ExitCode::from(3)
+        }
+        Some(Some((Answer::Accepted(rev), seq))) => {
+            println!(
+                "accepted: the run is at revision {} (audit record {seq})",
+                rev.0
+            );
+            ExitCode::SUCCESS
+        }
+        Some(Some((Answer::Rejected(r), seq))) => {
+            let evidence = serde_json::to_string(&r).unwrap_or_default();
+            println!("refused: {evidence} (audit record {seq})");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Approves (or, with `approve` false, denies) the call a run waits on.
+pub fn approve(args: &ApproveArgs, approve: bool) -> ExitCode {
+    let checkpoint = match &args.checkpoint {
+        None => None,
+        Some(path) => match std::fs::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        {
+            Ok(cp) => Some(cp),
+            Err(e) => {
+                eprintln!("error: {}: not a checkpoint: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+    };
+    submit(&args.target, &args.party, |row| {
+        parties::approval(row, checkpoint, &args.party, approve, args.valid_ms)
+    })
+}
+
+/// Sends the callback a run waits for.
+pub fn callback(args: &CallbackArgs) -> ExitCode {
+    submit(&args.target, &args.party, |row| {
+        parties::callback(row, &args.payload)
+    })
+}
+
+/// Resolves a manual intervention.
+pub fn intervene(args: &InterveneArgs) -> ExitCode {
+    let resolution = match (args.resolution.as_str(), &args.result) {
+        ("committed", Some(r)) => Resolution::Committed {
+            result: Digest::of(r.as_bytes()),
+        },
+        ("continue", None) => Resolution::Continue,
+        ("abandon", None) => Resolution::Abandon,
+        _ => {
+            eprintln!("error: --resolution is committed (with --result), continue or abandon");
+            return ExitCode::from(2);
+        }
+    };
+    submit(&args.target, &args.party, |row| {
+        parties::intervene(row, &args.party, resolution)
+    })
+}
+
+/// Cancels a run.
+pub fn cancel(args: &CancelArgs) -> ExitCode {
+    submit(&args.target, &args.party, |_| parties::cancel(&args.party))
+}
+
+/// Watches the store and decides on every approval (and callback) it sees.
+pub fn approver(args: &ApproverArgs) -> ExitCode {
+    let mut store = match open_store(&args.store) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let w = watch::Watch {
+        name: args.party.clone(),
+        seed: args.seed,
+        deny_percent: args.deny_percent.min(100),
+        duplicate_percent: args.duplicate_percent.min(100),
+        callbacks: args.callbacks,
+        valid_ms: 600_000,
+        poll: Duration::from_millis(args.poll_ms),
+    };
+    party_exit(watch::watch(&mut *store, &w, args.rounds).map(|sent| {
+        println!("{sent} requests sent");
+    }))
+}

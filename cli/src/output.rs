@@ -1,0 +1,126 @@
+//! What every command does with its output and its errors, in one place:
+//!
+//! - output goes through [`Out`], buffered; a reader that goes away (a closed pipe, EPIPE:
+//!   `resumable replay big.jsonl | head`) ends the command quietly, with no message;
+//! - any other write failure (a full disk, ENOSPC) is an error: one message on stderr and exit
+//!   status 2, never a silent success;
+//! - an error is one line on stderr, `error: MESSAGE`, or in `--format json` one JSON object
+//!   on stderr: `{"error": {"problem": NAME, "message": ..., ...}, "exit_code": 2}`.
+//!
+//! Rust ignores SIGPIPE, so a write to a closed pipe is an `io::Error` here, never a signal.
+
+use clap::ValueEnum;
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+/// How a command prints its result and its errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Text for people.
+    Text,
+    /// JSON for programs; every error is JSON too.
+    Json,
+}
+
+/// Why output stopped.
+#[derive(Debug)]
+pub enum Ended {
+    /// The reader went away: stop quietly.
+    Closed,
+    /// Writing failed: report it, exit 2.
+    Failed(io::Error),
+}
+
+impl From<io::Error> for Ended {
+    fn from(e: io::Error) -> Ended {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            Ended::Closed
+        } else {
+            Ended::Failed(e)
+        }
+    }
+}
+
+/// Standard output, buffered, with write errors classified.
+pub struct Out {
+    inner: BufWriter<io::StdoutLock<'static>>,
+}
+
+impl Out {
+    /// Standard output.
+    pub fn stdout() -> Out {
+        Out {
+            inner: BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
+        }
+    }
+
+    /// Writes `bytes` (buffered).
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), Ended> {
+        self.inner.write_all(bytes).map_err(Ended::from)
+    }
+
+    /// Writes out everything buffered.
+    pub fn flush(&mut self) -> Result<(), Ended> {
+        self.inner.flush().map_err(Ended::from)
+    }
+}
+
+/// An error a command reports: a stable name, a message, and fields a program may read.
+#[derive(Debug)]
+pub struct Error {
+    /// A stable snake_case name: `cannot_read`, `cannot_write`, `malformed`, `misuse`...
+    pub problem: &'static str,
+    /// One sentence, with the file and position where there are some.
+    pub message: String,
+    /// More fields for the JSON form (`file`, `line`, `column`...).
+    pub fields: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Error {
+    /// An error without fields.
+    pub fn new(problem: &'static str, message: impl Into<String>) -> Error {
+        Error {
+            problem,
+            message: message.into(),
+            fields: serde_json::Map::new(),
+        }
+    }
+
+    /// The error with one more field for the JSON form.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Error {
+        self.fields.insert(key.into(), value.into());
+        self
+    }
+
+    /// The error as one JSON object on one line.
+    pub fn to_json(&self) -> String {
+        let mut error = self.fields.clone();
+        error.insert("problem".into(), self.problem.into());
+        error.insert("message".into(), self.message.clone().into());
+        let report = serde_json::json!({ "error": error, "exit_code": 2 });
+        format!("{report}\n")
+    }
+}
+
+/// Reports `error` on stderr in `format` and returns exit status 2.
+pub fn fail(format: Format, error: &Error) -> ExitCode {
+    let text = match format {
+        Format::Text => format!("error: {}\n", error.message),
+        Format::Json => error.to_json(),
+    };
+    // If stderr is gone too, there is no one left to tell.
+    let _ = io::stderr().write_all(text.as_bytes());
+    ExitCode::from(2)
+}
+
+/// What a command does when its output stopped: quietly return `quiet` when the reader went
+/// away, or report the write failure and return 2.
+pub fn ended(format: Format, why: Ended, what: &str, quiet: ExitCode) -> ExitCode {
+    match why {
+        Ended::Closed => quiet,
+        Ended::Failed(e) => fail(
+            format,
+            &Error::new("cannot_write", format!("cannot write {what}: {e}")),
+        ),
+    }
+}

@@ -1,0 +1,132 @@
+//! `resumable torture`: workers, the tool service and approvers on one store, workers killed
+//! with SIGKILL at seeded points and restarted, then the checks. Exit 0 when nothing was
+//! violated, 1 otherwise, 2 when it could not run.
+
+use resumable_runtime::driver::Flavor;
+use resumable_runtime::store::postgres::PgStore;
+use resumable_runtime::torture::{self, Options};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments of `torture`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The store: an SQLite file (default: `runs.db` in the work directory) or a PostgreSQL
+    /// address (`host=... #schema`). It must hold no runs (see --fresh).
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Empty the store first: delete the SQLite file, or drop the PostgreSQL schema.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Where the tool's ledger and the processes' logs go (default: a new temporary directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Worker processes.
+    #[arg(long, default_value_t = 4)]
+    pub workers: u32,
+    /// Approver processes (they race each other on every approval).
+    #[arg(long, default_value_t = 2)]
+    pub approvers: u32,
+    /// Runs kept going at once while killing.
+    #[arg(long, default_value_t = 24)]
+    pub active: u32,
+    /// Kills to reach before letting every run settle.
+    #[arg(long, default_value_t = 1000)]
+    pub kills: u32,
+    /// The seed of every choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// `correct`, or a deliberately broken driver to show the checks bite:
+    /// `dispatch-before-commit`, `retry-unknown-blindly`.
+    #[arg(long, default_value = "correct")]
+    pub flavor: String,
+    /// The workers' lease, in ms: how soon a killed worker's runs are recovered.
+    #[arg(long, default_value_t = 300)]
+    pub lease_ms: u64,
+    /// The tool's largest delay before a commit, in ms.
+    #[arg(long, default_value_t = 40)]
+    pub max_tool_delay_ms: u64,
+    /// Share of status queries answered "unknown", in percent (those runs go to a person).
+    #[arg(long, default_value_t = 3)]
+    pub unknown_percent: u64,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 1200)]
+    pub deadline_s: u64,
+}
+
+fn is_postgres(store: &str) -> bool {
+    store.starts_with("postgres") || store.contains("host=")
+}
+
+/// Runs the torture.
+pub fn run(args: &Args) -> ExitCode {
+    let Some(flavor) = Flavor::parse(&args.flavor) else {
+        eprintln!("error: no driver flavour {:?}", args.flavor);
+        return ExitCode::from(2);
+    };
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("resumable-torture-{}", std::process::id()))
+    });
+    let store = args
+        .store
+        .clone()
+        .unwrap_or_else(|| dir.join("runs.db").display().to_string());
+    if args.fresh {
+        let emptied = if is_postgres(&store) {
+            PgStore::drop_schema(&store).map_err(|e| e.to_string())
+        } else {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{store}{suffix}"));
+            }
+            Ok(())
+        };
+        if let Err(e) = emptied {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+        let _ = std::fs::remove_file(dir.join("tools.ledger"));
+    }
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("error: {}: {e}", dir.display());
+        return ExitCode::from(2);
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("error: cannot find this program's binary: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = Options {
+        exe,
+        store,
+        dir: dir.clone(),
+        workers: args.workers.max(1),
+        approvers: args.approvers,
+        active: args.active.max(1),
+        kills: args.kills,
+        seed: args.seed,
+        flavor,
+        lease_ms: args.lease_ms,
+        max_tool_delay_ms: args.max_tool_delay_ms,
+        unknown_percent: args.unknown_percent.min(100),
+        deadline: Duration::from_secs(args.deadline_s),
+    };
+    eprintln!("torture: logs and the tool's ledger in {}", dir.display());
+    let mut progress = |line: &str| eprintln!("torture: {line}");
+    match torture::run(&options, &mut progress) {
+        Ok(report) => {
+            print!("{}", report.render());
+            if report.violations.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

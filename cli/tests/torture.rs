@@ -1,0 +1,99 @@
+//! The torture through the binary: the correct driver survives its kills with no violation,
+//! and each deliberately broken driver, under the same torture, is caught: the harness bites.
+//! Small and seeded so they finish in seconds in debug builds; BENCHMARKS.md has the large
+//! runs (release, 1,000 kills and more).
+
+use std::process::Command;
+
+fn torture(name: &str, extra: &[&str]) -> (i32, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "resumable-cli-torture-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_resumable"))
+        .arg("torture")
+        .arg("--dir")
+        .arg(&dir)
+        .args([
+            "--seed",
+            "3",
+            "--workers",
+            "3",
+            "--active",
+            "12",
+            "--deadline-s",
+            "240",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let _ = std::fs::remove_dir_all(&dir);
+    (
+        out.status.code().unwrap_or(-1),
+        text + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn the_correct_driver_survives_kills_with_no_violation() {
+    let (code, out) = torture("correct", &["--kills", "40"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("result: 0 violations"), "{out}");
+    assert!(out.contains("kills: 4"), "at least 40 kills: {out}");
+}
+
+#[test]
+fn a_driver_that_dispatches_before_the_commit_is_caught() {
+    let (code, out) = torture(
+        "before",
+        &["--kills", "60", "--flavor", "dispatch-before-commit"],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("VIOLATION: EFF-1: tool key"), "{out}");
+}
+
+#[test]
+fn a_driver_that_retries_an_unknown_outcome_blindly_is_caught() {
+    let (code, out) = torture(
+        "blind",
+        &["--kills", "60", "--flavor", "retry-unknown-blindly"],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("VIOLATION: EFF-1: tool key"), "{out}");
+}
+
+#[test]
+fn postgres_the_correct_driver_survives_kills_with_no_violation() {
+    let Some(store) = resumable_runtime::store::postgres::test_address("cli_torture") else {
+        return;
+    };
+    let (code, out) = torture("pg", &["--kills", "30", "--store", &store]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("postgres store") && out.contains("result: 0 violations"),
+        "{out}"
+    );
+    let _ = resumable_runtime::store::postgres::PgStore::drop_schema(&store);
+}
+
+#[test]
+fn torture_refuses_a_store_that_holds_runs_and_a_bad_flavour() {
+    let (code, out) = torture("flavour", &["--flavor", "sloppy"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no driver flavour"), "{out}");
+    let db = std::env::temp_dir().join(format!("resumable-cli-used-{}.db", std::process::id()));
+    let db = db.to_str().unwrap();
+    let started = Command::new(env!("CARGO_BIN_EXE_resumable"))
+        .args(["start", "--store", db])
+        .output()
+        .unwrap();
+    assert!(started.status.success());
+    let (code, out) = torture("used", &["--store", db, "--kills", "1"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("the store holds runs"), "{out}");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{db}{suffix}"));
+    }
+}

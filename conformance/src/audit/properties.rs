@@ -1,0 +1,261 @@
+//! The whole-log checks on what each record claims: the safety properties (RES-3, APR-1,
+//! REC-4/EFF-1) and the tool policy the header declares. They run before the verdict
+//! comparison, so a forged verdict is named by the rule it breaks.
+
+use super::{Record, ToolPolicy, Verdict};
+use resumable_kernel::{Call, Decision, Event, Name, Reason, Run, Wait};
+use std::collections::{HashMap, VecDeque};
+
+/// The recent commits, for REC-4/EFF-1: each key with its attempt (what the tool sees), the
+/// call that committed it and the line, forgetting the oldest once `capacity` are held. The
+/// call id is not part of the key: the same key committed again under a new call id is a
+/// second commit all the same.
+pub(super) struct CommitWindow {
+    lines: HashMap<(Name, u8), (Name, u64)>,
+    order: VecDeque<(Name, u8)>,
+    capacity: usize,
+    pub(super) exceeded: bool,
+}
+
+impl CommitWindow {
+    pub(super) fn new(capacity: usize) -> CommitWindow {
+        let capacity = capacity.max(1);
+        CommitWindow {
+            // Twice the capacity, so that the table rehashes in place as old entries leave
+            // instead of growing: the window's memory is fixed when validation starts.
+            lines: HashMap::with_capacity(capacity * 2),
+            order: VecDeque::with_capacity(capacity),
+            capacity,
+            exceeded: false,
+        }
+    }
+
+    pub(super) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn first(&self, key: &(Name, u8)) -> Option<(Name, u64)> {
+        self.lines.get(key).copied()
+    }
+
+    pub(super) fn insert(&mut self, key: (Name, u8), call: Name, line: u64) {
+        if self.order.len() == self.capacity {
+            if let Some(old) = self.order.pop_front() {
+                self.lines.remove(&old);
+            }
+            self.exceeded = true;
+        }
+        self.order.push_back(key);
+        self.lines.insert(key, (call, line));
+    }
+}
+
+/// The tool policy of a version 2 header, looked up by tool.
+pub(super) struct ToolTable(HashMap<Name, ToolPolicy>);
+
+impl ToolTable {
+    pub(super) fn new(tools: &[ToolPolicy]) -> Result<ToolTable, String> {
+        let mut table = HashMap::with_capacity(tools.len());
+        for t in tools {
+            if table.insert(t.tool, *t).is_some() {
+                return Err(format!("tool {} is listed twice", t.tool));
+            }
+        }
+        Ok(ToolTable(table))
+    }
+
+    /// Whether `call` keeps to the policy: its tool is listed, with the same contract.
+    fn check_call(&self, call: &Call) -> Result<&ToolPolicy, String> {
+        let policy = self.0.get(&call.tool).ok_or_else(|| {
+            format!(
+                "call {} is to tool {}, which the policy does not list",
+                call.call_id, call.tool
+            )
+        })?;
+        if policy.contract != call.contract {
+            return Err(format!(
+                "call {} to tool {} declares the contract {}, the policy says {}",
+                call.call_id,
+                call.tool,
+                json(&call.contract),
+                json(&policy.contract)
+            ));
+        }
+        Ok(policy)
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// A finding of the whole-log checks: a property, by spec ID, or the tool policy.
+pub(super) enum Broken {
+    Property(&'static str, String),
+    Policy(String),
+}
+
+/// The call an input proposes, if it proposes one: the runtime's own words about its tool.
+fn proposed_call(record: &Record) -> Option<&Call> {
+    match &record.input.event {
+        Event::Dispatch { call } => Some(call),
+        Event::Suspend {
+            wait: Wait::Approval { call, .. },
+            ..
+        } => Some(call),
+        _ => None,
+    }
+}
+
+/// The tool policy, on an accepted record: every call proposed keeps to its tool's policy, and
+/// a call to a gated tool is never dispatched directly (APR-1: it is dispatched only out of an
+/// approval; a retry after a restart re-dispatches a call already out, not a new one).
+fn check_policy(tools: &ToolTable, record: &Record) -> Result<(), Broken> {
+    let Some(call) = proposed_call(record) else {
+        return Ok(());
+    };
+    let policy = tools.check_call(call).map_err(Broken::Policy)?;
+    if policy.gated && matches!(record.input.event, Event::Dispatch { .. }) {
+        return Err(Broken::Property(
+            "APR-1",
+            format!(
+                "call {} to tool {}, which the header's policy gates, was dispatched directly, \
+                 without an approval",
+                call.call_id, call.tool
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// RES-3: a resume is accepted only from the run's current revision.
+fn check_res_3(run: &Run, record: &Record) -> Result<(), Broken> {
+    let Event::Resume(r) = &record.input.event else {
+        return Ok(());
+    };
+    let got = r.checkpoint.revision;
+    if got == run.revision() {
+        return Ok(());
+    }
+    let age = if got < run.revision() {
+        "stale"
+    } else {
+        "future"
+    };
+    Err(Broken::Property(
+        "RES-3",
+        format!(
+            "a resume from {age} checkpoint revision {} was accepted while the run was at \
+             revision {}",
+            got.0,
+            run.revision().0
+        ),
+    ))
+}
+
+/// APR-1: a dispatch out of a pending approval needs an approval bound to that call, its
+/// arguments, its requester and the checkpoint revision.
+fn check_apr_1(run: &Run, record: &Record, claim: &super::Accepted) -> Result<(), Broken> {
+    let Some(d) = &claim.dispatch else {
+        return Ok(());
+    };
+    let pending = run.suspension().and_then(|s| match &s.reason {
+        Reason::PendingApproval { call, requester } => Some((call.call, *requester)),
+        _ => None,
+    });
+    let approval = match &record.input.event {
+        Event::Resume(r) => match &r.decision {
+            Decision::Approve(a) => Some(a),
+            _ => None,
+        },
+        _ => None,
+    };
+    let broken = |what: String| Err(Broken::Property("APR-1", what));
+    match (pending, approval) {
+        (Some((call, requester)), Some(a)) => {
+            let unbound = if a.call_id != call.call_id || d.call_id != call.call_id {
+                "call id"
+            } else if a.args != call.args || d.args != call.args {
+                "argument digest"
+            } else if a.requester != requester {
+                "requester"
+            } else if a.revision != run.revision() {
+                "checkpoint revision"
+            } else if d.key != call.key {
+                "idempotency key"
+            } else {
+                return Ok(());
+            };
+            broken(format!(
+                "call {} was dispatched on an approval whose {unbound} does not match the \
+                 pending call",
+                d.call_id
+            ))
+        }
+        (Some((call, _)), None) => broken(format!(
+            "call {} was dispatched while call {} awaited approval, without one",
+            d.call_id, call.call_id
+        )),
+        (None, Some(_)) => broken(format!(
+            "call {} was dispatched on an approval while no call awaited approval",
+            d.call_id
+        )),
+        (None, None) => Ok(()),
+    }
+}
+
+/// REC-4, EFF-1: a key (with the attempt the tool sees) is committed at most once, whatever
+/// the call id.
+fn check_rec_4(
+    claim: &super::Accepted,
+    expected: &Verdict,
+    commits: &CommitWindow,
+) -> Result<(), Broken> {
+    let Some(c) = &claim.committed else {
+        return Ok(());
+    };
+    let Some((first_call, first_line)) = commits.first(&(c.key, c.attempt)) else {
+        return Ok(());
+    };
+    let kernel = match expected {
+        Verdict::Accepted(_) => {
+            " (the kernel accepts the input: it compares a call only with the last one \
+             recorded)"
+        }
+        Verdict::Rejected(_) => "",
+    };
+    let under = if first_call == c.call_id {
+        format!("call {}", c.call_id)
+    } else {
+        format!("call {}; first by call {first_call}", c.call_id)
+    };
+    Err(Broken::Property(
+        "REC-4",
+        format!(
+            "key {} (attempt {}) was committed again ({under}); it was first committed on line \
+             {first_line}: EFF-1 allows one commit per key{kernel}",
+            c.key, c.attempt
+        ),
+    ))
+}
+
+/// Checks what an accepted record claims. `run` is the kernel's run before the record (every
+/// earlier record agreed with the kernel, or validation stopped); `tools` is the header's
+/// policy, if it declares one.
+pub(super) fn check(
+    run: &Run,
+    record: &Record,
+    expected: &Verdict,
+    commits: &CommitWindow,
+    tools: Option<&ToolTable>,
+) -> Result<(), Broken> {
+    let Verdict::Accepted(claim) = &record.verdict else {
+        return Ok(());
+    };
+    if let Some(tools) = tools {
+        check_policy(tools, record)?;
+    }
+    check_res_3(run, record)?;
+    check_apr_1(run, record, claim)?;
+    check_rec_4(claim, expected, commits)
+}

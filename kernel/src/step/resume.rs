@@ -1,0 +1,251 @@
+//! Resume (spec 5): the rows every resume meets, then one handler per decision.
+
+use super::checks::{
+    check_approval, dispatch_of, held_by_operator, mismatch, person, recheck, recheck_policy,
+    record, settled,
+};
+use super::Stepped;
+use crate::checkpoint::Checkpoint;
+use crate::effect::Effect;
+use crate::ids::{Digest, Name, Time};
+use crate::input::{Decision, Facts, QueryAnswer, Resolution, Resume};
+use crate::reject::Rejection;
+use crate::run::{BoundCall, FailCause, InFlight, Phase, Reason, ResumeReceipt, Run, Suspension};
+
+/// RES-1: a resume is a new, fully re-validated transition. Identity, schema, digest and
+/// revision were checked with the guards of every input; the rows that follow are checked
+/// here, in order, then the decision's own handler runs.
+pub(super) fn resume(run: &Run, at: Time, r: &Resume) -> Stepped {
+    // RES-4: the run must be suspended, exactly as the checkpoint says.
+    let Phase::Suspended(s) = &run.phase else {
+        return Err(Rejection::NotSuspended {
+            phase: run.phase.kind(),
+        });
+    };
+    if let Some(field) = Checkpoint::unsealed(run).and_then(|cp| mismatch(&cp, &r.checkpoint)) {
+        return Err(Rejection::CheckpointMismatch { field });
+    }
+    // RES-5: no decision after the suspension's expiry.
+    if at > s.expires_at {
+        return Err(Rejection::Expired {
+            expires_at: s.expires_at,
+            now: at,
+        });
+    }
+    let resumed = answer(run, at, s, r)?;
+    let mut next = *run;
+    if let Some((f, result)) = resumed.settles {
+        record(&mut next, &f, result);
+    }
+    next.phase = resumed.phase;
+    // RES-3: the resource version the driver observed is the run's from now on.
+    next.resource_version = r.facts.resource_version;
+    // RES-2: the receipt that tells a late or duplicate resumer how it fared.
+    next.last_resume = Some(ResumeReceipt {
+        from: run.revision,
+        to: run.revision.next().ok_or(Rejection::RevisionExhausted)?,
+        checkpoint: r.checkpoint.digest,
+        decision: r.decision,
+    });
+    Ok((next, resumed.command))
+}
+
+/// What an accepted decision leads to.
+struct Resumed {
+    phase: Phase,
+    /// A call whose committed result the decision records (REC-4).
+    settles: Option<(InFlight, Digest)>,
+    command: Option<Effect>,
+}
+
+impl From<Phase> for Resumed {
+    fn from(phase: Phase) -> Resumed {
+        Resumed {
+            phase,
+            settles: None,
+            command: None,
+        }
+    }
+}
+
+/// RES-6: the decision must answer the suspension's reason; each pairing has its handler.
+fn answer(run: &Run, at: Time, s: &Suspension, r: &Resume) -> Result<Resumed, Rejection> {
+    let cp = &r.checkpoint;
+    match (&s.reason, &r.decision) {
+        (Reason::PendingApproval { call, requester }, Decision::Approve(a)) => {
+            check_approval(a, call, requester, cp.revision, at, &s.responsible)?;
+            approve(run, call, cp, &r.facts)
+        }
+        // APR-4: a denial, under the same checks, fails the run; the call never runs.
+        (Reason::PendingApproval { call, requester }, Decision::Deny(a)) => {
+            check_approval(a, call, requester, cp.revision, at, &s.responsible)?;
+            Ok(Phase::Failed(FailCause::Denied {
+                call_id: call.call.call_id,
+            })
+            .into())
+        }
+        (Reason::ExternalCallback { callback }, Decision::Callback { callback: got, .. })
+        | (
+            Reason::ResourceWait { resource: callback },
+            Decision::ResourceReady { resource: got },
+        ) => awaited(callback, got, &r.facts),
+        (
+            Reason::ManualIntervention {
+                unresolved,
+                cancelled_by,
+            },
+            Decision::Intervene { by, resolution },
+        ) => intervene(s, *unresolved, *cancelled_by, *by, resolution, r),
+        (
+            Reason::OutcomeUnknown {
+                in_flight,
+                cancelled_by,
+            },
+            Decision::Reconcile(answer),
+        ) => reconcile(run, at, in_flight, *cancelled_by, answer, r),
+        (reason, decision) => Err(Rejection::DecisionMismatch {
+            reason: reason.kind(),
+            decision: decision.kind(),
+        }),
+    }
+}
+
+/// APR-1, WAL-1: the approved call is dispatched once, under its original key, after the
+/// re-checks of the present (RES-3, RES-7).
+fn approve(
+    run: &Run,
+    call: &BoundCall,
+    cp: &Checkpoint,
+    facts: &Facts,
+) -> Result<Resumed, Rejection> {
+    recheck(cp, facts)?;
+    let in_flight = InFlight {
+        call: *call,
+        attempt: 0,
+        dispatches: 1,
+    };
+    Ok(Resumed {
+        phase: Phase::Running {
+            in_flight: Some(in_flight),
+        },
+        settles: None,
+        command: Some(Effect::Dispatch(dispatch_of(run, &in_flight))),
+    })
+}
+
+/// RES-6, RES-7: the awaited callback or resource, by name; the run continues its own steps
+/// after the re-checks of permission and budget. The resource version it reports is recorded,
+/// not compared: a resource that moved is what a wait for it is about.
+fn awaited(expected: &Name, got: &Name, facts: &Facts) -> Result<Resumed, Rejection> {
+    if got != expected {
+        return Err(Rejection::WaitMismatch {
+            expected: *expected,
+            got: *got,
+        });
+    }
+    recheck_policy(facts)?;
+    Ok(Phase::Running { in_flight: None }.into())
+}
+
+/// RES-6, REC-4, CAN-2: the operator settles a manual intervention. "Committed" records the
+/// unsettled effect's result; "continue" drops it, after the re-checks of the present; either
+/// ends the run cancelled if a cancel waits. "Abandon" gives the run up.
+fn intervene(
+    s: &Suspension,
+    unresolved: Option<InFlight>,
+    cancelled_by: Option<Name>,
+    by: Name,
+    resolution: &Resolution,
+    r: &Resume,
+) -> Result<Resumed, Rejection> {
+    if by != s.responsible {
+        return Err(Rejection::Unauthorised {
+            expected: s.responsible,
+            got: by,
+        });
+    }
+    match (resolution, cancelled_by) {
+        (Resolution::Abandon, _) => Ok(Phase::Failed(FailCause::Abandoned { by }).into()),
+        (Resolution::Committed { result }, _) => {
+            let f = unresolved.ok_or(Rejection::NothingUnresolved)?;
+            Ok(Resumed {
+                phase: settled(cancelled_by),
+                settles: Some((f, *result)),
+                command: None,
+            })
+        }
+        (Resolution::Continue, Some(_)) => Ok(settled(cancelled_by).into()),
+        (Resolution::Continue, None) => {
+            recheck(&r.checkpoint, &r.facts)?;
+            Ok(Phase::Running { in_flight: None }.into())
+        }
+    }
+}
+
+/// REC-2, REC-3, REC-4, CAN-2: the status query's answer for an unknown outcome. An answer
+/// is a fact about the past: it is never refused for the present's sake.
+fn reconcile(
+    run: &Run,
+    at: Time,
+    f: &InFlight,
+    cancelled_by: Option<Name>,
+    answer: &QueryAnswer,
+    r: &Resume,
+) -> Result<Resumed, Rejection> {
+    let contract = f.call.call.contract;
+    let to_person = || held_by_operator(run, at, person(*f, cancelled_by)).map(Resumed::from);
+    match (answer, cancelled_by) {
+        // REC-4: the result is recorded and reused, never executed again.
+        (QueryAnswer::Committed { result }, _) => Ok(Resumed {
+            phase: settled(cancelled_by),
+            settles: Some((*f, *result)),
+            command: None,
+        }),
+        // REC-2: nobody can tell: a person decides; never retried blindly.
+        (QueryAnswer::Unknown, _) => to_person(),
+        // A fencing query settles the attempt: it can never commit now, so a waiting cancel
+        // takes effect. One that does not fence leaves the late original free to commit.
+        (QueryAnswer::NotCommitted, Some(_)) if contract.query_fences => {
+            Ok(settled(cancelled_by).into())
+        }
+        (QueryAnswer::NotCommitted, Some(_)) => to_person(),
+        (QueryAnswer::NotCommitted, None) => match retry(run, f, r) {
+            Some(resumed) => Ok(resumed),
+            None => to_person(),
+        },
+    }
+}
+
+/// REC-3: the retry the tool's contract makes safe after "not committed": a fencing query
+/// allows a fresh attempt key, a deduping tool the same key; never more than `max_attempts`
+/// dispatches. `None` when no retry is safe, or the re-checks of the present fail: then a
+/// person decides.
+fn retry(run: &Run, f: &InFlight, r: &Resume) -> Option<Resumed> {
+    let contract = f.call.call.contract;
+    let attempt = if contract.query_fences {
+        // The old attempt is fenced and can never commit: only a fresh one can.
+        f.attempt.checked_add(1)?
+    } else if contract.dedupes {
+        // The late original may still arrive: only the same key lets dedupe absorb it.
+        f.attempt
+    } else {
+        // Neither: the late original and a retry could both commit.
+        return None;
+    };
+    if f.dispatches >= contract.max_attempts {
+        return None;
+    }
+    recheck(&r.checkpoint, &r.facts).ok()?;
+    let again = InFlight {
+        call: f.call,
+        attempt,
+        dispatches: f.dispatches.checked_add(1)?,
+    };
+    Some(Resumed {
+        phase: Phase::Running {
+            in_flight: Some(again),
+        },
+        settles: None,
+        command: Some(Effect::Dispatch(dispatch_of(run, &again))),
+    })
+}

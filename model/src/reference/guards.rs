@@ -1,0 +1,241 @@
+//! Guards several inputs share, each citing the spec ID it enforces. A guard reads the run
+//! and the input and either passes or names the rejection, with its evidence.
+
+use super::{History, RefRun, Status};
+use resumable_kernel::{
+    Call, Checkpoint, CheckpointField, Facts, InFlight, Name, Rejection, Suspension, Time,
+    CALL_LOG_CAPACITY, SCHEMA_VERSION,
+};
+
+/// CLK-1: time never runs backwards within a run.
+pub(super) fn guard_clock(run: &RefRun, at: Time) -> Result<(), Rejection> {
+    if at < run.clock {
+        return Err(Rejection::ClockRegressed {
+            last: run.clock,
+            got: at,
+        });
+    }
+    Ok(())
+}
+
+/// REV-1: a run whose revision counter is exhausted accepts nothing more.
+pub(super) fn guard_revision_counter(run: &RefRun) -> Result<(), Rejection> {
+    match run.revision.next() {
+        Some(_) => Ok(()),
+        None => Err(Rejection::RevisionExhausted),
+    }
+}
+
+/// INV-1: completed and failed are absorbing.
+pub(super) fn guard_not_terminal(run: &RefRun) -> Result<(), Rejection> {
+    match run.status {
+        Status::Completed { .. } | Status::Failed(_) => Err(terminal(run)),
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn terminal(run: &RefRun) -> Rejection {
+    Rejection::Terminal {
+        phase: run.phase().kind(),
+    }
+}
+
+/// WAL-2: while a dispatch is in flight the run waits for it.
+pub(super) fn in_flight_rejection(f: &InFlight) -> Rejection {
+    Rejection::DispatchInFlight {
+        call_id: f.call.call.call_id,
+    }
+}
+
+/// Dispatch, complete and fail need a running run with nothing in flight (WAL-2).
+pub(super) fn guard_running_idle(run: &RefRun) -> Result<(), Rejection> {
+    match run.status {
+        Status::Running => Ok(()),
+        Status::AwaitingResult(f) => Err(in_flight_rejection(&f)),
+        Status::Suspended(_) | Status::Completed { .. } | Status::Failed(_) => {
+            Err(Rejection::NotRunning {
+                phase: run.phase().kind(),
+            })
+        }
+    }
+}
+
+/// SUS-1, EXP-1: a suspension expires after it begins, and before the end of time, so that
+/// an input can pass its expiry.
+pub(super) fn guard_expiry(expires_at: Time, at: Time) -> Result<(), Rejection> {
+    if expires_at <= at {
+        return Err(Rejection::ExpiryNotInFuture {
+            expires_at,
+            now: at,
+        });
+    }
+    if expires_at == Time::END {
+        return Err(Rejection::ExpiryUnreachable { expires_at });
+    }
+    Ok(())
+}
+
+/// REC-3, KEY-2, KEY-1, REC-4: a call allows at least one attempt; over the run's whole
+/// history its id was never used, its key never bound to other arguments nor spent by a
+/// recorded result; and the log has room. Returns the history with the call added.
+pub(super) fn guard_new_call(run: &RefRun, call: &Call) -> Result<History, Rejection> {
+    if call.contract.max_attempts == 0 {
+        return Err(Rejection::NoAttemptsAllowed);
+    }
+    if run.history.calls().any(|c| c.call_id == call.call_id) {
+        return Err(Rejection::CallIdReused {
+            call_id: call.call_id,
+        });
+    }
+    let same_key = || run.history.calls().filter(|c| c.key == call.key);
+    if same_key().any(|c| c.args != call.args) {
+        return Err(Rejection::KeyConflict { key: call.key });
+    }
+    if same_key().any(|c| c.committed) {
+        return Err(Rejection::KeyCommitted { key: call.key });
+    }
+    run.history.with(call).ok_or(Rejection::CallLogFull {
+        capacity: CALL_LOG_CAPACITY as u8,
+    })
+}
+
+/// The broken variant's binding: reuse is looked for in the last recorded call only, as the
+/// kernel once did, so a call id or a key used before that slips through.
+pub(super) fn guard_new_call_against_last(run: &RefRun, call: &Call) -> Result<History, Rejection> {
+    if call.contract.max_attempts == 0 {
+        return Err(Rejection::NoAttemptsAllowed);
+    }
+    if let Some(done) = run.last_call {
+        if done.call.call.call_id == call.call_id {
+            return Err(Rejection::CallIdReused {
+                call_id: call.call_id,
+            });
+        }
+        if done.call.call.key == call.key && done.call.call.args != call.args {
+            return Err(Rejection::KeyConflict { key: call.key });
+        }
+    }
+    // The log still records the call (the run keeps no more than its capacity).
+    Ok(run.history.with(call).unwrap_or(run.history))
+}
+
+/// APR-3: the party responsible for an approval is never its requester.
+pub(super) fn guard_requester_is_not_responsible(
+    requester: Name,
+    responsible: Name,
+) -> Result<(), Rejection> {
+    if requester == responsible {
+        return Err(Rejection::SelfApproval { party: requester });
+    }
+    Ok(())
+}
+
+/// CKP-3: the current schema only; an older one must be migrated explicitly first, and
+/// version 0 was never written and has no migration.
+pub(super) fn guard_schema(cp: &Checkpoint) -> Result<(), Rejection> {
+    let got = cp.schema_version;
+    if got > SCHEMA_VERSION {
+        return Err(Rejection::SchemaTooNew {
+            supported: SCHEMA_VERSION,
+            got,
+        });
+    }
+    if got == 0 {
+        return Err(Rejection::UnknownSchema { got });
+    }
+    if got < SCHEMA_VERSION {
+        return Err(Rejection::MigrationRequired {
+            got,
+            current: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
+/// CKP-2: the digest carried is the digest of the fields.
+pub(super) fn guard_digest(cp: &Checkpoint) -> Result<(), Rejection> {
+    cp.verify()
+        .map_err(|(expected, found)| Rejection::DigestMismatch { expected, found })
+}
+
+/// RES-3: the resource has not moved since the checkpoint the decision was made on.
+pub(super) fn guard_resource_version(cp: &Checkpoint, facts: &Facts) -> Result<(), Rejection> {
+    if facts.resource_version != cp.resource_version {
+        return Err(Rejection::ResourceChanged {
+            checkpoint: cp.resource_version,
+            current: facts.resource_version,
+        });
+    }
+    Ok(())
+}
+
+/// Spec 5 row 6: only a suspended run can be resumed (terminal phases were refused first).
+pub(super) fn guard_suspended(run: &RefRun) -> Result<Suspension, Rejection> {
+    match run.status {
+        Status::Suspended(s) => Ok(s),
+        _ => Err(Rejection::NotSuspended {
+            phase: run.phase().kind(),
+        }),
+    }
+}
+
+/// RES-4: the checkpoint describes the run's suspension field by field; the first field
+/// that differs is named.
+pub(super) fn guard_checkpoint_matches_run(run: &RefRun, cp: &Checkpoint) -> Result<(), Rejection> {
+    let Some(expected) = run.checkpoint() else {
+        return Err(Rejection::NotSuspended {
+            phase: run.phase().kind(),
+        });
+    };
+    let field = if cp.reason != expected.reason || cp.next_intent != expected.next_intent {
+        CheckpointField::Reason
+    } else if cp.pending != expected.pending {
+        CheckpointField::PendingCall
+    } else if cp.key_digest != expected.key_digest {
+        CheckpointField::KeyDigest
+    } else if cp.requester != expected.requester {
+        CheckpointField::Requester
+    } else if cp.waiting_on != expected.waiting_on {
+        CheckpointField::WaitingOn
+    } else if cp.cancel_requested_by != expected.cancel_requested_by {
+        CheckpointField::CancelRequestedBy
+    } else if cp.expires_at != expected.expires_at {
+        CheckpointField::ExpiresAt
+    } else if cp.responsible != expected.responsible {
+        CheckpointField::Responsible
+    } else if cp.created_at != expected.created_at {
+        CheckpointField::CreatedAt
+    } else if cp.resource_version != expected.resource_version {
+        CheckpointField::ResourceVersion
+    } else {
+        return Ok(());
+    };
+    Err(Rejection::CheckpointMismatch { field })
+}
+
+/// RES-6: a callback or resource decision names what the suspension awaits.
+pub(super) fn guard_awaited(expected: Name, got: Name) -> Result<(), Rejection> {
+    if expected != got {
+        return Err(Rejection::WaitMismatch { expected, got });
+    }
+    Ok(())
+}
+
+/// RES-6, APR-3: only the party the run recorded decides.
+pub(super) fn guard_party(expected: Name, got: Name) -> Result<(), Rejection> {
+    if expected != got {
+        return Err(Rejection::Unauthorised { expected, got });
+    }
+    Ok(())
+}
+
+/// RES-7: a resume that leads to new work re-checks current permission, then budget.
+pub(super) fn guard_policy(facts: &Facts) -> Result<(), Rejection> {
+    if !facts.permitted {
+        return Err(Rejection::PermissionRevoked);
+    }
+    if !facts.within_budget {
+        return Err(Rejection::BudgetExhausted);
+    }
+    Ok(())
+}

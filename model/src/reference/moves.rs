@@ -1,0 +1,187 @@
+//! The transition and its effects (spec 4 and 6): what every accepted input does alike once
+//! its handler has decided where the run goes.
+
+use super::{History, RecordedCall, RefRun, Status};
+use resumable_kernel::checkpoint::{key_digest, tool_key};
+use resumable_kernel::{
+    AuditRecord, BoundCall, Call, DecisionKind, Dispatch, Effect, Effects, EventKind, InFlight,
+    Phase, Reason, Rejection, Suspension, Time,
+};
+
+/// The part of a transition a handler decides: the new status, a call bound or a result
+/// recorded, and the commands for the driver. Revision, clock, audit record and checkpoint are
+/// added uniformly by [`finish_step`].
+pub(super) struct Move {
+    pub(super) status: Status,
+    /// The call log with a newly bound call (KEY-1, KEY-2).
+    pub(super) history: Option<History>,
+    /// A committed result to record (REC-4).
+    pub(super) record: Option<RecordedCall>,
+    /// The resource version to record (a suspend's, or a resume's facts: RES-3).
+    pub(super) resource_version: Option<u64>,
+    pub(super) commands: [Option<Effect>; 2],
+}
+
+impl Move {
+    pub(super) fn to(status: Status) -> Move {
+        Move {
+            status,
+            history: None,
+            record: None,
+            resource_version: None,
+            commands: [None, None],
+        }
+    }
+    pub(super) fn binding(mut self, history: History) -> Move {
+        self.history = Some(history);
+        self
+    }
+    pub(super) fn recording(mut self, record: Option<RecordedCall>) -> Move {
+        self.record = record;
+        self
+    }
+    pub(super) fn observing(mut self, resource_version: u64) -> Move {
+        self.resource_version = Some(resource_version);
+        self
+    }
+    /// The move with its command for the driver.
+    pub(super) fn then(mut self, command: Effect) -> Move {
+        self.commands = [Some(command), None];
+        self
+    }
+    /// The move with two commands, in order: only the rerun broken variant issues two.
+    pub(super) fn then_both(mut self, first: Effect, second: Effect) -> Move {
+        self.commands = [Some(first), Some(second)];
+        self
+    }
+}
+
+pub(super) type Stepped = Result<(RefRun, Effects), Rejection>;
+
+/// KEY-1: a call's key bound to its argument digest.
+pub(super) fn bind(call: &Call) -> BoundCall {
+    BoundCall {
+        call: *call,
+        key_digest: key_digest(&call.key, &call.args),
+    }
+}
+
+/// KEY-3: the command to dispatch (or query) a call under this attempt, with the key the tool
+/// must see: the run's identity and the call's key together.
+pub(super) fn command(run: &RefRun, call: &BoundCall, attempt: u8) -> Dispatch {
+    Dispatch {
+        call_id: call.call.call_id,
+        tool: call.call.tool,
+        args: call.call.args,
+        key: call.call.key,
+        tool_key: tool_key(&run.identity, &call.call.key),
+        attempt,
+    }
+}
+
+/// SUS-1, EXP-1: a suspension the kernel itself opens is held by the run's operator for the
+/// reconcile window, with an expiry before the end of time; at the end of time none opens.
+pub(super) fn held_by_operator(
+    run: &RefRun,
+    at: Time,
+    reason: Reason,
+) -> Result<Status, Rejection> {
+    if at == Time::END {
+        return Err(Rejection::ClockExhausted { at });
+    }
+    let end = at.0.saturating_add(run.policy.reconcile_window);
+    Ok(Status::Suspended(Suspension {
+        reason,
+        since: at,
+        expires_at: Time(end.min(Time::LATEST_EXPIRY.0)),
+        responsible: run.policy.operator,
+    }))
+}
+
+/// REC-2, EXP-1: an effect nobody can settle goes to the operator, with any waiting cancel.
+pub(super) fn escalate(
+    run: &RefRun,
+    f: InFlight,
+    cancelled_by: Option<resumable_kernel::Name>,
+    at: Time,
+) -> Result<Move, Rejection> {
+    let reason = Reason::ManualIntervention {
+        unresolved: Some(f),
+        cancelled_by,
+    };
+    Ok(Move::to(held_by_operator(run, at, reason)?))
+}
+
+/// REV-1 and CLK-1: the next run, one revision on, its clock at the input's time, with the
+/// call log, result and resource version the move carries.
+fn transition(
+    run: &RefRun,
+    at: Time,
+    mv: Move,
+) -> Result<(RefRun, [Option<Effect>; 2]), Rejection> {
+    let revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
+    let mut history = mv.history.unwrap_or(run.history);
+    if let Some(done) = &mv.record {
+        // REC-4: the key is spent once its result is recorded.
+        history = history.committed(done.call.call.call_id);
+    }
+    let next = RefRun {
+        revision,
+        clock: at,
+        status: mv.status,
+        last_call: mv.record.or(run.last_call),
+        history,
+        resource_version: mv.resource_version.unwrap_or(run.resource_version),
+        ..*run
+    };
+    Ok((next, mv.commands))
+}
+
+/// The transition of a move, with its effects.
+pub(super) fn finish_step(
+    run: &RefRun,
+    at: Time,
+    event: EventKind,
+    decision: Option<DecisionKind>,
+    mv: Move,
+) -> Stepped {
+    let (next, commands) = transition(run, at, mv)?;
+    Ok((next, effects_of(&next, at, event, decision, commands)))
+}
+
+/// AUD-1, CKP-1, WAL-1: the audit record first, describing the new state; a sealed
+/// checkpoint at the new revision when the new state is suspended; then the commands. A
+/// checkpoint comes only with a suspension and two commands only with a running run, so the
+/// effects never exceed three.
+pub(super) fn effects_of(
+    next: &RefRun,
+    at: Time,
+    event: EventKind,
+    decision: Option<DecisionKind>,
+    commands: [Option<Effect>; 2],
+) -> Effects {
+    let phase = next.phase();
+    let reason = match phase {
+        Phase::Suspended(s) => Some(s.reason.kind()),
+        _ => None,
+    };
+    let audit = Effect::Audit(AuditRecord {
+        revision: next.revision,
+        at,
+        event,
+        decision,
+        phase: phase.kind(),
+        reason,
+    });
+    let checkpoint = next
+        .checkpoint()
+        .map(|cp| Effect::PersistCheckpoint(cp.seal()));
+    let mut effects = Effects::new(audit);
+    for effect in [checkpoint].into_iter().chain(commands).flatten() {
+        match effects.with(effect) {
+            Ok(more) => effects = more,
+            Err(_) => debug_assert!(false, "a move with a checkpoint and two commands"),
+        }
+    }
+    effects
+}

@@ -1,0 +1,447 @@
+//! What is on offer in a state: the actions of workers and of the environment, and the
+//! inputs a worker may feed each run.
+
+use super::cast::{Cast, Step};
+use super::{
+    Action, Answer, Choice, DecisionMsg, Intent, Party, RunSlot, Settle, ToolMsg, ToolOutcome,
+    ToolSide, Verdict, Worker, World, WorldState,
+};
+use crate::{Lifecycle, Snapshot};
+use resumable_kernel::{Event, Identity, Input, Phase, PhaseKind, ReasonKind};
+
+/// The call the agent asks approval for while its first approval is pending.
+const SECOND_SUSPEND: u8 = 2;
+
+impl<L: Lifecycle> World<L> {
+    /// Workers with work in hand finish it (write, or send the dispatch); the first idle
+    /// worker reads a run and steps it with one of the inputs on offer.
+    pub(super) fn worker_actions(&self, state: &WorldState<L::Run>, actions: &mut Vec<Action>) {
+        for (i, w) in state.workers.iter().enumerate() {
+            let worker = super::index(i);
+            match w {
+                Worker::Idle => {}
+                Worker::Staged(st) => {
+                    let store = state
+                        .runs
+                        .get(usize::from(st.run))
+                        .map_or(0, |s| s.run.view.revision);
+                    actions.push(if store == st.from {
+                        Action::Commit {
+                            worker,
+                            run: st.run,
+                            from: st.from,
+                            to: st.next.view.revision,
+                        }
+                    } else {
+                        Action::Conflict {
+                            worker,
+                            run: st.run,
+                            staged: st.from,
+                            store,
+                        }
+                    });
+                }
+                Worker::Dispatching { run, queue } => {
+                    if let Some((call, attempt)) = queue[0] {
+                        let msg = ToolMsg {
+                            run: *run,
+                            call,
+                            attempt,
+                        };
+                        actions.push(Action::Dispatch { worker, msg });
+                    }
+                }
+            }
+        }
+        let idle = state.workers.iter().position(|w| matches!(w, Worker::Idle));
+        if let Some(i) = idle {
+            let mut choices = Vec::new();
+            for r in 0..state.runs.len() {
+                choices.clear();
+                self.choices(state, r, &mut choices);
+                actions.extend(choices.iter().map(|&choice| Action::Step {
+                    worker: super::index(i),
+                    run: super::index(r),
+                    choice,
+                }));
+            }
+        }
+        if state.budgets.crashes > 0 {
+            // An idle worker that crashes loses nothing; it matters only as the death of the
+            // worker waiting on a dispatch in flight, which a restart must then recover.
+            let orphans = state.runs.iter().any(|slot| slot.run.view.in_flight);
+            for (i, w) in state.workers.iter().enumerate() {
+                if !matches!(w, Worker::Idle) || (Some(i) == idle && orphans) {
+                    actions.push(Action::Crash {
+                        worker: super::index(i),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The tool, the network, the approvers, the outsider and the clock.
+    pub(super) fn environment_actions(
+        &self,
+        state: &WorldState<L::Run>,
+        actions: &mut Vec<Action>,
+    ) {
+        let mut last = None;
+        for m in &state.requests {
+            if last != Some(m) {
+                let outcome = self.tool_outcome(state, m);
+                actions.push(Action::Tool { msg: *m, outcome });
+            }
+            last = Some(m);
+        }
+        if state.budgets.losses > 0 {
+            let mut last = None;
+            for m in &state.responses {
+                if last != Some(m) {
+                    actions.push(Action::Lose { msg: *m });
+                }
+                last = Some(m);
+            }
+        }
+        self.decision_actions(state, actions);
+        if state.budgets.outsider_moves > 0 {
+            // The resource matters to a run only through the checkpoint of a suspension, so
+            // an outsider moves it while the run waits.
+            for (r, slot) in state.runs.iter().enumerate() {
+                if slot.run.view.phase == PhaseKind::Suspended {
+                    actions.push(Action::Outsider {
+                        run: super::index(r),
+                    });
+                }
+            }
+        }
+        if state.now < self.config.max_time && self.someone_waits(state) && !self.expiry_due(state)
+        {
+            actions.push(Action::Tick { to: state.now + 1 });
+        }
+    }
+
+    /// The agent program's next request for a run, read from the run's own state: the
+    /// program's step at the position given by the calls the run has bound, then complete.
+    fn intent(&self, slot: &RunSlot<L::Run>, snap: &Snapshot, out: &mut Vec<Choice>) {
+        let steps = self.config.program.steps();
+        match &snap.phase {
+            Phase::Running { in_flight: None } => {}
+            // While the first approval is pending, the agent asks to suspend again, for
+            // another call (`c2`): an agent that lost its first request's reply and retries
+            // with a fresh call id does (spec SUS-2).
+            Phase::Suspended(s) if s.reason.kind() == ReasonKind::PendingApproval => {
+                let asked = (slot.checkpoints.iter())
+                    .filter(|c| c.reason == ReasonKind::PendingApproval)
+                    .count();
+                if asked == 1 {
+                    out.push(Choice::Agent(Intent::Suspend(SECOND_SUSPEND)));
+                }
+                return;
+            }
+            _ => return,
+        }
+        let position = usize::from(snap.calls);
+        out.push(Choice::Agent(match steps.get(position) {
+            Some(Step::Gated(p)) => Intent::Suspend(*p),
+            Some(Step::Ungated(p)) => Intent::Dispatch(*p),
+            None => Intent::Complete,
+        }));
+        if self.config.program.reuse_at() == Some(position) {
+            out.extend(
+                Cast::REUSES
+                    .iter()
+                    .map(|p| Choice::Agent(Intent::Reuse(*p))),
+            );
+        }
+    }
+
+    /// The inputs the world offers run `r`, in a fixed order.
+    pub(super) fn choices(&self, state: &WorldState<L::Run>, r: usize, out: &mut Vec<Choice>) {
+        let Some(slot) = state.runs.get(r) else {
+            return;
+        };
+        if slot.run.view.revision >= u64::from(self.config.max_revision) {
+            return;
+        }
+        let snap = self.lifecycle.snapshot(&slot.run.run);
+        let before = out.len();
+        self.intent(slot, &snap, out);
+        if state.budgets.reuses == 0 {
+            let mut i = before;
+            while i < out.len() {
+                if matches!(out[i], Choice::Agent(Intent::Reuse(_))) {
+                    out.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        let target = super::index(r);
+        let mut last = None;
+        for m in &state.decisions {
+            if m.target == target
+                && (m.delivered == 0 || state.budgets.duplicates > 0)
+                && last != Some(m)
+            {
+                out.push(Choice::Decision(*m));
+            }
+            last = Some(m);
+        }
+        let mut last = None;
+        for m in &state.responses {
+            if m.run == target && last != Some(m) {
+                out.push(Choice::Result {
+                    call: m.call,
+                    attempt: m.attempt,
+                });
+            }
+            last = Some(m);
+        }
+        if slot.orphaned && matches!(snap.phase, Phase::Running { in_flight: Some(_) }) {
+            out.push(Choice::Recover);
+        }
+        if let Phase::Suspended(s) = &snap.phase {
+            if Self::time(state) > s.expires_at {
+                out.push(Choice::Expire);
+            }
+            self.reconcile_choices(state, r, &snap, out);
+        }
+        if state.budgets.cancels > 0 && !snap.phase.is_terminal() {
+            out.push(Choice::Cancel);
+        }
+    }
+
+    /// Reconciliation reads a checkpoint of the current suspension (usually the latest; an
+    /// older one of the same suspension is what a slow reconciler still holds) and queries
+    /// the tool, whose answer comes from its durable side. Intervention reads the latest.
+    fn reconcile_choices(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        snap: &Snapshot,
+        out: &mut Vec<Choice>,
+    ) {
+        let (Phase::Suspended(current), Some(slot)) = (&snap.phase, state.runs.get(r)) else {
+            return;
+        };
+        let latest = slot.checkpoints.len().checked_sub(1);
+        for (i, cp) in slot.checkpoints.iter().enumerate() {
+            let is_current = Some(i) == latest && cp.revision == snap.revision;
+            let same_suspension =
+                cp.created_at == current.since && cp.reason == current.reason.kind();
+            if !(is_current || same_suspension) {
+                continue;
+            }
+            let (Ok(checkpoint), Ok(revision)) = (u8::try_from(i), u8::try_from(cp.revision.0))
+            else {
+                continue;
+            };
+            let pending =
+                (cp.pending).and_then(|p| Some((self.cast.proposal_by_id(&p.call_id)?, p.attempt)));
+            match (cp.reason, pending) {
+                (ReasonKind::OutcomeUnknown, Some((call, attempt))) => {
+                    let answers = [Some(self.truthful(slot, call, attempt)), self.unknown()];
+                    out.extend(
+                        answers
+                            .into_iter()
+                            .flatten()
+                            .map(|answer| Choice::Reconcile {
+                                checkpoint,
+                                revision,
+                                call,
+                                attempt,
+                                answer,
+                            }),
+                    );
+                }
+                (ReasonKind::ManualIntervention, pending) if self.config.operator && is_current => {
+                    let call = pending.map(|(c, _)| c);
+                    for settle in self.honest_settlements(state, r, call) {
+                        out.push(Choice::Intervene { call, settle });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The status query's true answer for a proposal's key and attempt.
+    pub(super) fn truthful(&self, slot: &RunSlot<L::Run>, call: u8, attempt: u8) -> Answer {
+        let committed = self
+            .cast
+            .key_of(call)
+            .is_some_and(|k| slot.tool.committed & ToolSide::bit(k, attempt) != 0);
+        if committed {
+            Answer::Committed
+        } else {
+            Answer::NotCommitted
+        }
+    }
+
+    /// "Unknown", if the configuration's query may give it.
+    fn unknown(&self) -> Option<Answer> {
+        self.config.query_unknown.then_some(Answer::Unknown)
+    }
+
+    /// What an honest operator may say of a manual intervention: "committed" if the
+    /// unresolved call's key committed; "continue" if nothing unresolved can commit any more
+    /// (no request of its key is still on its way, nor still to be sent by a worker whose
+    /// write landed, or every one is fenced); "abandon" always.
+    pub(super) fn honest_settlements(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        call: Option<u8>,
+    ) -> Vec<Settle> {
+        let Some(slot) = state.runs.get(r) else {
+            return Vec::new();
+        };
+        let key = call.and_then(|c| self.cast.key_of(c));
+        let committed = key.is_some_and(|k| slot.tool.committed_key(k));
+        let live = |call: u8, attempt: u8| {
+            key.is_some_and(|k| {
+                self.cast.key_of(call) == Some(k)
+                    && slot.tool.fenced & ToolSide::bit(k, attempt) == 0
+            })
+        };
+        let sent =
+            (state.requests.iter()).any(|m| usize::from(m.run) == r && live(m.call, m.attempt));
+        let to_send = state.workers.iter().any(|w| match w {
+            Worker::Dispatching { run, queue } => {
+                usize::from(*run) == r && queue.iter().flatten().any(|&(c, a)| live(c, a))
+            }
+            _ => false,
+        });
+        let can_commit_later = sent || to_send;
+        let mut out = Vec::with_capacity(3);
+        if committed {
+            out.push(Settle::Committed);
+        } else if !can_commit_later {
+            out.push(Settle::Continue);
+        }
+        out.push(Settle::Abandon);
+        out
+    }
+
+    /// Decisions the approvers (and the requester) can send now, on each run's current
+    /// approval checkpoint.
+    fn decision_actions(&self, state: &WorldState<L::Run>, out: &mut Vec<Action>) {
+        let expires_at = state.now.saturating_add(self.config.approval_ttl);
+        for (r, slot) in state.runs.iter().enumerate() {
+            let view = &slot.run.view;
+            let Some(cp) = slot.checkpoints.last() else {
+                continue;
+            };
+            if cp.reason != ReasonKind::PendingApproval
+                || cp.revision.0 != view.revision
+                || view.phase != PhaseKind::Suspended
+            {
+                continue;
+            }
+            let (Ok(source), Ok(index), Ok(revision)) = (
+                u8::try_from(r),
+                u8::try_from(slot.checkpoints.len() - 1),
+                u8::try_from(cp.revision.0),
+            ) else {
+                continue;
+            };
+            let msg = |target, party, verdict| DecisionMsg {
+                target,
+                source,
+                checkpoint: index,
+                revision,
+                party,
+                verdict,
+                expires_at,
+                delivered: 0,
+            };
+            let sent = |target: u8, party: Party| {
+                (state.decisions.iter())
+                    .filter(|m| {
+                        m.target == target
+                            && m.source == source
+                            && m.checkpoint == index
+                            && m.party == party
+                    })
+                    .count()
+            };
+            if sent(source, Party::Approver) < usize::from(self.config.approvers) {
+                let mut verdicts = vec![Verdict::Approve, Verdict::Deny];
+                if self.config.edited_approvals {
+                    verdicts.push(Verdict::ApproveEdited);
+                }
+                for verdict in verdicts {
+                    out.push(Action::Decide {
+                        msg: msg(source, Party::Approver, verdict),
+                    });
+                }
+            }
+            if self.config.self_approval && sent(source, Party::Requester) == 0 {
+                out.push(Action::Decide {
+                    msg: msg(source, Party::Requester, Verdict::Approve),
+                });
+            }
+            // The approval of run 1, misaddressed to run 0: a resume across tenants.
+            if self.config.cross_tenant && source == 1 && sent(0, Party::Approver) == 0 {
+                out.push(Action::Decide {
+                    msg: msg(0, Party::Approver, Verdict::Approve),
+                });
+            }
+        }
+    }
+
+    /// What the tool would do with a request now.
+    pub(super) fn tool_outcome(&self, state: &WorldState<L::Run>, msg: &ToolMsg) -> ToolOutcome {
+        let tool = (state.runs.get(usize::from(msg.run)))
+            .map(|s| s.tool)
+            .unwrap_or_default();
+        let Some(key) = self.cast.key_of(msg.call) else {
+            return ToolOutcome::Refuses;
+        };
+        let bit = ToolSide::bit(key, msg.attempt);
+        if self.config.query_fences && tool.fenced & bit != 0 {
+            ToolOutcome::Refuses
+        } else if self.config.dedupes && tool.committed & bit != 0 {
+            ToolOutcome::Dedupes
+        } else {
+            ToolOutcome::Commits
+        }
+    }
+
+    /// Whether some run's expiry is due: the clock has passed it and the lifecycle would
+    /// accept the expiry now. Time does not pass a due expiry until a worker has fed it, which
+    /// is what bounds every suspension for a correct lifecycle (spec LIVE-1).
+    fn expiry_due(&self, state: &WorldState<L::Run>) -> bool {
+        let at = Self::time(state);
+        state.runs.iter().any(|slot| {
+            let view = &slot.run.view;
+            match view.expires_at {
+                Some(expires_at) if at > expires_at => {
+                    let expire = Input {
+                        at,
+                        event: Event::Expire,
+                    };
+                    view.revision < u64::from(self.config.max_revision)
+                        && self.lifecycle.step(&slot.run.run, &expire).is_ok()
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// Whether some run is suspended. Time passes only then: while no run waits, a tick
+    /// would only shift every later time by the same amount, and no rule depends on absolute
+    /// time, so leaving those ticks out loses no behaviour and saves a factor of the clock.
+    fn someone_waits(&self, state: &WorldState<L::Run>) -> bool {
+        state
+            .runs
+            .iter()
+            .any(|slot| slot.run.view.phase == PhaseKind::Suspended)
+    }
+
+    /// Whether an identity is not run `r`'s.
+    pub(super) fn foreign(&self, identity: &Identity, r: usize) -> bool {
+        self.cast.identities.get(r) != Some(identity)
+    }
+}

@@ -1,0 +1,119 @@
+//! LIVE-2: the answers the responsible party of a suspension can honestly give now, and
+//! whether the lifecycle accepts any of them. A run whose suspension has not expired and
+//! accepts none of them is stuck with honest facts.
+
+use super::{Answer, Settle, World, WorldState};
+use crate::Lifecycle;
+use resumable_kernel::{
+    Approval, Decision, Digest, Event, Input, Phase, QueryAnswer, Reason, Resolution, Resume,
+};
+
+impl<L: Lifecycle> World<L> {
+    /// The first run stuck with honest facts, if any: suspended, not past its expiry, within
+    /// the revision bound, and refusing every answer its responsible party can honestly
+    /// give now (from the latest checkpoint, with the world's true facts).
+    pub fn stuck_run(&self, state: &WorldState<L::Run>) -> Option<usize> {
+        let at = Self::time(state);
+        (0..state.runs.len()).find(|&r| {
+            let Some(slot) = state.runs.get(r) else {
+                return false;
+            };
+            let view = &slot.run.view;
+            let waiting = view.expires_at.is_some_and(|e| at <= e);
+            if !waiting || view.revision >= u64::from(self.config.max_revision) {
+                return false;
+            }
+            let answers = self.honest_answers(state, r);
+            !answers.into_iter().any(|event| {
+                let input = Input { at, event };
+                self.lifecycle.step(&slot.run.run, &input).is_ok()
+            })
+        })
+    }
+
+    /// The answers run `r`'s responsible party can honestly give now, cheapest first: for an
+    /// approval, a denial and an approval by the approver; for an unknown outcome, "unknown"
+    /// and the truth; for an intervention, what an honest operator may say. None when the
+    /// run has no checkpoint of its current suspension (then nobody can answer).
+    fn honest_answers(&self, state: &WorldState<L::Run>, r: usize) -> Vec<Event> {
+        let Some(slot) = state.runs.get(r) else {
+            return Vec::new();
+        };
+        let snap = self.lifecycle.snapshot(&slot.run.run);
+        let (Phase::Suspended(s), Some(cp)) = (&snap.phase, slot.checkpoints.last()) else {
+            return Vec::new();
+        };
+        if cp.revision != snap.revision {
+            return Vec::new();
+        }
+        let resume = |decision| {
+            Event::Resume(Resume {
+                checkpoint: **cp,
+                decision,
+                facts: Self::facts(state, r),
+            })
+        };
+        let now = Self::time(state);
+        let pending = (s.reason.call())
+            .and_then(|(c, a)| Some((self.cast.proposal_by_id(&c.call.call_id)?, a)));
+        match (&s.reason, pending) {
+            (Reason::PendingApproval { call, requester }, _) => {
+                let approval = Approval {
+                    call_id: call.call.call_id,
+                    args: call.call.args,
+                    requester: *requester,
+                    approver: s.responsible,
+                    revision: cp.revision,
+                    expires_at: now.after(u64::from(self.config.approval_ttl)),
+                };
+                vec![
+                    resume(Decision::Deny(approval)),
+                    resume(Decision::Approve(approval)),
+                ]
+            }
+            (Reason::OutcomeUnknown { .. }, Some((call, attempt))) => {
+                let truth = match self.truthful(slot, call, attempt) {
+                    Answer::Committed => self
+                        .result_of(call)
+                        .map(|result| QueryAnswer::Committed { result }),
+                    _ => Some(QueryAnswer::NotCommitted),
+                };
+                [Some(QueryAnswer::Unknown), truth]
+                    .into_iter()
+                    .flatten()
+                    .map(|answer| resume(Decision::Reconcile(answer)))
+                    .collect()
+            }
+            (Reason::ManualIntervention { .. }, pending) => {
+                let call = pending.map(|(c, _)| c);
+                let settlements = self.honest_settlements(state, r, call);
+                settlements
+                    .into_iter()
+                    .rev()
+                    .filter_map(|settle| {
+                        let resolution = match settle {
+                            Settle::Committed => Resolution::Committed {
+                                result: self.result_of(call?)?,
+                            },
+                            Settle::Continue => Resolution::Continue,
+                            Settle::Abandon => Resolution::Abandon,
+                        };
+                        Some(resume(Decision::Intervene {
+                            by: self.cast.policy.operator,
+                            resolution,
+                        }))
+                    })
+                    .collect()
+            }
+            // No program waits for a callback or a resource, and every unknown outcome names
+            // its call; were either to happen, no answer would be built and the run would be
+            // reported stuck rather than passed over.
+            _ => Vec::new(),
+        }
+    }
+
+    /// The result the tool commits a proposal's key with.
+    pub(super) fn result_of(&self, call: u8) -> Option<Digest> {
+        (self.cast.key_of(call)).and_then(|k| self.cast.results.get(usize::from(k)).copied())
+    }
+}

@@ -1,0 +1,202 @@
+//! Throughput of the runtime against its own store's raw durable compare-and-set.
+//!
+//! ```sh
+//! cargo run --release -p resumable-runtime --example throughput -- \
+//!     [--store ADDRESS] [--workers 1,2,4] [--seconds 3] [--rounds 3]
+//! ```
+//!
+//! For each number of workers (threads, each with its own connection): the raw
+//! compare-and-set (one durable transaction writing a value the size of one runtime commit
+//! into a slot if its version matches) against the runtime (bench runs driven by the driver:
+//! load, step, commit run + audit record with compare-and-set, dispatch to in-memory tools,
+//! feed the answer). Rounds alternate raw and runtime; medians are printed, and their ratio.
+//! The store is emptied first (the SQLite file deleted, the PostgreSQL schema dropped).
+
+use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
+use resumable_runtime::program::{Program, Timing};
+use resumable_runtime::store::{self, Cas};
+use resumable_runtime::tool::MemoryTools;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Args {
+    store: String,
+    workers: Vec<u32>,
+    seconds: f64,
+    rounds: usize,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        store: std::env::temp_dir()
+            .join("resumable-throughput.db")
+            .display()
+            .to_string(),
+        workers: vec![1],
+        seconds: 3.0,
+        rounds: 3,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    for pair in argv.chunks(2) {
+        let value = pair.get(1).ok_or(format!("{} needs a value", pair[0]))?;
+        let bad = |e: &dyn std::fmt::Display| format!("{}: {e}", pair[0]);
+        match pair[0].as_str() {
+            "--store" => a.store = value.clone(),
+            "--workers" => {
+                a.workers = value
+                    .split(',')
+                    .map(|w| w.parse().map_err(|e| bad(&e)))
+                    .collect::<Result<_, _>>()?
+            }
+            "--seconds" => a.seconds = value.parse().map_err(|e| bad(&e))?,
+            "--rounds" => a.rounds = value.parse().map_err(|e| bad(&e))?,
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(a)
+}
+
+fn is_postgres(address: &str) -> bool {
+    address.contains("host=") || address.starts_with("postgres")
+}
+
+fn fresh(address: &str) {
+    if is_postgres(address) {
+        store::postgres::PgStore::drop_schema(address).expect("drop schema");
+    } else {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{address}{suffix}"));
+        }
+    }
+}
+
+fn driver(address: &str, w: u32) -> Driver<Box<dyn store::Store + Send>, MemoryTools> {
+    let config = Config {
+        owner: format!("bench-{w}"),
+        lease_ms: 60_000,
+        timing: Timing::default(),
+        flavor: Flavor::Correct,
+        crash: CrashPlan::none(),
+        key: None,
+    };
+    Driver::new(
+        store::open(address).expect("store"),
+        MemoryTools::default(),
+        config,
+    )
+}
+
+/// Runtime transitions committed per second by `workers` threads in `seconds`.
+fn runtime(address: &str, workers: u32, seconds: f64, names: &Arc<AtomicU32>) -> f64 {
+    let threads: Vec<_> = (0..workers)
+        .map(|w| {
+            let (address, names) = (address.to_string(), Arc::clone(names));
+            std::thread::spawn(move || {
+                let mut d = driver(&address, w);
+                let started = Instant::now();
+                let deadline = started + Duration::from_secs_f64(seconds);
+                while Instant::now() < deadline {
+                    let name = format!("b-{}", names.fetch_add(1, Ordering::Relaxed));
+                    let key = create_run(
+                        d.store(),
+                        Program::Bench,
+                        &name,
+                        0,
+                        &Timing::default(),
+                        None,
+                    )
+                    .expect("create")
+                    .expect("a new run");
+                    while Instant::now() < deadline && d.turn(&key, false).expect("turn") {}
+                }
+                d.commits() as f64 / started.elapsed().as_secs_f64()
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().expect("thread")).sum()
+}
+
+/// Raw compare-and-sets of `size`-byte values per second by `workers` threads.
+fn raw(address: &str, workers: u32, seconds: f64, size: usize, base: u32) -> f64 {
+    let threads: Vec<_> = (0..workers)
+        .map(|w| {
+            let address = address.to_string();
+            std::thread::spawn(move || {
+                let mut s = store::open(&address).expect("store");
+                let slot = base + w + 1; // fresh slots: every version starts at 0
+                let value = vec![b'x'; size];
+                let (mut version, mut n) = (0u64, 0u64);
+                let started = Instant::now();
+                while started.elapsed().as_secs_f64() < seconds {
+                    assert_eq!(s.raw_cas(slot, version, &value).expect("cas"), Cas::Done);
+                    version += 1;
+                    n += 1;
+                }
+                n as f64 / started.elapsed().as_secs_f64()
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().expect("thread")).sum()
+}
+
+/// The bytes one runtime commit writes: the run and its audit record (a bench run has no
+/// checkpoint), averaged over a whole bench run.
+fn commit_size(address: &str) -> usize {
+    let mut d = driver(address, 0);
+    let key = create_run(
+        d.store(),
+        Program::Bench,
+        "size",
+        0,
+        &Timing::default(),
+        None,
+    )
+    .expect("create")
+    .expect("new");
+    while d.turn(&key, false).expect("turn") {}
+    let row = d.store().load(&key).expect("load").expect("row");
+    let lines = d.store().log(&key).expect("log");
+    let records: usize = lines.iter().skip(1).map(Vec::len).sum();
+    let run = serde_json::to_vec(&row.run).expect("json").len();
+    records / (lines.len() - 1) + run
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let a = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    fresh(&a.store);
+    let size = commit_size(&a.store);
+    let backend = if is_postgres(&a.store) {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    println!(
+        "{backend} store; one commit writes about {size} bytes; {} rounds of {} s each, alternating",
+        a.rounds, a.seconds
+    );
+    println!("workers  raw CAS/s  runtime transitions/s  ratio");
+    let names = Arc::new(AtomicU32::new(0));
+    let mut base = 0;
+    for &w in &a.workers {
+        let (mut raws, mut runs) = (Vec::new(), Vec::new());
+        for _ in 0..a.rounds.max(1) {
+            raws.push(raw(&a.store, w, a.seconds, size, base));
+            base += 64;
+            runs.push(runtime(&a.store, w, a.seconds, &names));
+        }
+        let (r, t) = (median(raws), median(runs));
+        println!("{w:>7}  {r:>9.0}  {t:>21.0}  {:>5.2}", t / r);
+    }
+}

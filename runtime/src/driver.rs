@@ -1,0 +1,416 @@
+//! The driver: the driving contract of `spec/lifecycle.md`, section 7, as code.
+//!
+//! For every input: load the run, step it with the kernel, write the next run, its audit
+//! record, its checkpoint and the answer to the request it consumed in one transaction with
+//! compare-and-set on the revision and the log's end, and only then carry out the effects,
+//! feeding each answer back as a new input. A refused input is recorded too (REJ-1), in the
+//! same way, and changes nothing else.
+//!
+//! [`Flavor`] holds two deliberately broken drivers, for showing that the torture bites.
+//! [`crash`] holds the points where a planned kill lands.
+
+use crate::lifecycle;
+use crate::program::{Program, Timing};
+use crate::rng::now_ms;
+use crate::store::{
+    status_of, Answer, Cas, Commit, Lease, NewRun, Row, RunKey, Status, Store, StoreError,
+};
+use crate::tool::{ToolReply, ToolRequest, Tools};
+use resumable_kernel::{Checkpoint, Dispatch, Effect, Event, Facts, Input, Run, Time, Transition};
+
+pub mod crash;
+mod work;
+
+pub use crash::{CrashPlan, CrashPoint};
+
+/// How the driver behaves: correctly, or with one rule of the contract broken on purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// The driving contract, kept.
+    Correct,
+    /// Broken: carries out a dispatch before the step is committed (breaks WAL-1). A kill
+    /// between the two, or a lost compare-and-set, leaves a call the store never heard of.
+    DispatchBeforeCommit,
+    /// Broken: finding a call in flight whose worker is gone, dispatches it again under the
+    /// same key and attempt instead of recovering and reconciling by query (breaks REC-2).
+    RetryUnknownBlindly,
+}
+
+impl Flavor {
+    /// The flavour's name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Flavor::Correct => "correct",
+            Flavor::DispatchBeforeCommit => "dispatch-before-commit",
+            Flavor::RetryUnknownBlindly => "retry-unknown-blindly",
+        }
+    }
+
+    /// The flavour named `s`.
+    pub fn parse(s: &str) -> Option<Flavor> {
+        [
+            Flavor::Correct,
+            Flavor::DispatchBeforeCommit,
+            Flavor::RetryUnknownBlindly,
+        ]
+        .into_iter()
+        .find(|f| f.as_str() == s)
+    }
+}
+
+/// A driver's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Who this driver is, unique per process: the holder named in leases.
+    pub owner: String,
+    /// How long a hold on a run lasts past its last commit. Longer than the longest wait for
+    /// a tool's answer, so a live worker is never taken for a dead one.
+    pub lease_ms: u64,
+    /// The programs' timing.
+    pub timing: Timing,
+    /// Correct or broken.
+    pub flavor: Flavor,
+    /// Where a planned kill lands, if anywhere.
+    pub crash: CrashPlan,
+    /// The audit key that seals every record (HMAC-SHA-256); without one, records are
+    /// chained by SHA-256 alone.
+    pub key: Option<lifecycle::Key>,
+}
+
+/// Why driving failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DriveError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The program or the run is not what the store says.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The driver: a store, tools, and the contract between them.
+pub struct Driver<S, T> {
+    store: S,
+    tools: T,
+    config: Config,
+    commits: u64,
+}
+
+/// What one committed input did.
+pub(crate) enum Fed {
+    /// Accepted: the transition, and the row as now stored.
+    Accepted(Box<(Transition, Row)>),
+    /// Refused, and the refusal recorded.
+    Rejected,
+    /// Another writer moved the run first: nothing was written.
+    Conflict,
+}
+
+/// The facts of a resume, established just before it under current policy (RES-7). This
+/// runtime's policy permits every step and has no budget; the resource version is the
+/// store's.
+pub fn facts(row: &Row) -> Facts {
+    Facts {
+        resource_version: row.resource_version,
+        permitted: true,
+        within_budget: true,
+    }
+}
+
+/// Creates a run of `program` named `name` in `store`, with its log's header; `Ok(None)` if
+/// it exists already.
+pub fn create_run(
+    store: &mut dyn Store,
+    program: Program,
+    name: &str,
+    resource_version: u64,
+    timing: &Timing,
+    audit_key: Option<&lifecycle::Key>,
+) -> Result<Option<RunKey>, DriveError> {
+    let header = program
+        .header(name, now_ms(), timing)
+        .map_err(|e| DriveError::Invalid(format!("run name {name:?}: {e}")))?;
+    let run = lifecycle::new_run(&header)
+        .map_err(|e| DriveError::Invalid(format!("run {name:?}: {e}")))?;
+    let key = lifecycle::run_key(run.identity());
+    let (line, tail) = lifecycle::header_line(&header, program.tools(), audit_key)
+        .map_err(|e| DriveError::Invalid(format!("audit header: {e}")))?;
+    let new = NewRun {
+        key: &key,
+        run: &run,
+        header: &line,
+        tail,
+        program: program.as_str(),
+        resource_version,
+    };
+    Ok(match store.create(&new)? {
+        Cas::Done => Some(key),
+        Cas::Conflict => None,
+    })
+}
+
+/// When a suspended run's suspension expires.
+fn wake_at(run: &Run) -> Option<u64> {
+    run.suspension().map(|s| s.expires_at.0)
+}
+
+impl<S: Store, T: Tools> Driver<S, T> {
+    /// A driver over `store` and `tools`.
+    pub fn new(store: S, tools: T, config: Config) -> Driver<S, T> {
+        Driver {
+            store,
+            tools,
+            config,
+            commits: 0,
+        }
+    }
+
+    /// How many steps (accepted or refused) this driver has committed.
+    pub fn commits(&self) -> u64 {
+        self.commits
+    }
+
+    /// The store.
+    pub fn store(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The time stamped on an input: the clock, never before the run's last input (CLK-1:
+    /// a worker whose clock lags another's must not be refused for it).
+    fn at(run: &Run) -> Time {
+        Time(now_ms().max(run.updated_at().0))
+    }
+
+    /// Who holds the run after `next`: this driver while the run needs a worker (its
+    /// program's step, a call in flight, a query), nobody while it waits on the outside.
+    fn lease_after(&self, next: &Run) -> Lease {
+        match status_of(next) {
+            Status::Ready | Status::InFlight | Status::Unknown => Lease {
+                owner: Some(self.config.owner.clone()),
+                until_ms: now_ms() + self.config.lease_ms,
+            },
+            _ => Lease::default(),
+        }
+    }
+
+    /// Steps `row` with `input` and commits the outcome, accepted or refused, in one
+    /// transaction. `pc` is the program's position if the input is accepted; `consumed` the
+    /// inbox request the input answers. Nothing outside the store happens here, except in the
+    /// broken flavour that dispatches first (`early` receives its answer).
+    pub(crate) fn feed(
+        &mut self,
+        row: &Row,
+        input: &Input,
+        pc: u32,
+        consumed: Option<u64>,
+        early: &mut Option<std::io::Result<ToolReply>>,
+    ) -> Result<Fed, DriveError> {
+        let result = lifecycle::step(&row.run, input);
+        let key = self.config.key.as_ref();
+        let (line, tail) = lifecycle::record_line(row.tail, &row.run, input, &result, key)
+            .map_err(|e| DriveError::Invalid(format!("audit record: {e}")))?;
+        let (run, checkpoint, pc, lease, answer) = match &result {
+            Ok(t) => {
+                let checkpoint = t.effects.checkpoint().copied();
+                let rev = t.next.revision();
+                (
+                    t.next,
+                    checkpoint,
+                    pc,
+                    self.lease_after(&t.next),
+                    Answer::Accepted(rev),
+                )
+            }
+            Err(r) => (
+                row.run,
+                row.checkpoint,
+                row.pc,
+                row.lease.clone(),
+                Answer::Rejected(*r),
+            ),
+        };
+        if self.config.flavor == Flavor::DispatchBeforeCommit {
+            if let Ok(t) = &result {
+                if let Some(d) = t.effects.dispatch() {
+                    *early = Some(self.tools.call(&self.request(&row.run, d, false)));
+                }
+            }
+        }
+        self.config.crash.at(CrashPoint::BeforeCommit);
+        let commit = Commit {
+            key: &row.key,
+            expect: (row.run.revision(), row.tail.seq),
+            run: &run,
+            tail,
+            line: &line,
+            checkpoint: checkpoint.as_ref(),
+            status: status_of(&run),
+            wake_at: wake_at(&run),
+            pc,
+            lease: &lease,
+            consumed: consumed.map(|id| (id, answer)),
+        };
+        if self.store.commit(&commit)? == Cas::Conflict {
+            return Ok(Fed::Conflict);
+        }
+        self.commits += 1;
+        self.config.crash.at(CrashPoint::AfterCommit);
+        let stored = Row {
+            key: row.key.clone(),
+            run,
+            tail,
+            checkpoint,
+            program: row.program.clone(),
+            pc,
+            lease,
+            resource_version: row.resource_version,
+        };
+        Ok(match result {
+            Ok(t) => Fed::Accepted(Box::new((t, stored))),
+            Err(_) => Fed::Rejected,
+        })
+    }
+
+    /// The request for a dispatch or a status query of `d`, under the run's tool key.
+    fn request(&self, run: &Run, d: &Dispatch, query: bool) -> ToolRequest {
+        let tool = d.tool.as_str().to_string();
+        let key = d.tool_key.to_string();
+        debug_assert_eq!(key, lifecycle::tool_key(run.identity(), &d.key));
+        if query {
+            ToolRequest::Query {
+                tool,
+                key,
+                attempt: d.attempt,
+            }
+        } else {
+            ToolRequest::Dispatch {
+                tool,
+                key,
+                attempt: d.attempt,
+                args: d.args,
+            }
+        }
+    }
+
+    /// Carries out a committed transition's effects, feeding each answer back, until the
+    /// run needs nothing more from this driver right now.
+    pub(crate) fn carry_out(
+        &mut self,
+        mut t: Transition,
+        mut row: Row,
+        mut early: Option<std::io::Result<ToolReply>>,
+    ) -> Result<(), DriveError> {
+        loop {
+            let next = if let Some(d) = t.effects.dispatch() {
+                let reply = match early.take() {
+                    Some(reply) => reply,
+                    None => self.dispatch(&row.run, d),
+                };
+                self.answer_dispatch(&row, d, reply)?
+            } else if let Some(q) = query_of(&t) {
+                let checkpoint = t.effects.checkpoint().copied();
+                self.reconcile(&row, &q, checkpoint)?
+            } else {
+                None
+            };
+            match next {
+                Some((t2, row2)) => (t, row) = (t2, row2),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Sends a dispatch and waits for its answer; the kill points sit on either side.
+    fn dispatch(&mut self, run: &Run, d: &Dispatch) -> std::io::Result<ToolReply> {
+        let request = self.request(run, d, false);
+        self.tools.send(&request)?;
+        self.config.crash.at(CrashPoint::AfterSend);
+        let reply = self.tools.receive();
+        self.config.crash.at(CrashPoint::AfterAnswer);
+        reply
+    }
+
+    /// Feeds the tool's answer: the result (WAL-2); or, when no answer came, `recover`: this
+    /// worker no longer waits, so the outcome is unknown (REC-1) and goes to the query.
+    fn answer_dispatch(
+        &mut self,
+        row: &Row,
+        d: &Dispatch,
+        reply: std::io::Result<ToolReply>,
+    ) -> Result<Option<(Transition, Row)>, DriveError> {
+        let event = match reply {
+            Ok(ToolReply::Committed { result }) => Event::ToolResult {
+                call_id: d.call_id,
+                attempt: d.attempt,
+                result,
+            },
+            // Fenced or refused: this request will never commit, but the call in flight is
+            // the run's to settle, by query: only recovery may say what happened.
+            Ok(_) | Err(_) => Event::Recover,
+        };
+        self.feed_retrying(row, event, None)
+    }
+
+    /// Asks the status query about `q` and feeds the answer as a reconcile decision on
+    /// `checkpoint` (the one the recover persisted, or the stored one).
+    pub(crate) fn reconcile(
+        &mut self,
+        row: &Row,
+        q: &Dispatch,
+        checkpoint: Option<Checkpoint>,
+    ) -> Result<Option<(Transition, Row)>, DriveError> {
+        let request = self.request(&row.run, q, true);
+        let Ok(reply) = self.tools.call(&request) else {
+            return Ok(None); // the query failed: still unknown; asked again on a later turn
+        };
+        self.config.crash.at(CrashPoint::AfterQuery);
+        let Some(checkpoint) = checkpoint.or(row.checkpoint) else {
+            return Ok(None);
+        };
+        let event = Event::Resume(resumable_kernel::Resume {
+            checkpoint,
+            decision: resumable_kernel::Decision::Reconcile(reply.as_answer()),
+            facts: facts(row),
+        });
+        self.feed_retrying(row, event, None)
+    }
+
+    /// Feeds an answer from outside (a tool's, a query's). If another writer moved the run
+    /// first, the answer is stepped again on the run as it now is (section 7, rule 4).
+    fn feed_retrying(
+        &mut self,
+        row: &Row,
+        event: Event,
+        consumed: Option<u64>,
+    ) -> Result<Option<(Transition, Row)>, DriveError> {
+        let mut current = row.clone();
+        for _ in 0..8 {
+            let input = Input {
+                at: Self::at(&current.run),
+                event,
+            };
+            match self.feed(&current, &input, current.pc, consumed, &mut None)? {
+                Fed::Accepted(b) => return Ok(Some(*b)),
+                Fed::Rejected => return Ok(None),
+                Fed::Conflict => match self.store.load(&row.key)? {
+                    Some(r) => current = r,
+                    None => return Ok(None),
+                },
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The query a transition commands, if any.
+fn query_of(t: &Transition) -> Option<Dispatch> {
+    t.effects.iter().find_map(|e| match e {
+        Effect::Query(d) => Some(*d),
+        _ => None,
+    })
+}

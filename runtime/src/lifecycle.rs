@@ -1,0 +1,139 @@
+//! The seam between this runtime and the kernel and audit-log crates. Every call into their
+//! APIs goes through the few functions here, so a change on their side (a fallible
+//! `Run::new`, a keyed audit chain, a tool key carried by the dispatch) is absorbed in one
+//! place.
+
+use crate::store::RunKey;
+use resumable_conformance::audit::{self, Record, RunHeader};
+use resumable_kernel::{Digest, Identity, Input, Name, PolicyError, Rejection, Run, Transition};
+use serde::{Deserialize, Serialize};
+
+/// The end of a run's audit log: the last record's number (0: the header alone) and the
+/// digest of the last line. Stored with the run, it anchors the log: a log cut short at a
+/// line boundary no longer ends where the anchor says.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Tail {
+    /// The last record's `seq`; 0 when only the header is written.
+    pub seq: u64,
+    /// SHA-256 of the last line, without its LF.
+    pub digest: Digest,
+}
+
+/// The run a header describes, at revision 0, or why its policy cannot govern one.
+pub fn new_run(header: &RunHeader) -> Result<Run, PolicyError> {
+    header.run()
+}
+
+/// The kernel's step: the only place this runtime decides anything about a run.
+pub fn step(run: &Run, input: &Input) -> Result<Transition, Rejection> {
+    resumable_kernel::step(run, input)
+}
+
+/// The store's key for a run: its identity, so two tenants' runs of the same name never meet.
+pub fn run_key(identity: &Identity) -> RunKey {
+    RunKey(format!(
+        "{}/{}/{}",
+        identity.tenant, identity.session, identity.run
+    ))
+}
+
+/// The key the tool sees for a call, as text: the kernel's tool key (KEY-3), the call's
+/// idempotency key bound to the run's identity, so that two runs using the same key (every
+/// run of one program does) are two keys to the tool. The kernel's `Dispatch` carries the
+/// same digest; this recomputes it for a call known only from the run.
+pub fn tool_key(identity: &Identity, key: &Name) -> String {
+    resumable_kernel::checkpoint::tool_key(identity, key).to_string()
+}
+
+pub use resumable_conformance::audit::{Key, ToolPolicy};
+
+/// Line 1 of a run's audit log (format 2: the run, its tool policy, sealed under `key`, or
+/// chained by SHA-256 without one), without its LF, and the anchor it leaves.
+pub fn header_line(
+    header: &RunHeader,
+    tools: Vec<ToolPolicy>,
+    key: Option<&Key>,
+) -> std::io::Result<(Vec<u8>, Tail)> {
+    let full = audit::Header {
+        run: *header,
+        tools: Some(tools),
+    };
+    let writer = audit::Writer::new(Vec::new(), &full, key)?;
+    let tail = tail_of(writer.anchor());
+    let mut bytes = writer.into_inner()?;
+    bytes.pop(); // the writer ends every line with LF; the store keeps lines without it
+    Ok((bytes, tail))
+}
+
+fn tail_of(anchor: audit::Anchor) -> Tail {
+    Tail {
+        seq: anchor.records,
+        digest: anchor.mac,
+    }
+}
+
+/// The audit record of `input` on `before` with the kernel's answer, without its LF, chained
+/// to `tail` (the anchor stored with the run) and sealed under `key`; and the anchor it
+/// leaves. The audit-log writer makes it, resumed from the stored run and anchor.
+pub fn record_line(
+    tail: Tail,
+    before: &Run,
+    input: &Input,
+    result: &Result<Transition, Rejection>,
+    key: Option<&Key>,
+) -> std::io::Result<(Vec<u8>, Tail)> {
+    let anchor = audit::Anchor {
+        records: tail.seq,
+        mac: tail.digest,
+    };
+    let mut writer = audit::Writer::resume(Vec::new(), *before, key, anchor);
+    writer.record(input, result)?;
+    let tail = tail_of(writer.anchor());
+    let mut bytes = writer.into_inner()?;
+    bytes.pop();
+    Ok((bytes, tail))
+}
+
+/// Validates a whole log (lines with their LF) with the audit-log validator: every line's MAC
+/// under `key`, and the log's end against the anchor stored with the run.
+pub fn validate_log(log: &[u8], anchor: Tail, key: Option<&Key>) -> Result<audit::Summary, String> {
+    let options = audit::Options {
+        key: key.cloned(),
+        anchor: Some(audit::Anchor {
+            records: anchor.seq,
+            mac: anchor.digest,
+        }),
+        ..audit::Options::default()
+    };
+    audit::validate(log, &options)
+        .map_err(|finding| audit::report_text("log", &Err(finding)).trim().to_string())
+}
+
+/// Reads an audit key file (64 hex digits); with `make`, first writes one with a fresh key
+/// from the operating system's random source if the file does not exist.
+pub fn read_key(path: &std::path::Path, make: bool) -> Result<Key, String> {
+    let shown = path.display();
+    if make && !path.exists() {
+        let mut bytes = [0u8; 32];
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut bytes))
+            .map_err(|e| format!("/dev/urandom: {e}"))?;
+        let hex = Digest(bytes).to_string() + "\n";
+        std::fs::write(path, hex).map_err(|e| format!("{shown}: {e}"))?;
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+    Key::from_hex(&text).map_err(|e| format!("{shown}: {e}"))
+}
+
+pub use resumable_conformance::audit::{Accepted, Verdict};
+
+/// Reads one record line back (for the torture's checks): the record without its MAC.
+pub fn parse_record(line: &[u8]) -> Result<Record, String> {
+    let text = std::str::from_utf8(line).map_err(|e| e.to_string())?;
+    let body = audit::chain::split_sealed(text).map_or(text, |(body, _)| body);
+    let object = format!("{body}}}");
+    serde_json::from_str(&object)
+        .or_else(|_| serde_json::from_str(text))
+        .map_err(|e| e.to_string())
+}

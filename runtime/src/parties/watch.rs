@@ -1,0 +1,71 @@
+//! An approver that watches the store and decides, as a person at a console would: for the
+//! torture, and for trying the runtime by hand. It can also play the payment system that
+//! sends the order program's callback.
+
+use super::{approval, callback, PartyError};
+use crate::rng::{now_ms, Rng};
+use crate::store::{Status, Store};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// How the watching approver behaves.
+#[derive(Clone, Debug)]
+pub struct Watch {
+    /// Its name: the approver the programs name, or another (whose decisions are refused).
+    pub name: String,
+    /// Seed of its choices.
+    pub seed: u64,
+    /// Share of decisions, in percent, that deny.
+    pub deny_percent: u64,
+    /// Share of decisions, in percent, sent twice (a second tab, a retried request).
+    pub duplicate_percent: u64,
+    /// Also send the callbacks runs wait for.
+    pub callbacks: bool,
+    /// How long its approvals stay valid.
+    pub valid_ms: u64,
+    /// Pause between looks at the store.
+    pub poll: Duration,
+}
+
+/// Decides on every suspension it sees, once, until the process is stopped (or, with
+/// `rounds`, for that many looks). Returns how many requests it sent.
+pub fn watch(store: &mut dyn Store, w: &Watch, rounds: Option<u64>) -> Result<u64, PartyError> {
+    let mut rng = Rng::new(w.seed);
+    let mut decided = HashSet::new();
+    let mut sent = 0;
+    let mut round = 0;
+    while rounds.is_none_or(|r| round < r) {
+        round += 1;
+        for s in store.scan(false)? {
+            let wanted = match s.status {
+                Status::Approval => true,
+                Status::Callback => w.callbacks,
+                _ => false,
+            };
+            if !wanted || s.pending > 0 {
+                continue;
+            }
+            let Some(row) = store.load(&s.key)? else {
+                continue;
+            };
+            let Some(cp) = row.checkpoint else { continue };
+            if !decided.insert((s.key.clone(), cp.revision)) {
+                continue;
+            }
+            let request = if s.status == Status::Approval {
+                let approve = !rng.percent(w.deny_percent);
+                approval(&row, None, &w.name, approve, w.valid_ms)?
+            } else {
+                callback(&row, "settled")?
+            };
+            store.submit(&s.key, &w.name, now_ms(), &request)?;
+            sent += 1;
+            if rng.percent(w.duplicate_percent) {
+                store.submit(&s.key, &w.name, now_ms(), &request)?;
+                sent += 1;
+            }
+        }
+        std::thread::sleep(w.poll);
+    }
+    Ok(sent)
+}

@@ -1,0 +1,287 @@
+//! Agent programs: what a run does on its own, one kernel input at a time.
+//!
+//! A program is a list of steps. Its position (`pc`) counts the steps the kernel accepted and
+//! is stored with the run, in the same transaction. It acts only while the run is running
+//! with nothing in flight: everything else (a tool's answer, an approval, a callback) comes
+//! from outside and is fed by the driver. So the program never decides a lifecycle question;
+//! it proposes, and the kernel accepts or refuses.
+
+use resumable_conformance::audit::{RunHeader, ToolPolicy};
+use resumable_kernel::{
+    Call, Digest, Event, Identity, Name, NameError, Policy, Time, ToolContract, Wait,
+};
+
+/// How long the suspensions of a program may wait, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// An approval's window.
+    pub approval_ms: u64,
+    /// A callback's window.
+    pub callback_ms: u64,
+    /// The policy's reconcile window: how long an unknown outcome, then a person, may take.
+    pub reconcile_ms: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            approval_ms: 600_000,
+            callback_ms: 600_000,
+            reconcile_ms: 600_000,
+        }
+    }
+}
+
+/// The programs this runtime knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// The source chapter's example: ask for approval to publish, then publish `publish:demo`
+    /// under the key `idem-run-approval`, then complete.
+    Seed,
+    /// An order: charge a card (a deduping tool), wait for the payment's callback, ship after
+    /// an approval (a gated call, deduping), send a notice (a fencing tool that does not
+    /// dedupe), complete.
+    Order,
+    /// The yardstick for throughput: [`BENCH_CALLS`] ungated calls on a deduping tool, each
+    /// dispatched and answered (two transitions each), then complete.
+    Bench,
+}
+
+/// How many calls a [`Program::Bench`] run makes: as many as the kernel's per-run history of
+/// call keys holds (a run that proposes more is refused).
+pub const BENCH_CALLS: u32 = resumable_kernel::calls::CALL_LOG_CAPACITY as u32;
+
+/// A tool this runtime's tool service offers, with the contract it honours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolSpec {
+    /// Its name.
+    pub name: &'static str,
+    /// Whether it commits each key at most once.
+    pub dedupes: bool,
+    /// Whether its status query fences a key it answers "not committed" for.
+    pub query_fences: bool,
+}
+
+/// The tools, with their contracts: the tool service honours them, the programs declare them.
+pub const TOOLS: [ToolSpec; 4] = [
+    ToolSpec {
+        name: "publish:demo",
+        dedupes: true,
+        query_fences: false,
+    },
+    ToolSpec {
+        name: "charge:card",
+        dedupes: true,
+        query_fences: false,
+    },
+    ToolSpec {
+        name: "ship:order",
+        dedupes: true,
+        query_fences: false,
+    },
+    ToolSpec {
+        name: "notify:email",
+        dedupes: false,
+        query_fences: true,
+    },
+];
+
+/// The spec of tool `name`, if this runtime offers it.
+pub fn tool_spec(name: &str) -> Option<ToolSpec> {
+    TOOLS.into_iter().find(|t| t.name == name)
+}
+
+/// The party who approves gated calls in these programs.
+pub const APPROVER: &str = "approver";
+/// The party who asks for gated calls.
+pub const REQUESTER: &str = "agent";
+/// The operator: reconciles unknown outcomes, handles interventions.
+pub const OPERATOR: &str = "ops";
+/// The payment system, which sends the order's callback.
+pub const PAYMENTS: &str = "payments";
+/// The order's callback.
+pub const PAYMENT_SETTLED: &str = "payment-settled";
+
+fn name(s: &str) -> Name {
+    // Every literal in this module is a valid name; a test checks each program's steps.
+    Name::new(s).unwrap_or(Name::lit("invalid"))
+}
+
+/// The contract a call to `tool` declares: the tool service's, and three attempts.
+fn contract(tool: &str) -> ToolContract {
+    let spec = tool_spec(tool).unwrap_or(TOOLS[0]);
+    ToolContract {
+        dedupes: spec.dedupes,
+        query_fences: spec.query_fences,
+        max_attempts: 3,
+    }
+}
+
+fn call(id: &str, tool: &str, args: &str, key: &str) -> Call {
+    Call {
+        call_id: name(id),
+        tool: name(tool),
+        args: Digest::of(args.as_bytes()),
+        key: name(key),
+        contract: contract(tool),
+    }
+}
+
+fn policy(tool: &str, gated: bool) -> ToolPolicy {
+    ToolPolicy {
+        tool: name(tool),
+        gated,
+        contract: contract(tool),
+    }
+}
+
+impl Program {
+    /// Every program.
+    pub const ALL: [Program; 3] = [Program::Seed, Program::Order, Program::Bench];
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Program::Seed => "seed",
+            Program::Order => "order",
+            Program::Bench => "bench",
+        }
+    }
+
+    /// The program named `s`.
+    pub fn parse(s: &str) -> Option<Program> {
+        Program::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// The tool policy the program's audit logs declare: each tool it calls, whether a call
+    /// to it waits for an approval, and its contract.
+    pub fn tools(self) -> Vec<ToolPolicy> {
+        match self {
+            Program::Seed => vec![policy("publish:demo", true)],
+            Program::Order => vec![
+                policy("charge:card", false),
+                policy("ship:order", true),
+                policy("notify:email", false),
+            ],
+            Program::Bench => vec![policy("publish:demo", false)],
+        }
+    }
+
+    /// The header of a new run of this program named `run`, created at `now`.
+    pub fn header(self, run: &str, now: u64, timing: &Timing) -> Result<RunHeader, NameError> {
+        let (tenant, session, definition) = match self {
+            Program::Seed => ("tenant-a", "session-1", "demo@1"),
+            Program::Order => ("tenant-b", "orders", "order@1"),
+            Program::Bench => ("tenant-c", "bench", "bench@1"),
+        };
+        Ok(RunHeader {
+            identity: Identity {
+                tenant: name(tenant),
+                session: name(session),
+                run: Name::new(run)?,
+                definition: name(definition),
+            },
+            policy: Policy {
+                operator: name(OPERATOR),
+                reconcile_window: timing.reconcile_ms,
+            },
+            created_at: Time(now),
+        })
+    }
+
+    /// The program's step at position `pc`, at time `now`, for a run that is running with
+    /// nothing in flight and whose resource is at `resource_version`; `None` once done.
+    pub fn step(self, pc: u32, now: u64, resource_version: u64, timing: &Timing) -> Option<Event> {
+        let approval = |call: Call| Event::Suspend {
+            wait: Wait::Approval {
+                call,
+                requester: name(REQUESTER),
+            },
+            expires_at: Time(now.saturating_add(timing.approval_ms)),
+            responsible: name(APPROVER),
+            resource_version,
+        };
+        let done = |what: &str| Event::Complete {
+            result: Digest::of(what.as_bytes()),
+        };
+        match (self, pc) {
+            (Program::Seed, 0) => Some(approval(call(
+                "call-1",
+                "publish:demo",
+                "publish:demo",
+                "idem-run-approval",
+            ))),
+            (Program::Seed, 1) => Some(done("published")),
+            (Program::Order, 0) => Some(Event::Dispatch {
+                call: call("charge-1", "charge:card", "amount=42", "charge"),
+            }),
+            (Program::Order, 1) => Some(Event::Suspend {
+                wait: Wait::Callback {
+                    callback: name(PAYMENT_SETTLED),
+                },
+                expires_at: Time(now.saturating_add(timing.callback_ms)),
+                responsible: name(PAYMENTS),
+                resource_version,
+            }),
+            (Program::Order, 2) => Some(approval(call("ship-1", "ship:order", "order=7", "ship"))),
+            (Program::Order, 3) => Some(Event::Dispatch {
+                call: call("notify-1", "notify:email", "to=buyer", "notify"),
+            }),
+            (Program::Order, 4) => Some(done("order done")),
+            (Program::Bench, n) if n < BENCH_CALLS => {
+                let id = format!("call-{n}");
+                Some(Event::Dispatch {
+                    call: call(&id, "publish:demo", &id, &id),
+                })
+            }
+            (Program::Bench, BENCH_CALLS) => Some(done("bench done")),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use resumable_kernel::{step, Input, Run};
+
+    #[test]
+    fn every_program_names_valid_names_and_declares_its_tools_contract() {
+        for p in Program::ALL {
+            let h = p.header("run-1", 0, &Timing::default()).unwrap();
+            Run::new(h.identity, h.policy, h.created_at).unwrap();
+            for pc in 0..8 {
+                if let Some(
+                    Event::Dispatch { call }
+                    | Event::Suspend {
+                        wait: Wait::Approval { call, .. },
+                        ..
+                    },
+                ) = p.step(pc, 1, 1, &Timing::default())
+                {
+                    let spec = tool_spec(call.tool.as_str()).unwrap();
+                    assert_eq!(call.contract.dedupes, spec.dedupes);
+                    assert_eq!(call.contract.query_fences, spec.query_fences);
+                    assert_ne!(call.call_id, Name::lit("invalid"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_seed_program_suspends_for_approval_of_publish_demo_under_its_key() {
+        let h = Program::Seed
+            .header("run-approval", 0, &Timing::default())
+            .unwrap();
+        let run = h.run().unwrap();
+        let event = Program::Seed.step(0, 1, 1, &Timing::default()).unwrap();
+        let t = step(&run, &Input { at: Time(1), event }).unwrap();
+        let cp = t.effects.checkpoint().unwrap();
+        assert_eq!(cp.pending.unwrap().tool, Name::lit("publish:demo"));
+        match t.next.suspension().unwrap().reason.call() {
+            Some((c, 0)) => assert_eq!(c.call.key, Name::lit("idem-run-approval")),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(Program::Order.step(5, 1, 1, &Timing::default()), None);
+    }
+}

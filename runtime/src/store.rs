@@ -1,0 +1,363 @@
+//! Storage behind one small trait. A store keeps, per run: the run, its latest checkpoint,
+//! its audit log and its anchor, the agent program's position, and who holds it; and an
+//! inbox of requests (decisions, cancels) from people and outside systems.
+//!
+//! The one rule every backend keeps: [`Store::commit`] writes the next run, its audit record,
+//! its checkpoint and the verdict of the request it consumed in **one** durable transaction,
+//! and only if the run's revision and log position are still the ones the step started from
+//! (compare-and-set). Two backends: [`sqlite`] (embedded, one file, shared by worker
+//! processes) and [`postgres`] (many workers on many machines).
+
+use crate::lifecycle::Tail;
+use resumable_kernel::{Checkpoint, Decision, Name, Rejection, Revision, Run};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub mod postgres;
+pub mod sqlite;
+
+/// A run's key in the store: `tenant/session/run`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RunKey(pub String);
+
+impl fmt::Display for RunKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What the run waits for, as the store indexes it for workers to find their work.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Running with nothing in flight: the agent program's next step is due.
+    Ready,
+    /// A call is in flight: its worker waits for the tool's answer.
+    InFlight,
+    /// Suspended for an approver's decision.
+    Approval,
+    /// Suspended for an external callback.
+    Callback,
+    /// Suspended for a resource.
+    Resource,
+    /// Suspended for a person (manual intervention).
+    Person,
+    /// Suspended with an unknown outcome: a worker reconciles it by query.
+    Unknown,
+    /// Completed.
+    Completed,
+    /// Failed.
+    Failed,
+}
+
+impl Status {
+    /// Every status, in order.
+    pub const ALL: [Status; 9] = [
+        Status::Ready,
+        Status::InFlight,
+        Status::Approval,
+        Status::Callback,
+        Status::Resource,
+        Status::Person,
+        Status::Unknown,
+        Status::Completed,
+        Status::Failed,
+    ];
+
+    /// Its name in the store and on screen.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ready => "ready",
+            Status::InFlight => "in_flight",
+            Status::Approval => "approval",
+            Status::Callback => "callback",
+            Status::Resource => "resource",
+            Status::Person => "person",
+            Status::Unknown => "unknown",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+        }
+    }
+
+    /// The status named `s`.
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// Whether the run has ended.
+    pub fn is_ended(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed)
+    }
+}
+
+/// Who holds a run: the worker that committed its last step while the run needs a worker's
+/// attention (a call in flight, a query due, the program's next step), until `until_ms`.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Lease {
+    /// The holder, unique per worker process (a restarted worker is a new holder).
+    pub owner: Option<String>,
+    /// When the hold lapses, in the runtime's clock (ms since the Unix epoch).
+    pub until_ms: u64,
+}
+
+/// Everything stored for one run.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The run's key.
+    pub key: RunKey,
+    /// The run, as the kernel left it.
+    pub run: Run,
+    /// The end of its audit log: the anchor.
+    pub tail: Tail,
+    /// The checkpoint persisted by the last transition that carried one, while suspended.
+    pub checkpoint: Option<Checkpoint>,
+    /// The agent program that drives the run.
+    pub program: String,
+    /// The program's position: how many of its own inputs were accepted.
+    pub pc: u32,
+    /// Who holds the run.
+    pub lease: Lease,
+    /// The current version of the resource the run acts on (the facts of a resume).
+    pub resource_version: u64,
+}
+
+/// One line of the run-list a worker scans.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    /// The run.
+    pub key: RunKey,
+    /// What it waits for.
+    pub status: Status,
+    /// When its suspension expires, if suspended.
+    pub wake_at: Option<u64>,
+    /// Who holds it.
+    pub lease: Lease,
+    /// How many requests wait in its inbox.
+    pub pending: u32,
+}
+
+/// A request from outside the run: a decision on its suspension, or a cancel.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(tag = "request", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // held inline like the kernel's own inputs
+pub enum Request {
+    /// Resume the suspension this checkpoint describes with this decision.
+    Resume {
+        /// The checkpoint the party was handed.
+        checkpoint: Checkpoint,
+        /// The decision.
+        decision: Decision,
+    },
+    /// Cancel the run.
+    Cancel {
+        /// Who cancels.
+        by: Name,
+    },
+}
+
+/// What the kernel answered to a request, recorded with it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// Accepted: the run moved to this revision.
+    Accepted(Revision),
+    /// Refused, with the kernel's evidence.
+    Rejected(Rejection),
+}
+
+/// A request in a run's inbox.
+#[derive(Clone, Debug)]
+pub struct Inbox {
+    /// Its number, unique in the store.
+    pub id: u64,
+    /// The run it is for.
+    pub key: RunKey,
+    /// Who sent it.
+    pub party: String,
+    /// When it was sent.
+    pub submitted_ms: u64,
+    /// The request.
+    pub request: Request,
+    /// The kernel's answer and the audit record that carries it, once consumed.
+    pub answer: Option<(Answer, u64)>,
+}
+
+/// The write of one step: the run after it and everything that lands with it.
+#[derive(Clone, Debug)]
+pub struct Commit<'a> {
+    /// The run.
+    pub key: &'a RunKey,
+    /// The revision and log position the step started from: the compare-and-set.
+    pub expect: (Revision, u64),
+    /// The run after the step (unchanged for a refused input).
+    pub run: &'a Run,
+    /// The log's new end.
+    pub tail: Tail,
+    /// The audit record, without its LF.
+    pub line: &'a [u8],
+    /// The checkpoint to persist (the latest one is kept while suspended, cleared otherwise).
+    pub checkpoint: Option<&'a Checkpoint>,
+    /// What the run waits for after the step.
+    pub status: Status,
+    /// When its suspension expires, if suspended.
+    pub wake_at: Option<u64>,
+    /// The program's position after the step.
+    pub pc: u32,
+    /// Who holds the run after the step.
+    pub lease: &'a Lease,
+    /// The request the step consumed, and the kernel's answer to it.
+    pub consumed: Option<(u64, Answer)>,
+}
+
+/// A new run: its first row and the header of its log.
+#[derive(Clone, Debug)]
+pub struct NewRun<'a> {
+    /// The run's key.
+    pub key: &'a RunKey,
+    /// The run at revision 0.
+    pub run: &'a Run,
+    /// The header line, without its LF.
+    pub header: &'a [u8],
+    /// The log's end after the header.
+    pub tail: Tail,
+    /// The program that drives it.
+    pub program: &'a str,
+    /// The resource version it starts with.
+    pub resource_version: u64,
+}
+
+/// Whether a compare-and-set took.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Cas {
+    /// Written.
+    Done,
+    /// Another writer moved the row first (or, on create, the run exists): nothing written.
+    Conflict,
+}
+
+/// Why a store call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The backend failed (I/O, connection, SQL).
+    #[error("store: {0}")]
+    Backend(String),
+    /// A stored value could not be read back (a corrupted or foreign record).
+    #[error("store: stored {what} of {key} is unreadable: {why}")]
+    Corrupt {
+        /// What was read.
+        what: &'static str,
+        /// Which run.
+        key: String,
+        /// Why.
+        why: String,
+    },
+}
+
+/// Durable storage for runs. Every method is one transaction.
+pub trait Store {
+    /// Creates a run with its log's header; [`Cas::Conflict`] if the key exists.
+    fn create(&mut self, new: &NewRun<'_>) -> Result<Cas, StoreError>;
+    /// The run stored under `key`, if any.
+    fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError>;
+    /// Writes one step, all of it or nothing, if the row is still at `commit.expect`.
+    fn commit(&mut self, commit: &Commit<'_>) -> Result<Cas, StoreError>;
+    /// Every run that has not ended or has requests waiting; with `all`, every run.
+    fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError>;
+    /// Puts a request in a run's inbox and returns its number.
+    fn submit(
+        &mut self,
+        key: &RunKey,
+        party: &str,
+        at_ms: u64,
+        request: &Request,
+    ) -> Result<u64, StoreError>;
+    /// A run's requests, oldest first; with `pending`, only those not yet consumed.
+    fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError>;
+    /// A run's audit log, header first, each line without its LF.
+    fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError>;
+    /// The yardstick: a raw durable compare-and-set of `value` in `slot`, in this store's
+    /// own terms (no kernel, no log): written only if the slot's version is `expect`.
+    fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError>;
+}
+
+impl<S: Store + ?Sized> Store for Box<S> {
+    fn create(&mut self, new: &NewRun<'_>) -> Result<Cas, StoreError> {
+        (**self).create(new)
+    }
+    fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError> {
+        (**self).load(key)
+    }
+    fn commit(&mut self, commit: &Commit<'_>) -> Result<Cas, StoreError> {
+        (**self).commit(commit)
+    }
+    fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
+        (**self).scan(all)
+    }
+    fn submit(
+        &mut self,
+        key: &RunKey,
+        party: &str,
+        at_ms: u64,
+        request: &Request,
+    ) -> Result<u64, StoreError> {
+        (**self).submit(key, party, at_ms, request)
+    }
+    fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
+        (**self).inbox(key, pending)
+    }
+    fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
+        (**self).log(key)
+    }
+    fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError> {
+        (**self).raw_cas(slot, expect, value)
+    }
+}
+
+/// Which backend a store address names: `postgres://...` or `host=...` for PostgreSQL,
+/// anything else a path to an SQLite file.
+pub fn open(address: &str) -> Result<Box<dyn Store + Send>, StoreError> {
+    if address.starts_with("postgres://")
+        || address.starts_with("postgresql://")
+        || address.contains("host=")
+    {
+        Ok(Box::new(postgres::PgStore::open(address)?))
+    } else {
+        Ok(Box::new(sqlite::SqliteStore::open(address)?))
+    }
+}
+
+/// The status of a run, as the store indexes it.
+pub fn status_of(run: &Run) -> Status {
+    use resumable_kernel::{Phase, Reason};
+    match run.phase() {
+        Phase::Running { in_flight: None } => Status::Ready,
+        Phase::Running { in_flight: Some(_) } => Status::InFlight,
+        Phase::Suspended(s) => match s.reason {
+            Reason::PendingApproval { .. } => Status::Approval,
+            Reason::ExternalCallback { .. } => Status::Callback,
+            Reason::ResourceWait { .. } => Status::Resource,
+            Reason::ManualIntervention { .. } => Status::Person,
+            Reason::OutcomeUnknown { .. } => Status::Unknown,
+        },
+        Phase::Completed { .. } => Status::Completed,
+        Phase::Failed(_) => Status::Failed,
+    }
+}
+
+/// Serialises a stored value; the kernel's types always serialise.
+pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("encode: {e}")))
+}
+
+/// Reads a stored value back; the run's deserialiser checks every kernel invariant.
+pub(crate) fn from_json<T: for<'de> Deserialize<'de>>(
+    what: &'static str,
+    key: &str,
+    text: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        what,
+        key: key.to_string(),
+        why: e.to_string(),
+    })
+}

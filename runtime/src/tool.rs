@@ -1,0 +1,180 @@
+//! Tools as the outside world: the wire protocol of the tool service, a client for it, and
+//! an in-memory stand-in for benchmarks.
+//!
+//! The service ([`service`]) runs in its own process with its own durable ledger, so a
+//! request sent by a worker that is then killed still commits later. It honours each tool's
+//! contract ([`crate::program::TOOLS`]): a deduping tool commits a key at most once and
+//! answers a repeat with the first result; a fencing tool's status query, once it answers
+//! "not committed" for a key and attempt, makes a late request under them fail.
+
+use resumable_kernel::{Digest, QueryAnswer};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+pub mod service;
+
+/// A request to the tool service: one JSON line.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ToolRequest {
+    /// Carry out the call: commit it (or answer as the contract says).
+    Dispatch {
+        /// The tool.
+        tool: String,
+        /// The key the tool sees (namespaced by the run, see `lifecycle::tool_key`).
+        key: String,
+        /// The attempt.
+        attempt: u8,
+        /// The argument digest.
+        args: Digest,
+    },
+    /// The status query: did this key and attempt commit?
+    Query {
+        /// The tool.
+        tool: String,
+        /// The key.
+        key: String,
+        /// The attempt.
+        attempt: u8,
+    },
+}
+
+/// The service's answer: one JSON line.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum ToolReply {
+    /// The call committed (now, or earlier under the same key), with this result.
+    Committed {
+        /// The result's digest.
+        result: Digest,
+    },
+    /// The status query: not committed (and, for a fencing tool, now never will be).
+    NotCommitted,
+    /// The status query could not tell.
+    Unknown,
+    /// A dispatch under a fenced key and attempt: it did not commit and never will.
+    Fenced,
+    /// The service refused the request (an unknown tool, a malformed line).
+    Refused {
+        /// Why.
+        why: String,
+    },
+}
+
+impl ToolReply {
+    /// The status query's answer as the kernel takes it; a reply that is not an answer to a
+    /// query is unknown, never "not committed".
+    pub fn as_answer(&self) -> QueryAnswer {
+        match self {
+            ToolReply::Committed { result } => QueryAnswer::Committed { result: *result },
+            ToolReply::NotCommitted => QueryAnswer::NotCommitted,
+            _ => QueryAnswer::Unknown,
+        }
+    }
+}
+
+/// How a driver reaches tools. A dispatch is two halves, so that a kill can land after the
+/// request left and before its answer came back.
+pub trait Tools {
+    /// Sends a request.
+    fn send(&mut self, request: &ToolRequest) -> io::Result<()>;
+    /// Waits for the answer to the request sent last.
+    fn receive(&mut self) -> io::Result<ToolReply>;
+    /// Sends a request and waits for its answer.
+    fn call(&mut self, request: &ToolRequest) -> io::Result<ToolReply> {
+        self.send(request)?;
+        self.receive()
+    }
+}
+
+/// A client of the tool service over TCP. Any error drops the connection, so a late answer
+/// to an abandoned request is never read as the answer to a newer one.
+pub struct TcpTools {
+    address: String,
+    timeout: Duration,
+    conn: Option<(BufReader<TcpStream>, TcpStream)>,
+}
+
+impl TcpTools {
+    /// A client of the service at `address`; an answer later than `timeout` is not waited for.
+    pub fn new(address: &str, timeout: Duration) -> TcpTools {
+        TcpTools {
+            address: address.to_string(),
+            timeout,
+            conn: None,
+        }
+    }
+
+    fn connection(&mut self) -> io::Result<&mut (BufReader<TcpStream>, TcpStream)> {
+        if self.conn.is_none() {
+            let stream = TcpStream::connect(&self.address)?;
+            stream.set_nodelay(true)?;
+            stream.set_read_timeout(Some(self.timeout))?;
+            self.conn = Some((BufReader::new(stream.try_clone()?), stream));
+        }
+        self.conn
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no connection"))
+    }
+}
+
+impl Tools for TcpTools {
+    fn send(&mut self, request: &ToolRequest) -> io::Result<()> {
+        let mut line = serde_json::to_vec(request)?;
+        line.push(b'\n');
+        let result = self.connection().and_then(|(_, w)| w.write_all(&line));
+        if result.is_err() {
+            self.conn = None;
+        }
+        result
+    }
+
+    fn receive(&mut self) -> io::Result<ToolReply> {
+        let mut line = String::new();
+        let result = self.connection().and_then(|(r, _)| r.read_line(&mut line));
+        let reply = match result {
+            Ok(0) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "tool service closed",
+            )),
+            Ok(_) => serde_json::from_str(&line).map_err(io::Error::other),
+            Err(e) => Err(e),
+        };
+        if reply.is_err() {
+            self.conn = None;
+        }
+        reply
+    }
+}
+
+/// Tools answered in memory at once, honouring the same contracts: for measuring the
+/// runtime's own cost without a network hop, and for tests. Not durable.
+#[derive(Default)]
+pub struct MemoryTools {
+    committed: HashMap<String, Digest>,
+    pending: Option<ToolRequest>,
+}
+
+impl Tools for MemoryTools {
+    fn send(&mut self, request: &ToolRequest) -> io::Result<()> {
+        self.pending = Some(request.clone());
+        Ok(())
+    }
+
+    fn receive(&mut self) -> io::Result<ToolReply> {
+        match self.pending.take() {
+            Some(ToolRequest::Dispatch { key, args, .. }) => {
+                let result = *self.committed.entry(key).or_insert(args);
+                Ok(ToolReply::Committed { result })
+            }
+            Some(ToolRequest::Query { key, .. }) => Ok(match self.committed.get(&key) {
+                Some(result) => ToolReply::Committed { result: *result },
+                None => ToolReply::NotCommitted,
+            }),
+            None => Err(io::Error::other("nothing sent")),
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! The torture: workers, the tool service and approvers on one store; workers killed with
+//! SIGKILL at seeded points (between the commit and the dispatch, between the tool's commit
+//! and the recorded answer, and at random instants) and restarted, until every run has ended
+//! or waits on a person; then the checks of [`checks`]. The seed fixes every choice: which
+//! runs, which program, where each worker dies, the tool's delays. When a kill sent at a
+//! random instant lands depends on the machine's scheduling.
+
+use crate::driver::{create_run, CrashPoint, Flavor};
+use crate::program::{Program, Timing};
+use crate::rng::{now_ms, Rng};
+use crate::store::{self, RunKey, Status, Store};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub mod checks;
+pub mod procs;
+
+use procs::{Ended, Slot, WorkerSpec};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The binary whose `worker`, `approver` and `tool-service` commands are started.
+    pub exe: PathBuf,
+    /// The store (fresh: the torture refuses one that holds runs).
+    pub store: String,
+    /// Where the tool's ledger and the processes' logs go.
+    pub dir: PathBuf,
+    /// Worker processes.
+    pub workers: u32,
+    /// Approver processes.
+    pub approvers: u32,
+    /// Runs kept going at once while killing.
+    pub active: u32,
+    /// Kills to reach; runs are started until then.
+    pub kills: u32,
+    /// The seed.
+    pub seed: u64,
+    /// Correct or broken workers.
+    pub flavor: Flavor,
+    /// The workers' lease.
+    pub lease_ms: u64,
+    /// The tool's largest delay before a commit.
+    pub max_tool_delay_ms: u64,
+    /// Share of status queries answered "unknown", in percent.
+    pub unknown_percent: u64,
+    /// The whole torture's limit.
+    pub deadline: Duration,
+}
+
+/// One kill, and what the killed worker held.
+#[derive(Clone, Debug)]
+pub struct Kill {
+    /// When it was seen.
+    pub at_ms: u64,
+    /// The planned point, or `None` for a kill at a random instant.
+    pub point: Option<CrashPoint>,
+    /// The runs the worker held, with their log position then.
+    pub held: Vec<(RunKey, u64)>,
+}
+
+/// What a torture run did and found.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// The seed.
+    pub seed: u64,
+    /// `sqlite` or `postgres`.
+    pub backend: String,
+    /// The driver flavour.
+    pub flavor: String,
+    /// Worker processes.
+    pub workers: u32,
+    /// Kills by point (`random` for kills at a random instant).
+    pub kills: BTreeMap<String, u32>,
+    /// The counts from the logs and the ledger.
+    pub tally: checks::Tally,
+    /// Time from each kill to the next commit on a run the killed worker held, in ms.
+    pub recovery_ms: Vec<u64>,
+    /// How long it all took.
+    pub elapsed: Duration,
+    /// What went wrong.
+    pub violations: Vec<String>,
+}
+
+impl Report {
+    /// Kills in all.
+    pub fn total_kills(&self) -> u32 {
+        self.kills.values().sum()
+    }
+
+    /// The report for people.
+    pub fn render(&self) -> String {
+        let t = &self.tally;
+        let mut out = String::new();
+        let kills: Vec<String> = self.kills.iter().map(|(p, n)| format!("{p} {n}")).collect();
+        let mut rec = self.recovery_ms.clone();
+        rec.sort_unstable();
+        let median = rec.get(rec.len() / 2).copied().unwrap_or(0);
+        let worst = rec.last().copied().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "torture: {} store, {} driver, {} workers, seed {}, {:.1} s",
+            self.backend,
+            self.flavor,
+            self.workers,
+            self.seed,
+            self.elapsed.as_secs_f64()
+        );
+        let _ = writeln!(out, "kills: {} ({})", self.total_kills(), kills.join(", "));
+        let _ = writeln!(
+            out,
+            "runs: {} ({} completed, {} failed, {} waiting on a person)",
+            t.runs,
+            t.completed,
+            t.failed,
+            t.waiting.len()
+        );
+        let _ = writeln!(
+            out,
+            "commits: {} transitions, {} refusals recorded, {} recoveries, {} reconciles, {} requests from parties",
+            t.commits, t.rejections, t.recoveries, t.reconciles, t.requests
+        );
+        let _ = writeln!(
+            out,
+            "tool ledger: {} commits, {} fences",
+            t.tool_commits, t.fences
+        );
+        let _ = writeln!(
+            out,
+            "recovery from a kill to progress: median {median} ms, worst {worst} ms over {} kills that held runs",
+            rec.len()
+        );
+        for w in t.waiting.iter().take(5) {
+            let _ = writeln!(out, "waiting: {w}");
+        }
+        if self.violations.is_empty() {
+            let _ = writeln!(
+                out,
+                "checks: each key committed at most once; no accepted decision lost; no run stuck; every audit log validates and matches its anchor"
+            );
+            let _ = writeln!(out, "result: 0 violations");
+        } else {
+            for v in self.violations.iter().take(20) {
+                let _ = writeln!(out, "VIOLATION: {v}");
+            }
+            let _ = writeln!(out, "result: {} violations", self.violations.len());
+        }
+        out
+    }
+}
+
+/// Runs the torture. `Err` is a failure to run it at all (a store that cannot be opened, a
+/// process that cannot start); what goes wrong while it runs is in the report's violations.
+pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String> {
+    let started = Instant::now();
+    let mut store = store::open(&o.store).map_err(|e| e.to_string())?;
+    if !store.scan(true).map_err(|e| e.to_string())?.is_empty() {
+        return Err(format!(
+            "{}: the store holds runs; the torture needs a fresh one",
+            o.store
+        ));
+    }
+    std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
+    // The run's audit key, from the seed: a torture key, reproducible, never a real one.
+    let key_file = o.dir.join("audit.key");
+    let mut rng = Rng::fork(o.seed, 2);
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    let hex = resumable_kernel::Digest(bytes).to_string() + "\n";
+    std::fs::write(&key_file, hex).map_err(|e| format!("{}: {e}", key_file.display()))?;
+    let key = crate::lifecycle::read_key(&key_file, false)?;
+    let (tools, address) = procs::tool_service(
+        &o.exe,
+        &o.dir,
+        o.seed,
+        o.max_tool_delay_ms,
+        o.unknown_percent,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut approvers = Vec::new();
+    for i in 0..o.approvers {
+        approvers
+            .push(procs::approver(&o.exe, &o.dir, &o.store, i, o.seed).map_err(|e| e.to_string())?);
+    }
+    let spec = WorkerSpec {
+        exe: &o.exe,
+        dir: &o.dir,
+        store: &o.store,
+        tools: &address,
+        lease_ms: o.lease_ms,
+        flavor: o.flavor,
+        key_file: &key_file,
+        key: &key,
+    };
+    let mut report = Report {
+        seed: o.seed,
+        backend: if o.store.contains("postgres") || o.store.contains("host=") {
+            "postgres"
+        } else {
+            "sqlite"
+        }
+        .into(),
+        flavor: o.flavor.as_str().into(),
+        workers: o.workers,
+        ..Report::default()
+    };
+    let mut kills = Vec::new();
+    let outcome = supervise(
+        o,
+        &spec,
+        &mut *store,
+        &mut report,
+        &mut kills,
+        started,
+        progress,
+    );
+    drop(approvers);
+    drop(tools);
+    outcome?;
+    progress("checking");
+    let (tally, logs, violations) =
+        checks::check(&mut *store, &o.dir.join("tools.ledger"), Some(&key))
+            .map_err(|e| e.to_string())?;
+    report.tally = tally;
+    report.violations.extend(violations);
+    report.recovery_ms = recovery_times(&kills, &logs);
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// The supervisor's loop: start runs, kill and restart workers, until the kills are reached
+/// and every run has ended or waits on a person. Workers are stopped when it returns.
+fn supervise(
+    o: &Options,
+    spec: &WorkerSpec<'_>,
+    store: &mut dyn Store,
+    report: &mut Report,
+    kills: &mut Vec<Kill>,
+    started: Instant,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), String> {
+    let mut rng = Rng::fork(o.seed, 1);
+    let mut slots: Vec<Slot> = Vec::new();
+    for i in 0..o.workers {
+        let fate = procs::fate(&mut rng, o.kills > 0);
+        slots.push(procs::worker(spec, i, fate).map_err(|e| e.to_string())?);
+    }
+    let mut made = 0u32;
+    let mut last_look = Instant::now() - Duration::from_secs(1);
+    let mut last_progress = Instant::now();
+    loop {
+        for slot in slots.iter_mut() {
+            tend(slot, o, spec, store, report, kills, &mut rng)?;
+        }
+        if last_look.elapsed() >= Duration::from_millis(20) {
+            last_look = Instant::now();
+            let killing = report.total_kills() < o.kills;
+            let live = top_up(store, o, killing, &mut made, &mut rng, spec.key)?;
+            if !killing && live == 0 {
+                return Ok(());
+            }
+            if last_progress.elapsed() >= Duration::from_secs(5) {
+                last_progress = Instant::now();
+                let kills = report.total_kills();
+                progress(&format!(
+                    "{kills} kills, {made} runs started, {live} runs moving"
+                ));
+            }
+        }
+        if started.elapsed() > o.deadline {
+            let list = store.scan(false).map_err(|e| e.to_string())?;
+            report.violations.push(format!(
+                "deadline of {} s passed with {} kills of {} and {} runs not settled",
+                o.deadline.as_secs(),
+                report.total_kills(),
+                o.kills,
+                list.iter().filter(|s| s.status != Status::Person).count()
+            ));
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Looks after one worker slot: a dead worker is counted and replaced; a live one is killed
+/// when its timer is up, or when killing is over and it still carries a plan.
+fn tend(
+    slot: &mut Slot,
+    o: &Options,
+    spec: &WorkerSpec<'_>,
+    store: &mut dyn Store,
+    report: &mut Report,
+    kills: &mut Vec<Kill>,
+    rng: &mut Rng,
+) -> Result<(), String> {
+    let killing = report.total_kills() < o.kills;
+    match procs::reap(slot, &o.dir).map_err(|e| e.to_string())? {
+        Some(Ended::Killed) => {
+            let point = if slot.timer_sent {
+                None
+            } else {
+                slot.fate.plan.map(|p| p.0)
+            };
+            let name = point.map_or("random", |p| p.as_str());
+            *report.kills.entry(name.to_string()).or_insert(0) += 1;
+            let held = held(store, &slot.owner);
+            kills.push(Kill {
+                at_ms: now_ms(),
+                point,
+                held,
+            });
+        }
+        Some(Ended::Exited(why)) => report.violations.push(why),
+        None => {
+            let due = slot.fate.timer_at_ms.is_some_and(|t| now_ms() >= t);
+            // Killing is over: a worker still carrying a plan is replaced by one without.
+            let over = !killing && slot.fate.timer_at_ms.is_some();
+            if !slot.timer_sent && (due || over) {
+                let _ = slot.proc.0.kill();
+                slot.timer_sent = true;
+            }
+            return Ok(());
+        }
+    }
+    let fate = procs::fate(rng, report.total_kills() < o.kills);
+    *slot = procs::worker(spec, slot.index, fate).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Starts runs until `active` are moving (while killing); returns how many are moving: not
+/// ended, not waiting on a person, or with a request waiting.
+fn top_up(
+    store: &mut dyn Store,
+    o: &Options,
+    killing: bool,
+    made: &mut u32,
+    rng: &mut Rng,
+    key: &crate::lifecycle::Key,
+) -> Result<usize, String> {
+    let list = store.scan(false).map_err(|e| e.to_string())?;
+    let live = list
+        .iter()
+        .filter(|s| s.status != Status::Person || s.pending > 0)
+        .count();
+    if killing {
+        for _ in live..o.active as usize {
+            *made += 1;
+            let program = if rng.percent(50) {
+                Program::Seed
+            } else {
+                Program::Order
+            };
+            let name = format!("{}-{:06}", &program.as_str()[..1], *made);
+            create_run(store, program, &name, 0, &Timing::default(), Some(key))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(live)
+}
+
+/// The runs `owner` held when it died, with their log position.
+fn held(store: &mut dyn Store, owner: &str) -> Vec<(RunKey, u64)> {
+    let Ok(list) = store.scan(false) else {
+        return Vec::new();
+    };
+    list.into_iter()
+        .filter(|s| s.lease.owner.as_deref() == Some(owner))
+        .filter_map(|s| store.load(&s.key).ok().flatten())
+        .map(|row| (row.key, row.tail.seq))
+        .collect()
+}
+
+/// For each kill, the time until the next record on each run the killed worker held.
+fn recovery_times(kills: &[Kill], logs: &checks::Logs) -> Vec<u64> {
+    let mut out = Vec::new();
+    for k in kills {
+        for (key, seq) in &k.held {
+            let next = logs
+                .get(&key.0)
+                .and_then(|records| records.iter().find(|r| r.seq > *seq));
+            if let Some(r) = next {
+                out.push(r.input.at.0.saturating_sub(k.at_ms));
+            }
+        }
+    }
+    out
+}

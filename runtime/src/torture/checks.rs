@@ -1,0 +1,208 @@
+//! What must hold after a torture run, checked on what the store, the logs and the tool's
+//! ledger show, not on what any process said:
+//!
+//! - every key committed at most once in the tool's ledger, and every result a run recorded
+//!   as committed is one the tool committed;
+//! - no accepted decision lost: every request was answered, an accepted one by the very
+//!   record that shows it in the log, and every decision in a log came from a request;
+//! - no run stuck: every run ended or waits on a person, with its reason;
+//! - every run's audit log passes the validator and ends where its anchor says.
+
+use crate::lifecycle::{self, Verdict};
+use crate::parties::describe;
+use crate::store::{Answer, Request, Status, Store, StoreError};
+use crate::tool::service::{commits_per_key, read_ledger, Entry};
+use resumable_conformance::audit::Record;
+use resumable_kernel::{Event, EventKind, Resume};
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+/// Counts over all runs, from their logs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Runs.
+    pub runs: u64,
+    /// Runs completed.
+    pub completed: u64,
+    /// Runs failed.
+    pub failed: u64,
+    /// Runs waiting on a person, with why.
+    pub waiting: Vec<String>,
+    /// Lifecycle transitions committed (accepted records).
+    pub commits: u64,
+    /// Refused inputs recorded.
+    pub rejections: u64,
+    /// Recoveries (accepted `recover`).
+    pub recoveries: u64,
+    /// Reconciliations (accepted resumes with a `reconcile` decision).
+    pub reconciles: u64,
+    /// Requests from parties.
+    pub requests: u64,
+    /// Commits in the tool's ledger.
+    pub tool_commits: u64,
+    /// Fences in the tool's ledger.
+    pub fences: u64,
+}
+
+/// The runs' logs, parsed, by key (for the recovery times).
+pub type Logs = BTreeMap<String, Vec<Record>>;
+
+/// Checks everything; returns the tally, the parsed logs and the violations found.
+pub fn check(
+    store: &mut dyn Store,
+    ledger: &Path,
+    key: Option<&lifecycle::Key>,
+) -> Result<(Tally, Logs, Vec<String>), StoreError> {
+    let mut tally = Tally::default();
+    let mut violations = Vec::new();
+    let entries = read_ledger(ledger).map_err(|e| StoreError::Backend(format!("ledger: {e}")))?;
+    let mut results = HashSet::new();
+    for e in &entries {
+        match e {
+            Entry::Commit { key, result, .. } => {
+                tally.tool_commits += 1;
+                results.insert((key.clone(), *result));
+            }
+            Entry::Fence { .. } => tally.fences += 1,
+        }
+    }
+    let mut logs = Logs::new();
+    // The tool sees digests; people read `run/key`.
+    let mut names = BTreeMap::new();
+    for s in store.scan(true)? {
+        let Some(row) = store.load(&s.key)? else {
+            continue;
+        };
+        tally.runs += 1;
+        match s.status {
+            Status::Completed => tally.completed += 1,
+            Status::Failed => tally.failed += 1,
+            Status::Person => tally.waiting.push(describe(&row)),
+            _ => violations.push(format!("stuck: {}", describe(&row))),
+        }
+        let lines = store.log(&s.key)?;
+        let mut bytes = Vec::new();
+        for line in &lines {
+            bytes.extend_from_slice(line);
+            bytes.push(b'\n');
+        }
+        if let Err(finding) = lifecycle::validate_log(&bytes, row.tail, key) {
+            violations.push(format!("audit log of {}: {finding}", s.key));
+        }
+        let records: Vec<Record> = lines
+            .iter()
+            .skip(1)
+            .filter_map(|l| lifecycle::parse_record(l).ok())
+            .collect();
+        count(&records, &mut tally);
+        for r in &records {
+            if let Verdict::Accepted(a) = &r.verdict {
+                if let Some(d) = a.dispatch {
+                    names.insert(d.tool_key.to_string(), format!("{}/{}", s.key, d.key));
+                }
+                if let Some(c) = a.committed {
+                    let tool_key = lifecycle::tool_key(row.run.identity(), &c.key);
+                    if !results.contains(&(tool_key.clone(), c.result)) {
+                        violations.push(format!(
+                            "{}: record {} shows a result for {tool_key} the tool never committed",
+                            s.key, r.seq
+                        ));
+                    }
+                }
+            }
+        }
+        let inbox = store.inbox(&s.key, false)?;
+        tally.requests += inbox.len() as u64;
+        decisions(&s.key.0, &inbox, &records, &mut violations);
+        logs.insert(s.key.0.clone(), records);
+    }
+    for (key, n) in commits_per_key(&entries) {
+        if n > 1 {
+            let name = names.get(&key).map_or(String::new(), |n| format!(" ({n})"));
+            violations.push(format!(
+                "EFF-1: tool key {key}{name} was committed {n} times"
+            ));
+        }
+    }
+    Ok((tally, logs, violations))
+}
+
+fn count(records: &[Record], tally: &mut Tally) {
+    for r in records {
+        match &r.verdict {
+            Verdict::Rejected(_) => tally.rejections += 1,
+            Verdict::Accepted(a) => {
+                tally.commits += 1;
+                if a.event == EventKind::Recover {
+                    tally.recoveries += 1;
+                }
+                if a.decision == Some(resumable_kernel::DecisionKind::Reconcile) {
+                    tally.reconciles += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Whether `event` is what `request` asks for.
+fn same(request: &Request, event: &Event) -> bool {
+    match (request, event) {
+        (
+            Request::Resume {
+                checkpoint,
+                decision,
+            },
+            Event::Resume(Resume {
+                checkpoint: c,
+                decision: d,
+                ..
+            }),
+        ) => checkpoint == c && decision == d,
+        (Request::Cancel { by }, Event::Cancel { by: b }) => by == b,
+        _ => false,
+    }
+}
+
+/// No accepted decision lost, none invented.
+fn decisions(
+    key: &str,
+    inbox: &[crate::store::Inbox],
+    records: &[Record],
+    violations: &mut Vec<String>,
+) {
+    let mut claimed = HashSet::new();
+    for request in inbox {
+        let Some((answer, seq)) = request.answer else {
+            violations.push(format!("{key}: request #{} was never answered", request.id));
+            continue;
+        };
+        let record = records.iter().find(|r| r.seq == seq);
+        let matches = match (record, answer) {
+            (Some(r), Answer::Accepted(rev)) => {
+                matches!(r.verdict, Verdict::Accepted(_)) && r.revision == rev
+            }
+            (Some(r), Answer::Rejected(rej)) => r.verdict == Verdict::Rejected(rej),
+            (None, _) => false,
+        };
+        if !matches || !record.is_some_and(|r| same(&request.request, &r.input.event)) {
+            violations.push(format!(
+                "{key}: request #{} is answered {answer:?} by record {seq}, which does not show it",
+                request.id
+            ));
+        }
+        claimed.insert(seq);
+    }
+    for r in records {
+        let from_outside = match &r.input.event {
+            Event::Resume(res) => !matches!(res.decision, resumable_kernel::Decision::Reconcile(_)),
+            Event::Cancel { .. } => true,
+            _ => false,
+        };
+        if from_outside && matches!(r.verdict, Verdict::Accepted(_)) && !claimed.contains(&r.seq) {
+            violations.push(format!(
+                "{key}: record {} shows a decision no request made",
+                r.seq
+            ));
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The driver in one process, with tools answered in memory: the seed's example end to end
+//! through the store (its refused attempts recorded, its approval applied once), and an
+//! unanswered dispatch recovered and reconciled by query on another worker.
+
+use resumable_kernel::{Name, Rejection};
+use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
+use resumable_runtime::lifecycle;
+use resumable_runtime::parties;
+use resumable_runtime::program::{Program, Timing};
+use resumable_runtime::store::sqlite::SqliteStore;
+use resumable_runtime::store::{Answer, Status, Store};
+use resumable_runtime::tool::{MemoryTools, ToolReply, ToolRequest, Tools};
+use std::io;
+
+fn store(name: &str) -> SqliteStore {
+    let dir = std::env::temp_dir().join(format!("resumable-driver-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap()
+}
+
+fn config(owner: &str) -> Config {
+    Config {
+        owner: owner.to_string(),
+        lease_ms: 0,
+        timing: Timing::default(),
+        flavor: Flavor::Correct,
+        crash: CrashPlan::none(),
+        key: None,
+    }
+}
+
+fn settle<S: Store, T: Tools>(d: &mut Driver<S, T>) {
+    for _ in 0..50 {
+        if d.pass(0).unwrap().1 {
+            return;
+        }
+    }
+    panic!("the store did not settle");
+}
+
+fn log_of(store: &mut dyn Store, key: &resumable_runtime::store::RunKey) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for line in store.log(key).unwrap() {
+        bytes.extend_from_slice(&line);
+        bytes.push(b'\n');
+    }
+    bytes
+}
+
+#[test]
+fn the_seed_example_runs_end_to_end_and_its_refused_attempts_are_recorded() {
+    let mut d = Driver::new(store("seed"), MemoryTools::default(), config("w1"));
+    let timing = Timing::default();
+    let key = create_run(d.store(), Program::Seed, "run-approval", 0, &timing, None)
+        .unwrap()
+        .unwrap();
+    settle(&mut d);
+    let row = parties::resolve(d.store(), "run-approval").unwrap();
+    assert_eq!(
+        resumable_runtime::store::status_of(&row.run),
+        Status::Approval
+    );
+    let handed = row.checkpoint.unwrap();
+    // The seed's refusals: another run, another action, an old revision.
+    let mut other_run = handed;
+    other_run.identity.run = Name::lit("run-other");
+    let mut other_action = handed;
+    other_action.pending.as_mut().unwrap().tool = Name::lit("delete:demo");
+    let mut old = handed;
+    old.revision.0 -= 1;
+    let genuine = parties::approval(&row, Some(handed), "approver", true, 60_000).unwrap();
+    for cp in [other_run, other_action.seal(), old.seal()] {
+        let request = parties::approval(&row, Some(cp), "approver", true, 60_000).unwrap();
+        d.store().submit(&key, "approver", 0, &request).unwrap();
+    }
+    // The genuine approval, then the same request again (a retried send).
+    d.store().submit(&key, "approver", 0, &genuine).unwrap();
+    d.store().submit(&key, "approver", 0, &genuine).unwrap();
+    settle(&mut d);
+    let answers: Vec<Answer> = d
+        .store()
+        .inbox(&key, false)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.answer.unwrap().0)
+        .collect();
+    let names: Vec<String> = answers
+        .iter()
+        .map(|a| match a {
+            Answer::Accepted(_) => "accepted".to_string(),
+            Answer::Rejected(r) => serde_json::to_value(r).unwrap()["rejection"].to_string(),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "\"identity_mismatch\"",
+            "\"checkpoint_mismatch\"",
+            "\"stale_revision\"",
+            "accepted",
+            "\"already_applied\"",
+        ]
+    );
+    assert!(matches!(
+        answers[4],
+        Answer::Rejected(Rejection::AlreadyApplied { .. })
+    ));
+    let row = d.store().load(&key).unwrap().unwrap();
+    assert_eq!(
+        resumable_runtime::store::status_of(&row.run),
+        Status::Completed
+    );
+    let log = log_of(d.store(), &key);
+    let summary = lifecycle::validate_log(&log, row.tail, None).unwrap();
+    assert_eq!((summary.accepted, summary.rejected), (4, 4));
+    assert_eq!((summary.dispatches, summary.commits), (1, 1));
+}
+
+/// Tools whose answers never come back.
+struct Silent;
+
+impl Tools for Silent {
+    fn send(&mut self, _: &ToolRequest) -> io::Result<()> {
+        Ok(())
+    }
+    fn receive(&mut self) -> io::Result<ToolReply> {
+        Err(io::Error::new(io::ErrorKind::TimedOut, "no answer"))
+    }
+}
+
+#[test]
+fn a_dispatch_without_an_answer_is_recovered_and_reconciled_by_query_never_retried_blindly() {
+    let mut lost = Driver::new(store("recover"), Silent, config("w1"));
+    let timing = Timing::default();
+    let key = create_run(lost.store(), Program::Order, "order-1", 0, &timing, None)
+        .unwrap()
+        .unwrap();
+    // The first worker dispatches, gets no answer, recovers; its query gets no answer either.
+    lost.turn(&key, false).unwrap();
+    let row = lost.store().load(&key).unwrap().unwrap();
+    assert_eq!(
+        resumable_runtime::store::status_of(&row.run),
+        Status::Unknown
+    );
+    // Another worker asks the status query: not committed; the tool dedupes, so the retry
+    // goes out under the same key and attempt, and the run moves on.
+    let dir = std::env::temp_dir().join(format!("resumable-driver-{}-recover", std::process::id()));
+    let again = SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap();
+    let mut d = Driver::new(again, MemoryTools::default(), config("w2"));
+    d.turn(&key, false).unwrap();
+    let row = d.store().load(&key).unwrap().unwrap();
+    assert_eq!(
+        resumable_runtime::store::status_of(&row.run),
+        Status::Callback
+    );
+    let log = log_of(d.store(), &key);
+    let text = String::from_utf8(log.clone()).unwrap();
+    assert_eq!(text.matches("\"kind\":\"recover\"").count(), 1);
+    // One resume: the answered query. The unanswered one was never fed as an answer.
+    assert_eq!(text.matches("\"kind\":\"resume\"").count(), 1);
+    lifecycle::validate_log(&log, row.tail, None).unwrap();
+}

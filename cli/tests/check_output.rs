@@ -106,7 +106,7 @@ fn the_grid_is_a_json_matrix_of_ordinary_checks() {
         let args = cell["args"].as_str().expect("arguments");
         assert!(args.contains("--format json"), "{args}");
     }
-    for name in ["kernel-default", "reference-default", "kernel-two-runs"] {
+    for name in ["kernel-default", "reference-default", "kernel-two-tenants"] {
         assert!(names.contains(name), "{name} missing");
     }
 }
@@ -132,7 +132,7 @@ fn cell(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
 }
 
 /// Small worlds that together exercise every property of the kernel, though none does alone.
-const SMALL: [(&str, &[&str]); 6] = [
+const SMALL: [(&str, &[&str]); 8] = [
     (
         "approval",
         &[
@@ -220,6 +220,38 @@ const SMALL: [(&str, &[&str]); 6] = [
             "1",
         ],
     ),
+    (
+        "cancel",
+        &[
+            "--program",
+            "direct",
+            "--approvers",
+            "0",
+            "--crashes",
+            "0",
+            "--duplicates",
+            "0",
+            "--cancels",
+            "1",
+            "--operator",
+        ],
+    ),
+    (
+        "reuse",
+        &[
+            "--program",
+            "three-calls",
+            "--reuses",
+            "1",
+            "--crashes",
+            "0",
+            "--losses",
+            "0",
+            "--duplicates",
+            "0",
+            "--query-unknown=false",
+        ],
+    ),
 ];
 
 #[test]
@@ -239,14 +271,14 @@ fn a_merge_passes_when_the_cells_together_exercise_every_property() {
     let o = check(&args);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-    assert!(out.contains("merged 6 checks"), "{out}");
+    assert!(out.contains("merged 8 checks"), "{out}");
     assert!(out.contains("result: pass"), "{out}");
 
     args.extend(["--format", "json"]);
     let o = check(&args);
     let merged: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     assert_eq!(merged["schema"], "resumable-check-merge/1");
-    assert_eq!(merged["cells"].as_array().map(Vec::len), Some(6));
+    assert_eq!(merged["cells"].as_array().map(Vec::len), Some(8));
     assert_eq!(merged["exit_code"], 0);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -25,8 +25,8 @@ struct State {
     requests: Vec<ToolMsg>,
     responses: Vec<ToolMsg>,
     decisions: Vec<Decision>,
-    violated: u16,
-    seen: u8,
+    violated: u32,
+    seen: u16,
 }
 
 #[derive(Debug, Deserialize)]
@@ -211,7 +211,7 @@ fn witnesses_read_back_with_every_kind_of_value() {
                 }
                 _ => false,
             });
-            assert!(s.budgets.crashes <= 1 && s.budgets.losses <= 1 && s.seen < 128);
+            assert!(s.budgets.crashes <= 1 && s.budgets.losses <= 1 && s.seen < 1 << 9);
         }
     }
     assert!(seen_decision && seen_expiry && seen_staged);

@@ -74,6 +74,27 @@ fn small() -> Vec<(&'static str, Config)> {
                 ..two_runs()
             },
         ),
+        // A cancel meets an unknown outcome that goes to a person (spec CAN-2).
+        (
+            "direct, a cancel, an operator",
+            Config {
+                cancels: 1,
+                operator: true,
+                crashes: 0,
+                ..direct(true, false)
+            },
+        ),
+        // The agent re-proposes an earlier call where the third is due (spec KEY-1).
+        (
+            "three calls, a reuse",
+            Config {
+                program: Program::ThreeCalls,
+                reuses: 1,
+                workers: 1,
+                crashes: 0,
+                ..tiny()
+            },
+        ),
     ]
 }
 

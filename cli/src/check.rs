@@ -8,9 +8,10 @@
 //! reached). The report's format is documented in spec/check-output.md.
 
 mod grid;
-mod output;
 mod suite;
 
+pub use crate::output::Format;
+use crate::output::{self, Error};
 use clap::ValueEnum;
 use resumable_model::checker::{self, memory, world::config_json, Options, Report};
 use resumable_model::config::{Config, Program};
@@ -28,15 +29,6 @@ pub enum Subject {
     Kernel,
     /// The model's independent reference machine (broken variants are built on it).
     Reference,
-}
-
-/// How the report is printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A property table, figures and numbered counterexamples, for people.
-    Text,
-    /// One JSON document (schema `resumable-check/2`, spec/check-output.md).
-    Json,
 }
 
 /// How counterexamples and witnesses are written.
@@ -350,8 +342,10 @@ impl ModelArgs {
 }
 
 pub(crate) fn misuse(message: &str) -> ExitCode {
-    output::note(&format!("resumable check: {message}"));
-    ExitCode::from(2)
+    output::fail(
+        Format::Text,
+        &Error::new("misuse", format!("resumable check: {message}")),
+    )
 }
 
 /// Runs the command and returns its exit status.
@@ -394,7 +388,7 @@ pub fn run(args: &Args) -> ExitCode {
         );
         // The verdict still matters when nobody reads the heading (its exit status), so a
         // closed pipe does not stop the check; a write that fails otherwise does.
-        if let Err(output::Failed::Error(e)) = output::write(&heading) {
+        if let Err(output::Ended::Failed(e)) = output::print(&heading) {
             return misuse(&format!("cannot write the output: {e}"));
         }
     }
@@ -408,7 +402,7 @@ pub fn run(args: &Args) -> ExitCode {
                 Format::Text => report.to_text(),
                 Format::Json => format!("{}\n", report.to_json()),
             };
-            output::finish(&text, report.exit_code)
+            output::finish(args.format, &text, report.exit_code)
         }
         Err(message) => misuse(&message),
     }
@@ -423,7 +417,7 @@ fn list_variants() -> ExitCode {
     for v in Variant::ALL {
         text.push_str(&format!("{:<width$}  {}\n", v.name(), v.description()));
     }
-    output::finish(&text, 0)
+    output::finish(Format::Text, &text, output::status::PASS)
 }
 
 pub(crate) fn check_world<L: Lifecycle>(

@@ -3,6 +3,7 @@
 //! Each puts a request in the run's inbox; a worker feeds it to the kernel and stores the
 //! answer with it. With `--wait-ms`, the command waits for that answer and prints it.
 
+use crate::output::status;
 use crate::runs::{open_store, party_exit, DEFAULT_STORE};
 use resumable_kernel::{Digest, Resolution};
 use resumable_runtime::parties::{self, watch, PartyError};
@@ -146,7 +147,7 @@ fn submit(
         None => ExitCode::SUCCESS,
         Some(None) => {
             println!("no answer yet: is a worker running?");
-            ExitCode::from(3)
+            ExitCode::from(status::INCOMPLETE)
         }
         Some(Some((Answer::Accepted(rev), seq))) => {
             println!(
@@ -158,7 +159,7 @@ fn submit(
         Some(Some((Answer::Rejected(r), seq))) => {
             let evidence = serde_json::to_string(&r).unwrap_or_default();
             println!("refused: {evidence} (audit record {seq})");
-            ExitCode::from(1)
+            ExitCode::from(status::FAIL)
         }
     }
 }
@@ -174,7 +175,7 @@ pub fn approve(args: &ApproveArgs, approve: bool) -> ExitCode {
             Ok(cp) => Some(cp),
             Err(e) => {
                 eprintln!("error: {}: not a checkpoint: {e}", path.display());
-                return ExitCode::from(2);
+                return ExitCode::from(status::MISUSE);
             }
         },
     };
@@ -200,7 +201,7 @@ pub fn intervene(args: &InterveneArgs) -> ExitCode {
         ("abandon", None) => Resolution::Abandon,
         _ => {
             eprintln!("error: --resolution is committed (with --result), continue or abandon");
-            return ExitCode::from(2);
+            return ExitCode::from(status::MISUSE);
         }
     };
     submit(&args.target, &args.party, |row| {

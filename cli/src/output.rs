@@ -13,6 +13,22 @@ use clap::ValueEnum;
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
+/// The exit statuses the commands share (the README's table says what each means per
+/// command).
+pub mod status {
+    /// Done, and the answer is yes: the check passed, the log conforms, the request was
+    /// accepted.
+    pub const PASS: u8 = 0;
+    /// Done, and the answer is no: a property is violated, the log diverges, a verdict
+    /// differs, the request was refused.
+    pub const FAIL: u8 = 1;
+    /// Not done: the command was misused, its input is malformed, or its output was lost.
+    pub const MISUSE: u8 = 2;
+    /// Not done yet: no answer came in time. (`check`'s 3, incomplete, and 4, unexercised,
+    /// are its outcome's, `Outcome::exit_code`.)
+    pub const INCOMPLETE: u8 = 3;
+}
+
 /// How a command prints its result and its errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -110,7 +126,7 @@ pub fn fail(format: Format, error: &Error) -> ExitCode {
     };
     // If stderr is gone too, there is no one left to tell.
     let _ = io::stderr().write_all(text.as_bytes());
-    ExitCode::from(2)
+    ExitCode::from(status::MISUSE)
 }
 
 /// What a command does when its output stopped: quietly return `quiet` when the reader went
@@ -122,5 +138,27 @@ pub fn ended(format: Format, why: Ended, what: &str, quiet: ExitCode) -> ExitCod
             format,
             &Error::new("cannot_write", format!("cannot write {what}: {e}")),
         ),
+    }
+}
+
+/// Writes `text` to standard output at once.
+pub fn print(text: &str) -> Result<(), Ended> {
+    let mut out = Out::stdout();
+    out.write(text.as_bytes())?;
+    out.flush()
+}
+
+/// A line on standard error (progress, a note), ignoring failure: there is nowhere left to
+/// report it.
+pub fn note(line: &str) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
+/// Prints a command's whole report and returns `status`; `status` all the same when the
+/// reader went away (the verdict does not depend on who reads it); 2 when the report is lost.
+pub fn finish(format: Format, text: &str, status: u8) -> ExitCode {
+    match print(text) {
+        Ok(()) => ExitCode::from(status),
+        Err(why) => ended(format, why, "the report", ExitCode::from(status)),
     }
 }

@@ -9,7 +9,7 @@
 //! reader that goes away (`| head`) ends the replay quietly. In `--format json` every error is
 //! one JSON object on stderr.
 
-use crate::output::{self, Error, Format, Out};
+use crate::output::{self, status, Error, Format, Out};
 use resumable_conformance::audit;
 use resumable_conformance::scenario::{self, Header, ScenarioError};
 use resumable_conformance::trace::{self, Replayer, TraceStep};
@@ -118,7 +118,7 @@ struct Replay {
 impl Replay {
     fn status(&self) -> ExitCode {
         if self.unmet > 0 {
-            ExitCode::from(1)
+            ExitCode::from(status::FAIL)
         } else {
             ExitCode::SUCCESS
         }

@@ -2,6 +2,7 @@
 //! `tool-service`. A store is an SQLite file path or a PostgreSQL address
 //! (`postgres://...` or `host=...`, optionally `#schema`).
 
+use crate::output::status;
 use resumable_runtime::driver::{self, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::{self, Store};
@@ -19,7 +20,7 @@ pub const DEFAULT_STORE: &str = "resumable.db";
 pub fn open_store(address: &str) -> Result<Box<dyn Store + Send>, ExitCode> {
     store::open(address).map_err(|e| {
         eprintln!("error: {address}: {e}");
-        ExitCode::from(1)
+        ExitCode::from(status::FAIL)
     })
 }
 
@@ -54,7 +55,7 @@ pub fn start(args: &StartArgs) -> ExitCode {
             "error: no program {:?}; programs: seed, order",
             args.program
         );
-        return ExitCode::from(2);
+        return ExitCode::from(status::MISUSE);
     };
     let name = args.run.clone().unwrap_or_else(|| match program {
         Program::Seed => "run-approval".to_string(),
@@ -74,7 +75,7 @@ pub fn start(args: &StartArgs) -> ExitCode {
         Some(Ok(key)) => Some(key),
         Some(Err(e)) => {
             eprintln!("error: audit key: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(status::MISUSE);
         }
     };
     let timing = Timing::default();
@@ -93,11 +94,11 @@ pub fn start(args: &StartArgs) -> ExitCode {
         }
         Ok(None) => {
             eprintln!("error: a run named {name} of that tenant and session exists already");
-            ExitCode::from(1)
+            ExitCode::from(status::FAIL)
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(2)
+            ExitCode::from(status::MISUSE)
         }
     }
 }
@@ -147,14 +148,14 @@ pub struct WorkerArgs {
 pub fn worker(args: &WorkerArgs) -> ExitCode {
     let Some(flavor) = Flavor::parse(&args.flavor) else {
         eprintln!("error: no driver flavour {:?}", args.flavor);
-        return ExitCode::from(2);
+        return ExitCode::from(status::MISUSE);
     };
     let crash = match args.crash_at.as_deref().map(CrashPlan::parse) {
         None => CrashPlan::none(),
         Some(Some(plan)) => plan,
         Some(None) => {
             eprintln!("error: --crash-at takes POINT:N, e.g. after-commit:3");
-            return ExitCode::from(2);
+            return ExitCode::from(status::MISUSE);
         }
     };
     let key = match args
@@ -166,7 +167,7 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
         Some(Ok(key)) => Some(key),
         Some(Err(e)) => {
             eprintln!("error: audit key: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(status::MISUSE);
         }
     };
     let store = match open_store(&args.store) {
@@ -194,7 +195,7 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: worker {}: {e}", driver.config().owner);
-            ExitCode::from(1)
+            ExitCode::from(status::FAIL)
         }
     }
 }
@@ -267,11 +268,11 @@ pub fn party_exit(result: Result<(), parties::PartyError>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(parties::PartyError::Misuse(m)) => {
             eprintln!("error: {m}");
-            ExitCode::from(2)
+            ExitCode::from(status::MISUSE)
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(1)
+            ExitCode::from(status::FAIL)
         }
     }
 }
@@ -357,7 +358,7 @@ pub fn tool_service(args: &ToolServiceArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: tool service: {e}");
-            ExitCode::from(1)
+            ExitCode::from(status::FAIL)
         }
     }
 }

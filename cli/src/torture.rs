@@ -2,6 +2,7 @@
 //! with SIGKILL at seeded points and restarted, then the checks. Exit 0 when nothing was
 //! violated, 1 otherwise, 2 when it could not run.
 
+use crate::output::status;
 use resumable_runtime::driver::Flavor;
 use resumable_runtime::store::postgres::PgStore;
 use resumable_runtime::torture::{self, Options};
@@ -63,7 +64,7 @@ fn is_postgres(store: &str) -> bool {
 pub fn run(args: &Args) -> ExitCode {
     let Some(flavor) = Flavor::parse(&args.flavor) else {
         eprintln!("error: no driver flavour {:?}", args.flavor);
-        return ExitCode::from(2);
+        return ExitCode::from(status::MISUSE);
     };
     let dir = args.dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("resumable-torture-{}", std::process::id()))
@@ -83,19 +84,19 @@ pub fn run(args: &Args) -> ExitCode {
         };
         if let Err(e) = emptied {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(status::MISUSE);
         }
         let _ = std::fs::remove_file(dir.join("tools.ledger"));
     }
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("error: {}: {e}", dir.display());
-        return ExitCode::from(2);
+        return ExitCode::from(status::MISUSE);
     }
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
             eprintln!("error: cannot find this program's binary: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(status::MISUSE);
         }
     };
     let options = Options {
@@ -121,12 +122,12 @@ pub fn run(args: &Args) -> ExitCode {
             if report.violations.is_empty() {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::from(1)
+                ExitCode::from(status::FAIL)
             }
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(2)
+            ExitCode::from(status::MISUSE)
         }
     }
 }

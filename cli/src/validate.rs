@@ -9,7 +9,7 @@
 //! input, a file that cannot be read, a bad key or anchor, or output that cannot be written.
 //! In `--format json` every error is one JSON object on stdout.
 
-use crate::output::{self, Error, Format, Out};
+use crate::output::{self, status, Error, Format, Out};
 use resumable_conformance::audit::{self, Anchor, Key};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -136,8 +136,10 @@ fn fail(format: Format, error: &Error) -> ExitCode {
                 .write(error.to_json().as_bytes())
                 .and_then(|()| out.flush())
             {
-                Ok(()) => ExitCode::from(2),
-                Err(why) => output::ended(format, why, "the report", ExitCode::from(2)),
+                Ok(()) => ExitCode::from(status::MISUSE),
+                Err(why) => {
+                    output::ended(format, why, "the report", ExitCode::from(status::MISUSE))
+                }
             }
         }
     }

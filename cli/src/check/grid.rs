@@ -4,7 +4,7 @@
 //! A cell is an ordinary `check` with flags: each configuration is spelled out as the flags
 //! that differ from the default world, so a cell can be run, and reproduced, by hand.
 
-use super::output;
+use crate::output::{self, Format};
 use resumable_model::checker::merge;
 use resumable_model::config::Config;
 use resumable_model::variant::Variant;
@@ -116,7 +116,11 @@ pub fn matrix() -> Value {
 
 /// `check --grid`.
 pub fn print() -> ExitCode {
-    output::finish(&format!("{}\n", matrix()), 0)
+    output::finish(
+        Format::Json,
+        &format!("{}\n", matrix()),
+        output::status::PASS,
+    )
 }
 
 /// `check --merge FILES...`: reads each report, folds them, prints the merge as text or
@@ -141,7 +145,11 @@ pub fn merge_files(files: &[String], json: bool) -> ExitCode {
         true => format!("{}\n", merged.to_json()),
         false => merged.to_text(),
     };
-    output::finish(&text, merged.exit_code)
+    output::finish(
+        if json { Format::Json } else { Format::Text },
+        &text,
+        merged.exit_code,
+    )
 }
 
 #[cfg(test)]

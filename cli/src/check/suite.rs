@@ -3,7 +3,8 @@
 //! grid's cells. Each `always` property must hold in every world and each `sometimes` partner
 //! be reached in one, so no property passes for want of a world that can reach it.
 
-use super::{check_world, describe, misuse, output, Args, Format, Setup};
+use super::{check_world, describe, misuse, Args, Format, Setup};
+use crate::output;
 use resumable_model::checker::merge;
 use resumable_model::config::Config;
 use resumable_model::Kernel;
@@ -35,7 +36,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> ExitCode {
             heading.push_str(&format!("  {name}: {}\n", describe(config)));
         }
         heading.push('\n');
-        if let Err(output::Failed::Error(e)) = output::write(&heading) {
+        if let Err(output::Ended::Failed(e)) = output::print(&heading) {
             return misuse(&format!("cannot write the output: {e}"));
         }
     }
@@ -79,5 +80,5 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> ExitCode {
         let doc = json!({ "schema": SUITE_SCHEMA, "merged": merged, "worlds": reports });
         format!("{doc:#}\n")
     };
-    output::finish(&out, merged.exit_code)
+    output::finish(args.format, &out, merged.exit_code)
 }

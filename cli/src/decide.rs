@@ -3,7 +3,7 @@
 //! Each puts a request in the run's inbox; a worker feeds it to the kernel and stores the
 //! answer with it. With `--wait-ms`, the command waits for that answer and prints it.
 
-use crate::output::status;
+use crate::output::{self, status};
 use crate::runs::{open_store, party_exit, DEFAULT_STORE};
 use resumable_kernel::{Digest, Resolution};
 use resumable_runtime::parties::{self, watch, PartyError};
@@ -128,7 +128,7 @@ fn submit(
         let row = parties::resolve(&mut *store, &target.run)?;
         let request = make(&row)?;
         let id = store.submit(&row.key, party, now_ms(), &request)?;
-        println!("request #{id} for {} sent by {party}", row.key);
+        output::say(&format!("request #{id} for {} sent by {party}", row.key));
         if target.wait_ms > 0 {
             let wait = Duration::from_millis(target.wait_ms);
             waited = Some(parties::wait_answer(
@@ -146,19 +146,19 @@ fn submit(
     match waited {
         None => ExitCode::SUCCESS,
         Some(None) => {
-            println!("no answer yet: is a worker running?");
+            output::say("no answer yet: is a worker running?");
             ExitCode::from(status::INCOMPLETE)
         }
         Some(Some((Answer::Accepted(rev), seq))) => {
-            println!(
+            output::say(&format!(
                 "accepted: the run is at revision {} (audit record {seq})",
                 rev.0
-            );
+            ));
             ExitCode::SUCCESS
         }
         Some(Some((Answer::Rejected(r), seq))) => {
             let evidence = serde_json::to_string(&r).unwrap_or_default();
-            println!("refused: {evidence} (audit record {seq})");
+            output::say(&format!("refused: {evidence} (audit record {seq})"));
             ExitCode::from(status::FAIL)
         }
     }
@@ -230,6 +230,6 @@ pub fn approver(args: &ApproverArgs) -> ExitCode {
         poll: Duration::from_millis(args.poll_ms),
     };
     party_exit(watch::watch(&mut *store, &w, args.rounds).map(|sent| {
-        println!("{sent} requests sent");
+        output::say(&format!("{sent} requests sent"));
     }))
 }

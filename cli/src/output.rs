@@ -162,3 +162,10 @@ pub fn finish(format: Format, text: &str, status: u8) -> ExitCode {
         Err(why) => ended(format, why, "the report", ExitCode::from(status)),
     }
 }
+
+/// Prints one line of a runtime command's answer. Its effect is already in the store and its
+/// exit status says how it went, so a reader that went away or a failed write loses only the
+/// line, and never panics as `println!` would.
+pub fn say(line: &str) {
+    let _ = print(&format!("{line}\n"));
+}

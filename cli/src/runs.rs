@@ -2,7 +2,7 @@
 //! `tool-service`. A store is an SQLite file path or a PostgreSQL address
 //! (`postgres://...` or `host=...`, optionally `#schema`).
 
-use crate::output::status;
+use crate::output::{self, status};
 use resumable_runtime::driver::{self, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::{self, Store};
@@ -89,7 +89,7 @@ pub fn start(args: &StartArgs) -> ExitCode {
     );
     match made {
         Ok(Some(key)) => {
-            println!("created {key} ({} program)", program.as_str());
+            output::say(&format!("created {key} ({} program)", program.as_str()));
             ExitCode::SUCCESS
         }
         Ok(None) => {
@@ -187,10 +187,10 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
     let poll = Duration::from_millis(args.poll_ms);
     match driver.work(args.offset, poll, args.until_quiescent) {
         Ok(()) => {
-            println!(
+            output::say(&format!(
                 "{} steps committed; every run has ended or waits on someone outside",
                 driver.commits()
-            );
+            ));
             ExitCode::SUCCESS
         }
         Err(e) => {

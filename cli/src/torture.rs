@@ -2,7 +2,7 @@
 //! with SIGKILL at seeded points and restarted, then the checks. Exit 0 when nothing was
 //! violated, 1 otherwise, 2 when it could not run.
 
-use crate::output::status;
+use crate::output::{self, status};
 use resumable_runtime::driver::Flavor;
 use resumable_runtime::store::postgres::PgStore;
 use resumable_runtime::torture::{self, Options};
@@ -118,7 +118,7 @@ pub fn run(args: &Args) -> ExitCode {
     let mut progress = |line: &str| eprintln!("torture: {line}");
     match torture::run(&options, &mut progress) {
         Ok(report) => {
-            print!("{}", report.render());
+            let _ = output::print(&report.render());
             if report.violations.is_empty() {
                 ExitCode::SUCCESS
             } else {

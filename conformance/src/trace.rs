@@ -224,7 +224,7 @@ fn summarise(input: &Input, step: &crate::scenario::Step) -> String {
                 Wait::Resource { resource } => (format!("resource {resource}"), "responsible"),
             };
             format!(
-                "suspend for {awaiting}; {party} {responsible}, expires {expires_at}, resource v{resource_version}"
+                "suspend for {awaiting}; {party} {responsible}, suspension expires at {expires_at}, resource v{resource_version}"
             )
         }
         Event::Dispatch { call: c } => format!("dispatch {}", call(c)),
@@ -262,19 +262,20 @@ fn summarise(input: &Input, step: &crate::scenario::Step) -> String {
             } else {
                 format!("checkpoint {} ({})", cp.revision, how.join("; "))
             };
+            let (verb, noun) = match r.decision {
+                Decision::Approve(_) => ("approve", "approval"),
+                _ => ("deny", "denial"),
+            };
             let decision = match &r.decision {
                 Decision::Approve(a) | Decision::Deny(a) => format!(
-                    "{} {} args {} requested by {}, by {}, decided on {}, valid until {}",
-                    if matches!(r.decision, Decision::Approve(_)) {
-                        "approve"
-                    } else {
-                        "deny"
-                    },
+                    "{} {} args {} requested by {}, decided by {} on {}, {} valid until {}",
+                    verb,
                     a.call_id,
                     short(&a.args),
                     a.requester,
                     a.approver,
                     a.revision,
+                    noun,
                     a.expires_at
                 ),
                 Decision::Callback { callback, payload } => {
@@ -371,7 +372,7 @@ pub fn phase(p: &Phase) -> String {
                 }
             };
             format!(
-                "suspended({reason}) until {}, responsible {}",
+                "suspended({reason}), expires at {}, responsible {}",
                 s.expires_at, s.responsible
             )
         }
@@ -446,6 +447,13 @@ pub fn effect(e: &Effect) -> String {
     }
 }
 
+/// The notation of the text trace, explained once at its top.
+const NOTATION: &str = "\
+reading this trace: t25 is a time, r3 the run's revision, call-1#0 attempt 0 of call-1,
+  v1 a resource's version; a digest (arguments, result, checkpoint, tool key) shows its
+  first 8 hex digits. A suspension expires at a time; an approval is valid until a time.
+";
+
 /// The text a trace starts with: the scenario's header and the run as created.
 pub fn header_text(h: &Header, initial: &Run) -> String {
     let r = &h.run;
@@ -461,6 +469,7 @@ pub fn header_text(h: &Header, initial: &Run) -> String {
     if let Some(note) = &h.note {
         let _ = writeln!(out, "note: {}", printable(note));
     }
+    out.push_str(NOTATION);
     let _ = writeln!(
         out,
         "run {} of tenant {}, session {}, definition {}; operator {}, reconcile window {}",
@@ -498,7 +507,8 @@ impl TraceStep {
                 }
             }
             Err(rej) => {
-                let _ = writeln!(out, "{pad}rejected {}: {rej}", rejection_name(rej));
+                let message = shorten_digests(&rej.to_string());
+                let _ = writeln!(out, "{pad}rejected {}: {message}", rejection_name(rej));
                 let _ = writeln!(out, "{pad}unchanged: {}", state(&s.run));
             }
         }
@@ -597,6 +607,28 @@ impl Trace {
         }
         Ok(out)
     }
+}
+
+/// A message with every full digest (64 hex digits) cut to its first eight, as the rest of
+/// the text trace shows digests.
+fn shorten_digests(message: &str) -> String {
+    const FULL: usize = 64;
+    let mut out = String::with_capacity(message.len());
+    let mut run = String::new();
+    for c in message.chars().chain(core::iter::once(' ')) {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+            continue;
+        }
+        if run.len() == FULL {
+            run.truncate(8);
+        }
+        out.push_str(&run);
+        run.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
 }
 
 /// Free text from the scenario with control characters escaped, so a note cannot break the

@@ -215,3 +215,30 @@ fn a_note_with_control_characters_stays_on_its_line_escaped() {
     );
     assert!(!rendered.lines().any(|l| l.starts_with("TWO")));
 }
+
+/// Every scenario is linked from the section of spec/lifecycle.md it teaches (a `Traces:` line),
+/// and every link names a scenario that exists, so a learner reading the spec finds each trace.
+#[test]
+fn every_scenario_is_linked_from_a_section_of_the_lifecycle_and_every_link_exists() {
+    let spec = std::fs::read_to_string(scenario_dir().join("../lifecycle.md"))
+        .expect("spec/lifecycle.md is readable");
+    let mut linked = BTreeSet::new();
+    for line in spec.lines().filter(|l| l.starts_with("Traces: ")) {
+        for (i, _) in line.match_indices("(scenarios/") {
+            let rest = &line[i + "(scenarios/".len()..];
+            let name = rest
+                .split_once(".jsonl)")
+                .map(|(name, _)| name)
+                .unwrap_or_else(|| panic!("a malformed trace link in `{line}`"));
+            linked.insert(name.to_string());
+        }
+    }
+    let shipped: BTreeSet<String> = scenarios().into_iter().map(|(stem, _, _)| stem).collect();
+    let unlinked: Vec<_> = shipped.difference(&linked).collect();
+    let missing: Vec<_> = linked.difference(&shipped).collect();
+    assert!(
+        unlinked.is_empty(),
+        "scenarios no section links: {unlinked:?}"
+    );
+    assert!(missing.is_empty(), "links to no scenario: {missing:?}");
+}

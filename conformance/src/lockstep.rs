@@ -125,7 +125,7 @@ impl Observable for Reference {
 
 /// What one machine said.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[allow(clippy::large_enum_variant)] // compared and hashed by value; boxing buys nothing here
+#[expect(clippy::large_enum_variant, reason = "compared and hashed by value; boxing buys nothing here")]
 pub enum Said {
     /// A new run, as created (before any input).
     Created(Observation),

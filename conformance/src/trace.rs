@@ -454,6 +454,12 @@ reading this trace: t25 is a time, r3 the run's revision, call-1#0 attempt 0 of 
   first 8 hex digits. A suspension expires at a time; an approval is valid until a time.
 ";
 
+/// Spec IDs as spec/ writes them, comma-separated.
+fn names(ids: &[resumable_kernel::SpecId]) -> String {
+    let names: Vec<&str> = ids.iter().map(|id| id.name()).collect();
+    names.join(", ")
+}
+
 /// The text a trace starts with: the scenario's header and the run as created.
 pub fn header_text(h: &Header, initial: &Run) -> String {
     let r = &h.run;
@@ -464,7 +470,7 @@ pub fn header_text(h: &Header, initial: &Run) -> String {
         printable(&h.scenario),
         h.format
     );
-    let _ = writeln!(out, "shows: {}", printable(&h.shows.join(", ")));
+    let _ = writeln!(out, "shows: {}", printable(&names(&h.shows)));
     let _ = writeln!(out, "{}", printable(&h.description));
     if let Some(note) = &h.note {
         let _ = writeln!(out, "note: {}", printable(note));

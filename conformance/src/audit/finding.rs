@@ -2,7 +2,7 @@
 
 use super::chain::{ChainKind, KeyId};
 use super::{Verdict, FORMAT};
-use resumable_kernel::{Digest, Revision};
+use resumable_kernel::{Digest, Revision, SpecId};
 use serde::Serialize;
 use std::fmt;
 
@@ -135,7 +135,8 @@ pub enum Problem {
     /// A record violates a safety property over the whole log.
     Property {
         /// The spec ID of the property.
-        id: &'static str,
+        #[serde(serialize_with = "spec_id_name")]
+        id: SpecId,
         /// What happened, in a sentence.
         what: String,
         /// The kernel's verdict for the input.
@@ -401,4 +402,9 @@ pub(super) fn at(line: u64, column: Option<u64>, problem: Problem) -> Finding {
         column,
         problem,
     }
+}
+
+/// A spec ID in a report: its name, as spec/ writes it.
+fn spec_id_name<S: serde::Serializer>(id: &SpecId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(id.name())
 }

@@ -3,7 +3,7 @@
 //! comparison, so a forged verdict is named by the rule it breaks.
 
 use super::{Record, ToolPolicy, Verdict};
-use resumable_kernel::{Call, Decision, Event, Name, Reason, Run, Wait};
+use resumable_kernel::{Call, Decision, Event, Name, Reason, Run, SpecId, Wait};
 use std::collections::{HashMap, VecDeque};
 
 /// The recent commits, for REC-4/EFF-1: each key with its attempt (what the tool sees), the
@@ -91,7 +91,7 @@ fn json<T: serde::Serialize>(value: &T) -> String {
 
 /// A finding of the whole-log checks: a property, by spec ID, or the tool policy.
 pub(super) enum Broken {
-    Property(&'static str, String),
+    Property(SpecId, String),
     Policy(String),
 }
 
@@ -117,7 +117,7 @@ fn check_policy(tools: &ToolTable, record: &Record) -> Result<(), Broken> {
     let policy = tools.check_call(call).map_err(Broken::Policy)?;
     if policy.gated && matches!(record.input.event, Event::Dispatch { .. }) {
         return Err(Broken::Property(
-            "APR-1",
+            SpecId::Apr1,
             format!(
                 "call {} to tool {}, which the header's policy gates, was dispatched directly, \
                  without an approval",
@@ -143,7 +143,7 @@ fn check_res_3(run: &Run, record: &Record) -> Result<(), Broken> {
         "future"
     };
     Err(Broken::Property(
-        "RES-3",
+        SpecId::Res3,
         format!(
             "a resume from {age} checkpoint revision {} was accepted while the run was at \
              revision {}",
@@ -170,7 +170,7 @@ fn check_apr_1(run: &Run, record: &Record, claim: &super::Accepted) -> Result<()
         },
         _ => None,
     };
-    let broken = |what: String| Err(Broken::Property("APR-1", what));
+    let broken = |what: String| Err(Broken::Property(SpecId::Apr1, what));
     match (pending, approval) {
         (Some((call, requester)), Some(a)) => {
             let unbound = if a.call_id != call.call_id || d.call_id != call.call_id {
@@ -230,7 +230,7 @@ fn check_rec_4(
         format!("call {}; first by call {first_call}", c.call_id)
     };
     Err(Broken::Property(
-        "REC-4",
+        SpecId::Rec4,
         format!(
             "key {} (attempt {}) was committed again ({under}); it was first committed on line \
              {first_line}: EFF-1 allows one commit per key{kernel}",

@@ -530,7 +530,10 @@ impl Validator {
 /// in its place, last).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[expect(dead_code, reason = "the MAC is read from its place by `unseal`; here it is only allowed")]
+#[expect(
+    dead_code,
+    reason = "the MAC is read from its place by `unseal`; here it is only allowed"
+)]
 struct SealedRecord {
     seq: u64,
     revision: Revision,

@@ -11,7 +11,7 @@
 use crate::scenario::{Header, Scenario, ScenarioError, Source};
 use resumable_kernel::{
     AuditRecord, Call, CallOutcome, Checkpoint, Decision, Digest, Dispatch, Effect, Effects, Event,
-    FailCause, Input, Phase, QueryAnswer, Reason, Rejection, Resolution, Run, Wait,
+    EventKind, FailCause, Input, Phase, QueryAnswer, Reason, Rejection, Resolution, Run, Wait,
 };
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -399,24 +399,25 @@ pub fn state(run: &Run) -> String {
 }
 
 fn audit(a: &AuditRecord) -> String {
-    let mut what = serde_name(&a.event);
+    let mut what = event_name(a.event);
     if let Some(d) = &a.decision {
-        let _ = write!(what, " {}", serde_name(d));
+        let _ = write!(what, " {d}");
     }
-    let mut after = serde_name(&a.phase);
+    let mut after = a.phase.name().to_string();
     if let Some(r) = &a.reason {
-        let _ = write!(after, "({})", serde_name(r));
+        let _ = write!(after, "({r})");
     }
     format!("audit {} at {}: {what} -> {after}", a.revision, a.at)
 }
 
-/// The name of one of the kernel's unit-like enums as its serde form writes it (snake_case),
-/// so the trace uses the same words as the JSON form and spec/.
-fn serde_name<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| "?".to_string())
+/// An event kind's name as its serde form writes it (snake_case), so the trace uses the same
+/// words as the JSON form and spec/. The kernel gives decisions, phases and reasons a `name`;
+/// event kinds only their serde form, which for a unit variant is always a string.
+fn event_name(kind: EventKind) -> String {
+    match serde_json::to_value(kind) {
+        Ok(serde_json::Value::String(name)) => name,
+        other => unreachable!("an event kind serialises as its name, not {other:?}"),
+    }
 }
 
 /// The call a dispatch or query names: the tool, the key with its attempt, the call id, and

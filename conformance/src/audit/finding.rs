@@ -362,17 +362,7 @@ fn sealing_message(problem: &Problem) -> String {
 fn verdict_summary(v: &Verdict) -> String {
     match v {
         Verdict::Accepted(_) => "accepted".into(),
-        Verdict::Rejected(r) => {
-            let tag = serde_json::to_value(r)
-                .ok()
-                .and_then(|v| {
-                    v.get("rejection")
-                        .and_then(|t| t.as_str())
-                        .map(String::from)
-                })
-                .unwrap_or_else(|| "?".into());
-            format!("rejected ({tag})")
-        }
+        Verdict::Rejected(r) => format!("rejected ({})", r.kind()),
     }
 }
 

@@ -57,11 +57,14 @@ use resumable_kernel::{
 use serde::{Deserialize, Serialize};
 
 pub mod chain;
+#[cfg(feature = "fixtures")]
 mod examples;
 mod finding;
+#[cfg(feature = "fixtures")]
 pub mod forge;
 mod properties;
 mod report;
+#[cfg(feature = "fixtures")]
 pub mod sample;
 mod v1;
 mod validate;

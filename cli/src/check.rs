@@ -1,13 +1,18 @@
 //! `resumable check`: explore every interleaving of the world around runs (workers that race
 //! and crash, approvers, a lossy tool, a clock) and report, per property, whether it holds.
 //!
-//! Exit status: 0 every property holds on a complete exploration; 1 a property is violated,
-//! or a `sometimes` property was never reached on a complete exploration; 2 misuse (or a
-//! check that could not run); 3 the exploration was cut short by a bound without finding a
-//! violation. The report's format is documented in spec/check-output.md.
+//! Exit status: 0 every property holds, each exercised, on a complete exploration; 1 a
+//! property is violated; 2 misuse (or a check that could not run, or output that could not
+//! be written); 3 a bound cut the exploration short without a violation; 4 no violation,
+//! but a property was not exercised (an `always` whose `sometimes` partner was never
+//! reached). The report's format is documented in spec/check-output.md.
+
+mod grid;
+mod output;
+mod suite;
 
 use clap::ValueEnum;
-use resumable_model::checker::{self, world::config_json, Options, Report, Search};
+use resumable_model::checker::{self, memory, world::config_json, Options, Report};
 use resumable_model::config::{Config, Program};
 use resumable_model::reference::Reference;
 use resumable_model::variant::Variant;
@@ -30,8 +35,18 @@ pub enum Subject {
 pub enum Format {
     /// A property table, figures and numbered counterexamples, for people.
     Text,
-    /// One JSON document (schema `resumable-check/1`, spec/check-output.md).
+    /// One JSON document (schema `resumable-check/2`, spec/check-output.md).
     Json,
+}
+
+/// How counterexamples and witnesses are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceFormat {
+    /// Numbered steps, each with the state after it, for people.
+    Text,
+    /// The Informal Trace Format of Apalache and Quint (JSON), for tools: in the text
+    /// report in place of the numbered steps, in the JSON report as each trace's `itf`.
+    Itf,
 }
 
 /// The agent program each run executes.
@@ -43,6 +58,9 @@ pub enum ProgramArg {
     Direct,
     /// Dispatch an ungated call, then suspend for approval of a gated one, then complete.
     SideEffectFirst,
+    /// Dispatch an ungated call, suspend for approval of a gated one, dispatch a third,
+    /// complete; where the third is due the agent may propose an earlier call again.
+    ThreeCalls,
 }
 
 /// What is checked: the subject and the world around it. Shared by `check` and `explore`.
@@ -50,7 +68,7 @@ pub enum ProgramArg {
 /// the smallest configuration in which that variant's flaw is reachable (`Config::exposing`),
 /// so that a broken variant is never reported as passing merely because the default world
 /// cannot reach its flaw.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Debug, Clone, Default, PartialEq)]
 pub struct ModelArgs {
     /// The lifecycle under check [default: kernel; reference with --variant].
     #[arg(long, value_enum)]
@@ -58,6 +76,10 @@ pub struct ModelArgs {
     /// A deliberately broken variant of the reference machine (see --list-variants).
     #[arg(long, value_name = "NAME", value_parser = variant_names())]
     pub variant: Option<String>,
+    /// One world of the default check to start from [default, without any flag about the
+    /// world: all of them, merged].
+    #[arg(long, value_name = "NAME", value_parser = world_names(), conflicts_with = "variant")]
+    pub world: Option<String>,
     /// Runs (1 or 2; two runs belong to different tenants).
     #[arg(long)]
     pub runs: Option<u8>,
@@ -91,6 +113,47 @@ pub struct ModelArgs {
     /// The agent program each run executes.
     #[arg(long, value_enum)]
     pub program: Option<ProgramArg>,
+    /// The requester also tries to approve its own call.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub self_approval: Option<bool>,
+    /// An approver may approve an edited version of the call.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub edited_approvals: Option<bool>,
+    /// With two runs, an approval of run 1's checkpoint is also sent to run 0.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub cross_tenant: Option<bool>,
+    /// The status query may also answer "unknown".
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub query_unknown: Option<bool>,
+    /// An operator settles manual interventions.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub operator: Option<bool>,
+    /// How many cancel requests the run's owner may send in all.
+    #[arg(long)]
+    pub cancels: Option<u8>,
+    /// How many times the agent of `--program three-calls` may propose an earlier call id or
+    /// key again.
+    #[arg(long)]
+    pub reuses: Option<u8>,
+    /// How many times an outsider may move a run's resource.
+    #[arg(long)]
+    pub outsider_moves: Option<u8>,
+    /// Ticks an approval suspension lasts before it expires.
+    #[arg(long)]
+    pub suspend_for: Option<u8>,
+    /// Ticks an approval is valid after it is given.
+    #[arg(long)]
+    pub approval_ttl: Option<u8>,
+    /// Ticks a reconciliation or manual intervention may wait.
+    #[arg(long)]
+    pub reconcile_window: Option<u8>,
+    /// No input is offered to a run at or past this revision.
+    #[arg(long)]
+    pub max_revision: Option<u8>,
+}
+
+fn world_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Config::suite().map(|(name, _)| name))
 }
 
 fn variant_names() -> clap::builder::PossibleValuesParser {
@@ -106,8 +169,8 @@ pub struct Args {
     /// Worker threads of the checker.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: u16,
-    /// Check states at most N steps from the start, and no further (an exploration this
-    /// bound cuts short is incomplete, exit 3).
+    /// Check every state at most N steps from the start, and none further (an exploration
+    /// this bound cuts short is incomplete, exit 3).
     #[arg(long, value_name = "N")]
     pub depth: Option<usize>,
     /// Expand at most N states (a cut exploration is incomplete, exit 3).
@@ -116,7 +179,15 @@ pub struct Args {
     /// Stop after SECS seconds (a cut exploration is incomplete, exit 3).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// Symmetry reduction over interchangeable workers (depth-first search).
+    /// Stop when the resident memory passes SIZE, e.g. 512M or 4G; a bare number is MiB (a
+    /// cut exploration is incomplete, exit 3) [default: half the machine's memory].
+    #[arg(long, value_name = "SIZE", value_parser = memory::parse_size)]
+    pub max_memory: Option<u64>,
+    /// Explore on past the first violation, to judge every property (by default the check
+    /// stops once the depth of the first violation is checked).
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Symmetry reduction over interchangeable workers.
     #[arg(long)]
     pub symmetry: bool,
     /// Also print a shortest witness for each `sometimes` property.
@@ -125,12 +196,39 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// How counterexamples and witnesses are written.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
+    pub trace_format: TraceFormat,
     /// Print the broken variants, one per line: the name, then what it does wrong.
-    #[arg(long)]
+    #[arg(long, exclusive = true)]
     pub list_variants: bool,
+    /// Print the grid of configurations the heavier checks cover, as a JSON matrix for a CI
+    /// system to run one job per cell (each an ordinary `check`).
+    #[arg(long, exclusive = true)]
+    pub grid: bool,
+    /// Fold the JSON reports of several checks (the cells of `--grid`) into one report,
+    /// with the exit status of a single check.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub merge: Option<Vec<String>>,
+}
+
+impl Args {
+    /// Whether any flag about how to explore was given.
+    fn explores(&self) -> bool {
+        self.threads != 1
+            || self.depth.is_some()
+            || self.max_states.is_some()
+            || self.timeout.is_some()
+            || self.max_memory.is_some()
+            || self.keep_going
+            || self.symmetry
+            || self.witnesses
+            || self.trace_format != TraceFormat::Text
+    }
 }
 
 /// A subject and a validated configuration, ready to build a world.
+#[derive(Clone)]
 pub struct Setup {
     /// The reference machine with this variant, or the kernel when `None`.
     pub lifecycle: Option<Reference>,
@@ -172,37 +270,23 @@ impl ModelArgs {
                     v.targets().join(", ")
                 ),
             ),
-            None => (
-                Config::default(),
-                "the default configuration, with the flags given applied on top".to_owned(),
-            ),
-        };
-        let set = |field: &mut u8, value: Option<u8>| {
-            if let Some(value) = value {
-                *field = value;
+            None => {
+                let world = self.world.as_deref().unwrap_or("default");
+                let config = (Config::suite().into_iter())
+                    .find(|(name, _)| *name == world)
+                    .map(|(_, config)| config)
+                    .ok_or_else(|| format!("no world named {world}"))?;
+                let origin = match world {
+                    "default" => "the default configuration".to_owned(),
+                    other => format!("the world {other} of the default check"),
+                };
+                (
+                    config,
+                    format!("{origin}, with the flags given applied on top"),
+                )
             }
         };
-        set(&mut config.runs, self.runs);
-        set(&mut config.workers, self.workers);
-        set(&mut config.crashes, self.crashes);
-        set(&mut config.approvers, self.approvers);
-        set(&mut config.losses, self.losses);
-        set(&mut config.duplicates, self.duplicates);
-        set(&mut config.max_attempts, self.max_attempts);
-        set(&mut config.max_time, self.max_time);
-        if let Some(dedupes) = self.dedupes {
-            config.dedupes = dedupes;
-        }
-        if let Some(fences) = self.query_fences {
-            config.query_fences = fences;
-        }
-        if let Some(program) = self.program {
-            config.program = match program {
-                ProgramArg::Approval => Program::Approval,
-                ProgramArg::Direct => Program::Direct,
-                ProgramArg::SideEffectFirst => Program::SideEffectFirst,
-            };
-        }
+        self.apply(&mut config);
         config.depth_bound = depth;
         config.validate().map_err(|e| e.to_string())?;
         let name = match lifecycle {
@@ -219,50 +303,130 @@ impl ModelArgs {
     }
 }
 
-fn misuse(message: &str) -> ExitCode {
-    eprintln!("resumable check: {message}");
+impl ModelArgs {
+    /// Applies the flags given to `config`; a flag left out leaves its field as it is.
+    fn apply(&self, config: &mut Config) {
+        let set = |field: &mut u8, value: Option<u8>| {
+            if let Some(value) = value {
+                *field = value;
+            }
+        };
+        set(&mut config.runs, self.runs);
+        set(&mut config.workers, self.workers);
+        set(&mut config.crashes, self.crashes);
+        set(&mut config.approvers, self.approvers);
+        set(&mut config.losses, self.losses);
+        set(&mut config.duplicates, self.duplicates);
+        set(&mut config.max_attempts, self.max_attempts);
+        set(&mut config.max_time, self.max_time);
+        set(&mut config.cancels, self.cancels);
+        set(&mut config.reuses, self.reuses);
+        set(&mut config.outsider_moves, self.outsider_moves);
+        set(&mut config.suspend_for, self.suspend_for);
+        set(&mut config.approval_ttl, self.approval_ttl);
+        set(&mut config.reconcile_window, self.reconcile_window);
+        set(&mut config.max_revision, self.max_revision);
+        let switch = |field: &mut bool, value: Option<bool>| {
+            if let Some(value) = value {
+                *field = value;
+            }
+        };
+        switch(&mut config.dedupes, self.dedupes);
+        switch(&mut config.query_fences, self.query_fences);
+        switch(&mut config.self_approval, self.self_approval);
+        switch(&mut config.edited_approvals, self.edited_approvals);
+        switch(&mut config.cross_tenant, self.cross_tenant);
+        switch(&mut config.query_unknown, self.query_unknown);
+        switch(&mut config.operator, self.operator);
+        if let Some(program) = self.program {
+            config.program = match program {
+                ProgramArg::Approval => Program::Approval,
+                ProgramArg::Direct => Program::Direct,
+                ProgramArg::SideEffectFirst => Program::SideEffectFirst,
+                ProgramArg::ThreeCalls => Program::ThreeCalls,
+            };
+        }
+    }
+}
+
+pub(crate) fn misuse(message: &str) -> ExitCode {
+    output::note(&format!("resumable check: {message}"));
     ExitCode::from(2)
 }
 
 /// Runs the command and returns its exit status.
 pub fn run(args: &Args) -> ExitCode {
     if args.list_variants {
-        let width = Variant::ALL
-            .iter()
-            .map(|v| v.name().len())
-            .max()
-            .unwrap_or(0);
-        for v in Variant::ALL {
-            println!("{:<width$}  {}", v.name(), v.description());
+        return list_variants();
+    }
+    if args.grid {
+        return grid::print();
+    }
+    if let Some(files) = &args.merge {
+        if args.model != ModelArgs::default() || args.explores() {
+            return misuse("--merge reads reports; it takes no other flag but --format");
         }
-        return ExitCode::SUCCESS;
+        return grid::merge_files(files, args.format == Format::Json);
     }
     let timeout = match args.timeout.map(Duration::try_from_secs_f64) {
         None => None,
         Some(Ok(timeout)) => Some(timeout),
         Some(Err(_)) => return misuse("--timeout must be a number of seconds, 0 or more"),
     };
+    // Nothing said about the world: every world of the default check, merged.
+    let about_world = ModelArgs {
+        subject: None,
+        ..args.model.clone()
+    };
+    if about_world == ModelArgs::default() {
+        return suite::run(args, timeout);
+    }
     let setup = match args.model.setup(args.depth) {
         Ok(setup) => setup,
         Err(message) => return misuse(&message),
     };
+    if args.format == Format::Text {
+        let heading = format!(
+            "checking {} in {}\nconfiguration: {}\n\n",
+            setup.name,
+            describe(&setup.config),
+            setup.origin
+        );
+        // The verdict still matters when nobody reads the heading (its exit status), so a
+        // closed pipe does not stop the check; a write that fails otherwise does.
+        if let Err(output::Failed::Error(e)) = output::write(&heading) {
+            return misuse(&format!("cannot write the output: {e}"));
+        }
+    }
     let result = match setup.lifecycle {
         None => check_world(Kernel, &setup, args, timeout),
         Some(reference) => check_world(reference, &setup, args, timeout),
     };
     match result {
         Ok(report) => {
-            match args.format {
-                Format::Text => print!("{}", report.to_text()),
-                Format::Json => println!("{}", report.to_json()),
-            }
-            ExitCode::from(report.exit_code)
+            let text = match args.format {
+                Format::Text => report.to_text(),
+                Format::Json => format!("{}\n", report.to_json()),
+            };
+            output::finish(&text, report.exit_code)
         }
         Err(message) => misuse(&message),
     }
 }
 
-fn check_world<L: Lifecycle>(
+fn list_variants() -> ExitCode {
+    let width = (Variant::ALL.iter())
+        .map(|v| v.name().len())
+        .max()
+        .unwrap_or(0);
+    let mut text = String::new();
+    for v in Variant::ALL {
+        text.push_str(&format!("{:<width$}  {}\n", v.name(), v.description()));
+    }
+    output::finish(&text, 0)
+}
+
+pub(crate) fn check_world<L: Lifecycle>(
     lifecycle: L,
     setup: &Setup,
     args: &Args,
@@ -274,24 +438,20 @@ fn check_world<L: Lifecycle>(
         depth: args.depth,
         max_states: args.max_states,
         timeout,
-        search: Search::Bfs,
+        keep_going: args.keep_going,
         witnesses: args.witnesses,
+        itf: args.trace_format == TraceFormat::Itf,
         ..Options::default()
     };
+    if let Some(bytes) = args.max_memory {
+        options.max_memory_bytes = Some(bytes);
+    }
     if args.symmetry {
         options = options.with_symmetry();
     }
-    if args.format == Format::Text {
-        println!(
-            "checking {} in {}\nconfiguration: {}\n",
-            setup.name,
-            describe(&setup.config),
-            setup.origin
-        );
-    }
     // Progress goes to stderr, so it never mixes with a report read from stdout.
     let mut report = checker::check_with_progress(world, &options, |progress| {
-        eprintln!("{progress}");
+        output::note(&progress.to_string());
     })
     .map_err(|e| e.to_string())?;
     report.model = setup.name.clone();
@@ -335,6 +495,20 @@ fn extras(config: &Config) -> String {
     let mut on = Vec::new();
     if config.cancels > 0 {
         on.push(count(config.cancels, "cancel", "cancels"));
+    }
+    if config.reuses > 0 {
+        on.push(count(
+            config.reuses,
+            "reuse of an earlier call",
+            "reuses of earlier calls",
+        ));
+    }
+    if config.outsider_moves > 0 {
+        on.push(count(
+            config.outsider_moves,
+            "move of the resource by an outsider",
+            "moves of the resource by an outsider",
+        ));
     }
     if config.self_approval {
         on.push("the requester approving its own call".to_owned());

@@ -1,6 +1,7 @@
 //! `resumable check`, run as a user runs it: the built binary, checking exit status (0 pass,
-//! 1 fail, 2 misuse, 3 incomplete), what the report says, and the JSON schema of
-//! spec/check-output.md. The binary is a debug build, so every check here is a small world.
+//! 1 violated, 2 misuse, 3 incomplete, 4 unexercised), what the report says, and the JSON
+//! schema of spec/check-output.md. The binary is a debug build, so every check here is a
+//! small world, or stops at its first violation.
 
 use std::process::{Command, Output};
 
@@ -20,24 +21,15 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-#[test]
-fn the_default_world_passes_on_a_complete_exploration() {
-    let o = check(&[]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-    assert!(out.contains("exploration: complete"), "{out}");
-    assert!(out.contains("result: pass"), "{out}");
-    assert!(
-        out.contains("configuration: the default configuration"),
-        "{out}"
-    );
-    assert!(!out.contains("VIOLATED"), "{out}");
-}
-
 /// Checks a variant in its exposing configuration and returns the report's text, asserting
 /// it fails on a violated property whose ID the variant targets.
 fn variant_fails_on(name: &str, property: &str) -> String {
-    let o = check(&["--variant", name]);
+    variant_fails_with(name, property, &[])
+}
+
+/// [`variant_fails_on`] with more flags.
+fn variant_fails_with(name: &str, property: &str, flags: &[&str]) -> String {
+    let o = check(&[&["--variant", name][..], flags].concat());
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
     assert!(
@@ -66,9 +58,12 @@ fn a_restart_that_redispatches_an_unknown_outcome_fails_rec_2() {
 
 #[test]
 fn a_retry_on_a_tool_that_neither_dedupes_nor_fences_fails_eff_1_and_rec_3() {
-    let out = variant_fails_on(
+    // REC-3 breaks first (the retry itself); EFF-1 (the double commit) takes more steps, so
+    // only a check that keeps going past the first violation sees both.
+    let out = variant_fails_with(
         "retry-without-contract",
         "EFF-1 the tool commits each key at most once",
+        &["--keep-going"],
     );
     assert!(
         out.contains("REC-3 a call goes again only under a key"),
@@ -180,7 +175,7 @@ fn a_variant_of_the_kernel_is_misuse() {
 
 #[test]
 fn a_depth_bound_that_cuts_the_exploration_is_incomplete_not_a_pass() {
-    let o = check(&["--depth", "3"]);
+    let o = check(&["--world", "default", "--depth", "3"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(3), "{out}{}", stderr(&o));
     assert!(
@@ -202,14 +197,22 @@ fn json_output_parses_with_the_documented_fields() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let report: serde_json::Value =
         serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
-    assert_eq!(report["schema"], "resumable-check/1");
+    assert_eq!(report["schema"], "resumable-check/2");
     assert_eq!(report["model"], "retry-unknown-without-reconcile");
     assert_eq!(report["outcome"], "fail");
     assert_eq!(report["exit_code"], 1);
     // The configuration reported is the exposing one, not the default.
     assert_eq!(report["config"]["program"], "direct");
     assert_eq!(report["config"]["approvers"], 0);
-    for field in ["threads", "search", "symmetry", "depth", "max_states"] {
+    for field in [
+        "threads",
+        "symmetry",
+        "keep_going",
+        "depth",
+        "max_states",
+        "timeout_secs",
+        "max_memory_mib",
+    ] {
         assert!(report["options"].get(field).is_some(), "options.{field}");
     }
     for field in ["complete", "ended", "cut_by"] {
@@ -240,10 +243,208 @@ fn json_output_parses_with_the_documented_fields() {
     assert!(matches!(violated["kind"].as_str(), Some("always")));
     let trace = &violated["counterexample"];
     let steps = trace["steps"].as_u64().expect("steps is a number");
-    assert_eq!(trace["shortest"], true);
+    assert_eq!(violated["depth"].as_u64(), Some(steps));
+    assert!(trace["itf"].is_null());
     let entries = trace["trace"].as_array().expect("trace is an array");
     assert_eq!(entries.len() as u64, steps + 1);
     assert!(entries[0]["action"].is_null());
     assert!(entries[1]["action"].is_string());
     assert!(entries[1]["state"].is_string());
+}
+
+// --- Never a vacuous pass -------------------------------------------------------------------
+
+#[test]
+fn a_world_whose_clock_never_moves_exits_4_naming_what_it_did_not_exercise() {
+    // No time passes, so nothing expires: the clock's properties are never exercised, and
+    // a lifecycle that never expires anything cannot be told from one that does.
+    for variant in ["no-expiry", "approvals-never-expire"] {
+        let o = check(&["--variant", variant, "--max-time", "0"]);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(4), "{variant}: {out}{}", stderr(&o));
+        assert!(out.contains("result: UNEXERCISED"), "{out}");
+        for row in [
+            "LIVE-1 every suspension is left within its bound",
+            "RES-5 no resume is accepted after the suspension expired",
+            "APR-2 an expired decision is never accepted",
+        ] {
+            let line = out
+                .lines()
+                .find(|l| l.starts_with(row))
+                .unwrap_or_else(|| panic!("no row for {row}: {out}"));
+            assert!(line.ends_with("UNEXERCISED"), "{line}");
+        }
+        assert!(
+            out.contains("never exercised: \"LIVE-1 a suspension expires\" was not reached"),
+            "{out}"
+        );
+        assert!(!out.contains("result: pass"), "{out}");
+    }
+}
+
+#[test]
+fn unexercised_properties_are_named_in_the_json_report() {
+    let o = check(&[
+        "--variant",
+        "no-expiry",
+        "--max-time",
+        "0",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(report["outcome"], "unexercised");
+    assert_eq!(report["exit_code"], 4);
+    let live = (report["properties"].as_array().expect("an array").iter())
+        .find(|p| p["name"] == "LIVE-1 every suspension is left within its bound")
+        .expect("LIVE-1 is reported");
+    assert_eq!(live["verdict"], "unexercised");
+    assert_eq!(live["partners"][0], "LIVE-1 a suspension expires");
+}
+
+// --- Stop at the first violation, or keep going ---------------------------------------------
+
+#[test]
+fn a_violation_stops_the_check_at_its_depth_and_says_what_was_not_judged() {
+    let o = check(&["--variant", "double-suspend"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("exploration: stopped at the first violation"),
+        "{out}"
+    );
+    assert!(out.contains("--keep-going"), "{out}");
+    let row = (out.lines())
+        .find(|l| l.starts_with("SUS-2 a suspend while suspended is refused"))
+        .expect("a row for SUS-2");
+    assert!(row.ends_with("VIOLATED"), "{row}");
+    assert!(out.lines().any(|l| l.ends_with("  unjudged")), "{out}");
+}
+
+#[test]
+fn keep_going_judges_every_property_past_the_first_violation() {
+    let args = [
+        "--variant",
+        "retry-unknown-without-reconcile",
+        "--format",
+        "json",
+    ];
+    let judged = |extra: &[&str]| {
+        let o = check(&[&args[..], extra].concat());
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let unjudged = (report["properties"].as_array().expect("an array").iter())
+            .filter(|p| p["verdict"] == "unjudged")
+            .count();
+        (report["exploration"]["ended"].clone(), unjudged)
+    };
+    let (ended, unjudged) = judged(&[]);
+    assert_eq!(ended, "stopped");
+    assert!(unjudged > 0);
+    let (ended, unjudged) = judged(&["--keep-going"]);
+    assert_ne!(ended, "stopped");
+    assert_eq!(unjudged, 0);
+}
+
+// --- The default check -------------------------------------------------------------------------
+
+#[test]
+fn the_default_check_exercises_every_property_in_its_worlds() {
+    // Bounded by depth so it stays short in debug; every world is still checked. The full
+    // default check, which must pass with every property exercised, is CI's main job
+    // (`cargo run --release -- check`, about four seconds).
+    let o = check(&["--depth", "8", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(doc["schema"], "resumable-check-suite/1");
+    let worlds: Vec<&str> = (doc["worlds"].as_array().expect("worlds").iter())
+        .map(|w| w["world"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(
+        worlds,
+        ["default", "self-approval", "two-tenants", "cancel", "reuse"]
+    );
+    // Cut by the depth bound, the merge says incomplete, never pass.
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(doc["merged"]["outcome"], "incomplete");
+}
+
+#[test]
+fn one_world_of_the_default_check_is_checked_alone_with_world() {
+    let o = check(&["--world", "reuse", "--depth", "6"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("the world reuse of the default check"),
+        "{out}"
+    );
+    assert!(out.contains("program three-calls"), "{out}");
+    let o = check(&["--world", "nowhere"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = check(&["--world", "reuse", "--variant", "no-expiry"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+// --- Bounds -----------------------------------------------------------------------------------
+
+#[test]
+fn a_memory_bound_crossed_exits_3_with_a_complete_json_report() {
+    let o = check(&[
+        "--world",
+        "default",
+        "--max-memory",
+        "1M",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    let report: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one complete JSON document");
+    assert_eq!(report["outcome"], "incomplete");
+    assert_eq!(
+        report["exploration"]["cut_by"],
+        serde_json::json!(["memory"])
+    );
+    assert_eq!(report["options"]["max_memory_mib"], 1.0);
+    assert!(report["stats"]["peak_memory_mib"].is_number());
+    let properties = report["properties"].as_array().expect("an array");
+    assert!(properties
+        .iter()
+        .all(|p| p["verdict"] != "holds" || p["kind"] == "sometimes"));
+}
+
+#[test]
+fn a_memory_bound_that_is_not_a_size_is_misuse() {
+    let o = check(&["--max-memory", "plenty"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a size"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_depth_bound_gives_the_same_figures_on_two_threads_every_time() {
+    let figures = |threads: &str| {
+        let o = check(&[
+            "--world",
+            "default",
+            "--depth",
+            "12",
+            "--threads",
+            threads,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let stats = &report["stats"];
+        (
+            stats["unique"].clone(),
+            stats["generated"].clone(),
+            stats["max_depth"].clone(),
+        )
+    };
+    let one = figures("1");
+    assert_eq!(one.2, 12);
+    for _ in 0..3 {
+        assert_eq!(figures("2"), one);
+    }
 }

@@ -310,8 +310,6 @@ fn lockstep_world_keeps_every_world_property_after_conf_1() {
 fn rendered_trace_numbers_each_step_and_indents_its_state() {
     let t = resumable_model::checker::Trace {
         steps: 1,
-        shortest: true,
-        unminimised_steps: 1,
         trace: vec![
             resumable_model::checker::TraceStep {
                 step: 0,
@@ -324,6 +322,7 @@ fn rendered_trace_numbers_each_step_and_indents_its_state() {
                 state: "run 0: suspended\nt0".into(),
             },
         ],
+        itf: None,
     };
     assert_eq!(
         render_trace(&t),

@@ -212,6 +212,64 @@ impl Config {
         Ok(())
     }
 
+    /// The worlds of the default check, by name: the default world, and beside it the small
+    /// worlds that exercise what it cannot reach (a requester approving its own call, a second
+    /// tenant, a cancel that meets an unknown outcome, an agent re-proposing an earlier call),
+    /// each turned down to what its situation needs so the whole takes seconds. Every property
+    /// has a partner reached in one of them; each `always` must hold in all of them.
+    pub fn suite() -> [(&'static str, Config); 5] {
+        let default = Config::default();
+        // No lost response, no duplicated decision, a query that never answers "unknown".
+        let quiet = Config {
+            losses: 0,
+            duplicates: 0,
+            query_unknown: false,
+            ..default
+        };
+        let short = Config {
+            max_time: 3,
+            ..quiet
+        };
+        [
+            ("default", default),
+            (
+                "self-approval",
+                Config {
+                    self_approval: true,
+                    ..short
+                },
+            ),
+            (
+                "two-tenants",
+                Config {
+                    runs: 2,
+                    cross_tenant: true,
+                    workers: 1,
+                    crashes: 0,
+                    max_time: 2,
+                    suspend_for: 1,
+                    ..quiet
+                },
+            ),
+            (
+                "cancel",
+                Config {
+                    cancels: 1,
+                    operator: true,
+                    ..short
+                },
+            ),
+            (
+                "reuse",
+                Config {
+                    program: Program::ThreeCalls,
+                    reuses: 1,
+                    ..quiet
+                },
+            ),
+        ]
+    }
+
     /// A small configuration in which the flaw of `variant` is reachable, so that the property
     /// it breaks can catch it: the default, with only what the flaw needs turned on (and, for
     /// two runs, everything else turned down to keep the check short).

@@ -173,77 +173,14 @@ fn within_bound<L: Lifecycle>(w: &World<L>, s: &WorldState<L::Run>) -> bool {
     })
 }
 
-/// What a configuration can exercise, and so which `sometimes` partners it must reach. A
-/// partner is left out only where the configuration rules it out by design (no second
-/// worker, no approver, no crash...), never because a lifecycle fails to reach it.
-#[derive(Clone, Copy, Debug)]
-struct Reach {
-    /// The program has a gated call.
-    gated: bool,
-    /// Someone can decide on it.
-    decides: bool,
-    /// A run can get past its first wait: there is no approval to wait for, or an approver.
-    progresses: bool,
-    /// Two resumes can race for one suspension: two workers, and two decisions (two
-    /// approvers, or a duplicated delivery) or two reconcilers after a crash.
-    race: bool,
-    /// A dispatch can be left with an unknown outcome: a crash after the run dispatches.
-    unknown: bool,
-    /// An approval suspension can expire before the clock stops.
-    approval_expires: bool,
-    /// Some run can fail by expiry: an approval suspension, or (for the direct program) an
-    /// unknown outcome escalated to a person whose intervention then expires too.
-    expires: bool,
-    /// A message can still be in flight when its run finishes.
-    late_message: bool,
-    /// A resume can meet a resource that moved since its checkpoint: the run's own commit
-    /// before an unknown outcome is reconciled, or an outsider.
-    resource_moves: bool,
-    /// The agent can propose an earlier call id or key again.
-    reuses: bool,
-    /// A cancel can wait on an unknown outcome that goes to a person.
-    cancel_waits: bool,
-}
-
-impl Reach {
-    fn of(c: &crate::config::Config) -> Reach {
-        let gated = c.program != crate::config::Program::Direct;
-        let decides = gated && c.approvers > 0;
-        let progresses = !gated || decides;
-        let unknown = progresses && (c.crashes > 0 || c.cancels > 0);
-        let approval_expires = gated && c.max_time > c.suspend_for;
-        let escalation_expires = u16::from(c.max_time) >= 2 * (u16::from(c.reconcile_window) + 1);
-        Reach {
-            gated,
-            decides,
-            progresses,
-            race: c.workers >= 2
-                && ((decides && (c.approvers >= 2 || c.duplicates > 0))
-                    || (progresses && c.crashes > 0)),
-            unknown,
-            approval_expires,
-            expires: approval_expires || (unknown && escalation_expires),
-            late_message: progresses
-                && (c.crashes > 0
-                    || (decides && (c.approvers >= 2 || c.duplicates > 0))
-                    || (gated && c.self_approval)),
-            resource_moves: unknown || (decides && c.outsider_moves > 0),
-            reuses: progresses && c.reuses > 0 && c.program.reuse_at().is_some(),
-            cancel_waits: progresses
-                && c.cancels > 0
-                && (c.query_unknown || !c.query_fences || escalation_expires),
-        }
-    }
-}
-
-/// The properties for this world's configuration: every `always`, and the `sometimes`
-/// partners the configuration can reach (a race needs two workers, a partner about approvals
-/// needs a gated call and an approver, one about crashes needs a crash budget, and so on). A partner left out is one the
-/// configuration cannot exercise, never one a correct lifecycle fails to reach.
-pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
+/// The properties: every `always`, and every `sometimes` partner, whatever the configuration.
+/// A partner the configuration cannot reach (a race needs two workers, a partner about
+/// approvals a gated call and an approver, one about crashes a crash budget...) is reported
+/// unreached, and the `always` it partners unexercised: a configuration that cannot exercise
+/// a property has not checked it.
+pub fn properties<L: Lifecycle>(_world: &World<L>) -> Vec<Property<World<L>>> {
     use names::*;
     type P<L> = Property<World<L>>;
-    let c = world.config();
     let mut v = vec![
         P::<L>::always(RES_2, |_, s| clean(s, violation::RES_2)),
         P::<L>::always(RES_3, |_, s| clean(s, violation::RES_3)),
@@ -267,140 +204,105 @@ pub fn properties<L: Lifecycle>(world: &World<L>) -> Vec<Property<World<L>>> {
         P::<L>::always(LIVE_1, within_bound),
         P::<L>::always(LIVE_2, |w, s| w.stuck_run(s).is_none()),
     ];
-    let r = Reach::of(c);
-    if r.race {
-        v.push(P::<L>::sometimes(RACE_WON, |_, s| {
-            s.workers.iter().any(|w| match w {
-                crate::world::Worker::Staged(st) => {
-                    st.resumed_from.is_some()
-                        && s.runs.get(usize::from(st.run)).is_some_and(|slot| {
-                            let bit = u32::try_from(st.from)
-                                .ok()
-                                .and_then(|f| 1u32.checked_shl(f));
-                            bit.is_some_and(|b| slot.won & b != 0)
-                        })
-                }
-                _ => false,
-            })
-        }));
-    }
-    if r.decides {
-        v.push(P::<L>::sometimes(STALE_ARRIVES, |_, s| {
-            s.seen & witness::STALE_ARRIVED != 0
-        }));
-        v.push(P::<L>::sometimes(APPROVED_RUNS, |_, s| {
+    v.push(P::<L>::sometimes(RACE_WON, |_, s| {
+        s.workers.iter().any(|w| match w {
+            crate::world::Worker::Staged(st) => {
+                st.resumed_from.is_some()
+                    && s.runs.get(usize::from(st.run)).is_some_and(|slot| {
+                        let bit = u32::try_from(st.from)
+                            .ok()
+                            .and_then(|f| 1u32.checked_shl(f));
+                        bit.is_some_and(|b| slot.won & b != 0)
+                    })
+            }
+            _ => false,
+        })
+    }));
+    v.push(P::<L>::sometimes(STALE_ARRIVES, |_, s| {
+        s.seen & witness::STALE_ARRIVED != 0
+    }));
+    v.push(P::<L>::sometimes(APPROVED_RUNS, |_, s| {
+        s.runs
+            .iter()
+            .any(|slot| slot.tool.committed_key(crate::world::GATED))
+    }));
+    v.push(P::<L>::sometimes(DENIED, |_, s| {
+        any_run(s, |v| v.ending == Some(Ending::Denied))
+    }));
+    v.push(P::<L>::sometimes(EXPIRED_ARRIVES, |_, s| {
+        s.seen & witness::EXPIRED_APPROVAL != 0
+    }));
+    v.push(P::<L>::sometimes(AFTER_EXPIRY, |_, s| {
+        s.seen & witness::AFTER_EXPIRY != 0
+    }));
+    v.push(P::<L>::sometimes(SELF_ARRIVES, |_, s| {
+        s.decisions
+            .iter()
+            .any(|m| m.party == crate::world::Party::Requester && m.delivered > 0)
+    }));
+    v.push(P::<L>::sometimes(LATE_REQUEST, |_, s| {
+        s.seen & witness::LATE_REQUEST != 0
+    }));
+    v.push(P::<L>::sometimes(UNKNOWN, |_, s| {
+        any_run(s, |v| v.reason == Some(ReasonKind::OutcomeUnknown))
+    }));
+    v.push(P::<L>::sometimes(REUSED, |_, s| {
+        s.seen & witness::REUSED != 0
+    }));
+    v.push(P::<L>::sometimes(RETRY_SUCCEEDS, |_, s| {
+        s.seen & witness::RETRY_SUCCEEDED != 0
+    }));
+    v.push(P::<L>::sometimes(LATE_TO_TERMINAL, |_, s| {
+        s.seen & witness::LATE_TO_TERMINAL != 0
+    }));
+    v.push(P::<L>::sometimes(COMPLETES, |w, s| {
+        any_run(s, |v| v.ending == Some(Ending::Completed)) && audited(w, s)
+    }));
+    v.push(P::<L>::sometimes(FOREIGN_OFFERED, |_, s| {
+        s.decisions
+            .iter()
+            .any(|m| m.source != m.target && m.delivered > 0)
+    }));
+    // With a gated call the wait that matters is for approval; without one, any wait (an
+    // unknown outcome's).
+    v.push(P::<L>::sometimes(WAITS, |w, s| match w.config().program {
+        crate::config::Program::Direct => any_run(s, |v| v.phase == PhaseKind::Suspended),
+        _ => any_run(s, |v| v.reason == Some(ReasonKind::PendingApproval)),
+    }));
+    // The world's agent re-sends its suspend while its first approval is pending (as an
+    // agent whose reply was lost does): the states where SUS-2 can bite are reached.
+    v.push(P::<L>::sometimes(SUSPEND_OFFERED, |_, s| {
+        s.runs.iter().any(|slot| {
+            slot.run.view.reason == Some(ReasonKind::PendingApproval)
+                && slot
+                    .checkpoints
+                    .iter()
+                    .filter(|c| c.reason == ReasonKind::PendingApproval)
+                    .count()
+                    == 1
+        })
+    }));
+    v.push(P::<L>::sometimes(EXPIRES, |_, s| {
+        any_run(s, |v| v.ending == Some(Ending::Expired))
+    }));
+    v.push(P::<L>::sometimes(RESOURCE_MOVED, |_, s| {
+        s.seen & witness::RESOURCE_MOVED != 0
+    }));
+    v.push(P::<L>::sometimes(REUSE_PROPOSED, |_, s| {
+        s.seen & witness::REUSE_PROPOSED != 0
+    }));
+    v.push(P::<L>::sometimes(CANCEL_WAITS, |_, s| {
+        any_run(s, |v| {
+            v.cancel_pending && v.reason == Some(ReasonKind::ManualIntervention)
+        })
+    }));
+    v.push(P::<L>::sometimes(LATE_AFTER_END, |_, s| {
+        s.requests.iter().any(|m| {
             s.runs
-                .iter()
-                .any(|slot| slot.tool.committed_key(crate::world::GATED))
-        }));
-        v.push(P::<L>::sometimes(DENIED, |_, s| {
-            any_run(s, |v| v.ending == Some(Ending::Denied))
-        }));
-    }
-    if r.decides && c.max_time > c.approval_ttl {
-        v.push(P::<L>::sometimes(EXPIRED_ARRIVES, |_, s| {
-            s.seen & witness::EXPIRED_APPROVAL != 0
-        }));
-    }
-    if r.decides && r.approval_expires {
-        v.push(P::<L>::sometimes(AFTER_EXPIRY, |_, s| {
-            s.seen & witness::AFTER_EXPIRY != 0
-        }));
-    }
-    if r.gated && c.self_approval {
-        v.push(P::<L>::sometimes(SELF_ARRIVES, |_, s| {
-            s.decisions
-                .iter()
-                .any(|m| m.party == crate::world::Party::Requester && m.delivered > 0)
-        }));
-    }
-    if r.unknown {
-        v.push(P::<L>::sometimes(LATE_REQUEST, |_, s| {
-            s.seen & witness::LATE_REQUEST != 0
-        }));
-        v.push(P::<L>::sometimes(UNKNOWN, |_, s| {
-            any_run(s, |v| v.reason == Some(ReasonKind::OutcomeUnknown))
-        }));
-        v.push(P::<L>::sometimes(REUSED, |_, s| {
-            s.seen & witness::REUSED != 0
-        }));
-        // A retry follows "not committed" only without a waiting cancel: after a crash.
-        if c.retry_is_safe() && c.crashes > 0 {
-            v.push(P::<L>::sometimes(RETRY_SUCCEEDS, |_, s| {
-                s.seen & witness::RETRY_SUCCEEDED != 0
-            }));
-        }
-    }
-    if r.late_message {
-        v.push(P::<L>::sometimes(LATE_TO_TERMINAL, |_, s| {
-            s.seen & witness::LATE_TO_TERMINAL != 0
-        }));
-    }
-    if r.progresses {
-        v.push(P::<L>::sometimes(COMPLETES, |w, s| {
-            any_run(s, |v| v.ending == Some(Ending::Completed)) && audited(w, s)
-        }));
-    }
-    if c.cross_tenant && r.decides {
-        v.push(P::<L>::sometimes(FOREIGN_OFFERED, |_, s| {
-            s.decisions
-                .iter()
-                .any(|m| m.source != m.target && m.delivered > 0)
-        }));
-    }
-    if r.gated {
-        v.push(P::<L>::sometimes(WAITS, |_, s| {
-            any_run(s, |v| v.reason == Some(ReasonKind::PendingApproval))
-        }));
-        // The world's agent re-sends its suspend while its first approval is pending (as an
-        // agent whose reply was lost does): the states where SUS-2 can bite are reached.
-        v.push(P::<L>::sometimes(SUSPEND_OFFERED, |_, s| {
-            s.runs.iter().any(|slot| {
-                slot.run.view.reason == Some(ReasonKind::PendingApproval)
-                    && slot
-                        .checkpoints
-                        .iter()
-                        .filter(|c| c.reason == ReasonKind::PendingApproval)
-                        .count()
-                        == 1
-            })
-        }));
-    } else if r.unknown {
-        v.push(P::<L>::sometimes(WAITS, |_, s| {
-            any_run(s, |v| v.phase == PhaseKind::Suspended)
-        }));
-    }
-    if r.expires {
-        v.push(P::<L>::sometimes(EXPIRES, |_, s| {
-            any_run(s, |v| v.ending == Some(Ending::Expired))
-        }));
-    }
-    if r.resource_moves {
-        v.push(P::<L>::sometimes(RESOURCE_MOVED, |_, s| {
-            s.seen & witness::RESOURCE_MOVED != 0
-        }));
-    }
-    if r.reuses {
-        v.push(P::<L>::sometimes(REUSE_PROPOSED, |_, s| {
-            s.seen & witness::REUSE_PROPOSED != 0
-        }));
-    }
-    if r.cancel_waits {
-        v.push(P::<L>::sometimes(CANCEL_WAITS, |_, s| {
-            any_run(s, |v| {
-                v.cancel_pending && v.reason == Some(ReasonKind::ManualIntervention)
-            })
-        }));
-    }
-    if r.unknown {
-        v.push(P::<L>::sometimes(LATE_AFTER_END, |_, s| {
-            s.requests.iter().any(|m| {
-                s.runs
-                    .get(usize::from(m.run))
-                    .is_some_and(|slot| slot.run.view.ending.is_some())
-            })
-        }));
-    }
+                .get(usize::from(m.run))
+                .is_some_and(|slot| slot.run.view.ending.is_some())
+        })
+    }));
     v
 }
 

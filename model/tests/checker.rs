@@ -1,11 +1,12 @@
-//! The checker driver, tested on the two-phase-commit yardstick: exact counts, shortest
-//! counterexamples, and verdicts that never say "holds" for a search that was cut short.
+//! The checker driver, tested on the two-phase-commit yardstick: exact counts (the same as
+//! stateright's own checker finds, on every thread count), shortest counterexamples, the stop
+//! at the first violation, and verdicts that never say "holds" for a search that was cut
+//! short or a property that was never exercised.
 
-use resumable_model::checker::{
-    check, check_with_progress, CheckError, Cut, Ended, Options, Outcome, Summarize, Verdict,
-};
-use resumable_model::twopc::{RmPhase, TmPhase, TpcAction, TpcState, TwoPhaseCommit};
-use stateright::{Checker, Model, Property};
+use resumable_model::checker::{check, Cut, Ended, Options, Outcome, Verdict};
+use resumable_model::twopc::{TpcState, TwoPhaseCommit};
+use stateright::{Checker, Model};
+use std::collections::HashSet;
 use std::time::Duration;
 
 fn options() -> Options<TpcState> {
@@ -46,21 +47,50 @@ fn correct_protocol_holds_with_pinned_state_counts() {
 }
 
 #[test]
-fn counts_are_the_same_on_two_threads_and_depth_first() {
-    for options in [
-        Options {
-            threads: 2,
-            ..options()
-        },
-        Options {
-            search: resumable_model::checker::Search::Dfs,
-            ..options()
-        },
-    ] {
-        let report = check(TwoPhaseCommit::new(4), &options).unwrap();
-        assert_eq!(report.outcome, Outcome::Pass);
-        assert_eq!(report.stats.unique, 1568);
-        assert_eq!(report.stats.generated, 5378);
+fn counts_are_those_of_stateright_and_the_same_on_every_thread_count() {
+    for rms in [2, 3, 4, 5] {
+        let alone = TwoPhaseCommit::new(rms).checker().spawn_bfs().join();
+        for threads in [1, 2, 3, 4] {
+            let options = Options {
+                threads,
+                ..options()
+            };
+            let report = check(TwoPhaseCommit::new(rms), &options).unwrap();
+            assert_eq!(report.outcome, Outcome::Pass);
+            assert_eq!(report.stats.unique, alone.unique_state_count());
+            assert_eq!(report.stats.generated, alone.state_count());
+            assert_eq!(report.stats.max_depth + 1, alone.max_depth());
+        }
+    }
+}
+
+#[test]
+fn a_depth_bound_gives_the_same_counts_on_every_thread_count_and_run() {
+    // Each depth is checked whole before the next, so a bound cuts at the same states
+    // whichever thread reaches a state first: every depth of the 5-RM protocol, three runs
+    // on each thread count, give one set of figures.
+    for depth in 0..=16 {
+        let mut seen = HashSet::new();
+        for threads in [1, 2, 3] {
+            for _ in 0..3 {
+                let options = Options {
+                    threads,
+                    depth: Some(depth),
+                    ..options()
+                };
+                let r = check(TwoPhaseCommit::new(5), &options).unwrap();
+                let verdicts: Vec<Verdict> = r.properties.iter().map(|p| p.verdict).collect();
+                let s = &r.stats;
+                seen.insert((s.unique, s.generated, s.checked, s.max_depth, verdicts));
+            }
+        }
+        assert_eq!(seen.len(), 1, "depth {depth}: {seen:?}");
+        let (unique, _, checked, max_depth, _) = seen.into_iter().next().unwrap();
+        assert_eq!(max_depth, depth, "a bound within the space is reached");
+        assert_eq!(
+            unique, checked,
+            "every state within the bound is checked, none past it"
+        );
     }
 }
 
@@ -96,7 +126,7 @@ fn broken_commit_rule_is_violated_with_the_shortest_counterexample() {
     // An RM can only commit after the TM commits, which (broken) needs one prepared message
     // received: prepare, receive, commit, deliver is 4 steps, and another RM must abort: 5.
     assert_eq!(trace.steps, 5);
-    assert!(trace.shortest);
+    assert_eq!(report.property("consistent").unwrap().depth, Some(5));
     let actions: Vec<&str> = (trace.trace.iter())
         .filter_map(|s| s.action.as_deref())
         .collect();
@@ -119,36 +149,51 @@ fn broken_commit_rule_is_violated_with_the_shortest_counterexample() {
 }
 
 #[test]
-fn stateright_alone_reports_a_longer_path_than_the_driver() {
-    // stateright 0.31.0 overwrites a property's path with each later discovery, so its path
-    // is the last found, not the first. The driver reports how long it was.
+fn the_search_stops_at_the_end_of_the_depth_of_the_first_violation() {
     let report = check(TwoPhaseCommit::broken(3), &options()).unwrap();
-    let trace = report.property("consistent").unwrap();
-    let trace = trace.counterexample.as_ref().unwrap();
-    assert_eq!(trace.unminimised_steps, 8);
-    assert!(trace.steps < trace.unminimised_steps);
+    assert_eq!(report.exploration.ended, Ended::Stopped);
+    assert!(!report.exploration.complete);
+    assert_eq!(report.stats.max_depth, 5);
+    // Three RMs aborting take 3 steps: reached before the stop. Committing everywhere takes
+    // 10: not reached when the search stopped, so neither reached nor known unreachable.
+    assert_eq!(verdict(&report, "all aborted"), Verdict::Holds);
+    assert_eq!(verdict(&report, "all committed"), Verdict::Unjudged);
+    assert_eq!(report.exit_code, 1);
 
-    let alone = TwoPhaseCommit::broken(3).checker().spawn_bfs().join();
-    let path = alone.discovery("consistent").unwrap();
-    assert_eq!(path.into_actions().len(), trace.unminimised_steps);
+    let keep_going = Options {
+        keep_going: true,
+        ..options()
+    };
+    let full = check(TwoPhaseCommit::broken(3), &keep_going).unwrap();
+    assert_eq!(verdict(&full, "all committed"), Verdict::Holds);
+    assert_eq!(verdict(&full, "consistent"), Verdict::Violated);
+    assert!(full.exploration.complete);
+    assert!(full.stats.checked > report.stats.checked);
+    // The same counterexample either way: a shortest one, rebuilt deterministically.
+    assert_eq!(
+        full.property("consistent").unwrap().counterexample,
+        report.property("consistent").unwrap().counterexample
+    );
 }
 
 #[test]
-fn counterexamples_are_shortest_on_every_search() {
-    for rms in [2, 3, 4, 5] {
-        for threads in [1, 2] {
-            let plain = Options {
-                threads,
-                ..options()
-            };
-            for options in [plain, plain.with_symmetry()] {
-                let report = check(TwoPhaseCommit::broken(rms), &options).unwrap();
-                let p = report.property("consistent").unwrap();
-                let trace = p.counterexample.as_ref().unwrap();
-                assert_eq!(trace.steps, 5, "rms={rms} threads={threads}");
-                assert!(trace.shortest);
-                assert!(trace.steps <= trace.unminimised_steps);
-            }
+fn a_stopped_search_counts_the_same_on_every_thread_count() {
+    // Every state at the depth of the violation is checked; none past it is counted, so the
+    // figures do not depend on how far each thread had got when the violation was found.
+    let figures = |threads| {
+        let options = Options {
+            threads,
+            ..options()
+        };
+        let r = check(TwoPhaseCommit::broken(6), &options).unwrap();
+        assert_eq!(r.exploration.ended, Ended::Stopped);
+        let s = r.stats;
+        (s.unique, s.generated, s.checked, s.max_depth)
+    };
+    let one = figures(1);
+    for threads in [2, 3, 4] {
+        for _ in 0..3 {
+            assert_eq!(figures(threads), one, "threads={threads}");
         }
     }
 }
@@ -174,7 +219,6 @@ fn witnesses_are_shortest_and_only_given_when_asked_for() {
     let committed = committed.witness.as_ref().unwrap();
     // Three prepares, three receipts, the commit, three deliveries.
     assert_eq!(committed.steps, 10);
-    assert!(committed.shortest);
 }
 
 // --- Honest verdicts under bounds -----------------------------------------------------------
@@ -329,6 +373,33 @@ fn a_time_bound_that_is_not_reached_leaves_the_verdict_complete() {
 }
 
 #[test]
+fn a_memory_bound_crossed_makes_the_verdict_incomplete_with_a_complete_report() {
+    // One byte of resident memory: crossed before the first state is checked.
+    for threads in [1, 2] {
+        let options = Options {
+            max_memory_bytes: Some(1),
+            threads,
+            ..options()
+        };
+        let report = check(TwoPhaseCommit::new(5), &options).unwrap();
+        assert_eq!(report.exploration.cut_by, [Cut::Memory]);
+        assert_eq!(verdict(&report, "consistent"), Verdict::Incomplete);
+        assert_eq!(report.outcome, Outcome::Incomplete);
+        assert_eq!(report.exit_code, 3);
+        assert_eq!(
+            report.options.max_memory_mib,
+            Some(1.0 / f64::from(1u32 << 20))
+        );
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["exploration"]["cut_by"][0], "memory");
+    }
+    // The default bound is half the machine's memory, far above what this check needs.
+    let roomy = check(TwoPhaseCommit::new(5), &options()).unwrap();
+    assert!(options().max_memory_bytes.is_some());
+    assert_eq!(roomy.outcome, Outcome::Pass);
+}
+
+#[test]
 fn a_state_bound_makes_the_verdict_incomplete_only_when_reached() {
     let cut = check(
         TwoPhaseCommit::new(4),
@@ -351,238 +422,4 @@ fn a_state_bound_makes_the_verdict_incomplete_only_when_reached() {
     )
     .unwrap();
     assert_eq!(roomy.outcome, Outcome::Pass);
-}
-
-// --- Vacuity, boundaries and refused properties ---------------------------------------------
-
-/// The protocol with an extra `sometimes` that no state satisfies, and optionally a boundary,
-/// an `eventually` property, or no properties at all.
-struct Extended {
-    inner: TwoPhaseCommit,
-    boundary: bool,
-    eventually: bool,
-    silent: bool,
-}
-
-impl Extended {
-    fn new(rms: usize) -> Self {
-        Extended {
-            inner: TwoPhaseCommit::new(rms),
-            boundary: false,
-            eventually: false,
-            silent: false,
-        }
-    }
-}
-
-impl Model for Extended {
-    type State = TpcState;
-    type Action = TpcAction;
-
-    fn init_states(&self) -> Vec<TpcState> {
-        self.inner.init_states()
-    }
-
-    fn actions(&self, state: &TpcState, actions: &mut Vec<TpcAction>) {
-        self.inner.actions(state, actions)
-    }
-
-    fn next_state(&self, last: &TpcState, action: TpcAction) -> Option<TpcState> {
-        self.inner.next_state(last, action)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        if self.silent {
-            return Vec::new();
-        }
-        let mut properties = vec![
-            Property::<Self>::always("consistent", |m, s| {
-                (m.inner.property("consistent").condition)(&m.inner, s)
-            }),
-            // A committed RM needs a commit, which the TM only sends if it did not abort.
-            Property::<Self>::sometimes("an rm commits after the tm aborted", |_, s| {
-                s.tm == TmPhase::Aborted && s.rms.iter().any(|rm| rm.phase == RmPhase::Committed)
-            }),
-        ];
-        if self.eventually {
-            properties.push(Property::<Self>::eventually("decided", |_, s| {
-                s.tm != TmPhase::Init
-            }));
-        }
-        properties
-    }
-
-    fn within_boundary(&self, state: &TpcState) -> bool {
-        !self.boundary || state.rms.iter().filter(|rm| rm.sent_prepared).count() <= 1
-    }
-}
-
-impl Summarize for Extended {
-    fn summary(&self, state: &TpcState) -> String {
-        self.inner.summary(state)
-    }
-}
-
-#[test]
-fn an_unreachable_sometimes_is_reported_unreached_and_fails() {
-    let report = check(Extended::new(3), &Options::default()).unwrap();
-    assert_eq!(verdict(&report, "consistent"), Verdict::Holds);
-    let unreached = verdict(&report, "an rm commits after the tm aborted");
-    assert_eq!(unreached, Verdict::Unreached);
-    assert_eq!(report.outcome, Outcome::Fail);
-    assert_eq!(report.exit_code, 1);
-}
-
-#[test]
-fn an_unreached_sometimes_on_a_cut_search_is_incomplete_not_unreached() {
-    let options = Options {
-        depth: Some(4),
-        ..Options::default()
-    };
-    let report = check(Extended::new(3), &options).unwrap();
-    let name = "an rm commits after the tm aborted";
-    assert_eq!(verdict(&report, name), Verdict::Incomplete);
-    assert_eq!(report.exit_code, 3);
-}
-
-#[test]
-fn a_boundary_that_refuses_states_makes_the_verdict_incomplete() {
-    let model = Extended {
-        boundary: true,
-        ..Extended::new(3)
-    };
-    let report = check(model, &Options::default()).unwrap();
-    assert_eq!(verdict(&report, "consistent"), Verdict::Incomplete);
-    assert_eq!(report.exploration.cut_by, [Cut::Boundary]);
-    assert_eq!(report.exit_code, 3);
-}
-
-#[test]
-fn eventually_properties_are_refused() {
-    let model = Extended {
-        eventually: true,
-        ..Extended::new(2)
-    };
-    let refused = check(model, &Options::default());
-    let expected = CheckError::Eventually {
-        name: "decided".to_owned(),
-    };
-    assert_eq!(refused.err(), Some(expected));
-}
-
-#[test]
-fn a_model_without_properties_is_refused() {
-    let model = Extended {
-        silent: true,
-        ..Extended::new(2)
-    };
-    let refused = check(model, &Options::default());
-    assert_eq!(refused.err(), Some(CheckError::NoProperties));
-}
-
-#[test]
-fn zero_threads_are_refused() {
-    let options = Options {
-        threads: 0,
-        ..options()
-    };
-    let refused = check(TwoPhaseCommit::new(2), &options);
-    assert_eq!(refused.err(), Some(CheckError::NoThreads));
-}
-
-// --- Exit codes, output and progress --------------------------------------------------------
-
-#[test]
-fn outcome_maps_verdicts_to_exit_codes() {
-    use Verdict::*;
-    let cases: [(&[Verdict], Outcome, u8); 6] = [
-        (&[Holds, Holds], Outcome::Pass, 0),
-        (&[], Outcome::Pass, 0),
-        (&[Holds, Incomplete], Outcome::Incomplete, 3),
-        (&[Incomplete, Violated], Outcome::Fail, 1),
-        (&[Unreached, Incomplete], Outcome::Fail, 1),
-        (&[Holds, Violated], Outcome::Fail, 1),
-    ];
-    for (verdicts, outcome, code) in cases {
-        assert_eq!(
-            Outcome::of(verdicts.iter().copied()),
-            outcome,
-            "{verdicts:?}"
-        );
-        assert_eq!(outcome.exit_code(), code);
-    }
-}
-
-#[test]
-fn text_report_shows_the_table_figures_and_numbered_trace() {
-    let report = check(TwoPhaseCommit::broken(2), &options()).unwrap();
-    let text = report.to_text();
-    assert!(
-        text.starts_with("property       kind       verdict\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("\nconsistent     always     VIOLATED\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("\nall aborted    sometimes  holds\n"),
-        "{text}"
-    );
-    assert!(text.contains("counterexample to \"consistent\": 5 steps (shortest)\n"));
-    assert!(text.contains("\n  3. tm commits\n"), "{text}");
-    assert!(text.contains("states: "), "{text}");
-    assert!(text.ends_with("result: FAIL: consistent\n"), "{text}");
-}
-
-#[test]
-fn json_report_follows_the_documented_schema() {
-    let report = check(TwoPhaseCommit::broken(2), &options()).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
-    assert_eq!(json["schema"], "resumable-check/1");
-    assert_eq!(json["exit_code"], 1);
-    assert_eq!(json["outcome"], "fail");
-    assert_eq!(json["options"]["search"], "bfs");
-    assert_eq!(json["exploration"]["complete"], true);
-    let consistent = &json["properties"][0];
-    assert_eq!(consistent["name"], "consistent");
-    assert_eq!(consistent["kind"], "always");
-    assert_eq!(consistent["verdict"], "violated");
-    assert_eq!(consistent["counterexample"]["steps"], 5);
-    assert_eq!(
-        consistent["counterexample"]["trace"][0]["action"],
-        json!(null)
-    );
-    assert_eq!(
-        consistent["counterexample"]["trace"][1]["action"],
-        "rm 0 prepares"
-    );
-    for field in [
-        "generated",
-        "unique",
-        "checked",
-        "max_depth",
-        "elapsed_secs",
-        "states_per_second",
-    ] {
-        assert!(json["stats"][field].is_number(), "{field}");
-    }
-}
-
-use serde_json::json;
-
-#[test]
-fn progress_is_reported_while_a_search_runs_and_not_for_a_quick_one() {
-    let mut calls = Vec::new();
-    let frequent = Options {
-        progress_every: Duration::from_millis(1),
-        ..options()
-    };
-    check_with_progress(TwoPhaseCommit::new(5), &frequent, |p| calls.push(*p)).unwrap();
-    assert!(!calls.is_empty());
-    assert!(calls.iter().all(|p| p.unique <= 8832));
-
-    let mut quiet = 0;
-    check_with_progress(TwoPhaseCommit::new(3), &options(), |_| quiet += 1).unwrap();
-    assert_eq!(quiet, 0);
 }

@@ -35,6 +35,7 @@ fn shortest_counterexample(variant: Variant) -> String {
         .expect("the exposing configuration is valid");
         let options = Options {
             depth: Some(depth),
+            keep_going: true,
             ..Options::default()
         };
         let report = checker::check(world, &options).expect("the check runs");
@@ -45,11 +46,6 @@ fn shortest_counterexample(variant: Variant) -> String {
             .filter_map(|p| Some((p.counterexample.as_ref()?.steps, p)))
             .min_by_key(|(steps, _)| *steps);
         if let Some((_, property)) = caught {
-            let trace = property.counterexample.as_ref().expect("filtered on it");
-            assert!(
-                trace.shortest,
-                "{variant}: the counterexample is a shortest one"
-            );
             return property
                 .counterexample_text()
                 .expect("a violated property has a counterexample");

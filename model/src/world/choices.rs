@@ -286,7 +286,8 @@ impl<L: Lifecycle> World<L> {
 
     /// What an honest operator may say of a manual intervention: "committed" if the
     /// unresolved call's key committed; "continue" if nothing unresolved can commit any more
-    /// (no request of its key is still on its way, or every one is fenced); "abandon" always.
+    /// (no request of its key is still on its way, nor still to be sent by a worker whose
+    /// write landed, or every one is fenced); "abandon" always.
     pub(super) fn honest_settlements(
         &self,
         state: &WorldState<L::Run>,
@@ -298,13 +299,21 @@ impl<L: Lifecycle> World<L> {
         };
         let key = call.and_then(|c| self.cast.key_of(c));
         let committed = key.is_some_and(|k| slot.tool.committed_key(k));
-        let can_commit_later = key.is_some_and(|k| {
-            state.requests.iter().any(|m| {
-                usize::from(m.run) == r
-                    && self.cast.key_of(m.call) == Some(k)
-                    && slot.tool.fenced & ToolSide::bit(k, m.attempt) == 0
+        let live = |call: u8, attempt: u8| {
+            key.is_some_and(|k| {
+                self.cast.key_of(call) == Some(k)
+                    && slot.tool.fenced & ToolSide::bit(k, attempt) == 0
             })
+        };
+        let sent =
+            (state.requests.iter()).any(|m| usize::from(m.run) == r && live(m.call, m.attempt));
+        let to_send = state.workers.iter().any(|w| match w {
+            Worker::Dispatching { run, queue } => {
+                usize::from(*run) == r && queue.iter().flatten().any(|&(c, a)| live(c, a))
+            }
+            _ => false,
         });
+        let can_commit_later = sent || to_send;
         let mut out = Vec::with_capacity(3);
         if committed {
             out.push(Settle::Committed);

@@ -8,12 +8,20 @@
 //! worlds compare as they should. Interned values live for the rest of the process: a check
 //! produces a few thousand distinct runs and checkpoints, far fewer than states, and never
 //! frees one it might meet again.
+//!
+//! Each thread keeps its own index of the values it has interned, in front of the shared
+//! one: the same few thousand values are interned again and again, and with the shared index
+//! alone every lookup took a lock whose cache line the other checker thread had just written,
+//! so two threads spent their time passing lines between cores. A thread takes the shared
+//! lock only for a value it has not met yet.
 
 use std::any::{Any, TypeId};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::sync::OnceLock;
 
@@ -146,14 +154,24 @@ type Buckets<T> = HashMap<u64, Vec<&'static T>, std::hash::BuildHasherDefault<Pa
 /// keyed by the value's hash so that a lookup hashes the value once.
 pub struct Interner<T: 'static> {
     shards: [Mutex<Buckets<T>>; SHARDS],
+    /// Names this interner in the threads' own indexes.
+    id: u64,
 }
 
 impl<T> Default for Interner<T> {
     fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         Interner {
             shards: std::array::from_fn(|_| Mutex::new(HashMap::default())),
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
         }
     }
+}
+
+thread_local! {
+    /// Per interner (by id), the values this thread has interned: a `Buckets<T>` each.
+    static LOCAL: RefCell<HashMap<u64, Box<dyn Any>, FastBuild>> =
+        RefCell::new(HashMap::default());
 }
 
 impl<T> fmt::Debug for Interner<T> {
@@ -187,6 +205,28 @@ impl<T: Hash + Eq + Send + Sync + 'static> Interner<T> {
     /// The shared reference for `value`, interning it if it is new.
     pub fn intern(&self, value: T) -> Shared<T> {
         let hash = FastBuild::default().hash_one(&value);
+        // During a thread's teardown its index may be gone: the shared one still answers.
+        let known = LOCAL.try_with(|local| {
+            let local = local.borrow();
+            let buckets = local.get(&self.id)?.downcast_ref::<Buckets<T>>()?;
+            buckets.get(&hash)?.iter().find(|e| ***e == value).copied()
+        });
+        if let Ok(Some(existing)) = known {
+            return Shared(existing);
+        }
+        let shared = self.intern_shared(hash, value);
+        let _ = LOCAL.try_with(|local| {
+            let mut local = local.borrow_mut();
+            let entry = (local.entry(self.id)).or_insert_with(|| Box::new(Buckets::<T>::default()));
+            if let Some(buckets) = entry.downcast_mut::<Buckets<T>>() {
+                buckets.entry(hash).or_default().push(shared.0);
+            }
+        });
+        shared
+    }
+
+    /// [`Interner::intern`] through the shared index.
+    fn intern_shared(&self, hash: u64, value: T) -> Shared<T> {
         let shard = usize::try_from(hash % SHARDS as u64).unwrap_or(0);
         // A poisoned shard only means another thread panicked while inserting; the map itself
         // is still consistent (insertion is the only mutation), so keep using it.

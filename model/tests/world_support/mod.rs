@@ -46,6 +46,19 @@ pub struct Explored {
     pub failed: Vec<&'static str>,
     /// Every property with a discovery (counterexample or example).
     pub discovered: HashSet<&'static str>,
+    /// The `always` properties.
+    pub always: HashSet<&'static str>,
+}
+
+impl Explored {
+    /// The `always` properties violated (the failures that are not a partner left unreached:
+    /// every partner is listed in every world, reachable there or not).
+    pub fn violations(&self) -> Vec<&'static str> {
+        (self.failed.iter())
+            .filter(|name| self.always.contains(*name))
+            .copied()
+            .collect()
+    }
 }
 
 /// Explores the whole world breadth-first on one thread.
@@ -70,6 +83,10 @@ pub fn explore<L: Lifecycle>(world: World<L>) -> Explored {
         unique: checker.unique_state_count(),
         failed,
         discovered,
+        always: (properties.iter())
+            .filter(|(_, e)| *e == Expectation::Always)
+            .map(|(name, _)| *name)
+            .collect(),
     }
 }
 

@@ -104,7 +104,7 @@ fn validate(path: &str) -> Result<f64, String> {
 
 /// One sealed record line, as serde reads it: the record's fields and its MAC.
 #[derive(serde::Deserialize)]
-#[allow(dead_code)] // read to be parsed, not used
+#[expect(dead_code, reason = "read to be parsed, not used")]
 struct Line {
     seq: u64,
     revision: Revision,

@@ -57,11 +57,14 @@ use resumable_kernel::{
 use serde::{Deserialize, Serialize};
 
 pub mod chain;
+#[cfg(feature = "fixtures")]
 mod examples;
 mod finding;
+#[cfg(feature = "fixtures")]
 pub mod forge;
 mod properties;
 mod report;
+#[cfg(feature = "fixtures")]
 pub mod sample;
 mod v1;
 mod validate;
@@ -154,9 +157,11 @@ pub struct Record {
 /// The verdict a record carries: what the kernel answered for the input.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-// Records are parsed one at a time and never stored in bulk, so the size gap between the
-// variants costs nothing worth a box.
-#[allow(clippy::large_enum_variant)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "records are parsed one at a time and never stored in bulk, so the size gap \
+              between the variants costs nothing worth a box"
+)]
 pub enum Verdict {
     /// The input was accepted; what the transition recorded and commanded.
     Accepted(Accepted),

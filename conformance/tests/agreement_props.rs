@@ -1067,43 +1067,43 @@ fn change(mut t: Checkpoint, field: CpField) -> Checkpoint {
 
 /// The rejections a healthy generator makes both machines give, over all cases: each a kind
 /// of adversarial input the recipes are meant to produce.
-const EXPECTED_REJECTIONS: &[&str] = &[
-    "already_applied",
-    "already_resumed",
-    "already_suspended",
-    "approval_expired",
-    "approval_mismatch",
-    "budget_exhausted",
-    "call_id_reused",
-    "cancel_pending",
-    "checkpoint_mismatch",
-    "clock_regressed",
-    "decision_mismatch",
-    "digest_mismatch",
-    "dispatch_in_flight",
-    "expired",
-    "expiry_not_in_future",
-    "future_revision",
-    "identity_mismatch",
-    "key_committed",
-    "key_conflict",
-    "migration_required",
-    "no_attempts_allowed",
-    "no_dispatch_in_flight",
-    "not_expired",
-    "not_running",
-    "not_suspended",
-    "nothing_in_flight",
-    "nothing_unresolved",
-    "permission_revoked",
-    "resource_changed",
-    "result_mismatch",
-    "schema_too_new",
-    "self_approval",
-    "stale_revision",
-    "terminal",
-    "unauthorised",
-    "wait_mismatch",
+const EXPECTED_REJECTIONS: &[RejectionKind] = &[
+    RejectionKind::AlreadyApplied,
+    RejectionKind::AlreadyResumed,
+    RejectionKind::AlreadySuspended,
+    RejectionKind::ApprovalExpired,
+    RejectionKind::ApprovalMismatch,
+    RejectionKind::BudgetExhausted,
+    RejectionKind::CallIdReused,
+    RejectionKind::CancelPending,
+    RejectionKind::CheckpointMismatch,
+    RejectionKind::ClockRegressed,
+    RejectionKind::DecisionMismatch,
+    RejectionKind::DigestMismatch,
+    RejectionKind::DispatchInFlight,
+    RejectionKind::Expired,
+    RejectionKind::ExpiryNotInFuture,
+    RejectionKind::FutureRevision,
+    RejectionKind::IdentityMismatch,
+    RejectionKind::KeyCommitted,
+    RejectionKind::KeyConflict,
+    RejectionKind::MigrationRequired,
+    RejectionKind::NoAttemptsAllowed,
+    RejectionKind::NoDispatchInFlight,
+    RejectionKind::NotExpired,
+    RejectionKind::NotRunning,
+    RejectionKind::NotSuspended,
+    RejectionKind::NothingInFlight,
+    RejectionKind::NothingUnresolved,
+    RejectionKind::PermissionRevoked,
+    RejectionKind::ResourceChanged,
+    RejectionKind::ResultMismatch,
+    RejectionKind::SchemaTooNew,
+    RejectionKind::SelfApproval,
+    RejectionKind::StaleRevision,
+    RejectionKind::Terminal,
+    RejectionKind::Unauthorised,
+    RejectionKind::WaitMismatch,
 ];
 
 /// CONF-1: on long random sequences, plausible and adversarial, the kernel and the reference
@@ -1162,7 +1162,7 @@ fn kernel_and_reference_agree_after_every_input_of_long_random_sequences() {
         t.deepest
     );
     let refused = tally.agreed_rejections();
-    let missing: Vec<&&str> = EXPECTED_REJECTIONS
+    let missing: Vec<&RejectionKind> = EXPECTED_REJECTIONS
         .iter()
         .filter(|r| !refused.contains(r))
         .collect();

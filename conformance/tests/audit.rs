@@ -333,7 +333,7 @@ fn a_forged_acceptance_of_a_stale_resume_is_refused_by_the_key_and_violates_res_
             found,
             ..
         } => {
-            assert_eq!(*id, "RES-3");
+            assert_eq!(*id, SpecId::Res3);
             assert_eq!(
                 **expected,
                 Verdict::Rejected(Rejection::AlreadyApplied {
@@ -408,7 +408,7 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
     assert_eq!(f.line, 3);
     match &f.problem {
         Problem::Property { id, expected, .. } => {
-            assert_eq!(*id, "APR-1");
+            assert_eq!(*id, SpecId::Apr1);
             assert_eq!(
                 **expected,
                 Verdict::Rejected(Rejection::NotRunning {
@@ -439,7 +439,7 @@ fn an_approval_for_other_arguments_claimed_accepted_violates_apr_1() {
         Problem::Property {
             id, what, expected, ..
         } => {
-            assert_eq!(*id, "APR-1");
+            assert_eq!(*id, SpecId::Apr1);
             assert!(what.contains("argument digest"), "{what}");
             assert_eq!(
                 **expected,

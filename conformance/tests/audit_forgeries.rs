@@ -5,7 +5,7 @@
 //! rewrite is caught at the end of the log.
 
 use resumable_conformance::audit::{self, forge, sample, Key, Options, Problem, Unproven, Verdict};
-use resumable_kernel::RejectionKind;
+use resumable_kernel::{RejectionKind, SpecId};
 
 fn forger() -> Key {
     Key::from_bytes([0x5a; 32])
@@ -107,7 +107,7 @@ fn rewritten_unkeyed_each_forgery_is_caught_by_its_property_or_reported_unproven
             (Some(id), Err(finding)) => {
                 // Named by the whole-log property, or refused by the kernel itself for the
                 // same rule: a committed key is never dispatched again (REC-4).
-                let by_kernel = |e: &Verdict| matches!(e, Verdict::Rejected(r) if id == "REC-4" && r.kind() == RejectionKind::KeyCommitted);
+                let by_kernel = |e: &Verdict| matches!(e, Verdict::Rejected(r) if id == SpecId::Rec4 && r.kind() == RejectionKind::KeyCommitted);
                 assert!(
                     match &finding.problem {
                         Problem::Property { id: found, .. } => *found == id,

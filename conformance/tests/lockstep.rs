@@ -261,13 +261,13 @@ fn whole_world_lockstep_check_on_a_small_config_finds_no_divergence() {
     // Not vacuous: the inputs that must be refused were offered, and refused alike.
     let refused = r.agreed_rejections();
     for expected in [
-        "already_applied",
-        "already_resumed",
-        "already_suspended",
-        "approval_expired",
-        "expired",
-        "self_approval",
-        "stale_revision",
+        RejectionKind::AlreadyApplied,
+        RejectionKind::AlreadyResumed,
+        RejectionKind::AlreadySuspended,
+        RejectionKind::ApprovalExpired,
+        RejectionKind::Expired,
+        RejectionKind::SelfApproval,
+        RejectionKind::StaleRevision,
     ] {
         assert!(
             refused.contains(&expected),
@@ -355,19 +355,19 @@ fn every_reachable_state_agrees_on_adversarial_probes() {
     assert_eq!(probes.verdict, Verdict::Holds);
     let refused = r.agreed_rejections();
     for expected in [
-        "approval_expired",
-        "approval_mismatch",
-        "checkpoint_mismatch",
-        "clock_regressed",
-        "decision_mismatch",
-        "digest_mismatch",
-        "future_revision",
-        "identity_mismatch",
-        "permission_revoked",
-        "resource_changed",
-        "schema_too_new",
-        "self_approval",
-        "stale_revision",
+        RejectionKind::ApprovalExpired,
+        RejectionKind::ApprovalMismatch,
+        RejectionKind::CheckpointMismatch,
+        RejectionKind::ClockRegressed,
+        RejectionKind::DecisionMismatch,
+        RejectionKind::DigestMismatch,
+        RejectionKind::FutureRevision,
+        RejectionKind::IdentityMismatch,
+        RejectionKind::PermissionRevoked,
+        RejectionKind::ResourceChanged,
+        RejectionKind::SchemaTooNew,
+        RejectionKind::SelfApproval,
+        RejectionKind::StaleRevision,
     ] {
         assert!(
             refused.contains(&expected),

@@ -198,3 +198,74 @@ fn probes_catch_a_reference_without_identity_check_that_the_world_alone_misses()
     assert!(text.contains("only no-identity-check accepted"), "{text}");
     insta::assert_snapshot!("reference_without_identity_check", text);
 }
+
+/// Past its first divergence a pair asks neither machine and says so, rather than inventing a
+/// rejection (a `terminal` for a run that is not): the session shows both `NotAsked`. As a
+/// lifecycle it then follows its leading machine alone, so its verdicts stay a machine's own.
+#[test]
+fn after_a_divergence_the_pair_asks_neither_machine_and_follows_its_lead() {
+    use resumable_conformance::lockstep::{Said, Session, Side};
+    use resumable_kernel::{Name, Wait};
+    let pair = Pair::new(Kernel, Reference::broken(Variant::DoubleSuspend));
+    let identity = Identity {
+        tenant: Name::lit("t"),
+        session: Name::lit("s"),
+        run: Name::lit("r"),
+        definition: Name::lit("d@1"),
+    };
+    let policy = Policy {
+        operator: Name::lit("ops"),
+        reconcile_window: 10,
+    };
+    let mut s = Session::new(pair.clone(), identity, policy, Time(0)).expect("a valid policy");
+    let wait = |callback| Event::Suspend {
+        wait: Wait::Callback {
+            callback: Name::lit(callback),
+        },
+        expires_at: Time(50),
+        responsible: Name::lit("partner"),
+        resource_version: 1,
+    };
+    assert!(
+        s.feed(&Input {
+            at: Time(1),
+            event: wait("w-1")
+        })
+        .agreed
+    );
+    let second = s.feed(&Input {
+        at: Time(2),
+        event: wait("w-2"),
+    });
+    assert!(!second.agreed, "only the broken reference suspends twice");
+    let divergence = *s.divergence().expect("the pair diverged");
+    assert_eq!(divergence.disagreement(), Disagreement::OnlyBAccepted);
+    assert_eq!(s.run().lead, Side::B);
+
+    let cancel = Input {
+        at: Time(3),
+        event: Event::Cancel {
+            by: Name::lit("alice"),
+        },
+    };
+    let third = s.feed(&cancel).clone();
+    assert!(!third.agreed);
+    assert_eq!((third.a, third.b), (Said::NotAsked, Said::NotAsked));
+    assert_eq!(
+        *s.divergence().expect("kept"),
+        divergence,
+        "the first divergence is kept"
+    );
+
+    // As a lifecycle, the pair is now the reference alone: it cancels the reference's run.
+    let (next, _) = pair
+        .step(s.run(), &cancel)
+        .expect("the reference accepts a cancel");
+    let alone = Reference::broken(Variant::DoubleSuspend)
+        .step(&s.run().b, &cancel)
+        .expect("the reference accepts a cancel")
+        .0;
+    assert_eq!(next.b, alone);
+    assert_eq!(next.a, s.run().a, "the kernel's run is left as it was");
+    assert_eq!(next.divergence.as_deref(), Some(&divergence));
+}

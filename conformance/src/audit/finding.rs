@@ -2,7 +2,7 @@
 
 use super::chain::{ChainKind, KeyId};
 use super::{Verdict, FORMAT};
-use resumable_kernel::{Digest, Revision};
+use resumable_kernel::{Digest, Revision, SpecId};
 use serde::Serialize;
 use std::fmt;
 
@@ -135,7 +135,8 @@ pub enum Problem {
     /// A record violates a safety property over the whole log.
     Property {
         /// The spec ID of the property.
-        id: &'static str,
+        #[serde(serialize_with = "spec_id_name")]
+        id: SpecId,
         /// What happened, in a sentence.
         what: String,
         /// The kernel's verdict for the input.
@@ -361,17 +362,7 @@ fn sealing_message(problem: &Problem) -> String {
 fn verdict_summary(v: &Verdict) -> String {
     match v {
         Verdict::Accepted(_) => "accepted".into(),
-        Verdict::Rejected(r) => {
-            let tag = serde_json::to_value(r)
-                .ok()
-                .and_then(|v| {
-                    v.get("rejection")
-                        .and_then(|t| t.as_str())
-                        .map(String::from)
-                })
-                .unwrap_or_else(|| "?".into());
-            format!("rejected ({tag})")
-        }
+        Verdict::Rejected(r) => format!("rejected ({})", r.kind()),
     }
 }
 
@@ -401,4 +392,9 @@ pub(super) fn at(line: u64, column: Option<u64>, problem: Problem) -> Finding {
         column,
         problem,
     }
+}
+
+/// A spec ID in a report: its name, as spec/ writes it.
+fn spec_id_name<S: serde::Serializer>(id: &SpecId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(id.name())
 }

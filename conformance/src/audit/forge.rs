@@ -21,7 +21,7 @@ use super::{Accepted, Commit, Header, Verdict, Writer};
 use resumable_kernel::checkpoint::tool_key;
 use resumable_kernel::{
     Decision, Digest, Dispatch, Event, EventKind, Identity, Input, Name, PhaseKind, Resolution,
-    Time,
+    SpecId, Time,
 };
 use std::io;
 
@@ -53,7 +53,7 @@ pub struct Forgery {
     pub inputs: Vec<Input>,
     /// The spec ID of the property that still catches the forgery in an unkeyed log, if one
     /// does; `None` when only the key or the anchor can.
-    pub unkeyed_caught_by: Option<&'static str>,
+    pub unkeyed_caught_by: Option<SpecId>,
     /// How many inputs, from the end but for the last, the forger claims accepted although
     /// the kernel refuses them (see the module documentation).
     pub claimed: usize,
@@ -222,7 +222,7 @@ fn forgery(
     what: &'static str,
     original: &Original,
     edit: impl FnOnce(&mut Header, &mut Vec<Input>) -> Option<()>,
-    unkeyed_caught_by: Option<&'static str>,
+    unkeyed_caught_by: Option<SpecId>,
 ) -> io::Result<Forgery> {
     let (mut header, mut inputs) = (original.header.clone(), original.inputs.clone());
     edit(&mut header, &mut inputs)
@@ -269,7 +269,7 @@ pub fn all() -> io::Result<Vec<Forgery>> {
             *i = vec![at(Input { at: Time(0), event: Event::Dispatch { call } }, 1)];
             i.extend(rest);
             Some(())
-        }, Some("APR-1"))?,
+        }, Some(SpecId::Apr1))?,
         forgery("result-digest-changed", "the tool result's digest changed", &a, |_, i| {
             let Event::ToolResult { result, .. } = &mut i.get_mut(7)?.event else { return None };
             *result = Digest::of(b"forged result");
@@ -310,7 +310,7 @@ fn reconcile_forgeries(r: &Original) -> io::Result<Vec<Forgery>> {
             i.push(at(done, 10).with_event(Event::ToolResult { call_id: again.call_id, attempt: 0, result: call.args }));
             i.push(at(done, 11));
             Some(())
-        }, Some("REC-4"))?),
+        }, Some(SpecId::Rec4))?),
         claiming(2, forgery("key-recommitted-dedupe", "a call committed, then its key and arguments dispatched again under a new call id on a deduping tool, and recorded as committed twice", r, |_, i| {
             let done = i.pop()?;
             let call = resumable_kernel::Call { call_id: Name::lit("call-8"), tool: STORE.tool, args: Digest::of(b"{}"), key: Name::lit("idem-8"), contract: STORE.contract };
@@ -325,7 +325,7 @@ fn reconcile_forgeries(r: &Original) -> io::Result<Vec<Forgery>> {
             }
             i.push(at(done, 13));
             Some(())
-        }, Some("REC-4"))?),
+        }, Some(SpecId::Rec4))?),
         forgery("intervention-rewritten", "the operator's \"committed\" rewritten as \"continue\", and the call's key and arguments dispatched and committed again under a new call id", r, |_, i| {
             let call = notify_call(i)?;
             let Event::Resume(resume) = &mut i.get_mut(7)?.event else { return None };

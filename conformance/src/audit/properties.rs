@@ -3,7 +3,7 @@
 //! comparison, so a forged verdict is named by the rule it breaks.
 
 use super::{Record, ToolPolicy, Verdict};
-use resumable_kernel::{Call, Decision, Event, Name, Reason, Run, Wait};
+use resumable_kernel::{ApprovalField, Call, Decision, Event, Name, Reason, Run, SpecId, Wait};
 use std::collections::{HashMap, VecDeque};
 
 /// The recent commits, for REC-4/EFF-1: each key with its attempt (what the tool sees), the
@@ -91,7 +91,7 @@ fn json<T: serde::Serialize>(value: &T) -> String {
 
 /// A finding of the whole-log checks: a property, by spec ID, or the tool policy.
 pub(super) enum Broken {
-    Property(&'static str, String),
+    Property(SpecId, String),
     Policy(String),
 }
 
@@ -117,7 +117,7 @@ fn check_policy(tools: &ToolTable, record: &Record) -> Result<(), Broken> {
     let policy = tools.check_call(call).map_err(Broken::Policy)?;
     if policy.gated && matches!(record.input.event, Event::Dispatch { .. }) {
         return Err(Broken::Property(
-            "APR-1",
+            SpecId::Apr1,
             format!(
                 "call {} to tool {}, which the header's policy gates, was dispatched directly, \
                  without an approval",
@@ -143,7 +143,7 @@ fn check_res_3(run: &Run, record: &Record) -> Result<(), Broken> {
         "future"
     };
     Err(Broken::Property(
-        "RES-3",
+        SpecId::Res3,
         format!(
             "a resume from {age} checkpoint revision {} was accepted while the run was at \
              revision {}",
@@ -170,26 +170,26 @@ fn check_apr_1(run: &Run, record: &Record, claim: &super::Accepted) -> Result<()
         },
         _ => None,
     };
-    let broken = |what: String| Err(Broken::Property("APR-1", what));
+    let broken = |what: String| Err(Broken::Property(SpecId::Apr1, what));
     match (pending, approval) {
         (Some((call, requester)), Some(a)) => {
             let unbound = if a.call_id != call.call_id || d.call_id != call.call_id {
-                "call id"
+                Unbound::Approval(ApprovalField::CallId)
             } else if a.args != call.args || d.args != call.args {
-                "argument digest"
+                Unbound::Approval(ApprovalField::Args)
             } else if a.requester != requester {
-                "requester"
+                Unbound::Approval(ApprovalField::Requester)
             } else if a.revision != run.revision() {
-                "checkpoint revision"
+                Unbound::Approval(ApprovalField::Revision)
             } else if d.key != call.key {
-                "idempotency key"
+                Unbound::Key
             } else {
                 return Ok(());
             };
             broken(format!(
-                "call {} was dispatched on an approval whose {unbound} does not match the \
-                 pending call",
-                d.call_id
+                "call {} was dispatched on an approval whose {} does not match the pending call",
+                d.call_id,
+                unbound.words()
             ))
         }
         (Some((call, _)), None) => broken(format!(
@@ -201,6 +201,27 @@ fn check_apr_1(run: &Run, record: &Record, claim: &super::Accepted) -> Result<()
             d.call_id
         )),
         (None, None) => Ok(()),
+    }
+}
+
+/// What of a dispatch out of an approval does not match the call that awaited it: a part of
+/// the approval (the kernel's own [`ApprovalField`]), or the key the dispatch carries.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Unbound {
+    Approval(ApprovalField),
+    Key,
+}
+
+impl Unbound {
+    /// The part, in words for a report.
+    fn words(self) -> &'static str {
+        match self {
+            Unbound::Approval(ApprovalField::CallId) => "call id",
+            Unbound::Approval(ApprovalField::Args) => "argument digest",
+            Unbound::Approval(ApprovalField::Requester) => "requester",
+            Unbound::Approval(ApprovalField::Revision) => "checkpoint revision",
+            Unbound::Key => "idempotency key",
+        }
     }
 }
 
@@ -230,7 +251,7 @@ fn check_rec_4(
         format!("call {}; first by call {first_call}", c.call_id)
     };
     Err(Broken::Property(
-        "REC-4",
+        SpecId::Rec4,
         format!(
             "key {} (attempt {}) was committed again ({under}); it was first committed on line \
              {first_line}: EFF-1 allows one commit per key{kernel}",

@@ -174,10 +174,14 @@ pub fn resume(checkpoint: Checkpoint, decision: Decision) -> Event {
     })
 }
 
-/// A name from generated text; the generator only makes short printable names, and an
-/// impossible one degrades to a fixed name rather than a panic.
+/// A name from generated text. The generator makes only `call-N` and `idem-N` with `N` a
+/// `u64`: at most 25 printable bytes, within a name's 31. Anything else is a bug here, so it
+/// is asserted rather than replaced by a made-up name that would hide it.
 fn name(s: &str) -> Name {
-    Name::new(s).unwrap_or(Name::lit("invalid"))
+    match Name::new(s) {
+        Ok(name) => name,
+        Err(e) => panic!("the generator made an invalid name {s:?}: {e}"),
+    }
 }
 
 /// An approval of `call` on `checkpoint` by `approver`.

@@ -19,7 +19,10 @@ use serde::Deserialize;
 pub(super) fn read_header(text: &str, line: u64) -> Result<RunHeader, Finding> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)] // format and version are read by the probe; here they are only allowed
+    #[expect(
+        dead_code,
+        reason = "format and version are read by the probe; here they are only allowed"
+    )]
     struct Full {
         format: serde::de::IgnoredAny,
         version: serde::de::IgnoredAny,

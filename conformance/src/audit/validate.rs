@@ -352,7 +352,6 @@ fn header_v2(text: &str, options: &Options) -> Result<HeaderParts, Finding> {
 }
 
 impl Validator {
-    #[allow(clippy::too_many_arguments)] // the parts of a header, read once
     fn new(
         header: RunHeader,
         run: Run,
@@ -531,7 +530,10 @@ impl Validator {
 /// in its place, last).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code)] // the MAC is read from its place by `unseal`; here it is only allowed
+#[expect(
+    dead_code,
+    reason = "the MAC is read from its place by `unseal`; here it is only allowed"
+)]
 struct SealedRecord {
     seq: u64,
     revision: Revision,

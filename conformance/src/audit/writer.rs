@@ -104,6 +104,8 @@ impl<W: Write> Writer<W> {
 
     /// Writes a record whose verdict is `verdict`, whatever the kernel would say, at
     /// `revision`, without moving the run: what a forger does (see `forge`), never a runtime.
+    /// Only the fixtures forge.
+    #[cfg(feature = "fixtures")]
     pub(crate) fn claim(
         &mut self,
         input: &Input,

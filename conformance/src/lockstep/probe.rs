@@ -65,8 +65,29 @@ fn resume(checkpoint: Checkpoint, decision: Decision, facts: Facts) -> Event {
 
 /// The probes for one run at time `now`: the run's own inputs at the wrong moment, a clock
 /// that runs backwards, and resumes from its checkpoints, forged, broken, stale, foreign,
-/// with facts that changed or decisions that do not bind.
+/// with facts that changed or decisions that do not bind. The order is fixed: the first probe
+/// that finds a disagreement is the one reported.
 pub fn inputs(cast: &Cast, updated_at: Time, checkpoints: &[Checkpoint], now: Time) -> Vec<Input> {
+    let mut v = unprompted(cast, updated_at, now);
+    let Some(&cp) = checkpoints.last() else {
+        return v;
+    };
+    let latest = Latest::new(cp, now);
+    v.extend(latest.tampered());
+    v.extend(latest.by_reason(cast));
+    if cp.reason == ReasonKind::PendingApproval {
+        v.extend(latest.unbound_approvals());
+    }
+    // RES-2, RES-3: a resume from the run's first checkpoint, long superseded.
+    if let Some(&first) = checkpoints.first().filter(|first| **first != cp) {
+        v.extend(latest.superseded(first));
+    }
+    v
+}
+
+/// The inputs that need no checkpoint: the run's own inputs at the wrong moment, every call
+/// the agent may propose, and a clock that runs backwards.
+fn unprompted(cast: &Cast, updated_at: Time, now: Time) -> Vec<Input> {
     let at = |event| Input { at: now, event };
     let mut v = vec![
         at(Event::Expire),
@@ -110,163 +131,195 @@ pub fn inputs(cast: &Cast, updated_at: Time, checkpoints: &[Checkpoint], now: Ti
             event: Event::Expire,
         });
     }
-    let Some(&cp) = checkpoints.last() else {
-        return v;
-    };
-    let until = now.after(5);
-    let ok = Facts {
-        resource_version: cp.resource_version,
-        permitted: true,
-        within_budget: true,
-    };
-    let decision = fitting(&cp, until);
-    let resealed = |change: &dyn Fn(&mut Checkpoint)| {
-        let mut c = cp;
+    v
+}
+
+/// The run's latest checkpoint, and what a well-behaved resumer would send with it at `now`:
+/// the ground every resume probe changes one thing of.
+struct Latest {
+    cp: Checkpoint,
+    now: Time,
+    until: Time,
+    decision: Decision,
+    ok: Facts,
+}
+
+impl Latest {
+    fn new(cp: Checkpoint, now: Time) -> Latest {
+        let until = now.after(5);
+        Latest {
+            cp,
+            now,
+            until,
+            decision: fitting(&cp, until),
+            ok: Facts {
+                resource_version: cp.resource_version,
+                permitted: true,
+                within_budget: true,
+            },
+        }
+    }
+
+    fn at(&self, checkpoint: Checkpoint, decision: Decision, facts: Facts) -> Input {
+        Input {
+            at: self.now,
+            event: resume(checkpoint, decision, facts),
+        }
+    }
+
+    /// The checkpoint with `change` made, resealed so that its digest verifies.
+    fn resealed(&self, change: impl FnOnce(&mut Checkpoint)) -> Checkpoint {
+        let mut c = self.cp;
         change(&mut c);
         c.seal()
-    };
-    let mut broken = cp;
-    broken.digest.0[0] ^= 1;
-    v.extend([
-        // As a well-behaved resumer sends it: accepted or refused, alike.
-        at(resume(cp, decision, ok)),
-        // ID-1: another tenant's checkpoint, resealed so its digest verifies.
-        at(resume(
-            resealed(&|c| c.identity.tenant = Name::lit("tenant-probe")),
-            decision,
-            ok,
-        )),
-        // CKP-2: a broken digest. CKP-3: a newer schema, resealed.
-        at(resume(broken, decision, ok)),
-        at(resume(
-            resealed(&|c| c.schema_version = SCHEMA_VERSION + 1),
-            decision,
-            ok,
-        )),
-        // RES-3: a revision the run never reached, resealed; a changed resource.
-        at(resume(
-            resealed(&|c| c.revision = Revision(c.revision.0 + 1)),
-            decision,
-            ok,
-        )),
-        at(resume(
-            cp,
-            decision,
-            Facts {
-                resource_version: cp.resource_version.wrapping_add(1),
-                ..ok
-            },
-        )),
-        // RES-4: a forged checkpoint naming another responsible party, resealed; one whose
-        // pending cancel was erased.
-        at(resume(
-            resealed(&|c| c.responsible = Name::lit("mallory")),
-            decision,
-            ok,
-        )),
-        at(resume(
-            resealed(&|c| c.cancel_requested_by = None),
-            decision,
-            ok,
-        )),
-        // CKP-3: a schema no kernel wrote.
-        at(resume(resealed(&|c| c.schema_version = 0), decision, ok)),
-        // RES-6: a decision of the wrong kind. RES-7: permission revoked.
-        at(resume(cp, wrong_kind(&cp, until), ok)),
-        at(resume(
-            cp,
-            decision,
-            Facts {
-                permitted: false,
-                ..ok
-            },
-        )),
-    ]);
-    let moved = Facts {
-        resource_version: cp.resource_version.wrapping_add(1),
-        ..ok
-    };
-    match cp.reason {
-        // RES-3, LIVE-2: every answer to an unknown outcome, with the resource moved.
-        ReasonKind::OutcomeUnknown => v.extend(
-            [
+    }
+
+    /// The fitting resume, then the same with one thing forged, broken or changed.
+    fn tampered(&self) -> Vec<Input> {
+        let (cp, decision, ok) = (self.cp, self.decision, self.ok);
+        let mut broken = cp;
+        broken.digest.0[0] ^= 1;
+        let moved = Facts {
+            resource_version: cp.resource_version.wrapping_add(1),
+            ..ok
+        };
+        vec![
+            // As a well-behaved resumer sends it: accepted or refused, alike.
+            self.at(cp, decision, ok),
+            // ID-1: another tenant's checkpoint, resealed so its digest verifies.
+            self.at(
+                self.resealed(|c| c.identity.tenant = Name::lit("tenant-probe")),
+                decision,
+                ok,
+            ),
+            // CKP-2: a broken digest. CKP-3: a newer schema, resealed.
+            self.at(broken, decision, ok),
+            self.at(
+                self.resealed(|c| c.schema_version = SCHEMA_VERSION + 1),
+                decision,
+                ok,
+            ),
+            // RES-3: a revision the run never reached, resealed; a changed resource.
+            self.at(
+                self.resealed(|c| c.revision = Revision(c.revision.0 + 1)),
+                decision,
+                ok,
+            ),
+            self.at(cp, decision, moved),
+            // RES-4: a forged checkpoint naming another responsible party, resealed; one whose
+            // pending cancel was erased.
+            self.at(
+                self.resealed(|c| c.responsible = Name::lit("mallory")),
+                decision,
+                ok,
+            ),
+            self.at(
+                self.resealed(|c| c.cancel_requested_by = None),
+                decision,
+                ok,
+            ),
+            // CKP-3: a schema no kernel wrote.
+            self.at(self.resealed(|c| c.schema_version = 0), decision, ok),
+            // RES-6: a decision of the wrong kind. RES-7: permission revoked.
+            self.at(cp, wrong_kind(&cp, self.until), ok),
+            self.at(
+                cp,
+                decision,
+                Facts {
+                    permitted: false,
+                    ..ok
+                },
+            ),
+        ]
+    }
+
+    /// Every answer the reason admits, with the resource as it was and moved.
+    fn by_reason(&self, cast: &Cast) -> Vec<Input> {
+        let (cp, ok) = (self.cp, self.ok);
+        let moved = Facts {
+            resource_version: cp.resource_version.wrapping_add(1),
+            ..ok
+        };
+        let committed = cast.results[1];
+        match cp.reason {
+            // RES-3, LIVE-2: every answer to an unknown outcome, with the resource moved.
+            ReasonKind::OutcomeUnknown => [
                 QueryAnswer::Unknown,
                 QueryAnswer::NotCommitted,
-                QueryAnswer::Committed {
-                    result: cast.results[1],
-                },
+                QueryAnswer::Committed { result: committed },
             ]
-            .map(|a| at(resume(cp, Decision::Reconcile(a), moved))),
-        ),
-        // RES-3, REC-4: every intervention, with the resource as it was and moved.
-        ReasonKind::ManualIntervention => {
-            for resolution in [
+            .map(|a| self.at(cp, Decision::Reconcile(a), moved))
+            .to_vec(),
+            // RES-3, REC-4: every intervention, with the resource as it was and moved.
+            ReasonKind::ManualIntervention => [
                 Resolution::Abandon,
                 Resolution::Continue,
-                Resolution::Committed {
-                    result: cast.results[1],
-                },
-            ] {
+                Resolution::Committed { result: committed },
+            ]
+            .into_iter()
+            .flat_map(|resolution| {
                 let d = Decision::Intervene {
                     by: cp.responsible,
                     resolution,
                 };
-                v.extend([at(resume(cp, d, ok)), at(resume(cp, d, moved))]);
-            }
+                [self.at(cp, d, ok), self.at(cp, d, moved)]
+            })
+            .collect(),
+            _ => Vec::new(),
         }
-        _ => {}
     }
-    if cp.reason == ReasonKind::PendingApproval {
-        let a = approval(&cp, until);
-        v.extend([
+
+    /// Approvals that do not bind, for a pending approval.
+    fn unbound_approvals(&self) -> Vec<Input> {
+        let (cp, ok) = (self.cp, self.ok);
+        let a = approval(&cp, self.until);
+        let mut v = vec![
             // APR-3: the requester approves its own call. APR-1: an edited call.
-            at(resume(
+            self.at(
                 cp,
                 Decision::Approve(Approval {
                     approver: a.requester,
                     ..a
                 }),
                 ok,
-            )),
-            at(resume(
+            ),
+            self.at(
                 cp,
                 Decision::Approve(Approval {
                     args: Digest::of(b"edited by the probe"),
                     ..a
                 }),
                 ok,
-            )),
+            ),
             // APR-4 and RES-2: a denial, which also conflicts with an approval that won.
-            at(resume(cp, Decision::Deny(a), ok)),
-        ]);
+            self.at(cp, Decision::Deny(a), ok),
+        ];
         // APR-2: an approval that expired before it arrived.
-        if let Some(before) = now.0.checked_sub(1) {
-            v.push(at(resume(
-                cp,
-                Decision::Approve(Approval {
-                    expires_at: Time(before),
-                    ..a
-                }),
-                ok,
-            )));
+        if let Some(before) = self.now.0.checked_sub(1) {
+            let expired = Approval {
+                expires_at: Time(before),
+                ..a
+            };
+            v.push(self.at(cp, Decision::Approve(expired), ok));
         }
+        v
     }
-    // RES-2, RES-3: a resume from the run's first checkpoint, long superseded, as it was
-    // and resealed naming another responsible party (only the holder of the very checkpoint
-    // a resume was taken from learns how its decision fared).
-    if let Some(&first) = checkpoints.first().filter(|first| **first != cp) {
+
+    /// Resumes from the run's first checkpoint, long superseded, as it was and resealed naming
+    /// another responsible party (only the holder of the very checkpoint a resume was taken
+    /// from learns how its decision fared).
+    fn superseded(&self, first: Checkpoint) -> [Input; 2] {
         let facts = Facts {
             resource_version: first.resource_version,
-            ..ok
+            ..self.ok
         };
         let mut forged = first;
         forged.responsible = Name::lit("mallory");
-        v.extend([
-            at(resume(first, fitting(&first, until), facts)),
-            at(resume(forged.seal(), fitting(&forged, until), facts)),
-        ]);
+        [
+            self.at(first, fitting(&first, self.until), facts),
+            self.at(forged.seal(), fitting(&forged, self.until), facts),
+        ]
     }
-    v
 }
 
 /// The first probe on which the two machines of `pair` disagree at `run`, if any.

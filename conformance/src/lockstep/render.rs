@@ -164,6 +164,7 @@ pub fn said(s: &Said) -> String {
             format!("accepted -> {} [{}]", observation(run), effects(e))
         }
         Said::Refused(r) => format!("refused {}: {r}", rejection_name(r)),
+        Said::NotAsked => "not asked: the pair had already diverged".to_string(),
     }
 }
 

@@ -11,8 +11,8 @@
 //! [`Probes::On`], a second property, [`CONF_1_PROBES`], also offers both machines the
 //! adversarial inputs of [`super::probe`] at every reachable state.
 
-use super::{probe, Disagreement, Divergence, Observable, Pair, PairRun, Tally};
-use resumable_kernel::{Checkpoint, EventKind, Time};
+use super::{probe, Agreed, Disagreement, Divergence, Observable, Pair, PairRun, Tally};
+use resumable_kernel::{Checkpoint, EventKind, RejectionKind, Time};
 use resumable_model::checker::{self, CheckError, Options, Report, Summarize, Trace, Verdict};
 use resumable_model::config::{Config, ConfigError};
 use resumable_model::world::{Action, Worker, World, WorldState};
@@ -272,9 +272,9 @@ pub struct LockstepReport {
     pub conf_1: Verdict,
     /// The shortest trace to the first divergence, if CONF-1 is violated.
     pub counterexample: Option<Trace>,
-    /// What the two machines agreed on during the check, per input kind: `"accepted"` or the
-    /// name of the rejection both gave, with how many comparisons.
-    pub agreements: BTreeMap<(EventKind, &'static str), u64>,
+    /// What the two machines agreed on during the check, per input kind: the verdict both
+    /// gave, with how many comparisons.
+    pub agreements: BTreeMap<(EventKind, Agreed), u64>,
     /// The disagreements the search met, by kind: empty exactly when CONF-1 holds on a
     /// complete search.
     pub disagreements: BTreeMap<Disagreement, u64>,
@@ -286,8 +286,8 @@ impl LockstepReport {
         self.counterexample.as_ref().map(render_trace)
     }
 
-    /// The names of the rejections both machines gave alike at least once, sorted.
-    pub fn agreed_rejections(&self) -> Vec<&'static str> {
+    /// The rejections both machines gave alike at least once, sorted.
+    pub fn agreed_rejections(&self) -> Vec<RejectionKind> {
         super::agreed_rejections(&self.agreements)
     }
 }

@@ -1,0 +1,115 @@
+//! One input line: the kernel's serde form, with the conveniences for writing by hand turned
+//! into it, and every field checked to be one the kernel reads.
+
+use super::read::{json_error, take_string, type_name};
+use super::references::resume_conveniences;
+use super::{ScenarioError, Step};
+use resumable_kernel::{Digest, Input};
+use serde_json::Value;
+
+pub(super) fn parse_input(line: usize, text: &str, value: Value) -> Result<Step, ScenarioError> {
+    let Value::Object(mut obj) = value else {
+        return Err(ScenarioError::at(
+            line,
+            format!("an input is a JSON object, found {}", type_name(&value)),
+        ));
+    };
+    if obj.contains_key("scenario") {
+        return Err(ScenarioError::at(
+            line,
+            "a second header: a file holds one scenario, headed by its first line",
+        ));
+    }
+    let note = take_string(&mut obj, "note", line)?;
+    let expect = take_string(&mut obj, "expect", line)?;
+    let mut written = Value::Object(obj);
+    digests_from_text(&mut written, "").map_err(|m| ScenarioError::at(line, m))?;
+    let fill = resume_conveniences(&mut written).map_err(|m| ScenarioError::at(line, m))?;
+    let input: Input =
+        serde_json::from_value(written.clone()).map_err(|e| data_error(line, text, &e))?;
+    // Kernel types accept and ignore fields they do not know; a scenario must not, or a
+    // misspelt field would silently take its default. Every field written must be one the
+    // input, written back, also has.
+    let canonical = serde_json::to_value(input)
+        .map_err(|e| ScenarioError::at(line, format!("cannot write the input back: {e}")))?;
+    known_fields(&written, &canonical, "").map_err(|m| ScenarioError::at(line, m))?;
+    Ok(Step {
+        line,
+        note,
+        expect,
+        input,
+        fill,
+    })
+}
+
+/// A type error found on the rewritten input. The rewritten value has no positions, so the
+/// line's own text is parsed again: where that meets the same error, its column is given.
+fn data_error(line: usize, text: &str, e: &serde_json::Error) -> ScenarioError {
+    let message = e.to_string();
+    let column = serde_json::from_str::<Input>(text)
+        .err()
+        .map(|raw| json_error(line, &raw))
+        .filter(|raw| raw.message == message)
+        .and_then(|raw| raw.column);
+    ScenarioError {
+        line,
+        column,
+        message,
+    }
+}
+
+/// Replaces every `{"text": "..."}` with the hex SHA-256 of the text.
+fn digests_from_text(v: &mut Value, path: &str) -> Result<(), String> {
+    match v {
+        Value::Object(obj) if obj.len() == 1 && obj.contains_key("text") => match obj.get("text") {
+            Some(Value::String(s)) => {
+                *v = Value::String(Digest::of(s.as_bytes()).to_string());
+                Ok(())
+            }
+            Some(other) => Err(format!(
+                "`{path}`: a digest written as {{\"text\": ...}} needs a string, found {}",
+                type_name(other)
+            )),
+            None => Ok(()),
+        },
+        Value::Object(obj) => {
+            for (k, sub) in obj.iter_mut() {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                digests_from_text(sub, &p)?;
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for (i, sub) in items.iter_mut().enumerate() {
+                digests_from_text(sub, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Every field in `written` must also be in `canonical` (the input written back by serde).
+fn known_fields(written: &Value, canonical: &Value, path: &str) -> Result<(), String> {
+    match (written, canonical) {
+        (Value::Object(w), Value::Object(c)) => {
+            for (k, sub) in w {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match c.get(k) {
+                    Some(csub) => known_fields(sub, csub, &p)?,
+                    None => return Err(format!("unknown field `{p}`")),
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}

@@ -3,7 +3,10 @@
 //!
 //! The kernel itself forbids unsafe code; implementing `GlobalAlloc` needs it, so this one test
 //! file allows it, and only to forward to the system allocator.
-#![allow(unsafe_code)]
+#![allow(
+    unsafe_code,
+    reason = "a counting global allocator forwards to the system one"
+)]
 
 mod common;
 use common::*;

@@ -1,33 +1,34 @@
 //! The lifecycle's properties, named `"<SPEC-ID> <present-tense sentence>"`.
 //!
 //! Safety properties are `always`. Those about history read the violation bits the world sets
-//! when a transition lands (see [`crate::world::violation`]); the rest read the state. Each
+//! when a transition lands (see [`crate::world::violation`]); the rest read the state. The
+//! table's last column names the function that holds each property's logic, one hop away. Each
 //! has a `sometimes` partner showing that the states it speaks about are reached, so it cannot
 //! hold vacuously.
 //!
-//! | property | checked | breaks it (variant) | partner |
-//! |---|---|---|---|
-//! | RES-2 | when a resume lands: no other resume won from its checkpoint | no-revision-check | two workers race, one wins |
-//! | RES-3 | when a resume lands: its checkpoint is at the run's revision, and one that acts on the present finds the resource its checkpoint showed | no-revision-check, approval-ignores-resource | a stale approval arrives |
-//! | RES-5 | when a resume lands: the suspension had not expired | approvals-never-expire | a decision arrives after the suspension expired |
-//! | APR-1 | when a gated dispatch lands: a binding approval released it | approval-not-bound-to-args | the tool commits an approved call |
-//! | APR-2 | when a decision lands: it had not expired | approvals-never-expire | a decision arrives after it expired |
-//! | APR-3 | when a decision lands: from the recorded approver, not the requester | self-approval-allowed | the requester's own approval arrives |
-//! | APR-4 | when a denial lands: the run failed; when a dispatch lands: its call was never denied | deny-leaves-running | a denial fails the run |
-//! | EFF-1 | when the tool commits: no other attempt of the key committed | retry-without-contract, retry-fresh-key-on-dedupe, rerun-step-on-resume | a delayed request reaches the tool after "not committed" |
-//! | EFF-2 | when the tool commits: the run has not ended as if nothing more would commit | cancel-ends-unsettled | a request is still on its way when its run ends |
-//! | REC-2 | when a dispatch lands: its call's outcome was not unknown | retry-unknown-without-reconcile | a crash leaves an unknown outcome |
-//! | REC-3 | when a retry lands: every earlier key is fenced or deduped, its own is not fenced | retry-same-key-on-fence (and the two above) | a retry after "not committed" succeeds |
-//! | REC-4 | when a dispatch lands: its key's result was not known | rerun-step-on-resume, last-call-only-key-check | reconcile reuses a committed result |
-//! | KEY-1 | when a dispatch lands: its key carries the arguments of its first dispatch | last-call-only-key-check | the agent proposes an earlier call id or key again |
-//! | CAN-2 | when a write lands after an accepted cancel: the run waits with the cancel visible, or has failed | cancel-lost-on-escalation | a cancel waits while a person settles an unknown outcome |
-//! | INV-1 | when a write lands: the run was not terminal | (none of the fourteen) | a message reaches a finished run |
-//! | AUD-1 | when a write lands, and in every state: one record per revision | (none of the fourteen) | a run completes, every step audited |
-//! | ID-1 | when a resume is stepped: a foreign checkpoint is refused for its identity | identity-after-revision, no-identity-check | another tenant's checkpoint reaches a run |
-//! | SUS-1 | in every state: a suspension's expiry, start and party are sound | (none of the fourteen) | a run waits |
-//! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | a run waiting for approval is offered a second suspend |
-//! | LIVE-1 | in every state: no suspension outlasts its bound | no-expiry | a suspension expires |
-//! | LIVE-2 | in every state: every suspension not past its expiry accepts some honest answer | resource-blocks-answers | a decision arrives after the resource moved |
+//! | property | checked | breaks it (variant) | partner | raised in (`world/ledger.rs` unless named) |
+//! |---|---|---|---|---|
+//! | RES-2 | when a resume lands: no other resume won from its checkpoint | no-revision-check | two workers race, one wins | `commit` |
+//! | RES-3 | when a resume lands: its checkpoint is at the run's revision, and one that acts on the present finds the resource its checkpoint showed | no-revision-check, approval-ignores-resource | a stale approval arrives | `resume_violations`, `acts_on_moved_resource` |
+//! | RES-5 | when a resume lands: the suspension had not expired | approvals-never-expire | a decision arrives after the suspension expired | `resume_violations` |
+//! | APR-1 | when a gated dispatch lands: a binding approval released it | approval-not-bound-to-args | the tool commits an approved call | `book_dispatch` |
+//! | APR-2 | when a decision lands: it had not expired | approvals-never-expire | a decision arrives after it expired | `resume_violations` |
+//! | APR-3 | when a decision lands: from the recorded approver, not the requester | self-approval-allowed | the requester's own approval arrives | `resume_violations` |
+//! | APR-4 | when a denial lands: the run failed; when a dispatch lands: its call was never denied | deny-leaves-running | a denial fails the run | `resume_violations`, `book_dispatch` |
+//! | EFF-1 | when the tool commits: no other attempt of the key committed | retry-without-contract, retry-fresh-key-on-dedupe, rerun-step-on-resume | a delayed request reaches the tool after "not committed" | `commit_violations` |
+//! | EFF-2 | when the tool commits: the run has not ended as if nothing more would commit | cancel-ends-unsettled | a request is still on its way when its run ends | `commit_violations` |
+//! | REC-2 | when a dispatch lands: its call's outcome was not unknown | retry-unknown-without-reconcile | a crash leaves an unknown outcome | `book_dispatch` |
+//! | REC-3 | when a retry lands: every earlier key is fenced or deduped, its own is not fenced | retry-same-key-on-fence (and the two above) | a retry after "not committed" succeeds | `book_dispatch` |
+//! | REC-4 | when a dispatch lands: its key's result was not known | rerun-step-on-resume, last-call-only-key-check | reconcile reuses a committed result | `book_dispatch` |
+//! | KEY-1 | when a dispatch lands: its key carries the arguments of its first dispatch | last-call-only-key-check | the agent proposes an earlier call id or key again | `book_dispatch` |
+//! | CAN-2 | when a write lands after an accepted cancel: the run waits with the cancel visible, or has failed | cancel-lost-on-escalation | a cancel waits while a person settles an unknown outcome | `can_2` |
+//! | INV-1 | when a write lands: the run was not terminal | no variant; a mutant in `model/tests/properties_variants.rs` | a message reaches a finished run | `step_violations` |
+//! | AUD-1 | when a write lands, and in every state: one record per revision | no variant; a mutant in `model/tests/properties_variants.rs` | a run completes, every step audited | `step_violations`; here, `audited` |
+//! | ID-1 | when a resume is stepped: a foreign checkpoint is refused for its identity | identity-after-revision, no-identity-check | another tenant's checkpoint reaches a run | `resume_violations`; `transition.rs` `stage` |
+//! | SUS-1 | in every state: a suspension's expiry, start and party are sound | no variant; a mutant in `model/tests/properties_variants.rs` | a run waits | here (the state) |
+//! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | a run waiting for approval is offered a second suspend | `step_violations` |
+//! | LIVE-1 | in every state: no suspension outlasts its bound | no-expiry | a suspension expires | here, `within_bound` |
+//! | LIVE-2 | in every state: every suspension not past its expiry accepts some honest answer | resource-blocks-answers | a decision arrives after the resource moved | `World::stuck_run` (`world/honest.rs`) |
 //!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
 //! current suspension has lasted and the property requires it to stay within the longest

@@ -4,7 +4,10 @@
 
 // Every field is read from the document, so its presence and its type are checked even where
 // no assertion looks at its value.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "fields read back from ITF are checked by deserialising them, not all read"
+)]
 
 use resumable_model::checker::{check, Kind, Options, Report, Trace};
 use resumable_model::config::Config;

@@ -88,7 +88,7 @@ caught_by! {
 }
 
 /// Fails to compile when a variant is added without a test above.
-#[allow(dead_code)]
+#[expect(dead_code, reason = "never called: it exists to fail to compile")]
 fn every_variant_has_a_test_above(v: Variant) {
     match v {
         Variant::NoRevisionCheck

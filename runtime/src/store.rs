@@ -139,7 +139,10 @@ pub struct Summary {
 /// A request from outside the run: a decision on its suspension, or a cancel.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(tag = "request", rename_all = "snake_case")]
-#[allow(clippy::large_enum_variant)] // held inline like the kernel's own inputs
+#[expect(
+    clippy::large_enum_variant,
+    reason = "held inline like the kernel's own inputs"
+)]
 pub enum Request {
     /// Resume the suspension this checkpoint describes with this decision.
     Resume {

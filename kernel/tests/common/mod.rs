@@ -1,5 +1,8 @@
 //! Fixtures shared by the kernel's tests: the seed's run and call, and builders for inputs.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by test binaries, each of which uses a part"
+)]
 
 use resumable_kernel::*;
 

@@ -2,7 +2,10 @@
 //! (so counts are deterministic), verdicts per property, and a breadth-first search of our
 //! own for shortest witness paths (stateright reports the last path it found, not the first).
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by test binaries, each of which uses a part"
+)]
 
 use resumable_model::config::{Config, Program};
 use resumable_model::world::World;

@@ -350,7 +350,7 @@ fn keep_going_judges_every_property_past_the_first_violation() {
 // --- The default check -------------------------------------------------------------------------
 
 #[test]
-fn the_default_check_exercises_every_property_in_its_worlds() {
+fn the_default_check_runs_its_five_worlds_and_merges_them() {
     // Bounded by depth so it stays short in debug; every world is still checked. The full
     // default check, which must pass with every property exercised, is CI's main job
     // (`cargo run --release -- check`, about four seconds).
@@ -367,6 +367,15 @@ fn the_default_check_exercises_every_property_in_its_worlds() {
     // Cut by the depth bound, the merge says incomplete, never pass.
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert_eq!(doc["merged"]["outcome"], "incomplete");
+    // Its report merges with other checks: each world is a cell.
+    let dir = std::env::temp_dir().join(format!("resumable-suite-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let file = dir.join("suite.json");
+    std::fs::write(&file, &o.stdout).expect("written");
+    let o = check(&["--merge", &file.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stdout(&o).contains("merged 5 checks"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("suite.json#reuse"), "{}", stdout(&o));
 }
 
 #[test]

@@ -123,7 +123,8 @@ pub fn print() -> ExitCode {
     )
 }
 
-/// `check --merge FILES...`: reads each report, folds them, prints the merge as text or
+/// `check --merge FILES...`: reads each report (a default check's report counts as its
+/// worlds' reports), folds them, prints the merge as text or
 /// JSON, and exits by the rules of a single check.
 pub fn merge_files(files: &[String], json: bool) -> ExitCode {
     let mut reports = Vec::with_capacity(files.len());
@@ -132,9 +133,26 @@ pub fn merge_files(files: &[String], json: bool) -> ExitCode {
             Ok(text) => text,
             Err(e) => return super::misuse(&format!("cannot read {file}: {e}")),
         };
-        match merge::parse(file, &text) {
-            Ok(report) => reports.push((file.clone(), report)),
-            Err(e) => return super::misuse(&e.to_string()),
+        // The default check's report holds one report per world: each is a cell.
+        let worlds = (serde_json::from_str::<Value>(&text).ok())
+            .filter(|doc| doc["schema"] == super::suite::SUITE_SCHEMA)
+            .and_then(|doc| doc["worlds"].as_array().cloned());
+        let cells = match worlds {
+            Some(worlds) => (worlds.iter())
+                .map(|w| {
+                    (
+                        format!("{file}#{}", w["world"].as_str().unwrap_or("")),
+                        w["report"].to_string(),
+                    )
+                })
+                .collect(),
+            None => vec![(file.clone(), text)],
+        };
+        for (source, text) in cells {
+            match merge::parse(&source, &text) {
+                Ok(report) => reports.push((source, report)),
+                Err(e) => return super::misuse(&e.to_string()),
+            }
         }
     }
     let merged = match merge::merge(&reports) {

@@ -13,7 +13,7 @@ mkdir -p "$corpus"/{scenario,audit_log,checkpoint_json}
 cp spec/scenarios/*.jsonl "$corpus/scenario/"
 cp spec/audit-examples/*.jsonl "$corpus/audit_log/"
 cp spec/audit-examples/*.anchor "$corpus/checkpoint_json/"
-cargo run -q -p resumable-conformance --example audit_examples -- --checkpoints "$corpus/checkpoint_json"
+cargo run -q -p resumable-audit --example audit_examples -- --checkpoints "$corpus/checkpoint_json"
 cd fuzz
 export RUSTC_BOOTSTRAP=1
 cargo fuzz build -O --sanitizer none

@@ -10,7 +10,7 @@
 //! one JSON object on stderr.
 
 use crate::output::{self, status, Error, Format, Out};
-use resumable_conformance::audit;
+use resumable_audit as audit;
 use resumable_conformance::scenario::{self, Header, ScenarioError};
 use resumable_conformance::trace::{self, Replayer, TraceStep};
 use std::fs::File;

@@ -10,7 +10,7 @@
 //! In `--format json` every error is one JSON object on stdout.
 
 use crate::output::{self, status, Error, Format, Out};
-use resumable_conformance::audit::{self, Anchor, Key};
+use resumable_audit::{self as audit, Anchor, Key};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

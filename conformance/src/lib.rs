@@ -6,11 +6,14 @@
 //! - [`trace`]: replays a scenario through `resumable_kernel::step` and renders the trace,
 //!   as text for people and as JSON lines for programs. Both are deterministic, so the
 //!   teaching traces under `spec/scenarios/` are kept as snapshots.
+//! - [`lockstep`]: the kernel and the model's reference machine fed the same inputs, over the
+//!   model's world and adversarial probes, compared on every verdict (CONF-1).
+//!
+//! Audit logs (their format, writer and validator) are the `resumable-audit` crate's, which
+//! depends on the kernel alone; this crate takes its bounded JSON line reader from there.
 //!
 //! This crate reads files only where its caller hands it bytes; it never touches a clock.
 
-pub mod audit;
-pub mod json;
 pub mod lockstep;
 pub mod scenario;
 pub mod trace;

@@ -229,7 +229,13 @@ fn every_spec_id_is_defined_in_the_lifecycle_spec() {
 #[test]
 fn every_spec_id_cited_in_code_is_in_the_spec() {
     let mut files = Vec::new();
-    for dir in ["kernel/src", "model/src", "conformance/src", "cli/src"] {
+    for dir in [
+        "kernel/src",
+        "audit/src",
+        "model/src",
+        "conformance/src",
+        "cli/src",
+    ] {
         rust_files(&root().join(dir), &mut files);
     }
     assert!(files.len() > 10, "the source tree was found");

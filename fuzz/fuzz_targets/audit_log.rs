@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use resumable_conformance::audit::{self, sample, Options};
+use resumable_audit::{self as audit, sample, Options};
 
 fuzz_target!(|data: &[u8]| {
     let keyed = Options {

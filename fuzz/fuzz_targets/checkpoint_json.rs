@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use resumable_conformance::audit::Anchor;
-use resumable_conformance::json::decode_checkpoint;
+use resumable_audit::Anchor;
+use resumable_audit::json::decode_checkpoint;
 use resumable_kernel::checkpoint::Decoded;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@
 //! place.
 
 use crate::store::RunKey;
-use resumable_conformance::audit::{self, Record, RunHeader};
+use resumable_audit::{self as audit, Record, RunHeader};
 use resumable_kernel::{Digest, Identity, Input, Name, PolicyError, Rejection, Run, Transition};
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +45,7 @@ pub fn tool_key(identity: &Identity, key: &Name) -> String {
     resumable_kernel::checkpoint::tool_key(identity, key).to_string()
 }
 
-pub use resumable_conformance::audit::{Key, ToolPolicy};
+pub use resumable_audit::{Key, ToolPolicy};
 
 /// Line 1 of a run's audit log (format 2: the run, its tool policy, sealed under `key`, or
 /// chained by SHA-256 without one), without its LF, and the anchor it leaves.
@@ -126,7 +126,7 @@ pub fn read_key(path: &std::path::Path, make: bool) -> Result<Key, String> {
     Key::from_hex(&text).map_err(|e| format!("{shown}: {e}"))
 }
 
-pub use resumable_conformance::audit::{Accepted, Verdict};
+pub use resumable_audit::{Accepted, Verdict};
 
 /// Reads one record line back (for the torture's checks): the record without its MAC.
 pub fn parse_record(line: &[u8]) -> Result<Record, String> {

@@ -6,7 +6,7 @@
 //! from outside and is fed by the driver. So the program never decides a lifecycle question;
 //! it proposes, and the kernel accepts or refuses.
 
-use resumable_conformance::audit::{RunHeader, ToolPolicy};
+use resumable_audit::{RunHeader, ToolPolicy};
 use resumable_kernel::{
     Call, Digest, Event, Identity, Name, NameError, Policy, Time, ToolContract, Wait,
 };

@@ -29,7 +29,7 @@ impl<R: std::io::BufRead> Reader<R> {
 
     /// The next non-blank line as JSON: its number, its text and its value; `None` at the end.
     fn next_value(&mut self) -> Result<Option<(usize, String, Value)>, ScenarioError> {
-        use crate::json::{read_line, LineRead};
+        use resumable_audit::json::{read_line, LineRead};
         loop {
             let line = self.line + 1;
             let read = read_line(&mut self.reader, &mut self.buf, MAX_LINE_BYTES)
@@ -57,7 +57,7 @@ impl<R: std::io::BufRead> Reader<R> {
                 continue;
             }
             let value: Value = serde_json::from_str(text).map_err(|e| json_error(line, &e))?;
-            if let Some(d) = crate::json::duplicate_key(text) {
+            if let Some(d) = resumable_audit::json::duplicate_key(text) {
                 return Err(ScenarioError {
                     line,
                     column: Some(d.offset + 1),

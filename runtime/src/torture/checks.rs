@@ -12,7 +12,7 @@ use crate::lifecycle::{self, Verdict};
 use crate::parties::describe;
 use crate::store::{Answer, Request, Status, Store, StoreError};
 use crate::tool::service::{commits_per_key, read_ledger, Entry};
-use resumable_conformance::audit::Record;
+use resumable_audit::Record;
 use resumable_kernel::{Event, EventKind, Resume};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The validator's report, as the command line prints it: a line for people, or one JSON
 //! object for programs. Kept here, beside the validator, so that both are tested together.
 
-use super::{Class, Finding, Summary, Verdict};
+use crate::{Class, Finding, Summary, Verdict};
 use std::fmt::Write as _;
 
 fn plural(n: u64, one: &str, many: &str) -> String {

@@ -1,7 +1,7 @@
 //! Audit-log validation against merely parsing the same file, on a generated log of one
 //! million records, in the same run (BENCHMARKS.md, "Audit-log validation").
 //!
-//! `cargo bench -p resumable-conformance --bench validate`
+//! `cargo bench -p resumable-audit --bench validate`
 //!
 //! The log is generated once into the system's temporary directory by the same generator the
 //! tests use: a realistic mix of suspensions, approvals, resumes with checkpoints, dispatches,
@@ -16,7 +16,7 @@
 //! Set `RESUMABLE_BENCH_RECORDS` to change the log's length.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use resumable_conformance::audit::{self, sample, Verdict};
+use resumable_audit::{self as audit, sample, Verdict};
 use resumable_kernel::{Digest, Input, Revision};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter};

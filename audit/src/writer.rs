@@ -1,7 +1,7 @@
 //! The writer: one sealed line per input, chained to the line before.
 
-use super::chain::{Anchor, Chain, Key};
-use super::{verdict_of, Header, HeaderLine, Record, FORMAT, VERSION};
+use crate::chain::{Anchor, Chain, Key};
+use crate::{verdict_of, Header, HeaderLine, Record, FORMAT, VERSION};
 use resumable_kernel::{step, Input, Rejection, Run, Transition};
 use serde::Serialize;
 use std::io::{self, Write};
@@ -110,7 +110,7 @@ impl<W: Write> Writer<W> {
         &mut self,
         input: &Input,
         revision: resumable_kernel::Revision,
-        verdict: super::Verdict,
+        verdict: crate::Verdict,
     ) -> io::Result<()> {
         let record = Record {
             seq: self.seq + 1,

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
-use resumable_conformance::audit::{self, sample, Options};
+use resumable_audit::{self as audit, sample, Options};
 use resumable_kernel::checkpoint::{decode_json, Decoded};
 use resumable_kernel::*;
 use serde_json::Value;

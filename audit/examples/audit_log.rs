@@ -2,7 +2,7 @@
 //! peak memory: the figures in BENCHMARKS.md ("Audit-log validation", "Replay") come from here.
 //!
 //! ```text
-//! cargo build --release -p resumable-conformance --example audit_log
+//! cargo build --release -p resumable-audit --example audit_log
 //! target/release/examples/audit_log bench 1000000           # parse vs validate, medians of 3
 //! target/release/examples/audit_log generate 1000000 FILE   # a keyed log (the samples' key)
 //! target/release/examples/audit_log validate FILE           # with the key if the log is keyed
@@ -15,7 +15,7 @@
 //! there is one). Run `validate` and `parse` each in its own process, so the peak belongs to
 //! that command alone.
 
-use resumable_conformance::audit::{self, sample, Verdict};
+use resumable_audit::{self as audit, sample, Verdict};
 use resumable_kernel::{Digest, Input, Revision};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};

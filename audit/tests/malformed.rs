@@ -1,7 +1,7 @@
 //! Bad input to the validator: every unreadable log is refused as malformed (exit 2) with its
 //! line and column, quickly, and never with a panic.
 
-use resumable_conformance::audit::{self, sample, Finding, Options, Problem, MAX_LINE_BYTES};
+use resumable_audit::{self as audit, sample, Finding, Options, Problem, MAX_LINE_BYTES};
 use std::io::{self, BufReader, Read};
 
 fn finding(log: &[u8]) -> Finding {
@@ -215,7 +215,7 @@ fn a_ten_megabyte_record_line_is_refused_on_its_line() {
 
 #[test]
 fn the_longest_record_the_kernel_types_allow_is_far_below_the_line_limit() {
-    use resumable_conformance::audit::{Accepted, Commit, Record, Verdict};
+    use resumable_audit::{Accepted, Commit, Record, Verdict};
     use resumable_kernel::*;
     // Every name at its capacity, every number at its widest, every option present.
     let n = Name::lit("nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn");

@@ -1,9 +1,9 @@
 //! Audit logs written from kernel runs validate; every kind of tampering is caught on the right
 //! line, with the right finding.
 
-use resumable_conformance::audit::{
-    self, sample, Accepted, ChainKind, Class, Finding, Header, Key, Options, Problem, Record,
-    Verdict, Writer,
+use resumable_audit::{
+    self as audit, sample, Accepted, ChainKind, Class, Finding, Header, Key, Options, Problem,
+    Record, Verdict, Writer,
 };
 use resumable_kernel::*;
 

@@ -4,7 +4,7 @@
 //! with the report saying what an unkeyed log cannot prove; and with the anchor, every unkeyed
 //! rewrite is caught at the end of the log.
 
-use resumable_conformance::audit::{self, forge, sample, Key, Options, Problem, Unproven, Verdict};
+use resumable_audit::{self as audit, forge, sample, Key, Options, Problem, Unproven, Verdict};
 use resumable_kernel::{RejectionKind, SpecId};
 
 fn forger() -> Key {

@@ -9,9 +9,9 @@
 //! checks: a kernel that reads older checkpoints only through an explicit migration migrates a
 //! resume's checkpoint here.
 
-use super::finding::{at, Finding, Problem};
-use super::validate::parse;
-use super::{Record, RunHeader, Verdict};
+use crate::finding::{at, Finding, Problem};
+use crate::validate::parse;
+use crate::{Record, RunHeader, Verdict};
 use resumable_kernel::{Digest, Input, Revision};
 use serde::Deserialize;
 

@@ -3,12 +3,12 @@
 //! log and its cut copy, with the approval log's anchor): the text `spec/audit-log.md` quotes.
 //!
 //! Run from the workspace root:
-//! `cargo run -p resumable-conformance --example audit_examples -- spec/audit-examples`
+//! `cargo run -p resumable-audit --example audit_examples -- spec/audit-examples`
 //!
 //! With `--checkpoints DIR`, it writes instead every checkpoint the examples' resumes carry,
 //! one JSON file each: the seed corpus of the checkpoint fuzz target (`fuzz/run.sh`).
 
-use resumable_conformance::audit::{self, sample, Anchor};
+use resumable_audit::{self as audit, sample, Anchor};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -15,9 +15,9 @@
 //!   still catch some forgeries; for the others, the report says what an unkeyed log cannot
 //!   prove. With the run's key, the log is refused on line 1; with the anchor, at its end.
 
-use super::chain::{Anchor, Key};
-use super::sample::{self, OPERATOR, STORE};
-use super::{Accepted, Commit, Header, Verdict, Writer};
+use crate::chain::{Anchor, Key};
+use crate::sample::{self, OPERATOR, STORE};
+use crate::{Accepted, Commit, Header, Verdict, Writer};
 use resumable_kernel::checkpoint::tool_key;
 use resumable_kernel::{
     Decision, Digest, Dispatch, Event, EventKind, Identity, Input, Name, PhaseKind, Resolution,

@@ -1,7 +1,7 @@
 //! What the validator finds: the first thing wrong with a log, where, and whose fault it is.
 
-use super::chain::{ChainKind, KeyId};
-use super::{Verdict, FORMAT};
+use crate::chain::{ChainKind, KeyId};
+use crate::{Verdict, FORMAT};
 use resumable_kernel::{Digest, Revision, SpecId};
 use serde::Serialize;
 use std::fmt;
@@ -319,7 +319,7 @@ fn sealing_message(problem: &Problem) -> String {
         Problem::Unsealed => format!(
             "the line does not end with its MAC ({}<64 lowercase hex digits>\"}}): a \
                  version 2 line is sealed",
-            super::chain::MAC_FIELD
+            crate::chain::MAC_FIELD
         ),
         Problem::NotKeyed { version } => format!(
             "a key was given, but this version {version} log is not sealed with a key: the \

@@ -1,6 +1,10 @@
 //! Audit logs: the versioned JSON-lines format a runtime writes, the [`Writer`] that produces
 //! it from kernel steps, and the streaming [`validate`] that checks a log against the kernel.
 //!
+//! This crate depends on the kernel and on serde, serde_json, sha2 and hmac, nothing more: a
+//! runtime links it to write its logs, and a CI pipeline to validate them, without the model
+//! checker. It reads no clock and opens no file; its callers hand it readers and writers.
+//!
 //! The format is specified in `spec/audit-log.md`. In short, line 1 is a [`Header`] naming
 //! the run and the runtime's tool policy; every further line is one [`Record`]: the input, the
 //! verdict the runtime gave it (accepted, or rejected with the rejection: refused attempts are
@@ -19,7 +23,7 @@
 //! # Example: write a keyed log, then validate it
 //!
 //! ```
-//! use resumable_conformance::audit::{self, Header, Key, RunHeader, Writer};
+//! use resumable_audit::{self as audit, Header, Key, RunHeader, Writer};
 //! use resumable_kernel::*;
 //!
 //! let header = Header {
@@ -62,6 +66,7 @@ mod examples;
 mod finding;
 #[cfg(feature = "fixtures")]
 pub mod forge;
+pub mod json;
 mod properties;
 mod report;
 #[cfg(feature = "fixtures")]

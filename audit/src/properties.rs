@@ -2,7 +2,7 @@
 //! REC-4/EFF-1) and the tool policy the header declares. They run before the verdict
 //! comparison, so a forged verdict is named by the rule it breaks.
 
-use super::{Record, ToolPolicy, Verdict};
+use crate::{Record, ToolPolicy, Verdict};
 use resumable_kernel::{ApprovalField, Call, Decision, Event, Name, Reason, Run, SpecId, Wait};
 use std::collections::{HashMap, VecDeque};
 
@@ -155,7 +155,7 @@ fn check_res_3(run: &Run, record: &Record) -> Result<(), Broken> {
 
 /// APR-1: a dispatch out of a pending approval needs an approval bound to that call, its
 /// arguments, its requester and the checkpoint revision.
-fn check_apr_1(run: &Run, record: &Record, claim: &super::Accepted) -> Result<(), Broken> {
+fn check_apr_1(run: &Run, record: &Record, claim: &crate::Accepted) -> Result<(), Broken> {
     let Some(d) = &claim.dispatch else {
         return Ok(());
     };
@@ -228,7 +228,7 @@ impl Unbound {
 /// REC-4, EFF-1: a key (with the attempt the tool sees) is committed at most once, whatever
 /// the call id.
 fn check_rec_4(
-    claim: &super::Accepted,
+    claim: &crate::Accepted,
     expected: &Verdict,
     commits: &CommitWindow,
 ) -> Result<(), Broken> {

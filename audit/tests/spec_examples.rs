@@ -1,7 +1,7 @@
 //! The audit-log examples kept in spec/audit-examples/ are exactly what the kernel and the
 //! writer produce today, and the validator says of each what spec/audit-log.md says it does.
 
-use resumable_conformance::audit::{self, sample, Anchor, Options};
+use resumable_audit::{self as audit, sample, Anchor, Options};
 use std::path::Path;
 
 /// How the spec validates each example: with the examples' key (but the version 1 log, which
@@ -34,7 +34,7 @@ fn every_example_on_disk_is_what_the_code_generates() {
         assert!(
             on_disk == bytes,
             "spec/audit-examples/{name} is out of date; regenerate with \
-             `cargo run -p resumable-conformance --example audit_examples -- spec/audit-examples`"
+             `cargo run -p resumable-audit --example audit_examples -- spec/audit-examples`"
         );
     }
 }

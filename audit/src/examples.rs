@@ -1,20 +1,20 @@
 //! The examples kept in `spec/audit-examples/`, and the tools that take logs apart and put
 //! them together again (for tests and forgeries): records read back, an unkeyed rechain, a
-//! version 1 rendering. Re-exported from [`super::sample`].
+//! version 1 rendering. Re-exported from [`crate::sample`].
 
-use super::sample::{approval_log, approval_log_anchored, header, key, reconcile_log};
-use super::{Header, Key, Record};
+use crate::sample::{approval_log, approval_log_anchored, header, key, reconcile_log};
+use crate::{Header, Key, Record};
 use resumable_kernel::{Digest, Name, Revision};
 use std::io;
 
 /// The records of a version 2 log, read back without their MACs; `None` if a line is not one.
-/// For tests and tools that take a log apart: it checks nothing (that is [`super::validate`]).
+/// For tests and tools that take a log apart: it checks nothing (that is [`crate::validate`]).
 pub fn records(log: &[u8]) -> Option<Vec<Record>> {
     let text = std::str::from_utf8(log).ok()?;
     text.lines()
         .skip(1)
         .map(|line| {
-            let (body, _) = super::chain::split_sealed(line)?;
+            let (body, _) = crate::chain::split_sealed(line)?;
             serde_json::from_str(&format!("{body}}}")).ok()
         })
         .collect()
@@ -23,9 +23,9 @@ pub fn records(log: &[u8]) -> Option<Vec<Record>> {
 /// A version 2 log's header and records; `None` if a line is not one. Checks nothing.
 pub fn parse_log(log: &[u8]) -> Option<(Header, Vec<Record>)> {
     let text = std::str::from_utf8(log).ok()?;
-    let (body, _) = super::chain::split_sealed(text.lines().next()?)?;
+    let (body, _) = crate::chain::split_sealed(text.lines().next()?)?;
     let object = format!("{body}}}");
-    let head: super::HeaderLine = serde_json::from_str(&object).ok()?;
+    let head: crate::HeaderLine = serde_json::from_str(&object).ok()?;
     let header = Header {
         run: head.run,
         tools: head.tools,
@@ -37,11 +37,11 @@ pub fn parse_log(log: &[u8]) -> Option<(Header, Vec<Record>)> {
 /// the kernel), recomputing every MAC: what a forger without the key writes after editing
 /// records of an unkeyed log.
 pub fn rechain(header: &Header, records: &[Record]) -> Vec<u8> {
-    let mut chain = super::chain::Chain::new(None);
+    let mut chain = crate::chain::Chain::new(None);
     let mut out = Vec::new();
-    let head = super::HeaderLine {
-        format: super::FORMAT,
-        version: super::VERSION,
+    let head = crate::HeaderLine {
+        format: crate::FORMAT,
+        version: crate::VERSION,
         chain: chain.kind(),
         key_id: None,
         run: header.run,
@@ -59,7 +59,7 @@ pub fn rechain(header: &Header, records: &[Record]) -> Vec<u8> {
 /// that has not moved to version 2 writes.
 pub fn to_v1(header: &Header, records: &[Record]) -> Vec<u8> {
     let mut out = Vec::new();
-    let head = serde_json::json!({"format": super::FORMAT, "version": 1, "run": header.run});
+    let head = serde_json::json!({"format": crate::FORMAT, "version": 1, "run": header.run});
     let mut line = head.to_string();
     for r in records {
         let prev = Digest::of(line.as_bytes());
@@ -110,7 +110,7 @@ pub fn examples() -> io::Result<Vec<(&'static str, Vec<u8>)>> {
     );
     let unknown_version =
         String::from_utf8_lossy(&approval).replacen("\"version\":2", "\"version\":3", 1);
-    let forgeries = super::forge::all()?;
+    let forgeries = crate::forge::all()?;
     let forged = |name: &str| forgeries.iter().find(|f| f.name == name).ok_or_else(bad);
     let forger = Key::from_bytes([0x5a; 32]);
     let mut hex = [0u8; 64];
@@ -138,15 +138,15 @@ pub fn examples() -> io::Result<Vec<(&'static str, Vec<u8>)>> {
         ),
         (
             "forged-approval-erased.jsonl",
-            super::forge::rewritten_unkeyed(forged("approval-erased")?)?,
+            crate::forge::rewritten_unkeyed(forged("approval-erased")?)?,
         ),
         (
             "forged-intervention-rewritten.jsonl",
-            super::forge::resealed(forged("intervention-rewritten")?, &forger)?,
+            crate::forge::resealed(forged("intervention-rewritten")?, &forger)?,
         ),
         (
             "forged-truncated.jsonl",
-            super::forge::resealed(forged("truncated")?, &forger)?,
+            crate::forge::resealed(forged("truncated")?, &forger)?,
         ),
         (
             "malformed-unknown-version.jsonl",
@@ -164,7 +164,7 @@ pub fn forged_stale_resume(forger: &Key) -> io::Result<Vec<u8>> {
     let mut records = records(&log).ok_or_else(bad)?;
     let winner = records
         .iter()
-        .position(|r| matches!(r.verdict, super::Verdict::Accepted(a) if a.dispatch.is_some()))
+        .position(|r| matches!(r.verdict, crate::Verdict::Accepted(a) if a.dispatch.is_some()))
         .ok_or_else(bad)?;
     let (won, duplicate) = (records[winner], *records.get(winner + 1).ok_or_else(bad)?);
     records.truncate(winner + 1);
@@ -178,10 +178,10 @@ pub fn forged_stale_resume(forger: &Key) -> io::Result<Vec<u8>> {
     let mut out = kept.join(&b'\n').to_vec();
     out.push(b'\n');
     let last =
-        super::chain::split_sealed(std::str::from_utf8(kept[winner + 1]).map_err(|_| bad())?)
+        crate::chain::split_sealed(std::str::from_utf8(kept[winner + 1]).map_err(|_| bad())?)
             .ok_or_else(bad)?
             .1;
-    let mut chain = super::chain::Chain::resume(Some(forger), last);
+    let mut chain = crate::chain::Chain::resume(Some(forger), last);
     let object = serde_json::to_vec(&records[winner + 1]).map_err(io::Error::other)?;
     chain.seal(&object, &mut out);
     Ok(out)

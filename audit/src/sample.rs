@@ -2,7 +2,7 @@
 //! `spec/audit-examples/` (good ones, and tampered ones with the finding each must produce),
 //! and a generator of long logs with a realistic mix of inputs, for benchmarks and tests.
 
-use super::{Header, Key, RunHeader, ToolPolicy, Writer};
+use crate::{Header, Key, RunHeader, ToolPolicy, Writer};
 use resumable_kernel::{
     Approval, Call, Checkpoint, Decision, Digest, Event, Facts, Identity, Input, Name, PendingCall,
     Policy, QueryAnswer, Rejection, Resolution, Resume, Revision, Time, ToolContract, Transition,
@@ -120,7 +120,7 @@ impl<W: Write> Driver<W> {
     }
 
     /// The log's anchor now.
-    pub fn anchor(&self) -> super::Anchor {
+    pub fn anchor(&self) -> crate::Anchor {
         self.log.anchor()
     }
 
@@ -256,7 +256,7 @@ pub fn approval_log_for(run: Name) -> io::Result<Vec<u8>> {
 }
 
 /// The approval log of a run named `run`, sealed with `key` if given, and its anchor.
-pub fn approval_log_anchored(run: Name, key: Option<&Key>) -> io::Result<(Vec<u8>, super::Anchor)> {
+pub fn approval_log_anchored(run: Name, key: Option<&Key>) -> io::Result<(Vec<u8>, crate::Anchor)> {
     let mut d = Driver::new(Vec::new(), &header(run), key, u64::MAX)?;
     approval_script(&mut d).ok_or_else(off_script)?;
     let anchor = d.anchor();
@@ -312,7 +312,7 @@ pub fn reconcile_log() -> io::Result<Vec<u8>> {
 }
 
 /// The reconcile log, sealed with `key` if given, and its anchor.
-pub fn reconcile_log_anchored(key: Option<&Key>) -> io::Result<(Vec<u8>, super::Anchor)> {
+pub fn reconcile_log_anchored(key: Option<&Key>) -> io::Result<(Vec<u8>, crate::Anchor)> {
     let header = header(Name::lit("run-reconcile"));
     let mut d = Driver::new(Vec::new(), &header, key, u64::MAX)?;
     reconcile_script(&mut d).ok_or_else(off_script)?;
@@ -514,4 +514,4 @@ fn stray<W: Write>(d: &mut Driver<W>) -> Option<()> {
     Some(())
 }
 
-pub use super::examples::{examples, forged_stale_resume, parse_log, rechain, records, to_v1};
+pub use crate::examples::{examples, forged_stale_resume, parse_log, rechain, records, to_v1};

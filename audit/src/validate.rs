@@ -12,11 +12,11 @@
 //! more commits than that (`commit_window_exceeded`), so a reader knows that reuses farther
 //! apart went unchecked.
 
-use super::chain::{split_sealed, Anchor, Chain, ChainKind, Key, KeyId};
-use super::finding::{at, Finding, Problem};
-use super::properties::{self, Broken, CommitWindow, ToolTable};
-use super::{v1, verdict_of, HeaderLine, Record, RunHeader, Verdict, FORMAT, VERSIONS_READ};
+use crate::chain::{split_sealed, Anchor, Chain, ChainKind, Key, KeyId};
+use crate::finding::{at, Finding, Problem};
 use crate::json::{self, LineRead};
+use crate::properties::{self, Broken, CommitWindow, ToolTable};
+use crate::{v1, verdict_of, HeaderLine, Record, RunHeader, Verdict, FORMAT, VERSIONS_READ};
 use resumable_kernel::{step, Digest, Identity, PhaseKind, Revision, Run};
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
@@ -242,7 +242,7 @@ fn unseal<'a>(
     verify: bool,
 ) -> Result<&'a str, Finding> {
     let Some((body, mac)) = split_sealed(text) else {
-        let column = Some(text.len().saturating_sub(super::chain::SEAL_LEN) as u64 + 1);
+        let column = Some(text.len().saturating_sub(crate::chain::SEAL_LEN) as u64 + 1);
         return Err(at(line, column, Problem::Unsealed));
     };
     let expected = chain.mac(body.as_bytes());
@@ -321,7 +321,7 @@ type HeaderParts = (RunHeader, Sealing, Option<ToolTable>, Option<KeyId>);
 
 fn header_v2(text: &str, options: &Options) -> Result<HeaderParts, Finding> {
     let Some((body, _)) = split_sealed(text) else {
-        let column = Some(text.len().saturating_sub(super::chain::SEAL_LEN) as u64 + 1);
+        let column = Some(text.len().saturating_sub(crate::chain::SEAL_LEN) as u64 + 1);
         return Err(at(1, column, Problem::Unsealed));
     };
     // Read the header without its MAC, with the struct the writer writes.

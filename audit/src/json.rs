@@ -1,5 +1,6 @@
 //! Reading untrusted JSON lines: a bounded line reader, and the duplicate-key check that every
-//! reader of this crate runs before parsing.
+//! reader of this crate runs before parsing (and the scenario reader of `resumable-conformance`
+//! with it).
 //!
 //! JSON leaves duplicate keys to the parser, and parsers disagree: serde's derived types refuse
 //! some, `serde_json::Value` keeps the last, other languages keep the first. A record that two

@@ -132,6 +132,12 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
         "cancel-lost-on-escalation",
         "cancel-ends-unsettled",
         "last-call-only-key-check",
+        "self-named-approver",
+        "cancel-not-checkpointed",
+        "cancel-expiry-forgets-effect",
+        "late-result-recorded",
+        "resume-record-from-checkpoint",
+        "escalation-keeps-deadline",
     ] {
         assert!(
             out.lines()
@@ -139,7 +145,7 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
             "{name} missing from: {out}"
         );
     }
-    assert_eq!(out.lines().count(), 19, "one line per variant: {out}");
+    assert_eq!(out.lines().count(), 25, "one line per variant: {out}");
 }
 
 #[test]

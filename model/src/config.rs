@@ -295,9 +295,10 @@ impl Config {
                 edited_approvals: true,
                 ..base
             },
-            Variant::RetryUnknownWithoutReconcile | Variant::RetryFreshKeyOnDedupe => {
-                direct(true, false)
-            }
+            // A crash leaves an unknown outcome; for the last, its reconciliation expires.
+            Variant::RetryUnknownWithoutReconcile
+            | Variant::RetryFreshKeyOnDedupe
+            | Variant::EscalationKeepsDeadline => direct(true, false),
             Variant::RetryWithoutContract => direct(false, false),
             Variant::RetrySameKeyOnFence => direct(false, true),
             Variant::IdentityAfterRevision | Variant::NoIdentityCheck => Config {
@@ -310,7 +311,7 @@ impl Config {
                 query_unknown: false,
                 ..base
             },
-            Variant::SelfApprovalAllowed => Config {
+            Variant::SelfApprovalAllowed | Variant::SelfNamedApprover => Config {
                 self_approval: true,
                 losses: 0,
                 duplicates: 0,
@@ -323,7 +324,8 @@ impl Config {
             Variant::DoubleSuspend
             | Variant::ApprovalsNeverExpire
             | Variant::DenyLeavesRunning
-            | Variant::NoExpiry => base,
+            | Variant::NoExpiry
+            | Variant::ResumeRecordFromCheckpoint => base,
             // A crash after the approved call committed (which moved the resource): every
             // answer to the unknown outcome meets a resource that moved.
             Variant::ResourceBlocksAnswers => Config {
@@ -346,8 +348,13 @@ impl Config {
                 crashes: 0,
                 ..direct(true, false)
             },
-            // A cancel while the call is in flight, "not committed" before the request lands.
-            Variant::CancelEndsUnsettled => Config {
+            // A cancel while the call is in flight: "not committed" before the request lands,
+            // the cancel persisted, the reconciliation expiring, or "committed" while the
+            // response is still on its way to the run the cancel ends.
+            Variant::CancelEndsUnsettled
+            | Variant::CancelNotCheckpointed
+            | Variant::CancelExpiryForgetsEffect
+            | Variant::LateResultRecorded => Config {
                 cancels: 1,
                 crashes: 0,
                 losses: 0,

@@ -1,7 +1,9 @@
 //! The lifecycle's properties, named `"<SPEC-ID> <present-tense sentence>"`.
 //!
-//! Safety properties are `always`. Those about history read the violation bits the world sets
-//! when a transition lands (see [`crate::world::violation`]); the rest read the state. The
+//! Each property is keyed by the spec ID of its rule, and each `always` has a `sometimes`
+//! partner of its ID (the list is refused otherwise, see [`crate::checker::list`]). Safety
+//! properties are `always`. Those about history read the [`crate::world::Violations`] the
+//! world raises, by spec ID, when a transition lands; the rest read the state. The
 //! table's last column names the function that holds each property's logic, one hop away. Each
 //! has a `sometimes` partner showing that the states it speaks about are reached, so it cannot
 //! hold vacuously.
@@ -13,19 +15,19 @@
 //! | RES-5 | when a resume lands: the suspension had not expired | approvals-never-expire | a decision arrives after the suspension expired | `resume_violations` |
 //! | APR-1 | when a gated dispatch lands: a binding approval released it | approval-not-bound-to-args | the tool commits an approved call | `book_dispatch` |
 //! | APR-2 | when a decision lands: it had not expired | approvals-never-expire | a decision arrives after it expired | `resume_violations` |
-//! | APR-3 | when a decision lands: from the recorded approver, not the requester | self-approval-allowed | the requester's own approval arrives | `resume_violations` |
+//! | APR-3 | when a suspend lands: its approver is not its requester; when a decision lands: from the recorded approver, not the requester; in every state: no pending approval is held by its requester | self-approval-allowed, self-named-approver | the requester's own approval arrives; the agent is offered to suspend naming itself | `step_violations`, `resume_violations`; here (the state) |
 //! | APR-4 | when a denial lands: the run failed; when a dispatch lands: its call was never denied | deny-leaves-running | a denial fails the run | `resume_violations`, `book_dispatch` |
 //! | EFF-1 | when the tool commits: no other attempt of the key committed | retry-without-contract, retry-fresh-key-on-dedupe, rerun-step-on-resume | a delayed request reaches the tool after "not committed" | `commit_violations` |
-//! | EFF-2 | when the tool commits: the run has not ended as if nothing more would commit | cancel-ends-unsettled | a request is still on its way when its run ends | `commit_violations` |
+//! | EFF-2 | when the tool commits: the run has not ended as if nothing more would commit (every end but abandoned, or expired naming the effect) | cancel-ends-unsettled, cancel-expiry-forgets-effect | a request is still on its way when its run ends | `commit_violations` |
 //! | REC-2 | when a dispatch lands: its call's outcome was not unknown | retry-unknown-without-reconcile | a crash leaves an unknown outcome | `book_dispatch` |
 //! | REC-3 | when a retry lands: every earlier key is fenced or deduped, its own is not fenced | retry-same-key-on-fence (and the two above) | a retry after "not committed" succeeds | `book_dispatch` |
 //! | REC-4 | when a dispatch lands: its key's result was not known | rerun-step-on-resume, last-call-only-key-check | reconcile reuses a committed result | `book_dispatch` |
 //! | KEY-1 | when a dispatch lands: its key carries the arguments of its first dispatch | last-call-only-key-check | the agent proposes an earlier call id or key again | `book_dispatch` |
-//! | CAN-2 | when a write lands after an accepted cancel: the run waits with the cancel visible, or has failed | cancel-lost-on-escalation | a cancel waits while a person settles an unknown outcome | `can_2` |
-//! | INV-1 | when a write lands: the run was not terminal | no variant; a mutant in `model/tests/properties_variants.rs` | a message reaches a finished run | `step_violations` |
-//! | AUD-1 | when a write lands, and in every state: one record per revision | no variant; a mutant in `model/tests/properties_variants.rs` | a run completes, every step audited | `step_violations`; here, `audited` |
+//! | CAN-2 | when a write lands after an accepted cancel: the run waits with the cancel in its suspension and in the checkpoint the write leaves, or has ended cancelled, abandoned, or expired naming the effect | cancel-lost-on-escalation, cancel-not-checkpointed, cancel-expiry-forgets-effect | a cancel waits while a person settles an unknown outcome | `can_2` |
+//! | INV-1 | when a write lands: the run was not terminal | late-result-recorded | a message reaches a finished run | `step_violations` |
+//! | AUD-1 | when a write lands, and in every state: one record per revision, describing it | resume-record-from-checkpoint | a run completes, every step audited | `step_violations`; here, `audited` |
 //! | ID-1 | when a resume is stepped: a foreign checkpoint is refused for its identity | identity-after-revision, no-identity-check | another tenant's checkpoint reaches a run | `resume_violations`; `transition.rs` `stage` |
-//! | SUS-1 | in every state: a suspension's expiry, start and party are sound | no variant; a mutant in `model/tests/properties_variants.rs` | a run waits | here (the state) |
+//! | SUS-1 | in every state: a suspension's expiry and start are sound | escalation-keeps-deadline | a run waits | here (the state) |
 //! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | a run waiting for approval is offered a second suspend | `step_violations` |
 //! | LIVE-1 | in every state: no suspension outlasts its bound | no-expiry | a suspension expires | here, `within_bound` |
 //! | LIVE-2 | in every state: every suspension not past its expiry accepts some honest answer | resource-blocks-answers | a decision arrives after the resource moved | `World::stuck_run` (`world/honest.rs`) |
@@ -105,8 +107,11 @@ pub mod names {
     pub const APPROVED_RUNS: &str = "APR-1 the tool commits an approved call";
     /// APR-2's partner (with approvers).
     pub const EXPIRED_ARRIVES: &str = "APR-2 a decision arrives after it expired";
-    /// APR-3's partner (with the requester approving itself).
+    /// APR-3's partner at decision time (with the requester approving itself).
     pub const SELF_ARRIVES: &str = "APR-3 the requester's approval of its own call arrives";
+    /// APR-3's partner at suspend time (with the requester approving itself).
+    pub const SELF_NAMED_OFFERED: &str =
+        "APR-3 the agent is offered to suspend naming itself the approver of its own call";
     /// RES-5's partner (with approvers).
     pub const AFTER_EXPIRY: &str = "RES-5 a decision arrives after the suspension expired";
     /// APR-4's partner (with approvers).
@@ -186,13 +191,15 @@ pub fn properties<L: Lifecycle>(
 ) -> Result<PropertyList<World<L>, SpecId>, ListError> {
     use names::*;
     use SpecId::*;
-    PropertyList::builder()
+    PropertyList::<World<L>, SpecId>::builder()
         .always(Res2, RES_2, |_, s| clean(s, Res2))
         .always(Res3, RES_3, |_, s| clean(s, Res3))
         .always(Res5, RES_5, |_, s| clean(s, Res5))
         .always(Apr1, APR_1, |_, s| clean(s, Apr1))
         .always(Apr2, APR_2, |_, s| clean(s, Apr2))
-        .always(Apr3, APR_3, |_, s| clean(s, Apr3))
+        .always(Apr3, APR_3, |_, s| {
+            clean(s, Apr3) && !any_run(s, |v| v.self_approved)
+        })
         .always(Apr4, APR_4, |_, s| clean(s, Apr4))
         .always(Eff1, EFF_1, |_, s| clean(s, Eff1))
         .always(Eff2, EFF_2, |_, s| clean(s, Eff2))
@@ -244,6 +251,14 @@ pub fn properties<L: Lifecycle>(
                 .iter()
                 .any(|m| m.party == crate::world::Party::Requester && m.delivered > 0)
         })
+        // The agent names itself as approver where its next call is gated: the states where
+        // APR-3's suspend-time half can bite are reached (the offer is refused, no transition).
+        .sometimes(Apr3, SELF_NAMED_OFFERED, |w, s| {
+            (s.runs.iter()).any(|slot| {
+                let snap = w.lifecycle().snapshot(&slot.run.run);
+                w.self_approved_suspend(&snap).is_some()
+            })
+        })
         .sometimes(Eff1, LATE_REQUEST, |_, s| {
             s.seen & witness::LATE_REQUEST != 0
         })
@@ -285,7 +300,7 @@ pub fn properties<L: Lifecycle>(
             })
         })
         .sometimes(Live1, EXPIRES, |_, s| {
-            any_run(s, |v| v.ending == Some(Ending::Expired))
+            any_run(s, |v| matches!(v.ending, Some(Ending::Expired { .. })))
         })
         .sometimes(Live2, RESOURCE_MOVED, |_, s| {
             s.seen & witness::RESOURCE_MOVED != 0

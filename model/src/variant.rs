@@ -93,11 +93,38 @@ pub enum Variant {
     /// a committed key is dispatched again. A runtime gets here by keeping "the last result"
     /// and no history of keys.
     LastCallOnlyKeyCheck,
+    /// APR-3 broken at suspend: a suspension for approval may name the requester itself as
+    /// the approver, who may then approve its own call. A runtime gets here by taking the
+    /// approver from the request, which the agent fills in.
+    SelfNamedApprover,
+    /// CAN-2 broken in the checkpoint: a suspension with a cancel waiting is persisted
+    /// without it, so whoever reads the checkpoint (a restarted worker, the operator) does not
+    /// know the run was cancelled. A runtime gets here by building the checkpoint from the
+    /// wait alone and keeping the cancel in memory.
+    CancelNotCheckpointed,
+    /// CAN-2 broken at expiry: with a cancel waiting on an unknown outcome, the
+    /// reconciliation's expiry ends the run expired without naming the effect and without a
+    /// person, though the effect may still commit. A runtime gets here by reading "cancelled,
+    /// and out of time" as "nothing more to do".
+    CancelExpiryForgetsEffect,
+    /// INV-1 broken: a tool response that reaches a finished run is recorded on it (the
+    /// revision advances, the run stays finished). A runtime gets here by writing every
+    /// response into the record of the run it names, without asking whether the run is live.
+    LateResultRecorded,
+    /// AUD-1 broken: a resume's audit record is filled from the checkpoint it resumes (its
+    /// revision, time, phase and reason), not from the transition: the log shows the resume
+    /// as if it had happened when the run suspended, and no record of the new revision. A
+    /// runtime gets here by building the record from the checkpoint object it has in hand.
+    ResumeRecordFromCheckpoint,
+    /// SUS-1 broken: when an unknown outcome's reconciliation expires and goes to a person,
+    /// the new suspension keeps the old, passed deadline, so it expires before it began. A
+    /// runtime gets here by changing the suspension's reason in place.
+    EscalationKeepsDeadline,
 }
 
 impl Variant {
     /// Every variant, in a stable order.
-    pub const ALL: [Variant; 19] = [
+    pub const ALL: [Variant; 25] = [
         Variant::NoRevisionCheck,
         Variant::DoubleSuspend,
         Variant::ApprovalNotBoundToArgs,
@@ -117,6 +144,12 @@ impl Variant {
         Variant::CancelLostOnEscalation,
         Variant::CancelEndsUnsettled,
         Variant::LastCallOnlyKeyCheck,
+        Variant::SelfNamedApprover,
+        Variant::CancelNotCheckpointed,
+        Variant::CancelExpiryForgetsEffect,
+        Variant::LateResultRecorded,
+        Variant::ResumeRecordFromCheckpoint,
+        Variant::EscalationKeepsDeadline,
     ];
 
     /// The variant's kebab-case name, as `check --variant` takes it.
@@ -141,6 +174,12 @@ impl Variant {
             Variant::CancelLostOnEscalation => "cancel-lost-on-escalation",
             Variant::CancelEndsUnsettled => "cancel-ends-unsettled",
             Variant::LastCallOnlyKeyCheck => "last-call-only-key-check",
+            Variant::SelfNamedApprover => "self-named-approver",
+            Variant::CancelNotCheckpointed => "cancel-not-checkpointed",
+            Variant::CancelExpiryForgetsEffect => "cancel-expiry-forgets-effect",
+            Variant::LateResultRecorded => "late-result-recorded",
+            Variant::ResumeRecordFromCheckpoint => "resume-record-from-checkpoint",
+            Variant::EscalationKeepsDeadline => "escalation-keeps-deadline",
         }
     }
 
@@ -199,6 +238,22 @@ impl Variant {
             Variant::LastCallOnlyKeyCheck => {
                 "call ids and keys are compared with the last recorded call only"
             }
+            Variant::SelfNamedApprover => {
+                "a suspension for approval may name the requester as its own approver"
+            }
+            Variant::CancelNotCheckpointed => {
+                "a suspension's checkpoint leaves out the cancel waiting in it"
+            }
+            Variant::CancelExpiryForgetsEffect => {
+                "with a cancel waiting, an unknown outcome's expiry ends the run without naming the effect"
+            }
+            Variant::LateResultRecorded => "a tool response that reaches a finished run is recorded",
+            Variant::ResumeRecordFromCheckpoint => {
+                "a resume's audit record is filled from the checkpoint it resumes"
+            }
+            Variant::EscalationKeepsDeadline => {
+                "an unknown outcome handed to a person keeps the passed deadline"
+            }
         }
     }
 
@@ -224,6 +279,12 @@ impl Variant {
             Variant::CancelLostOnEscalation => &[SpecId::Can2],
             Variant::CancelEndsUnsettled => &[SpecId::Eff2],
             Variant::LastCallOnlyKeyCheck => &[SpecId::Key1, SpecId::Key2, SpecId::Rec4],
+            Variant::SelfNamedApprover => &[SpecId::Apr3],
+            Variant::CancelNotCheckpointed => &[SpecId::Can2],
+            Variant::CancelExpiryForgetsEffect => &[SpecId::Can2, SpecId::Eff2],
+            Variant::LateResultRecorded => &[SpecId::Inv1],
+            Variant::ResumeRecordFromCheckpoint => &[SpecId::Aud1],
+            Variant::EscalationKeepsDeadline => &[SpecId::Sus1],
         }
     }
 

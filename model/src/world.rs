@@ -166,14 +166,10 @@ pub fn view_of(snap: &Snapshot) -> RunView {
         _ => None,
     };
     let well_formed = suspension.is_none_or(|s| {
-        let party_ok = match &s.reason {
-            Reason::PendingApproval { requester, .. } => *requester != s.responsible,
-            _ => true,
-        };
-        s.expires_at >= s.since
-            && s.expires_at <= Time::LATEST_EXPIRY
-            && s.since <= snap.updated_at
-            && party_ok
+        s.expires_at >= s.since && s.expires_at <= Time::LATEST_EXPIRY && s.since <= snap.updated_at
+    });
+    let self_approved = suspension.is_some_and(|s| {
+        matches!(&s.reason, Reason::PendingApproval { requester, .. } if *requester == s.responsible)
     });
     RunView {
         revision: snap.revision.0,
@@ -184,7 +180,9 @@ pub fn view_of(snap: &Snapshot) -> RunView {
             Phase::Completed { .. } => Some(Ending::Completed),
             Phase::Failed(cause) => Some(match cause {
                 FailCause::Denied { .. } => Ending::Denied,
-                FailCause::Expired { .. } => Ending::Expired,
+                FailCause::Expired { unresolved } => Ending::Expired {
+                    unresolved: unresolved.is_some(),
+                },
                 FailCause::Cancelled { .. } => Ending::Cancelled,
                 FailCause::Error { .. } => Ending::Error,
                 FailCause::Abandoned { .. } => Ending::Abandoned,
@@ -194,6 +192,7 @@ pub fn view_of(snap: &Snapshot) -> RunView {
         in_flight: in_flight(&snap.phase).is_some(),
         cancel_pending: suspension.is_some_and(|s| s.reason.cancelled_by().is_some()),
         well_formed,
+        self_approved,
     }
 }
 

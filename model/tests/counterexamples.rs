@@ -115,4 +115,10 @@ snapshots! {
     cancel_lost_on_escalation_lets_a_cancelled_run_run_on: CancelLostOnEscalation;
     cancel_ends_unsettled_leaves_a_late_commit_unrecorded: CancelEndsUnsettled;
     last_call_only_key_check_commits_an_earlier_key_again: LastCallOnlyKeyCheck;
+    self_named_approver_lets_the_requester_hold_its_own_approval: SelfNamedApprover;
+    cancel_not_checkpointed_persists_a_suspension_without_its_cancel: CancelNotCheckpointed;
+    cancel_expiry_forgets_effect_ends_the_run_without_naming_it: CancelExpiryForgetsEffect;
+    late_result_recorded_changes_a_finished_run: LateResultRecorded;
+    resume_record_from_checkpoint_audits_the_past: ResumeRecordFromCheckpoint;
+    escalation_keeps_deadline_opens_an_expired_suspension: EscalationKeepsDeadline;
 }

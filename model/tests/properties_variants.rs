@@ -5,17 +5,12 @@
 
 mod world_support;
 
-use resumable_kernel::{
-    AuditRecord, Effects, Event, EventKind, Identity, Input, Policy, PolicyError, Reason,
-    Rejection, Revision, Time,
-};
+use resumable_kernel::SpecId;
 use resumable_model::checker::Checkable;
 use resumable_model::config::Config;
-use resumable_model::properties::names;
-use resumable_model::reference::{RefRun, Reference, Status};
+use resumable_model::reference::Reference;
 use resumable_model::variant::Variant;
-use resumable_model::world::World;
-use resumable_model::{Lifecycle, Snapshot};
+use resumable_model::world::{Ending, RunView, World};
 use stateright::Expectation;
 use world_support::*;
 
@@ -82,6 +77,32 @@ caught_by! {
     cancel_lost_on_escalation_is_caught_by_can_2: CancelLostOnEscalation;
     cancel_ends_unsettled_is_caught_by_eff_2: CancelEndsUnsettled;
     last_call_only_key_check_is_caught_by_key_1_or_rec_4: LastCallOnlyKeyCheck;
+    self_named_approver_is_caught_by_apr_3: SelfNamedApprover;
+    cancel_not_checkpointed_is_caught_by_can_2: CancelNotCheckpointed;
+    cancel_expiry_forgets_effect_is_caught_by_can_2: CancelExpiryForgetsEffect;
+    late_result_recorded_is_caught_by_inv_1: LateResultRecorded;
+    resume_record_from_checkpoint_is_caught_by_aud_1: ResumeRecordFromCheckpoint;
+    escalation_keeps_deadline_is_caught_by_sus_1: EscalationKeepsDeadline;
+}
+
+/// Every `always` property bites: each is violated by a variant that targets its spec ID, in
+/// that variant's exposing world (not only some other property the variant targets).
+#[test]
+fn every_always_property_is_broken_by_a_variant_that_targets_it() {
+    let world = World::new(Reference::new(), Config::default()).unwrap();
+    let list = world.property_list().expect("every always has a partner");
+    for (id, p) in list.iter() {
+        if p.expectation != Expectation::Always {
+            continue;
+        }
+        let broken = (Variant::ALL.into_iter())
+            .filter(|v| v.targets().contains(&id))
+            .any(|v| {
+                let world = World::new(Reference::broken(v), Config::exposing(v)).unwrap();
+                hunt(world, &[p.name]).contains(p.name)
+            });
+        assert!(broken, "no variant breaks {}", p.name);
+    }
 }
 
 /// Fails to compile when a variant is added without a test above.
@@ -106,95 +127,44 @@ fn every_variant_has_a_test_above(v: Variant) {
         | Variant::ApprovalIgnoresResource
         | Variant::CancelLostOnEscalation
         | Variant::CancelEndsUnsettled
-        | Variant::LastCallOnlyKeyCheck => {}
+        | Variant::LastCallOnlyKeyCheck
+        | Variant::SelfNamedApprover
+        | Variant::CancelNotCheckpointed
+        | Variant::CancelExpiryForgetsEffect
+        | Variant::LateResultRecorded
+        | Variant::ResumeRecordFromCheckpoint
+        | Variant::EscalationKeepsDeadline => {}
     }
 }
 
-// INV-1, AUD-1 and SUS-1 are broken by none of the variants: the reference machine
-// gets them right by construction. To show that these properties bite too, three mutants are
-// made here by wrapping the reference and spoiling its output in one place each.
-
-/// How a mutant spoils the reference.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Spoil {
-    /// Accepts a late tool result on a finished run (breaks INV-1).
-    Resurrects,
-    /// Advances the revision by two on a resume (breaks AUD-1 with REV-1).
-    SkipsARevision,
-    /// Records the requester as the party responsible for its own approval (breaks SUS-1).
-    RequesterDecides,
+/// CAN-2 as the model read it before: after a cancel, every write leaves the run with the
+/// cancel in its suspension, or ended cancelled, abandoned or expired (any expiry). Between
+/// writes a run does not change, so the old property held exactly when this holds in every
+/// reachable state.
+fn old_can_2_kept(view: &RunView) -> bool {
+    view.cancel_pending
+        || matches!(
+            view.ending,
+            Some(Ending::Cancelled | Ending::Abandoned | Ending::Expired { .. })
+        )
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Mutant(Spoil);
-
-impl Lifecycle for Mutant {
-    type Run = RefRun;
-
-    fn name(&self) -> &'static str {
-        "mutant"
-    }
-
-    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Result<RefRun, PolicyError> {
-        Reference::default().create(identity, policy, at)
-    }
-
-    fn step(&self, run: &RefRun, input: &Input) -> Result<(RefRun, Effects), Rejection> {
-        let result = Reference::default().step(run, input);
-        match (self.0, result) {
-            (Spoil::Resurrects, Err(Rejection::Terminal { phase })) => {
-                let mut next = *run;
-                next.revision = Revision(run.revision.0 + 1);
-                next.clock = input.at;
-                let record = AuditRecord {
-                    revision: next.revision,
-                    at: input.at,
-                    event: EventKind::ToolResult,
-                    decision: None,
-                    phase,
-                    reason: None,
-                };
-                Ok((next, Effects::of(record, None, None)))
-            }
-            (Spoil::SkipsARevision, Ok((mut next, effects)))
-                if matches!(input.event, Event::Resume(_)) =>
-            {
-                next.revision = Revision(next.revision.0 + 1);
-                Ok((next, effects))
-            }
-            (Spoil::RequesterDecides, Ok((mut next, effects))) => {
-                if let Status::Suspended(s) = &mut next.status {
-                    if let Reason::PendingApproval { requester, .. } = s.reason {
-                        s.responsible = requester;
-                    }
-                }
-                Ok((next, effects))
-            }
-            (_, other) => other,
-        }
-    }
-
-    fn snapshot(&self, run: &RefRun) -> Snapshot {
-        run.snapshot()
-    }
-}
-
-fn mutant_caught(spoil: Spoil, property: &'static str) -> bool {
-    let world = World::new(Mutant(spoil), tiny()).unwrap();
-    hunt(world, &[property]).contains(property)
-}
-
+/// The two variants that break CAN-2 where the old property did not look (the checkpoint, and
+/// an expiry that names no effect) are caught by CAN-2 now, and would have passed it before:
+/// in their exposing worlds, no reachable state breaks the old reading.
 #[test]
-fn a_lifecycle_that_accepts_input_on_a_finished_run_is_caught_by_inv_1() {
-    assert!(mutant_caught(Spoil::Resurrects, names::INV_1));
-}
-
-#[test]
-fn a_lifecycle_that_skips_a_revision_is_caught_by_aud_1() {
-    assert!(mutant_caught(Spoil::SkipsARevision, names::AUD_1));
-}
-
-#[test]
-fn a_lifecycle_that_lets_the_requester_decide_is_caught_by_sus_1() {
-    assert!(mutant_caught(Spoil::RequesterDecides, names::SUS_1));
+fn can_2_now_catches_what_its_old_reading_let_through() {
+    for variant in [
+        Variant::CancelNotCheckpointed,
+        Variant::CancelExpiryForgetsEffect,
+    ] {
+        let world = World::new(Reference::broken(variant), Config::exposing(variant)).unwrap();
+        let states = reachable(&world);
+        let caught = states.iter().any(|s| s.violated.has(SpecId::Can2));
+        assert!(caught, "{variant}: CAN-2 does not catch it");
+        let old = (states.iter())
+            .flat_map(|s| s.runs.iter())
+            .all(|slot| !slot.cancelled || old_can_2_kept(&slot.run.view));
+        assert!(old, "{variant}: the old reading of CAN-2 caught it too");
+    }
 }

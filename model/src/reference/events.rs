@@ -10,14 +10,27 @@ use super::moves::{bind, command, escalate, finish_step, held_by_operator, Move,
 use super::{RecordedCall, RefRun, Reference, Status};
 use crate::variant::Variant;
 use resumable_kernel::{
-    Call, Command, Digest, Event, EventKind, FailCause, InFlight, Input, Name, Reason, Rejection,
-    Suspension, Time, Wait,
+    Call, Checkpoint, Command, Digest, Effects, Event, EventKind, FailCause, InFlight, Input, Name,
+    Reason, Rejection, Suspension, Time, Wait,
 };
 
 impl Reference {
     /// One step: the guards of the input's kind in the specification's order, then the
     /// transition and its effects. Never panics.
     pub fn step(&self, run: &RefRun, input: &Input) -> Stepped {
+        let (next, effects) = self.step_unchecked(run, input)?;
+        if self.breaks(Variant::CancelNotCheckpointed) {
+            // The broken way: the checkpoint is built from the wait alone, without the cancel.
+            return Ok((next, without_cancel(&effects)));
+        }
+        Ok((next, effects))
+    }
+
+    fn step_unchecked(&self, run: &RefRun, input: &Input) -> Stepped {
+        if self.breaks(Variant::LateResultRecorded) && terminal_result(run, input) {
+            // The broken way: a response is written into the finished run's record.
+            return late_result(run, input);
+        }
         self.guard_every_input(run, input)?;
         let at = input.at;
         match &input.event {
@@ -112,7 +125,9 @@ impl Reference {
         let mut history = None;
         let reason = match *wait {
             Wait::Approval { call, requester } => {
-                guard_requester_is_not_responsible(requester, responsible)?;
+                if !self.breaks(Variant::SelfNamedApprover) {
+                    guard_requester_is_not_responsible(requester, responsible)?;
+                }
                 history = Some(self.admit(run, &call)?);
                 Reason::PendingApproval {
                     call: bind(&call),
@@ -205,6 +220,13 @@ impl Reference {
                 }))
             }
             Reason::OutcomeUnknown {
+                cancelled_by: Some(_),
+                ..
+            } if self.breaks(Variant::CancelExpiryForgetsEffect) => {
+                // The broken way: cancelled and out of time is taken for nothing left to do.
+                Move::to(Status::Failed(FailCause::Expired { unresolved: None }))
+            }
+            Reason::OutcomeUnknown {
                 in_flight,
                 cancelled_by,
             } => {
@@ -213,7 +235,15 @@ impl Reference {
                 } else {
                     cancelled_by
                 };
-                escalate(run, in_flight, carried, at)?
+                let mut mv = escalate(run, in_flight, carried, at)?;
+                if let (true, Status::Suspended(person)) = (
+                    self.breaks(Variant::EscalationKeepsDeadline),
+                    &mut mv.status,
+                ) {
+                    // The broken way: the reason changes in place, the passed deadline stays.
+                    person.expires_at = s.expires_at;
+                }
+                mv
             }
             Reason::ManualIntervention { unresolved, .. } => {
                 Move::to(Status::Failed(FailCause::Expired { unresolved }))
@@ -286,6 +316,52 @@ impl Reference {
             | Reason::ResourceWait { .. } => None,
         })
     }
+}
+
+/// The effects with the checkpoint's cancel left out, resealed (the cancel-not-checkpointed
+/// variant).
+fn without_cancel(effects: &Effects) -> Effects {
+    let Some(audit) = effects.audit() else {
+        return *effects;
+    };
+    let checkpoint = (effects.checkpoint()).map(|cp| {
+        Checkpoint {
+            cancel_requested_by: None,
+            ..*cp
+        }
+        .seal()
+    });
+    Effects::of(*audit, checkpoint, effects.command())
+}
+
+/// Whether the input is a tool response to a finished run whose recorded call it names.
+fn terminal_result(run: &RefRun, input: &Input) -> bool {
+    let Event::ToolResult { call_id, .. } = input.event else {
+        return false;
+    };
+    let finished = matches!(run.status, Status::Completed { .. } | Status::Failed(_));
+    finished
+        && run
+            .last_call
+            .is_some_and(|c| c.call.call.call_id == call_id)
+}
+
+/// The late-result-recorded variant: the response is recorded on the finished run, which
+/// stays as it was but for the record and the revision.
+fn late_result(run: &RefRun, input: &Input) -> Stepped {
+    let Event::ToolResult {
+        attempt, result, ..
+    } = input.event
+    else {
+        return Err(terminal(run));
+    };
+    let recorded = run.last_call.map(|c| RecordedCall {
+        attempt,
+        result,
+        ..c
+    });
+    let mv = Move::to(run.status).recording(recorded);
+    finish_step(run, input.at, EventKind::ToolResult, None, mv)
 }
 
 /// The tool answered: the result and the next revision land together (WAL-2).

@@ -10,9 +10,9 @@ use super::moves::{command, escalate, finish_step, Move, Stepped};
 use super::{RecordedCall, RefRun, Reference, Status};
 use crate::variant::Variant;
 use resumable_kernel::{
-    Approval, BoundCall, Checkpoint, Command, Decision, EventKind, FailCause, IdentityField,
-    InFlight, Name, QueryAnswer, Reason, Rejection, Resolution, Resume, ResumeReceipt, Revision,
-    Suspension, Time,
+    Approval, AuditRecord, BoundCall, Checkpoint, Command, Decision, Effects, EventKind, FailCause,
+    IdentityField, InFlight, Name, PhaseKind, QueryAnswer, Reason, Rejection, Resolution, Resume,
+    ResumeReceipt, Revision, Suspension, Time,
 };
 
 /// CAN-2: once an unsettled effect is settled, a waiting cancel ends the run; otherwise it
@@ -42,7 +42,17 @@ impl Reference {
             guard_resource_version(cp, &resume.facts)?;
         }
         let suspension = guard_suspended(run)?; // row 6
-        guard_checkpoint_matches_run(run, cp)?; // row 7, RES-4
+        if self.breaks(Variant::CancelNotCheckpointed) {
+            // The broken way: no checkpoint carries the cancel, so none is compared.
+            let waiting = run.checkpoint().and_then(|c| c.cancel_requested_by);
+            let compared = Checkpoint {
+                cancel_requested_by: waiting,
+                ..*cp
+            };
+            guard_checkpoint_matches_run(run, &compared)?; // row 7, RES-4
+        } else {
+            guard_checkpoint_matches_run(run, cp)?; // row 7, RES-4
+        }
         self.guard_decision_in_time(&suspension, at)?; // row 8, RES-5
         self.guard_decision_answers(&suspension, decision, cp, at)?; // rows 9 and 10, RES-6
         let mut mv = self.decide(run, &suspension, resume, at)?; // rows 11 and 12
@@ -50,8 +60,24 @@ impl Reference {
             // RES-3: the driver's honest observation of the resource is the run's from now on.
             mv = mv.observing(resume.facts.resource_version);
         }
-        let (mut next, effects) =
+        let (mut next, mut effects) =
             finish_step(run, at, EventKind::Resume, Some(decision.kind()), mv)?;
+        if self.breaks(Variant::ResumeRecordFromCheckpoint) {
+            // The broken way: the record describes the checkpoint, not the transition.
+            let from_checkpoint = AuditRecord {
+                revision: cp.revision,
+                at: cp.created_at,
+                event: EventKind::Resume,
+                decision: Some(decision.kind()),
+                phase: PhaseKind::Suspended,
+                reason: Some(cp.reason),
+            };
+            effects = Effects::of(
+                from_checkpoint,
+                effects.checkpoint().copied(),
+                effects.command(),
+            );
+        }
         // RES-2: the receipt, for a late or duplicate resumer holding this checkpoint.
         next.last_resume = Some(ResumeReceipt {
             from: run.revision,

@@ -147,12 +147,29 @@ impl<L: Lifecycle> World<L> {
             Some(Step::Ungated(p)) => Intent::Dispatch(*p),
             None => Intent::Complete,
         }));
+        if let Some(p) = self.self_approved_suspend(snap) {
+            out.push(Choice::Agent(Intent::SuspendSelfApproved(p)));
+        }
         if self.config.program.reuse_at() == Some(position) {
             out.extend(
                 Cast::REUSES
                     .iter()
                     .map(|p| Choice::Agent(Intent::Reuse(*p))),
             );
+        }
+    }
+
+    /// The gated call a run would suspend for naming its requester as the approver (spec
+    /// APR-3): offered where the requester tries to approve itself, whenever the run is
+    /// running idle with a gated call next. A correct lifecycle refuses it, and a refused
+    /// agent request is no transition, so the offer costs no state.
+    pub(crate) fn self_approved_suspend(&self, snap: &Snapshot) -> Option<u8> {
+        if !self.config.self_approval || !matches!(snap.phase, Phase::Running { in_flight: None }) {
+            return None;
+        }
+        match self.config.program.steps().get(usize::from(snap.calls)) {
+            Some(Step::Gated(p)) => Some(*p),
+            _ => None,
         }
     }
 

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::Lifecycle;
 use core::fmt;
-use resumable_kernel::{FailCause, Phase, Reason};
+use resumable_kernel::{Effects, FailCause, Phase, Reason};
 
 fn key(f: &mut fmt::Formatter<'_>, call: u8, attempt: u8) -> fmt::Result {
     match super::KEY_OF.get(usize::from(call)) {
@@ -48,6 +48,12 @@ impl fmt::Display for Choice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Choice::Agent(Intent::Suspend(c)) => write!(f, "suspend for approval of c{c}"),
+            Choice::Agent(Intent::SuspendSelfApproved(c)) => {
+                write!(
+                    f,
+                    "suspend for approval of c{c}, naming itself the approver"
+                )
+            }
             Choice::Agent(Intent::Dispatch(c)) => write!(f, "dispatch c{c}"),
             Choice::Agent(Intent::Reuse(c)) => {
                 f.write_str("propose again: ")?;
@@ -181,9 +187,16 @@ pub fn phase_words(phase: &Phase) -> String {
                 Reason::ResourceWait { .. } => "resource wait",
                 Reason::OutcomeUnknown { .. } => "outcome unknown",
             };
-            format!("suspended ({reason}, expires {})", s.expires_at)
+            let cancel = match s.reason.cancelled_by() {
+                Some(_) => ", cancel waiting",
+                None => "",
+            };
+            format!("suspended ({reason}{cancel}, expires {})", s.expires_at)
         }
         Phase::Completed { .. } => "completed".into(),
+        Phase::Failed(FailCause::Expired {
+            unresolved: Some(f),
+        }) => format!("failed (expired, {} unresolved)", f.call.call.call_id),
         Phase::Failed(cause) => {
             let cause = match cause {
                 FailCause::Denied { .. } => "denied",
@@ -197,17 +210,41 @@ pub fn phase_words(phase: &Phase) -> String {
     }
 }
 
+/// What a step's effects say that its new phase does not, when they do not describe it: an
+/// audit record of another revision or phase (AUD-1), a checkpoint without the cancel the
+/// suspension carries (CAN-2). Empty for every step a correct lifecycle takes.
+fn effects_words(after: &crate::Snapshot, effects: &Effects) -> String {
+    let mut out = String::new();
+    if let Some(audit) = effects.audit() {
+        if audit.revision != after.revision || audit.phase != after.phase.kind() {
+            out.push_str(&format!(
+                ", audited as r{} ({})",
+                audit.revision.0,
+                audit.phase.name()
+            ));
+        }
+    }
+    if let Phase::Suspended(s) = &after.phase {
+        let shown = effects.checkpoint().map(|cp| cp.cancel_requested_by);
+        if s.reason.cancelled_by().is_some() && shown == Some(None) {
+            out.push_str(", its checkpoint without the cancel");
+        }
+    }
+    out
+}
+
 impl<L: Lifecycle> World<L> {
     /// What happened in a step, in words: for a worker's step, whether the lifecycle accepted
     /// the input (and into which phase) or refused it (and why).
     pub fn explain(&self, state: &WorldState<L::Run>, action: &Action) -> String {
         match self.verdict_of(state, action) {
-            Some(Ok((run, _))) => {
+            Some(Ok((run, effects))) => {
                 let snap = self.lifecycle.snapshot(&run);
                 format!(
-                    "accepted: {} at r{}",
+                    "accepted: {} at r{}{}",
                     phase_words(&snap.phase),
-                    snap.revision.0
+                    snap.revision.0,
+                    effects_words(&snap, &effects)
                 )
             }
             Some(Err(rejection)) => format!("refused: {rejection}"),

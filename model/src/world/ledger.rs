@@ -9,13 +9,13 @@ use super::{
 };
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
-    Decision, Dispatch, Effect, Effects, Event, FailCause, Input, Phase, Reason, Resolution,
-    Resume, SpecId, Time,
+    Checkpoint, Decision, Dispatch, Effect, Effects, Event, FailCause, Input, Phase, Reason,
+    Resolution, Resume, SpecId, Time, Wait,
 };
 
 impl<L: Lifecycle> World<L> {
     /// The rules an accepted step breaks, found when it is computed: INV-1, AUD-1 (with
-    /// REV-1), SUS-2, and those of a resume.
+    /// REV-1), SUS-2, APR-3 at suspend, and those of a resume.
     pub(super) fn step_violations(
         &self,
         r: usize,
@@ -41,8 +41,16 @@ impl<L: Lifecycle> World<L> {
         }
         match &input.event {
             Event::Resume(res) => raise |= self.resume_violations(r, before, after, input.at, res),
-            Event::Suspend { .. } if matches!(before.phase, Phase::Suspended(_)) => {
-                raise |= SpecId::Sus2;
+            Event::Suspend {
+                wait, responsible, ..
+            } => {
+                if matches!(before.phase, Phase::Suspended(_)) {
+                    raise |= SpecId::Sus2;
+                }
+                // APR-3: a suspension for approval never names its requester as approver.
+                if matches!(wait, Wait::Approval { .. }) && *responsible == self.cast.requester {
+                    raise |= SpecId::Apr3;
+                }
             }
             _ => {}
         }
@@ -189,7 +197,11 @@ impl<L: Lifecycle> World<L> {
             slot.won |= bit;
         }
         slot.cancelled |= st.choice == Choice::Cancel;
-        raise |= can_2(slot.cancelled, &st.next.view);
+        let persisted = st
+            .checkpoint
+            .as_deref()
+            .or(slot.checkpoints.last().map(|c| &**c));
+        raise |= can_2(slot.cancelled, &st.next.view, persisted);
         slot.audited = slot.audited.saturating_add(st.audits);
         if let Some(cp) = st.checkpoint {
             slot.checkpoints = self.append(slot.checkpoints, *cp);
@@ -330,7 +342,9 @@ impl<L: Lifecycle> World<L> {
     }
 
     /// The rules a commit at the tool breaks: a key committed twice (EFF-1), or anything
-    /// committed for a run that ended as if nothing more would (EFF-2).
+    /// committed for a run that ended as if nothing more would (EFF-2): every end but one
+    /// that names the unsettled effect (expired with it unresolved) or that a person chose
+    /// (abandoned).
     pub(super) fn commit_violations(&self, slot: &RunSlot<L::Run>, key: u8) -> Violations {
         let mut raise = Violations::NONE;
         if slot.tool.committed_key(key) {
@@ -338,7 +352,13 @@ impl<L: Lifecycle> World<L> {
         }
         let ended_believing_done = matches!(
             slot.run.view.ending,
-            Some(Ending::Completed | Ending::Denied | Ending::Cancelled | Ending::Error)
+            Some(
+                Ending::Completed
+                    | Ending::Denied
+                    | Ending::Cancelled
+                    | Ending::Error
+                    | Ending::Expired { unresolved: false }
+            )
         );
         if ended_believing_done {
             raise |= SpecId::Eff2;
@@ -347,13 +367,18 @@ impl<L: Lifecycle> World<L> {
     }
 }
 
-/// CAN-2: once a cancel was accepted, the run never runs or completes again: it waits with
-/// the cancel visible, or it has failed (cancelled, abandoned by a person, or expired).
-fn can_2(cancelled: bool, after: &super::RunView) -> Violations {
-    let kept = after.cancel_pending
+/// CAN-2 (spec/lifecycle.md 10): once a cancel was accepted, the run never runs or completes
+/// again. It waits with the cancel visible in its suspension and in the checkpoint a
+/// restarted worker, an operator or an approver reads (`persisted`, the latest the write
+/// leaves, which must be of the run's revision); or it has ended cancelled, abandoned by a
+/// person, or expired with the effect unresolved.
+fn can_2(cancelled: bool, after: &super::RunView, persisted: Option<&Checkpoint>) -> Violations {
+    let checkpointed = persisted
+        .is_some_and(|cp| cp.revision.0 == after.revision && cp.cancel_requested_by.is_some());
+    let kept = (after.cancel_pending && checkpointed)
         || matches!(
             after.ending,
-            Some(Ending::Cancelled | Ending::Abandoned | Ending::Expired)
+            Some(Ending::Cancelled | Ending::Abandoned | Ending::Expired { unresolved: true })
         );
     if cancelled && !kept {
         Violations::of(SpecId::Can2)

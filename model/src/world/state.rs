@@ -33,8 +33,12 @@ pub enum Ending {
     Completed,
     /// Failed: the pending call was denied.
     Denied,
-    /// Failed: a suspension expired.
-    Expired,
+    /// Failed: a suspension expired, naming the effect it left unsettled or not.
+    Expired {
+        /// The failure names an unsettled effect (`expired { unresolved }`): one that may
+        /// still commit, as the run's record says.
+        unresolved: bool,
+    },
     /// Failed: cancelled.
     Cancelled,
     /// Failed: the run's own error.
@@ -61,10 +65,11 @@ pub struct RunView {
     pub in_flight: bool,
     /// Suspended with a cancel waiting on an unsettled effect (spec CAN-2).
     pub cancel_pending: bool,
-    /// SUS-1: not suspended, or suspended with an expiry not before its start, a start no
-    /// later than the last input, and (for an approval) a responsible party who is not the
-    /// requester.
+    /// SUS-1: not suspended, or suspended with an expiry not before its start and before the
+    /// end of time, and a start no later than the last input.
     pub well_formed: bool,
+    /// APR-3: suspended for an approval whose responsible party is its own requester.
+    pub self_approved: bool,
 }
 
 /// The state of the whole world, generic over the lifecycle's run type `R`.
@@ -362,6 +367,11 @@ pub struct DecisionMsg {
 pub enum Intent {
     /// Suspend for approval of a gated proposal.
     Suspend(u8),
+    /// Suspend for approval of a gated proposal, naming the requester itself as the approver
+    /// (spec APR-3): an agent that fills in the approver field with its own name. Offered
+    /// only where the requester tries to approve itself (`Config::self_approval`); refused by
+    /// a correct lifecycle, it consumes nothing and is no transition.
+    SuspendSelfApproved(u8),
     /// Dispatch an ungated proposal.
     Dispatch(u8),
     /// Propose an earlier call id or key again (a proposal of [`super::Cast::REUSES`]): used

@@ -69,13 +69,16 @@ impl<L: Lifecycle> World<L> {
         };
         let result_of = |call: u8| self.result_of(call);
         Some(match *choice {
-            Choice::Agent(Intent::Suspend(p)) => Event::Suspend {
+            Choice::Agent(Intent::Suspend(p) | Intent::SuspendSelfApproved(p)) => Event::Suspend {
                 wait: Wait::Approval {
                     call: self.cast.proposal(p)?.call,
                     requester: self.cast.requester,
                 },
                 expires_at: at.after(u64::from(self.config.suspend_for)),
-                responsible: self.cast.approver,
+                responsible: match choice {
+                    Choice::Agent(Intent::SuspendSelfApproved(_)) => self.cast.requester,
+                    _ => self.cast.approver,
+                },
                 resource_version: u64::from(slot.resource),
             },
             Choice::Agent(Intent::Dispatch(p) | Intent::Reuse(p)) => Event::Dispatch {

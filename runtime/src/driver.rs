@@ -14,7 +14,9 @@
 use crate::lifecycle;
 use crate::program::{Program, Timing};
 use crate::rng::now_ms;
-use crate::store::{status_of, Answer, Cas, Commit, Lease, NewRun, Row, RunKey, Store, StoreError};
+use crate::store::{
+    status_of, Answer, Cas, Commit, Consumed, Expect, Lease, NewRun, Row, RunKey, Store, StoreError,
+};
 use crate::tool::{ToolReply, ToolRequest, Tools};
 use resumable_kernel::{
     Checkpoint, Dispatch, Event, Facts, Input, Rejection, Run, Time, Transition,
@@ -23,6 +25,8 @@ use resumable_kernel::{
 pub mod crash;
 mod flavor;
 pub mod plan;
+#[cfg(test)]
+mod tests;
 mod work;
 
 pub use crash::{CrashPlan, CrashPoint};
@@ -95,7 +99,7 @@ pub(crate) struct Staged {
     /// a refused input; only the log's end moves).
     after: Row,
     /// The inbox request the input answers, and the answer.
-    consumed: Option<(u64, Answer)>,
+    consumed: Option<Consumed>,
 }
 
 impl Staged {
@@ -244,7 +248,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             result,
             line,
             after,
-            consumed: consumed.map(|id| (id, answer)),
+            consumed: consumed.map(|request| Consumed { request, answer }),
         })
     }
 
@@ -260,13 +264,11 @@ impl<S: Store, T: Tools> Driver<S, T> {
         self.config.crash.at(CrashPoint::BeforeCommit);
         let commit = Commit {
             key: &row.key,
-            expect: (row.run.revision(), row.tail.seq),
+            expect: Expect::of(row),
             run: &after.run,
             tail: after.tail,
             line: &line,
             checkpoint: after.checkpoint.as_ref(),
-            status: status_of(&after.run),
-            wake_at: after.run.deadline().map(|due| due.0),
             pc: after.pc,
             lease: &after.lease,
             consumed,

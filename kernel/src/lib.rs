@@ -63,6 +63,7 @@ pub mod input;
 pub mod invariants;
 pub(crate) mod names;
 pub mod reject;
+mod rules;
 pub mod run;
 pub mod spec;
 mod step;
@@ -79,6 +80,7 @@ pub use input::{
     Resume, Wait,
 };
 pub use reject::{ApprovalField, CheckpointField, Fault, IdentityField, Rejection, RejectionKind};
+pub use rules::RULES_VERSION;
 pub use run::{
     BoundCall, Call, CallOutcome, FailCause, Identity, InFlight, Phase, PhaseKind, Policy,
     PolicyError, Reason, ReasonKind, ResumeReceipt, Run, Suspension, ToolContract,

@@ -64,59 +64,66 @@ pub enum Effect {
     Query(Dispatch),
 }
 
-/// The most effects one transition emits: an audit record, a checkpoint, and one call.
+/// A command to the driver that stands after the audit record and the checkpoint: at most
+/// one per transition, and only a dispatch or a query can stand there (spec WAL-1, REC-1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "effect", rename_all = "snake_case"))]
+pub enum Command {
+    /// Issue this tool call, only after `next` is durably stored (spec WAL-1).
+    Dispatch(Dispatch),
+    /// Ask the tool's status query about this call and attempt (spec REC-1, REC-2).
+    Query(Dispatch),
+}
+
+impl Command {
+    /// The call and attempt the command is about.
+    pub fn call(&self) -> &Dispatch {
+        match self {
+            Command::Dispatch(d) | Command::Query(d) => d,
+        }
+    }
+}
+
+impl From<Command> for Effect {
+    fn from(c: Command) -> Effect {
+        match c {
+            Command::Dispatch(d) => Effect::Dispatch(d),
+            Command::Query(d) => Effect::Query(d),
+        }
+    }
+}
+
+/// The most effects one transition emits: an audit record, a checkpoint, and one command.
 pub const MAX_EFFECTS: usize = 3;
 
-/// All [`MAX_EFFECTS`] slots of an [`Effects`] are taken.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct EffectsFull;
-
-/// The ordered effects of a transition, held inline.
+/// The ordered effects of a transition, held inline: its audit record, its checkpoint if the
+/// run is suspended after it, then at most one [`Command`]. The constructor's types make any
+/// other shape impossible to write down.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Effects {
     items: [Option<Effect>; MAX_EFFECTS],
 }
 
 impl Effects {
-    /// Effects starting with `first`, which for a transition is its audit record. Public so
-    /// that other lifecycle implementations (the model's reference machine) can speak the
-    /// same vocabulary; the kernel's own order is fixed by its step.
-    pub fn new(first: Effect) -> Effects {
-        Effects {
-            items: [Some(first), None, None],
-        }
-    }
-
     /// The effects of one transition, in the order the driver carries them out: its audit
     /// record, its checkpoint if the run is suspended after it, then at most one command (a
-    /// dispatch or a query). Exactly what fits in [`MAX_EFFECTS`], by construction.
+    /// dispatch or a query). Public so that other lifecycle implementations (the model's
+    /// reference machine) speak the same vocabulary.
     pub fn of(
         audit: AuditRecord,
         checkpoint: Option<Checkpoint>,
-        command: Option<Effect>,
+        command: Option<Command>,
     ) -> Effects {
         let mut items = [Some(Effect::Audit(audit)), None, None];
         let rest = checkpoint
             .map(Effect::PersistCheckpoint)
             .into_iter()
-            .chain(command);
+            .chain(command.map(Effect::from));
         for (slot, effect) in items[1..].iter_mut().zip(rest) {
             *slot = Some(effect);
         }
         Effects { items }
-    }
-
-    /// These effects followed by `effect`, or [`EffectsFull`] when all [`MAX_EFFECTS`]
-    /// slots are taken: never silently dropped. The kernel's step never emits more than an
-    /// audit record, a checkpoint and one command, and builds them with [`Effects::of`].
-    pub fn with(mut self, effect: Effect) -> Result<Effects, EffectsFull> {
-        match self.items.iter_mut().find(|s| s.is_none()) {
-            Some(slot) => {
-                *slot = Some(effect);
-                Ok(self)
-            }
-            None => Err(EffectsFull),
-        }
     }
 
     /// The effects in order.
@@ -138,6 +145,23 @@ impl Effects {
     pub fn audit(&self) -> Option<&AuditRecord> {
         self.iter().find_map(|e| match e {
             Effect::Audit(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// The command, if any: a dispatch or a query, last.
+    pub fn command(&self) -> Option<Command> {
+        self.iter().find_map(|e| match e {
+            Effect::Dispatch(d) => Some(Command::Dispatch(*d)),
+            Effect::Query(d) => Some(Command::Query(*d)),
+            _ => None,
+        })
+    }
+
+    /// The query command, if any.
+    pub fn query(&self) -> Option<&Dispatch> {
+        self.iter().find_map(|e| match e {
+            Effect::Query(d) => Some(d),
             _ => None,
         })
     }

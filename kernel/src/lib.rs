@@ -62,6 +62,7 @@ pub mod ids;
 pub mod input;
 pub mod invariants;
 pub(crate) mod names;
+mod next;
 pub mod reject;
 mod rules;
 pub mod run;
@@ -73,12 +74,13 @@ pub use checkpoint::{
     Checkpoint, CheckpointV1, CheckpointV2, Intent, PendingCall, SCHEMA_V1, SCHEMA_V2,
     SCHEMA_VERSION,
 };
-pub use effect::{AuditRecord, Dispatch, Effect, Effects, EffectsFull};
+pub use effect::{AuditRecord, Command, Dispatch, Effect, Effects};
 pub use ids::{Digest, Name, NameError, Revision, Time};
 pub use input::{
     Approval, Decision, DecisionKind, Event, EventKind, Facts, Input, QueryAnswer, Resolution,
     Resume, Wait,
 };
+pub use next::Next;
 pub use reject::{ApprovalField, CheckpointField, Fault, IdentityField, Rejection, RejectionKind};
 pub use rules::RULES_VERSION;
 pub use run::{

@@ -6,7 +6,7 @@ mod checks;
 mod resume;
 
 use crate::checkpoint::Checkpoint;
-use crate::effect::{AuditRecord, Effect, Effects};
+use crate::effect::{AuditRecord, Command, Effects};
 use crate::ids::{Digest, Name, Time};
 use crate::input::{Event, Input, Wait};
 use crate::reject::Rejection;
@@ -43,7 +43,7 @@ pub fn step(run: &Run, input: &Input) -> Result<Transition, Rejection> {
 
 /// A handler's result: the next run (before revision and clock move) and at most one
 /// command for the driver.
-pub(super) type Stepped = Result<(Run, Option<Effect>), Rejection>;
+pub(super) type Stepped = Result<(Run, Option<Command>), Rejection>;
 
 fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
     guard_every_input(run, input)?;
@@ -102,7 +102,7 @@ fn seal(
     run: &Run,
     input: &Input,
     mut next: Run,
-    command: Option<Effect>,
+    command: Option<Command>,
 ) -> Result<Transition, Rejection> {
     next.revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
     next.updated_at = input.at;
@@ -199,7 +199,7 @@ fn dispatch(run: &Run, call: &Call) -> Stepped {
     next.phase = Phase::Running {
         in_flight: Some(in_flight),
     };
-    Ok((next, Some(Effect::Dispatch(dispatch_of(run, &in_flight)))))
+    Ok((next, Some(Command::Dispatch(dispatch_of(run, &in_flight)))))
 }
 
 /// WAL-2: the tool's answer for the call and attempt in flight; the result and the next
@@ -234,7 +234,7 @@ fn recover(run: &Run, at: Time) -> Stepped {
     };
     let mut next = *run;
     next.phase = held_by_operator(run, at, unknown(*f, None))?;
-    Ok((next, Some(Effect::Query(dispatch_of(run, f)))))
+    Ok((next, Some(Command::Query(dispatch_of(run, f)))))
 }
 
 /// EXP-1: a suspension past its expiry ends, except that an unknown outcome first goes to a
@@ -281,7 +281,7 @@ fn cancel(run: &Run, at: Time, by: Name) -> Stepped {
         // CAN-1: the effect in flight may already have committed: reconcile it first.
         Phase::Running { in_flight: Some(f) } => {
             next.phase = held_by_operator(run, at, unknown(*f, Some(by)))?;
-            Some(Effect::Query(dispatch_of(run, f)))
+            Some(Command::Query(dispatch_of(run, f)))
         }
         Phase::Suspended(s) => {
             next.phase = match s.reason {

@@ -6,7 +6,7 @@
 mod world_support;
 
 use resumable_kernel::{
-    AuditRecord, Effect, Effects, Event, EventKind, Identity, Input, Policy, PolicyError, Reason,
+    AuditRecord, Effects, Event, EventKind, Identity, Input, Policy, PolicyError, Reason,
     Rejection, Revision, Time,
 };
 use resumable_model::config::Config;
@@ -157,7 +157,7 @@ impl Lifecycle for Mutant {
                     phase,
                     reason: None,
                 };
-                Ok((next, Effects::new(Effect::Audit(record))))
+                Ok((next, Effects::of(record, None, None)))
             }
             (Spoil::SkipsARevision, Ok((mut next, effects)))
                 if matches!(input.event, Event::Resume(_)) =>

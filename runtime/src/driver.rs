@@ -16,7 +16,7 @@ use crate::store::{
     status_of, Answer, Cas, Commit, Lease, NewRun, Row, RunKey, Status, Store, StoreError,
 };
 use crate::tool::{ToolReply, ToolRequest, Tools};
-use resumable_kernel::{Checkpoint, Dispatch, Effect, Event, Facts, Input, Run, Time, Transition};
+use resumable_kernel::{Checkpoint, Dispatch, Event, Facts, Input, Run, Time, Transition};
 
 pub mod crash;
 mod work;
@@ -149,11 +149,6 @@ pub fn create_run(
     })
 }
 
-/// When a suspended run's suspension expires.
-fn wake_at(run: &Run) -> Option<u64> {
-    run.suspension().map(|s| s.expires_at.0)
-}
-
 impl<S: Store, T: Tools> Driver<S, T> {
     /// A driver over `store` and `tools`.
     pub fn new(store: S, tools: T, config: Config) -> Driver<S, T> {
@@ -250,7 +245,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             line: &line,
             checkpoint: checkpoint.as_ref(),
             status: status_of(&run),
-            wake_at: wake_at(&run),
+            wake_at: run.deadline().map(|due| due.0),
             pc,
             lease: &lease,
             consumed: consumed.map(|id| (id, answer)),
@@ -312,7 +307,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
                     None => self.dispatch(&row.run, d),
                 };
                 self.answer_dispatch(&row, d, reply)?
-            } else if let Some(q) = query_of(&t) {
+            } else if let Some(q) = t.effects.query().copied() {
                 let checkpoint = t.effects.checkpoint().copied();
                 self.reconcile(&row, &q, checkpoint)?
             } else {
@@ -405,12 +400,4 @@ impl<S: Store, T: Tools> Driver<S, T> {
         }
         Ok(None)
     }
-}
-
-/// The query a transition commands, if any.
-fn query_of(t: &Transition) -> Option<Dispatch> {
-    t.effects.iter().find_map(|e| match e {
-        Effect::Query(d) => Some(*d),
-        _ => None,
-    })
 }

@@ -128,7 +128,7 @@ pub struct Summary {
     pub key: RunKey,
     /// What it waits for.
     pub status: Status,
-    /// When its suspension expires, if suspended.
+    /// When its next timer input falls due: the kernel's `Run::deadline`, if suspended.
     pub wake_at: Option<u64>,
     /// Who holds it.
     pub lease: Lease,
@@ -202,7 +202,7 @@ pub struct Commit<'a> {
     pub checkpoint: Option<&'a Checkpoint>,
     /// What the run waits for after the step.
     pub status: Status,
-    /// When its suspension expires, if suspended.
+    /// When its next timer input falls due: the kernel's `Run::deadline`, if suspended.
     pub wake_at: Option<u64>,
     /// The program's position after the step.
     pub pc: u32,
@@ -331,19 +331,22 @@ pub fn open(address: &str) -> Result<Box<dyn Store + Send>, StoreError> {
 
 /// The status of a run, as the store indexes it.
 pub fn status_of(run: &Run) -> Status {
-    use resumable_kernel::{Phase, Reason};
-    match run.phase() {
-        Phase::Running { in_flight: None } => Status::Ready,
-        Phase::Running { in_flight: Some(_) } => Status::InFlight,
-        Phase::Suspended(s) => match s.reason {
-            Reason::PendingApproval { .. } => Status::Approval,
-            Reason::ExternalCallback { .. } => Status::Callback,
-            Reason::ResourceWait { .. } => Status::Resource,
-            Reason::ManualIntervention { .. } => Status::Person,
-            Reason::OutcomeUnknown { .. } => Status::Unknown,
+    use resumable_kernel::{Next, PhaseKind, ReasonKind};
+    match run.next() {
+        Next::Agent => Status::Ready,
+        Next::Result { .. } => Status::InFlight,
+        Next::Query { .. } => Status::Unknown,
+        Next::Decision { reason, .. } => match reason {
+            ReasonKind::PendingApproval => Status::Approval,
+            ReasonKind::ExternalCallback => Status::Callback,
+            ReasonKind::ResourceWait => Status::Resource,
+            ReasonKind::ManualIntervention => Status::Person,
+            ReasonKind::OutcomeUnknown => Status::Unknown,
         },
-        Phase::Completed { .. } => Status::Completed,
-        Phase::Failed(_) => Status::Failed,
+        Next::Nothing {
+            phase: PhaseKind::Completed,
+        } => Status::Completed,
+        Next::Nothing { .. } => Status::Failed,
     }
 }
 

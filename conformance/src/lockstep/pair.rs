@@ -2,8 +2,7 @@
 //! disagreement kept.
 
 use resumable_kernel::{
-    AuditRecord, Effect, Effects, Event, Identity, Input, Phase, Policy, PolicyError, Rejection,
-    Time,
+    AuditRecord, Effects, Event, Identity, Input, Phase, Policy, PolicyError, Rejection, Time,
 };
 use resumable_model::{Lifecycle, Snapshot};
 use std::sync::Arc;
@@ -200,7 +199,7 @@ impl<A: Observable, B: Observable> Pair<A, B> {
     /// run, at the unchanged revision; no property of the world is judged past it.
     fn unchanged(&self, run: &PairRun<A::Run, B::Run>, input: &Input) -> Effects {
         let snap = self.snapshot(run);
-        Effects::new(Effect::Audit(AuditRecord {
+        let audit = AuditRecord {
             revision: snap.revision,
             at: input.at,
             event: input.event.kind(),
@@ -213,7 +212,8 @@ impl<A: Observable, B: Observable> Pair<A, B> {
                 Phase::Suspended(s) => Some(s.reason.kind()),
                 _ => None,
             },
-        }))
+        };
+        Effects::of(audit, None, None)
     }
 }
 

@@ -2,7 +2,7 @@
 //! re-checks of the present, the call log, and the suspensions the kernel opens itself.
 
 use crate::calls::CallLog;
-use crate::checkpoint::{key_digest, tool_key, Checkpoint, SCHEMA_VERSION};
+use crate::checkpoint::{key_digest, Checkpoint, SCHEMA_VERSION};
 use crate::effect::Dispatch;
 use crate::ids::{Digest, Name, Revision, Time};
 use crate::input::{Approval, Decision, Facts, Resume};
@@ -226,15 +226,7 @@ pub(super) fn record(next: &mut Run, f: &InFlight, result: Digest) {
 
 /// KEY-3: the command for a call and attempt, under the key the tool must see.
 pub(super) fn dispatch_of(run: &Run, f: &InFlight) -> Dispatch {
-    let call = &f.call.call;
-    Dispatch {
-        call_id: call.call_id,
-        tool: call.tool,
-        args: call.args,
-        key: call.key,
-        tool_key: tool_key(&run.identity, &call.key),
-        attempt: f.attempt,
-    }
+    run.dispatch_of(f)
 }
 
 pub(super) fn unknown(in_flight: InFlight, cancelled_by: Option<Name>) -> Reason {

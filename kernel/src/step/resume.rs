@@ -6,7 +6,7 @@ use super::checks::{
 };
 use super::Stepped;
 use crate::checkpoint::Checkpoint;
-use crate::effect::Effect;
+use crate::effect::Command;
 use crate::ids::{Digest, Name, Time};
 use crate::input::{Decision, Facts, QueryAnswer, Resolution, Resume};
 use crate::reject::Rejection;
@@ -55,7 +55,7 @@ struct Resumed {
     phase: Phase,
     /// A call whose committed result the decision records (REC-4).
     settles: Option<(InFlight, Digest)>,
-    command: Option<Effect>,
+    command: Option<Command>,
 }
 
 impl From<Phase> for Resumed {
@@ -129,7 +129,7 @@ fn approve(
             in_flight: Some(in_flight),
         },
         settles: None,
-        command: Some(Effect::Dispatch(dispatch_of(run, &in_flight))),
+        command: Some(Command::Dispatch(dispatch_of(run, &in_flight))),
     })
 }
 
@@ -246,6 +246,6 @@ fn retry(run: &Run, f: &InFlight, r: &Resume) -> Option<Resumed> {
             in_flight: Some(again),
         },
         settles: None,
-        command: Some(Effect::Dispatch(dispatch_of(run, &again))),
+        command: Some(Command::Dispatch(dispatch_of(run, &again))),
     })
 }

@@ -10,7 +10,7 @@ use super::moves::{bind, command, escalate, finish_step, held_by_operator, Move,
 use super::{RecordedCall, RefRun, Reference, Status};
 use crate::variant::Variant;
 use resumable_kernel::{
-    Call, Digest, Effect, Event, EventKind, FailCause, InFlight, Input, Name, Reason, Rejection,
+    Call, Command, Digest, Event, EventKind, FailCause, InFlight, Input, Name, Reason, Rejection,
     Suspension, Time, Wait,
 };
 
@@ -151,7 +151,7 @@ impl Reference {
         };
         let mv = Move::to(Status::AwaitingResult(in_flight))
             .binding(history)
-            .then(Effect::Dispatch(command(run, &in_flight.call, 0)));
+            .then(Command::Dispatch(command(run, &in_flight.call, 0)));
         finish_step(run, at, EventKind::Dispatch, None, mv)
     }
 
@@ -170,14 +170,14 @@ impl Reference {
                 ..f
             };
             Move::to(Status::AwaitingResult(again))
-                .then(Effect::Dispatch(command(run, &f.call, f.attempt)))
+                .then(Command::Dispatch(command(run, &f.call, f.attempt)))
         } else {
             let reason = Reason::OutcomeUnknown {
                 in_flight: f,
                 cancelled_by: None,
             };
             Move::to(held_by_operator(run, at, reason)?)
-                .then(Effect::Query(command(run, &f.call, f.attempt)))
+                .then(Command::Query(command(run, &f.call, f.attempt)))
         };
         finish_step(run, at, EventKind::Recover, None, mv)
     }
@@ -239,7 +239,7 @@ impl Reference {
                     cancelled_by: Some(by),
                 };
                 Move::to(held_by_operator(run, at, reason)?)
-                    .then(Effect::Query(command(run, &f.call, f.attempt)))
+                    .then(Command::Query(command(run, &f.call, f.attempt)))
             }
             Status::Suspended(s) => self.cancel_suspended(s, by)?.unwrap_or(cancelled),
             Status::Completed { .. } | Status::Failed(_) => return Err(terminal(run)),

@@ -4,7 +4,7 @@
 use super::{History, RecordedCall, RefRun, Status};
 use resumable_kernel::checkpoint::{key_digest, tool_key};
 use resumable_kernel::{
-    AuditRecord, BoundCall, Call, DecisionKind, Dispatch, Effect, Effects, EventKind, InFlight,
+    AuditRecord, BoundCall, Call, Command, DecisionKind, Dispatch, Effects, EventKind, InFlight,
     Phase, Reason, Rejection, Suspension, Time,
 };
 
@@ -19,7 +19,7 @@ pub(super) struct Move {
     pub(super) record: Option<RecordedCall>,
     /// The resource version to record (a suspend's, or a resume's facts: RES-3).
     pub(super) resource_version: Option<u64>,
-    pub(super) commands: [Option<Effect>; 2],
+    pub(super) command: Option<Command>,
 }
 
 impl Move {
@@ -29,7 +29,7 @@ impl Move {
             history: None,
             record: None,
             resource_version: None,
-            commands: [None, None],
+            command: None,
         }
     }
     pub(super) fn binding(mut self, history: History) -> Move {
@@ -45,13 +45,8 @@ impl Move {
         self
     }
     /// The move with its command for the driver.
-    pub(super) fn then(mut self, command: Effect) -> Move {
-        self.commands = [Some(command), None];
-        self
-    }
-    /// The move with two commands, in order: only the rerun broken variant issues two.
-    pub(super) fn then_both(mut self, first: Effect, second: Effect) -> Move {
-        self.commands = [Some(first), Some(second)];
+    pub(super) fn then(mut self, command: Command) -> Move {
+        self.command = Some(command);
         self
     }
 }
@@ -114,11 +109,7 @@ pub(super) fn escalate(
 
 /// REV-1 and CLK-1: the next run, one revision on, its clock at the input's time, with the
 /// call log, result and resource version the move carries.
-fn transition(
-    run: &RefRun,
-    at: Time,
-    mv: Move,
-) -> Result<(RefRun, [Option<Effect>; 2]), Rejection> {
+fn transition(run: &RefRun, at: Time, mv: Move) -> Result<(RefRun, Option<Command>), Rejection> {
     let revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
     let mut history = mv.history.unwrap_or(run.history);
     if let Some(done) = &mv.record {
@@ -134,7 +125,7 @@ fn transition(
         resource_version: mv.resource_version.unwrap_or(run.resource_version),
         ..*run
     };
-    Ok((next, mv.commands))
+    Ok((next, mv.command))
 }
 
 /// The transition of a move, with its effects.
@@ -145,43 +136,31 @@ pub(super) fn finish_step(
     decision: Option<DecisionKind>,
     mv: Move,
 ) -> Stepped {
-    let (next, commands) = transition(run, at, mv)?;
-    Ok((next, effects_of(&next, at, event, decision, commands)))
+    let (next, command) = transition(run, at, mv)?;
+    Ok((next, effects_of(&next, at, event, decision, command)))
 }
 
 /// AUD-1, CKP-1, WAL-1: the audit record first, describing the new state; a sealed
-/// checkpoint at the new revision when the new state is suspended; then the commands. A
-/// checkpoint comes only with a suspension and two commands only with a running run, so the
-/// effects never exceed three.
+/// checkpoint at the new revision when the new state is suspended; then the command.
 pub(super) fn effects_of(
     next: &RefRun,
     at: Time,
     event: EventKind,
     decision: Option<DecisionKind>,
-    commands: [Option<Effect>; 2],
+    command: Option<Command>,
 ) -> Effects {
     let phase = next.phase();
     let reason = match phase {
         Phase::Suspended(s) => Some(s.reason.kind()),
         _ => None,
     };
-    let audit = Effect::Audit(AuditRecord {
+    let audit = AuditRecord {
         revision: next.revision,
         at,
         event,
         decision,
         phase: phase.kind(),
         reason,
-    });
-    let checkpoint = next
-        .checkpoint()
-        .map(|cp| Effect::PersistCheckpoint(cp.seal()));
-    let mut effects = Effects::new(audit);
-    for effect in [checkpoint].into_iter().chain(commands).flatten() {
-        match effects.with(effect) {
-            Ok(more) => effects = more,
-            Err(_) => debug_assert!(false, "a move with a checkpoint and two commands"),
-        }
-    }
-    effects
+    };
+    Effects::of(audit, next.checkpoint().map(|cp| cp.seal()), command)
 }

@@ -10,7 +10,7 @@ use super::moves::{command, escalate, finish_step, Move, Stepped};
 use super::{RecordedCall, RefRun, Reference, Status};
 use crate::variant::Variant;
 use resumable_kernel::{
-    Approval, BoundCall, Checkpoint, Decision, Effect, EventKind, FailCause, IdentityField,
+    Approval, BoundCall, Checkpoint, Command, Decision, EventKind, FailCause, IdentityField,
     InFlight, Name, QueryAnswer, Reason, Rejection, Resolution, Resume, ResumeReceipt, Revision,
     Suspension, Time,
 };
@@ -308,15 +308,15 @@ impl Reference {
             attempt: 0,
             dispatches: 1,
         };
-        let approved = Effect::Dispatch(command(run, call, 0));
+        let approved = Command::Dispatch(command(run, call, 0));
         let mv = Move::to(Status::AwaitingResult(in_flight));
         Ok(match run.last_call {
             // The interrupted step runs again from its start, and with it the side effect it
-            // issued before the pause.
-            Some(done) if self.breaks(Variant::RerunStepOnResume) => mv.then_both(
-                Effect::Dispatch(command(run, &done.call, done.attempt)),
-                approved,
-            ),
+            // issued before the pause: that dispatch goes out first, where the approved one
+            // should (a transition carries one command; the approved call never leaves).
+            Some(done) if self.breaks(Variant::RerunStepOnResume) => {
+                mv.then(Command::Dispatch(command(run, &done.call, done.attempt)))
+            }
             _ => mv.then(approved),
         })
     }
@@ -405,6 +405,6 @@ impl Reference {
             dispatches,
         };
         Ok(Move::to(Status::AwaitingResult(again))
-            .then(Effect::Dispatch(command(run, &f.call, attempt))))
+            .then(Command::Dispatch(command(run, &f.call, attempt))))
     }
 }

@@ -5,7 +5,7 @@ use crate::program::Program;
 use crate::rng::now_ms;
 use crate::store::{Inbox, Request, Row, RunKey, Status, Store, Summary};
 use crate::tool::{ToolReply, Tools};
-use resumable_kernel::{Dispatch, Event, InFlight, Input, Phase, Reason, Resume, Run};
+use resumable_kernel::{Dispatch, Event, Input, Next, Resume};
 use std::time::Duration;
 
 /// What a run needs from a worker now.
@@ -22,19 +22,6 @@ enum Action {
     Expire,
     /// Its outcome is unknown: ask the status query (REC-2).
     Query(Dispatch),
-}
-
-/// A call in flight of `run` as the tool sees it.
-fn dispatch_of(run: &Run, f: &InFlight) -> Dispatch {
-    let key = f.call.call.key;
-    Dispatch {
-        call_id: f.call.call.call_id,
-        tool: f.call.call.tool,
-        args: f.call.call.args,
-        key,
-        tool_key: resumable_kernel::checkpoint::tool_key(run.identity(), &key),
-        attempt: f.attempt,
-    }
 }
 
 /// Most actions one turn takes on one run before the worker moves on to the next.
@@ -57,7 +44,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
         match s.status {
             Status::Ready | Status::InFlight | Status::Unknown => true,
             Status::Approval | Status::Callback | Status::Resource | Status::Person => {
-                s.wake_at.is_some_and(|w| now > w)
+                s.wake_at.is_some_and(|due| now >= due)
             }
             Status::Completed | Status::Failed => false,
         }
@@ -77,8 +64,11 @@ impl<S: Store, T: Tools> Driver<S, T> {
                 return Ok(Some(Action::Request(request)));
             }
         }
-        Ok(match row.run.phase() {
-            Phase::Running { in_flight: None } => {
+        if row.run.deadline().is_some_and(|due| now >= due.0) {
+            return Ok(Some(Action::Expire));
+        }
+        Ok(match row.run.next() {
+            Next::Agent => {
                 let program = Program::parse(&row.program).ok_or_else(|| {
                     DriveError::Invalid(format!("{}: unknown program {}", row.key, row.program))
                 })?;
@@ -87,18 +77,14 @@ impl<S: Store, T: Tools> Driver<S, T> {
                     .step(row.pc, at, row.resource_version, &self.config.timing)
                     .map(Action::Program)
             }
-            Phase::Running { in_flight: Some(f) } => match self.config.flavor {
-                Flavor::RetryUnknownBlindly => Some(Action::BlindRetry(dispatch_of(&row.run, f))),
+            // A dispatch in flight whose worker is gone (this worker holds no live dispatch:
+            // it only acts on runs no live worker leases).
+            Next::Result { dispatch } => match self.config.flavor {
+                Flavor::RetryUnknownBlindly => Some(Action::BlindRetry(dispatch)),
                 _ => Some(Action::Recover),
             },
-            Phase::Suspended(s) if now > s.expires_at.0 => Some(Action::Expire),
-            Phase::Suspended(s) => match s.reason {
-                Reason::OutcomeUnknown { in_flight, .. } => {
-                    Some(Action::Query(dispatch_of(&row.run, &in_flight)))
-                }
-                _ => None,
-            },
-            Phase::Completed { .. } | Phase::Failed(_) => None,
+            Next::Query { dispatch, .. } => Some(Action::Query(dispatch)),
+            Next::Decision { .. } | Next::Nothing { .. } => None,
         })
     }
 
@@ -195,7 +181,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             s.pending == 0
                 && match s.status {
                     Status::Approval | Status::Callback | Status::Resource | Status::Person => {
-                        s.wake_at.is_none_or(|w| now <= w)
+                        s.wake_at.is_none_or(|due| now < due)
                     }
                     Status::Completed | Status::Failed => true,
                     Status::Ready | Status::InFlight | Status::Unknown => false,

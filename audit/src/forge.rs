@@ -19,6 +19,7 @@ use crate::chain::{Anchor, Key};
 use crate::sample::{self, OPERATOR, STORE};
 use crate::{Accepted, Commit, Header, Verdict, Writer};
 use resumable_kernel::checkpoint::tool_key;
+use resumable_kernel::IdempotencyKey;
 use resumable_kernel::{
     Decision, Digest, Dispatch, Event, EventKind, Identity, Input, Name, PhaseKind, Resolution,
     SpecId, Time,
@@ -69,7 +70,7 @@ impl Forgery {
 
 /// The verdict a kernel without the call log would give a dispatch or a tool result on a run
 /// that is idle, or has that very call in flight.
-fn claimed(identity: &Identity, input: &Input, key: Name) -> Option<Verdict> {
+fn claimed(identity: &Identity, input: &Input, key: IdempotencyKey) -> Option<Verdict> {
     let accepted = |event| Accepted {
         event,
         decision: None,
@@ -133,7 +134,7 @@ impl Forgery {
 /// Writes the forger's inputs from `from` on: stepped through the kernel, or claimed.
 fn forge_from<W: io::Write>(w: &mut Writer<W>, forgery: &Forgery, from: usize) -> io::Result<()> {
     let mut revision = w.run().revision();
-    let mut key = Name::lit("none");
+    let mut key = IdempotencyKey::lit("none");
     for (i, input) in forgery.inputs.iter().enumerate().skip(from) {
         if let Event::Dispatch { call } = input.event {
             key = call.key;
@@ -313,7 +314,7 @@ fn reconcile_forgeries(r: &Original) -> io::Result<Vec<Forgery>> {
         }, Some(SpecId::Rec4))?),
         claiming(2, forgery("key-recommitted-dedupe", "a call committed, then its key and arguments dispatched again under a new call id on a deduping tool, and recorded as committed twice", r, |_, i| {
             let done = i.pop()?;
-            let call = resumable_kernel::Call { call_id: Name::lit("call-8"), tool: STORE.tool, args: Digest::of(b"{}"), key: Name::lit("idem-8"), contract: STORE.contract };
+            let call = resumable_kernel::Call { call_id: Name::lit("call-8"), tool: STORE.tool, args: Digest::of(b"{}"), key: IdempotencyKey::lit("idem-8"), contract: STORE.contract };
             let again = resumable_kernel::Call { call_id: Name::lit("call-9"), ..call };
             for (t, event) in [
                 (9, Event::Dispatch { call }),

@@ -54,6 +54,7 @@
 //! assert!(summary.unproven.is_empty());
 //! ```
 
+use resumable_kernel::IdempotencyKey;
 use resumable_kernel::{
     DecisionKind, Digest, Dispatch, Effect, EventKind, Identity, Input, Name, PhaseKind, Policy,
     ReasonKind, Rejection, Revision, Run, Time, ToolContract, Transition,
@@ -212,7 +213,7 @@ pub struct Commit {
     /// The call.
     pub call_id: Name,
     /// The idempotency key.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// The key's attempt: with a fencing query, the tool sees key and attempt together.
     pub attempt: u8,
     /// The digest of the result.

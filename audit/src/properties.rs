@@ -3,7 +3,9 @@
 //! comparison, so a forged verdict is named by the rule it breaks.
 
 use crate::{Record, ToolPolicy, Verdict};
-use resumable_kernel::{ApprovalField, Call, Decision, Event, Name, Reason, Run, SpecId, Wait};
+use resumable_kernel::{
+    ApprovalField, Call, Decision, Event, IdempotencyKey, Name, Reason, Run, SpecId, Wait,
+};
 use std::collections::{HashMap, VecDeque};
 
 /// The recent commits, for REC-4/EFF-1: each key with its attempt (what the tool sees), the
@@ -11,8 +13,8 @@ use std::collections::{HashMap, VecDeque};
 /// call id is not part of the key: the same key committed again under a new call id is a
 /// second commit all the same.
 pub(super) struct CommitWindow {
-    lines: HashMap<(Name, u8), (Name, u64)>,
-    order: VecDeque<(Name, u8)>,
+    lines: HashMap<(IdempotencyKey, u8), (Name, u64)>,
+    order: VecDeque<(IdempotencyKey, u8)>,
     capacity: usize,
     pub(super) exceeded: bool,
 }
@@ -34,11 +36,11 @@ impl CommitWindow {
         self.capacity
     }
 
-    fn first(&self, key: &(Name, u8)) -> Option<(Name, u64)> {
+    fn first(&self, key: &(IdempotencyKey, u8)) -> Option<(Name, u64)> {
         self.lines.get(key).copied()
     }
 
-    pub(super) fn insert(&mut self, key: (Name, u8), call: Name, line: u64) {
+    pub(super) fn insert(&mut self, key: (IdempotencyKey, u8), call: Name, line: u64) {
         if self.order.len() == self.capacity {
             if let Some(old) = self.order.pop_front() {
                 self.lines.remove(&old);

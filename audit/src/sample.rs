@@ -3,6 +3,7 @@
 //! and a generator of long logs with a realistic mix of inputs, for benchmarks and tests.
 
 use crate::{Header, Key, RunHeader, ToolPolicy, Writer};
+use resumable_kernel::Text;
 use resumable_kernel::{
     Approval, Call, Checkpoint, Decision, Digest, Event, Facts, Identity, Input, Name, PendingCall,
     Policy, QueryAnswer, Rejection, Resolution, Resume, Revision, Time, ToolContract, Transition,
@@ -174,11 +175,11 @@ pub fn resume(checkpoint: Checkpoint, decision: Decision) -> Event {
     })
 }
 
-/// A name from generated text. The generator makes only `call-N` and `idem-N` with `N` a
-/// `u64`: at most 25 printable bytes, within a name's 31. Anything else is a bug here, so it
-/// is asserted rather than replaced by a made-up name that would hide it.
-fn name(s: &str) -> Name {
-    match Name::new(s) {
+/// A name or key from generated text. The generator makes only `call-N` and `idem-N` with
+/// `N` a `u64`: at most 25 printable bytes, within every width. Anything else is a bug here,
+/// so it is asserted rather than replaced by a made-up name that would hide it.
+fn name<const N: usize>(s: &str) -> Text<N> {
+    match Text::new(s) {
         Ok(name) => name,
         Err(e) => panic!("the generator made an invalid name {s:?}: {e}"),
     }

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 
 /// The longest line read, in bytes, without its newline. Every field of a record has a fixed
-/// size (names are at most 31 bytes), so the longest record the writer produces is under
-/// 3 KiB; 64 KiB leaves room for whitespace a runtime's serialiser may add, and bounds what
+/// size (names are at most 64 bytes, keys 255), so the longest record the writer produces is
+/// under 5 KiB; 64 KiB leaves room for whitespace a runtime's serialiser may add, and bounds what
 /// the validator buffers: a longer line is refused after reading only this much of it.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 

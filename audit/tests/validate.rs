@@ -470,7 +470,7 @@ fn calls_log(ids: &[&str]) -> Vec<u8> {
         call_id: Name::new(id).unwrap(),
         tool: Name::lit("pay"),
         args: Digest::of(id.as_bytes()),
-        key: Name::new(&format!("key-{id}")).unwrap(),
+        key: IdempotencyKey::new(&format!("key-{id}")).unwrap(),
         contract,
     };
     let mut t = 0;

@@ -124,7 +124,7 @@ impl CallPick {
             call_id: name("c", id),
             tool: Name::lit("tool"),
             args: args(self.args),
-            key: name("k", key),
+            key: IdempotencyKey::new(&format!("k{key}")).expect("a short key"),
             contract: ToolContract {
                 dedupes: self.dedupes,
                 query_fences: self.fences,

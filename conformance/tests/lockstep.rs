@@ -39,7 +39,7 @@ fn call(id: &str) -> Call {
         call_id: Name::new(id).unwrap(),
         tool: Name::lit("publish"),
         args: Digest::of(id.as_bytes()),
-        key: Name::new(&format!("key-{id}")).unwrap(),
+        key: IdempotencyKey::new(&format!("key-{id}")).unwrap(),
         contract: ToolContract {
             dedupes: true,
             query_fences: false,

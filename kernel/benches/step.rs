@@ -36,7 +36,7 @@ fn call() -> Call {
         call_id: Name::lit("call-1"),
         tool: Name::lit("publish:demo"),
         args: Digest::of(b"{\"post\":42}"),
-        key: Name::lit("idem-run-approval"),
+        key: IdempotencyKey::lit("idem-run-approval"),
         contract: ToolContract {
             dedupes: true,
             query_fences: false,

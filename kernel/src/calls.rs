@@ -6,7 +6,7 @@
 //! full, a new call is refused with [`Rejection::CallLogFull`]; nothing is ever forgotten, so
 //! a reuse can never slip past a log that dropped its first use.
 
-use crate::ids::{Digest, Name};
+use crate::ids::{Digest, IdempotencyKey, Name, Text};
 use crate::reject::Rejection;
 use crate::run::Call;
 use core::fmt;
@@ -22,13 +22,11 @@ pub const CALL_LOG_CAPACITY: usize = 32;
 pub struct Fingerprint(pub [u8; 8]);
 
 impl Fingerprint {
-    fn of(domain: &[u8], name: &Name) -> Fingerprint {
+    fn of<const N: usize>(domain: &[u8], name: &Text<N>) -> Fingerprint {
         use sha2::Digest as _;
-        let (len, bytes) = name.padded();
         let mut hasher = sha2::Sha256::new();
         hasher.update(domain);
-        hasher.update([len]);
-        hasher.update(bytes);
+        name.encode(|b| hasher.update(b));
         let full: [u8; 32] = hasher.finalize().into();
         let mut out = [0u8; 8];
         out.copy_from_slice(&full[..8]);
@@ -41,7 +39,7 @@ impl Fingerprint {
     }
 
     /// The fingerprint of an idempotency key.
-    pub fn key(name: &Name) -> Fingerprint {
+    pub fn key(name: &IdempotencyKey) -> Fingerprint {
         Fingerprint::of(b"resumable/key-name\0", name)
     }
 }

@@ -1,7 +1,7 @@
 //! Effects: the commands a transition gives the driver, in the order it must carry them out.
 
 use crate::checkpoint::Checkpoint;
-use crate::ids::{Digest, Name, Revision, Time};
+use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
 use crate::input::{DecisionKind, EventKind};
 use crate::run::{PhaseKind, ReasonKind};
 
@@ -37,7 +37,7 @@ pub struct Dispatch {
     /// The argument digest.
     pub args: Digest,
     /// The idempotency key, as the agent named it.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// The key the tool must see: the run's identity and `key` together (spec KEY-3), so that
     /// two runs using one key never share a dedupe record or a fence.
     pub tool_key: Digest,

@@ -19,6 +19,10 @@ pub struct Input {
     pub event: Event,
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "no heap in the kernel: every variant is held inline"
+)]
 /// What the run waits for when it suspends on request.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]

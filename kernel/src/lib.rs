@@ -24,7 +24,7 @@
 //! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 100 };
 //! let mut run = Run::new(id, policy, Time(0))?; // store it: revision 0
 //! let call = Call { call_id: Name::lit("call-1"), tool: Name::lit("publish"),
-//!     args: Digest::of(br#"{"post":42}"#), key: Name::lit("idem-1"),
+//!     args: Digest::of(br#"{"post":42}"#), key: IdempotencyKey::lit("idem-1"),
 //!     contract: ToolContract { dedupes: true, query_fences: false, max_attempts: 3 } };
 //! let (agent, alice) = (Name::lit("agent"), Name::lit("alice"));
 //!
@@ -74,7 +74,10 @@ pub use checkpoint::{
     SCHEMA_VERSION,
 };
 pub use effect::{AuditRecord, Command, Dispatch, Effect, Effects};
-pub use ids::{Digest, Name, NameError, Revision, Time};
+pub use ids::{
+    Digest, IdempotencyKey, Name, NameError, Revision, Text, Time, KEY_CAPACITY, LEGACY_NAME_WIDTH,
+    NAME_CAPACITY,
+};
 pub use input::{
     Approval, Decision, DecisionKind, Event, EventKind, Facts, Input, QueryAnswer, Resolution,
     Resume, Wait,

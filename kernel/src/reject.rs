@@ -1,6 +1,6 @@
 //! Rejections: why an input was refused, each with its evidence. A rejection changes nothing.
 
-use crate::ids::{Digest, Name, Revision, Time};
+use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
 use crate::input::DecisionKind;
 use crate::names::named;
 use crate::run::{PhaseKind, ReasonKind};
@@ -294,13 +294,13 @@ pub enum Rejection {
     #[error("key {key} is bound to other arguments")]
     KeyConflict {
         /// The key.
-        key: Name,
+        key: IdempotencyKey,
     },
     /// The key's committed result is already recorded: it is reused, never executed again.
     #[error("key {key} already committed: reuse its recorded result")]
     KeyCommitted {
         /// The key.
-        key: Name,
+        key: IdempotencyKey,
     },
     /// The run's call log is full: the run cannot bind another call.
     #[error("the run has bound {capacity} calls, as many as it can remember")]

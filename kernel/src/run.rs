@@ -2,7 +2,7 @@
 //! lives in that phase's variant, so an illegal combination cannot be written down.
 
 use crate::calls::CallLog;
-use crate::ids::{Digest, Name, Revision, Time};
+use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
 use crate::input::Decision;
 use crate::names::named;
 
@@ -48,7 +48,7 @@ pub struct Call {
     /// The digest of the call's arguments.
     pub args: Digest,
     /// The idempotency key the call is dispatched under.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// What the tool promises about keys and queries.
     pub contract: ToolContract,
 }
@@ -85,7 +85,7 @@ pub struct CallOutcome {
     /// The call's identifier.
     pub call_id: Name,
     /// The key it committed under.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// Its argument digest.
     pub args: Digest,
     /// The digest of its result.
@@ -145,6 +145,10 @@ pub struct Suspension {
     pub responsible: Name,
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "no heap in the kernel: every variant is held inline"
+)]
 /// Why a run failed. Failure is terminal.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]

@@ -543,6 +543,7 @@ fn checkpoint_v1_example_in_the_spec_needs_migration_and_migrates_to_the_v2_exam
 fn every_rejection() -> Vec<Rejection> {
     use Rejection::*;
     let (n, d, r, t) = (Name::lit("x"), Digest::default(), Revision(1), Time(1));
+    let k = IdempotencyKey::lit("k");
     vec![
         Terminal {
             phase: PhaseKind::Completed,
@@ -614,8 +615,8 @@ fn every_rejection() -> Vec<Rejection> {
         ExpiryUnreachable { expires_at: t },
         ClockExhausted { at: t },
         NoAttemptsAllowed,
-        KeyConflict { key: n },
-        KeyCommitted { key: n },
+        KeyConflict { key: k },
+        KeyCommitted { key: k },
         CallLogFull { capacity: 32 },
         CallIdReused { call_id: n },
         DispatchInFlight { call_id: n },

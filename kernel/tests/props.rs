@@ -83,13 +83,21 @@ fn wild_name() -> impl Strategy<Value = Name> {
         Just(APPROVER),
         Just(REQUESTER),
         Just(CANCELLER),
-        // Cheaper to generate than a regex: 1 to 31 bytes mapped onto printable ASCII.
-        (any::<[u8; 31]>(), 1usize..=31).prop_map(|(raw, len)| {
-            let printable: Vec<u8> = raw[..len].iter().map(|b| 0x21 + b % 94).collect();
-            let text = String::from_utf8(printable).expect("printable ASCII is UTF-8");
-            Name::new(&text).expect("printable ASCII, 1 to 31 bytes")
-        }),
+        wild_text(),
     ]
+}
+
+fn wild_key() -> impl Strategy<Value = IdempotencyKey> {
+    prop_oneof![Just(IdempotencyKey::lit("idem-1")), wild_text()]
+}
+
+/// Text of every width the type holds, mapped onto printable ASCII (cheaper than a regex).
+fn wild_text<const N: usize>() -> impl Strategy<Value = Text<N>> {
+    proptest::collection::vec(any::<u8>(), 1..=N).prop_map(|raw| {
+        let printable: Vec<u8> = raw.iter().map(|b| 0x21 + b % 94).collect();
+        let text = String::from_utf8(printable).expect("printable ASCII is UTF-8");
+        Text::new(&text).expect("printable ASCII, within the width")
+    })
 }
 
 fn wild_digest() -> impl Strategy<Value = Digest> {
@@ -105,7 +113,7 @@ fn wild_call() -> impl Strategy<Value = Call> {
         wild_name(),
         wild_name(),
         wild_digest(),
-        wild_name(),
+        wild_key(),
         any::<(bool, bool, u8)>(),
     )
         .prop_map(
@@ -422,8 +430,8 @@ const ALL_KINDS: [EventKind; 9] = [
 
 const MALLORY: Name = Name::lit("mallory");
 
-fn name(s: &str) -> Name {
-    Name::new(s).expect("generated names are short and printable")
+fn name<const N: usize>(s: &str) -> Text<N> {
+    Text::new(s).expect("generated names are short and printable")
 }
 
 /// The outside world around one run: its store, the checkpoints it was handed, the decisions

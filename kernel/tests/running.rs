@@ -202,7 +202,7 @@ fn running_suspend_for_approval_of_a_reused_call_id_is_rejected() {
     let c = publish();
     let edited = Call {
         args: Digest::of(b"edited"),
-        key: Name::lit("idem-2"),
+        key: IdempotencyKey::lit("idem-2"),
         ..c
     };
     let wait = Wait::Approval {
@@ -252,7 +252,7 @@ fn running_dispatch_reusing_the_last_call_id_is_rejected() {
     let c = publish();
     let edited = Call {
         args: Digest::of(b"edited"),
-        key: Name::lit("idem-2"),
+        key: IdempotencyKey::lit("idem-2"),
         ..c
     };
     assert_eq!(

@@ -34,6 +34,7 @@ mod resume;
 
 use crate::variant::Variant;
 use crate::{Lifecycle, Snapshot};
+use resumable_kernel::IdempotencyKey;
 use resumable_kernel::{
     BoundCall, Call, CallOutcome, Checkpoint, Digest, Effects, FailCause, Identity, InFlight,
     Input, Intent, Name, PendingCall, Phase, Policy, PolicyError, Reason, Rejection, ResumeReceipt,
@@ -84,7 +85,7 @@ pub struct BoundBefore {
     /// Its id.
     pub call_id: Name,
     /// Its idempotency key.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// The argument digest its key is bound to.
     pub args: Digest,
     /// Its committed result was recorded: the key is spent.

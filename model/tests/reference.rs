@@ -52,7 +52,7 @@ fn call(call_id: &str, tool: &str, key: &str) -> Call {
         call_id: Name::new(call_id).unwrap(),
         tool: Name::new(tool).unwrap(),
         args: Digest::of(tool.as_bytes()),
-        key: Name::new(key).unwrap(),
+        key: IdempotencyKey::new(key).unwrap(),
         contract: contract(true, false),
     }
 }
@@ -199,7 +199,7 @@ fn seed_simulation_verdicts_are_reproduced() {
     assert_eq!(
         checkpoint.key_digest,
         Some(checkpoint::key_digest(
-            &Name::lit("idem-run-approval"),
+            &IdempotencyKey::lit("idem-run-approval"),
             &publish.args
         ))
     );
@@ -258,7 +258,10 @@ fn seed_simulation_verdicts_are_reproduced() {
     assert_eq!(sent.len(), 1);
     assert_eq!(
         (sent[0].tool, sent[0].key),
-        (Name::lit("publish:demo"), Name::lit("idem-run-approval"))
+        (
+            Name::lit("publish:demo"),
+            IdempotencyKey::lit("idem-run-approval")
+        )
     );
     assert_eq!(run.phase().kind(), PhaseKind::Running);
     assert_eq!(run.revision, Revision(2));
@@ -1074,7 +1077,7 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
     );
     let zero = Call {
         call_id: Name::lit("c3"),
-        key: Name::lit("k3"),
+        key: IdempotencyKey::lit("k3"),
         contract: ToolContract {
             max_attempts: 0,
             ..c.contract

@@ -8,7 +8,7 @@
 
 use resumable_audit::{RunHeader, ToolPolicy};
 use resumable_kernel::{
-    Call, Digest, Event, Identity, Name, NameError, Policy, Time, ToolContract, Wait,
+    Call, Digest, Event, Identity, Name, NameError, Policy, Text, Time, ToolContract, Wait,
 };
 
 /// How long the suspensions of a program may wait, in milliseconds.
@@ -102,9 +102,9 @@ pub const PAYMENTS: &str = "payments";
 /// The order's callback.
 pub const PAYMENT_SETTLED: &str = "payment-settled";
 
-fn name(s: &str) -> Name {
+fn name<const N: usize>(s: &str) -> Text<N> {
     // Every literal in this module is a valid name; a test checks each program's steps.
-    Name::new(s).unwrap_or(Name::lit("invalid"))
+    Text::new(s).unwrap_or(Text::lit("invalid"))
 }
 
 /// The contract a call to `tool` declares: the tool service's, and three attempts.
@@ -243,7 +243,7 @@ impl Program {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resumable_kernel::{step, Input, Run};
+    use resumable_kernel::{step, IdempotencyKey, Input, Run};
 
     #[test]
     fn every_program_names_valid_names_and_declares_its_tools_contract() {
@@ -279,7 +279,7 @@ mod tests {
         let cp = t.effects.checkpoint().unwrap();
         assert_eq!(cp.pending.unwrap().tool, Name::lit("publish:demo"));
         match t.next.suspension().unwrap().reason.call() {
-            Some((c, 0)) => assert_eq!(c.call.key, Name::lit("idem-run-approval")),
+            Some((c, 0)) => assert_eq!(c.call.key, IdempotencyKey::lit("idem-run-approval")),
             other => panic!("{other:?}"),
         }
         assert_eq!(Program::Order.step(5, 1, 1, &Timing::default()), None);

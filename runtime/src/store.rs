@@ -159,6 +159,10 @@ pub enum Request {
 }
 
 /// What the kernel answered to a request, recorded with it.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a refusal carries its evidence inline, as the kernel returns it"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {

@@ -111,7 +111,7 @@ impl World {
                 .header("run-1", 0, &Timing::default())
                 .unwrap()
                 .identity,
-            &Name::lit("idem-run-approval"),
+            &resumable_kernel::IdempotencyKey::lit("idem-run-approval"),
         );
         let entry = Entry::Commit {
             tool: "publish:demo".into(),

@@ -45,7 +45,7 @@ pub fn call(call_id: &str, tool: &str, key: &str) -> Call {
         call_id: Name::new(call_id).unwrap(),
         tool: Name::new(tool).unwrap(),
         args: Digest::of(tool.as_bytes()),
-        key: Name::new(key).unwrap(),
+        key: IdempotencyKey::new(key).unwrap(),
         contract: contract(true, false),
     }
 }

@@ -9,6 +9,10 @@ use resumable_kernel::{Dispatch, Event, Input, Next, Resume};
 use std::time::Duration;
 
 /// What a run needs from a worker now.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one action at a time, moved once: a request carries its checkpoint inline"
+)]
 enum Action {
     /// A request waits in its inbox.
     Request(Inbox),

@@ -4,9 +4,11 @@
 //!
 //! The validator holds, whatever the log's length: one line buffer of at most
 //! [`Options::max_line_bytes`] bytes (reused), the kernel's `Run` rebuilt so far (fixed-size),
-//! the chain's last MAC, counters, the header's tool policy, and the window of recent commits
-//! for REC-4/EFF-1, at most [`Options::commit_window`] entries. Nothing else grows with the
-//! log. The window is the one honest compromise: an exact "each key committed at most once
+//! the chain's last MAC, counters, the header's tool policy, the window of recent commits
+//! for REC-4/EFF-1, at most [`Options::commit_window`] entries, and the run's call history
+//! (one fingerprint per call id and one per key the run bound, to check the prior every
+//! record states: that grows with the run's calls, as the runtime's own index does, never
+//! with refused inputs, waits or the log's bytes). Nothing else grows with the log. The window is the one honest compromise: an exact "each key committed at most once
 //! over the whole log" needs memory proportional to the number of commits, so the check is
 //! exact over any `commit_window` consecutive commits, and the summary says when a log had
 //! more commits than that (`commit_window_exceeded`), so a reader knows that reuses farther
@@ -14,6 +16,7 @@
 
 use crate::chain::{split_sealed, Anchor, Chain, ChainKind, Key, KeyId};
 use crate::finding::{at, Finding, Problem};
+use crate::history::History;
 use crate::json::{self, LineRead};
 use crate::properties::{self, Broken, CommitWindow, ToolTable};
 use crate::{v1, verdict_of, HeaderLine, Record, RunHeader, Verdict, FORMAT, VERSIONS_READ};
@@ -269,6 +272,8 @@ struct Validator {
     sealing: Sealing,
     tools: Option<ToolTable>,
     commits: CommitWindow,
+    /// The run's call history so far, to check every prior a record states.
+    history: History,
     summary: Summary,
 }
 
@@ -390,6 +395,7 @@ impl Validator {
             sealing,
             tools,
             commits,
+            history: History::new(),
             summary,
         }
     }
@@ -442,7 +448,9 @@ impl Validator {
         let result = step(&self.run, &record.input);
         let expected = verdict_of(&self.run, &result);
         let tools = self.tools.as_ref();
-        if let Err(broken) = properties::check(&self.run, record, &expected, &self.commits, tools) {
+        let checked = properties::check_prior(&self.history, record)
+            .and_then(|()| properties::check(&self.run, record, &expected, &self.commits, tools));
+        if let Err(broken) = checked {
             let problem = match broken {
                 Broken::Policy(what) => Problem::Policy { what },
                 Broken::Property(id, what) => Problem::Property {
@@ -469,6 +477,9 @@ impl Validator {
                 if let Some(c) = &a.committed {
                     self.summary.commits += 1;
                     self.commits.insert((c.key, c.attempt), c.call_id, line);
+                }
+                if let Some(entry) = &a.history {
+                    self.history.apply(entry);
                 }
                 self.run = t.next;
             }

@@ -62,6 +62,7 @@ fn checkpoint() -> &'static (Vec<u8>, Checkpoint) {
                 wait: Wait::Approval {
                     call,
                     requester: sample::REQUESTER,
+                    prior: Prior::NONE,
                 },
                 expires_at: Time(50),
                 responsible: sample::APPROVER,

@@ -295,6 +295,11 @@ fn the_longest_record_the_kernel_types_allow_is_far_below_the_line_limit() {
                 attempt: u8::MAX,
                 result: d,
             }),
+            history: Some(HistoryEntry::Bound {
+                call_id: Fingerprint([0xff; 8]),
+                key: Fingerprint([0xff; 8]),
+                args: d,
+            }),
         }),
     };
     // The record's JSON, less its closing brace, then its MAC field.

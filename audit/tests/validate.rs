@@ -92,9 +92,9 @@ fn a_generated_log_has_the_requested_length_and_a_realistic_mix() {
     let log = sample::generate(Vec::new(), 5_000, 7, Some(&sample::key())).unwrap();
     let s = check(&log).unwrap();
     assert_eq!(s.records, 5_000);
-    // The weights in `generate`: until the call log is full, plain calls, approvals and
-    // reconciliations commit results; then callbacks and resource waits, with refused
-    // attempts around them, fill the rest.
+    // The weights in `generate`: plain calls, approvals and reconciliations commit results
+    // (the run's history lives beside it, so calls never run out); callbacks and resource
+    // waits, with refused attempts around them, fill the rest.
     assert!(s.rejected > 400 && s.rejected < 2_000, "{s:?}");
     assert!(s.commits >= 20, "{s:?}");
     assert!(s.dispatches > s.commits, "{s:?}");
@@ -382,7 +382,17 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
         revision: Revision(2),
         input: Input {
             at: Time(2),
-            event: Event::Dispatch { call },
+            // The runtime states the history truthfully: the suspension bound the call.
+            event: Event::Dispatch {
+                call,
+                prior: Prior {
+                    call_id_used: true,
+                    key: Some(KeyUse {
+                        args: call.args,
+                        committed: false,
+                    }),
+                },
+            },
         },
         verdict: Verdict::Accepted(Accepted {
             event: EventKind::Dispatch,
@@ -400,6 +410,7 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
             }),
             query: None,
             committed: None,
+            history: Some(HistoryEntry::bound(&call)),
         }),
         ..records[1]
     };
@@ -480,7 +491,15 @@ fn calls_log(ids: &[&str]) -> Vec<u8> {
     };
     for id in ids {
         let c = call(id);
-        if feed(&mut w, Event::Dispatch { call: c }).is_err() {
+        if feed(
+            &mut w,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        )
+        .is_err()
+        {
             continue;
         }
         feed(

@@ -57,6 +57,7 @@ fn suspend_for_approval(c: Call) -> Event {
         wait: Wait::Approval {
             call: c,
             requester: REQUESTER,
+            prior: Prior::NONE,
         },
         expires_at: Time(20),
         responsible: APPROVER,

@@ -61,6 +61,7 @@ fn suspend_input() -> Input {
             wait: Wait::Approval {
                 call: call(),
                 requester: REQUESTER,
+                prior: Prior::NONE,
             },
             expires_at: Time(50),
             responsible: APPROVER,
@@ -108,7 +109,10 @@ fn reconcile() -> (Run, Input) {
         &run(),
         &Input {
             at: Time(1),
-            event: Event::Dispatch { call: call() },
+            event: Event::Dispatch {
+                call: call(),
+                prior: Prior::NONE,
+            },
         },
     );
     let recovered = accept(

@@ -61,7 +61,17 @@ fn state_of(run: &Run) -> String {
 
 /// A run with `c` dispatched and its answer outstanding: running, with a call in flight.
 fn dispatching(c: Call) -> Run {
-    accept(&new_run("run-dispatch"), at(1, Event::Dispatch { call: c })).0
+    accept(
+        &new_run("run-dispatch"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    )
+    .0
 }
 
 /// A run suspended on `wait`, with `responsible` as the party who must act.
@@ -254,6 +264,7 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
             Wait::Approval {
                 call: fresh(contract(true, false)),
                 requester: REQUESTER,
+                prior: Prior::NONE,
             },
             APPROVER,
         ),
@@ -286,7 +297,10 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
         ("fences", contract(false, true)),
         ("neither", contract(false, false)),
     ] {
-        let dispatch = Event::Dispatch { call: fresh(c) };
+        let dispatch = Event::Dispatch {
+            call: fresh(c),
+            prior: Prior::NONE,
+        };
         out.push((format!("dispatch:{label}"), input(dispatch)));
     }
     // A tool result answers the call in flight, when there is one.

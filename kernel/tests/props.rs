@@ -274,7 +274,11 @@ fn wild_decision() -> impl Strategy<Value = Decision> {
 
 fn wild_event() -> impl Strategy<Value = Event> {
     let wait = prop_oneof![
-        (wild_call(), wild_name()).prop_map(|(call, requester)| Wait::Approval { call, requester }),
+        (wild_call(), wild_name()).prop_map(|(call, requester)| Wait::Approval {
+            call,
+            requester,
+            prior: Prior::NONE
+        }),
         wild_name().prop_map(|callback| Wait::Callback { callback }),
         Just(Wait::Intervention),
         wild_name().prop_map(|resource| Wait::Resource { resource }),
@@ -295,7 +299,10 @@ fn wild_event() -> impl Strategy<Value = Event> {
                 resource_version,
             }
         ),
-        wild_call().prop_map(|call| Event::Dispatch { call }),
+        wild_call().prop_map(|call| Event::Dispatch {
+            call,
+            prior: Prior::NONE
+        }),
         (wild_name(), any::<u8>(), wild_digest()).prop_map(|(call_id, attempt, result)| {
             Event::ToolResult {
                 call_id,
@@ -442,6 +449,8 @@ struct Driver {
     checkpoints: Vec<Checkpoint>,
     won: Vec<(Checkpoint, Decision)>,
     approvals: Vec<Approval>,
+    /// The current run's call history, as the driver's store keeps it.
+    index: Index,
     calls: u32,
     /// A sealed checkpoint for this run's identity, for resumes before any suspension.
     fallback: Checkpoint,
@@ -460,6 +469,7 @@ impl Driver {
             checkpoints: Vec::new(),
             won: Vec::new(),
             approvals: Vec::new(),
+            index: Index::default(),
             calls: 0,
             fallback: Driver::fallback_for(&run),
             runs: 1,
@@ -503,6 +513,7 @@ impl Driver {
             .expect("the policy of the first run is valid");
             self.fallback = Driver::fallback_for(&run);
             self.run = run;
+            self.index = Index::default();
         }
     }
 
@@ -557,9 +568,10 @@ impl Driver {
         let mut at = self.now;
         let event = match self.kind(k) {
             EventKind::Suspend => self.suspend(k, twist, at),
-            EventKind::Dispatch => Event::Dispatch {
-                call: self.fresh_call(k, twist),
-            },
+            EventKind::Dispatch => {
+                let call = self.fresh_call(k, twist);
+                self.index.dispatch(call)
+            }
             EventKind::ToolResult => self.tool_result(k, twist),
             EventKind::Recover => Event::Recover,
             EventKind::Resume => self.resume(k, twist, at),
@@ -628,13 +640,18 @@ impl Driver {
 
     fn suspend(&mut self, k: &Knobs, twist: Option<Twist>, at: u64) -> Event {
         let (wait, mut responsible) = match k.b % 5 {
-            0 | 1 => (
-                Wait::Approval {
-                    call: self.fresh_call(k, twist),
-                    requester: REQUESTER,
-                },
-                APPROVER,
-            ),
+            0 | 1 => {
+                let call = self.fresh_call(k, twist);
+                let prior = self.index.prior(&call);
+                (
+                    Wait::Approval {
+                        call,
+                        requester: REQUESTER,
+                        prior,
+                    },
+                    APPROVER,
+                )
+            }
             2 => (Wait::Callback { callback: CALLBACK }, OWNER),
             3 => (Wait::Intervention, OPERATOR),
             _ => (Wait::Resource { resource: RESOURCE }, OPERATOR),
@@ -850,6 +867,7 @@ impl Driver {
     /// Stores an accepted transition and keeps what the outside world was handed.
     fn observe(&mut self, input: &Input, t: &Transition) {
         self.run = t.next;
+        self.index.0.extend(t.effects.history().copied());
         self.now = self.now.max(t.next.updated_at().0);
         if let Some(cp) = t.effects.checkpoint() {
             self.checkpoints.push(*cp);

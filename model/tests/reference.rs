@@ -66,6 +66,7 @@ fn suspend_for_approval(c: Call, expires_at: u64) -> Event {
         wait: Wait::Approval {
             call: c,
             requester: REQUESTER,
+            prior: Prior::NONE,
         },
         expires_at: Time(expires_at),
         responsible: APPROVER,
@@ -150,7 +151,16 @@ fn pending(c: Call) -> (RefRun, Checkpoint) {
 
 /// A run whose dispatch of `c` (at t1) was in flight when the worker restarted (at t2).
 fn outcome_unknown(c: Call) -> (RefRun, Checkpoint) {
-    let (run, _) = accept(&new_run("run-unknown"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("run-unknown"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let (run, fx) = accept(&run, at(2, Event::Recover));
     (run, checkpoint_of(&fx))
 }
@@ -175,6 +185,7 @@ fn kinds(fx: &Effects) -> Vec<&'static str> {
     fx.iter()
         .map(|e| match e {
             Effect::Audit(_) => "audit",
+            Effect::History(_) => "history",
             Effect::PersistCheckpoint(_) => "checkpoint",
             Effect::Dispatch(_) => "dispatch",
             Effect::Query(_) => "query",
@@ -322,7 +333,13 @@ fn suspend_emits_audit_then_a_sealed_checkpoint_at_the_new_revision() {
 fn each_accepted_input_advances_the_revision_by_one_and_audits_it_once() {
     let c = call("c", "t", "k");
     let inputs = [
-        at(1, Event::Dispatch { call: c }),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
         at(
             2,
             Event::ToolResult {
@@ -384,6 +401,7 @@ fn a_terminal_run_refuses_every_input() {
         suspend_for_callback("cb", 9),
         Event::Dispatch {
             call: call("c", "t", "k"),
+            prior: Prior::NONE,
         },
     ] {
         assert_eq!(reject(&done, at(2, event)), terminal);
@@ -456,6 +474,7 @@ fn running_suspend_with_the_requester_as_approver_is_rejected() {
         wait: Wait::Approval {
             call: call("c", "t", "k"),
             requester: REQUESTER,
+            prior: Prior::NONE,
         },
         expires_at: Time(9),
         responsible: REQUESTER,
@@ -480,6 +499,7 @@ fn running_suspend_refuses_self_approval_before_binding_the_call() {
         wait: Wait::Approval {
             call: no_attempts,
             requester: REQUESTER,
+            prior: Prior::NONE,
         },
         expires_at: Time(9),
         responsible,
@@ -498,7 +518,16 @@ fn running_suspend_refuses_self_approval_before_binding_the_call() {
 #[test]
 fn dispatching_suspend_waits_for_the_call_in_flight() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     assert_eq!(
         reject(&run, at(2, suspend_for_callback("cb", 9))),
         Rejection::DispatchInFlight { call_id: c.call_id }
@@ -1049,7 +1078,16 @@ fn denial_fails_the_run_advances_the_revision_and_dispatches_nothing() {
 
 /// A run that dispatched `c` at t1 and recorded its result at t2.
 fn after_result(c: Call) -> RefRun {
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let result = Event::ToolResult {
         call_id: c.call_id,
         attempt: 0,
@@ -1063,7 +1101,16 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
     let c = call("c", "t", "k");
     let run = after_result(c);
     assert_eq!(
-        reject(&run, at(3, Event::Dispatch { call: c })),
+        reject(
+            &run,
+            at(
+                3,
+                Event::Dispatch {
+                    call: c,
+                    prior: Prior::NONE
+                }
+            )
+        ),
         Rejection::CallIdReused { call_id: c.call_id }
     );
     let edited = Call {
@@ -1072,7 +1119,16 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
         ..c
     };
     assert_eq!(
-        reject(&run, at(3, Event::Dispatch { call: edited })),
+        reject(
+            &run,
+            at(
+                3,
+                Event::Dispatch {
+                    call: edited,
+                    prior: Prior::NONE
+                }
+            )
+        ),
         Rejection::KeyConflict { key: c.key }
     );
     let zero = Call {
@@ -1085,7 +1141,16 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
         ..c
     };
     assert_eq!(
-        reject(&run, at(3, Event::Dispatch { call: zero })),
+        reject(
+            &run,
+            at(
+                3,
+                Event::Dispatch {
+                    call: zero,
+                    prior: Prior::NONE
+                }
+            )
+        ),
         Rejection::NoAttemptsAllowed
     );
 }
@@ -1093,7 +1158,16 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
 #[test]
 fn running_dispatch_records_the_intent_and_commands_the_call_in_one_step() {
     let c = call("c", "t", "k");
-    let (run, fx) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, fx) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     assert_eq!(kinds(&fx), ["audit", "dispatch"]);
     let Status::AwaitingResult(f) = run.status else {
         panic!("expected a dispatch in flight, got {:?}", run.status);
@@ -1105,7 +1179,16 @@ fn running_dispatch_records_the_intent_and_commands_the_call_in_one_step() {
 #[test]
 fn dispatching_result_for_another_attempt_is_rejected_and_the_right_one_is_recorded() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let wrong = Event::ToolResult {
         call_id: c.call_id,
         attempt: 1,
@@ -1137,7 +1220,16 @@ fn dispatching_result_for_another_attempt_is_rejected_and_the_right_one_is_recor
 #[test]
 fn dispatching_complete_waits_for_the_answer() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     assert_eq!(
         reject(
             &run,
@@ -1165,7 +1257,17 @@ fn dispatching_recover_suspends_for_reconcile_and_queries() {
     assert_eq!(cp.responsible, OPERATOR);
     assert_eq!(cp.expires_at, Time(2 + WINDOW));
     let (_, fx) = accept(
-        &accept(&new_run("r"), at(1, Event::Dispatch { call: c })).0,
+        &accept(
+            &new_run("r"),
+            at(
+                1,
+                Event::Dispatch {
+                    call: c,
+                    prior: Prior::NONE,
+                },
+            ),
+        )
+        .0,
         at(2, Event::Recover),
     );
     assert_eq!(kinds(&fx), ["audit", "checkpoint", "query"]);
@@ -1194,7 +1296,16 @@ fn outcome_unknown_committed_answer_is_recorded_and_never_dispatched_again() {
     assert_eq!(run.last_call.map(|r| r.result), Some(Digest::of(b"done")));
     // The recorded call cannot be dispatched again.
     assert_eq!(
-        reject(&run, at(4, Event::Dispatch { call: c })),
+        reject(
+            &run,
+            at(
+                4,
+                Event::Dispatch {
+                    call: c,
+                    prior: Prior::NONE
+                }
+            )
+        ),
         Rejection::CallIdReused { call_id: c.call_id }
     );
 }
@@ -1335,7 +1446,16 @@ fn dispatching_cancel_waits_for_reconciliation_then_takes_effect() {
         contract: contract(false, true),
         ..call("c", "t", "k")
     };
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let (run, fx) = accept(&run, at(2, Event::Cancel { by: OPERATOR }));
     assert_eq!(kinds(&fx), ["audit", "checkpoint", "query"]);
     assert!(matches!(
@@ -1481,7 +1601,16 @@ fn approval_not_bound_to_args_releases_a_call_whose_arguments_were_not_approved(
 #[test]
 fn retry_unknown_without_reconcile_dispatches_again_on_recover() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let (safe, fx) = accept(&run, at(2, Event::Recover));
     assert_eq!(reason_of(&safe), Some(ReasonKind::OutcomeUnknown));
     assert!(dispatches(&fx).is_empty());

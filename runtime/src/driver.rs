@@ -16,7 +16,7 @@ use crate::store::{
     status_of, Answer, Cas, Commit, Lease, NewRun, Row, RunKey, Status, Store, StoreError,
 };
 use crate::tool::{ToolReply, ToolRequest, Tools};
-use resumable_kernel::{Checkpoint, Dispatch, Event, Facts, Input, Run, Time, Transition};
+use resumable_kernel::{Checkpoint, Dispatch, Event, Facts, Input, Run, Time, Transition, Wait};
 
 pub mod crash;
 mod work;
@@ -193,6 +193,20 @@ impl<S: Store, T: Tools> Driver<S, T> {
         }
     }
 
+    /// `input` with the prior its call has in the run's history, if it proposes a call.
+    fn stating_prior(&mut self, key: &RunKey, input: &Input) -> Result<Input, DriveError> {
+        let mut input = *input;
+        if let Event::Dispatch { call, prior }
+        | Event::Suspend {
+            wait: Wait::Approval { call, prior, .. },
+            ..
+        } = &mut input.event
+        {
+            *prior = self.store.prior(key, call)?;
+        }
+        Ok(input)
+    }
+
     /// Steps `row` with `input` and commits the outcome, accepted or refused, in one
     /// transaction. `pc` is the program's position if the input is accepted; `consumed` the
     /// inbox request the input answers. Nothing outside the store happens here, except in the
@@ -205,6 +219,9 @@ impl<S: Store, T: Tools> Driver<S, T> {
         consumed: Option<u64>,
         early: &mut Option<std::io::Result<ToolReply>>,
     ) -> Result<Fed, DriveError> {
+        // KEY-1, KEY-2, REC-4: a call is bound with what the run's history, in the store,
+        // holds of its id and key.
+        let input = &self.stating_prior(&row.key, input)?;
         let result = lifecycle::step(&row.run, input);
         let key = self.config.key.as_ref();
         let (line, tail) = lifecycle::record_line(row.tail, &row.run, input, &result, key)
@@ -249,6 +266,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             pc,
             lease: &lease,
             consumed: consumed.map(|id| (id, answer)),
+            history: result.as_ref().ok().and_then(|t| t.effects.history()),
         };
         if self.store.commit(&commit)? == Cas::Conflict {
             return Ok(Fed::Conflict);

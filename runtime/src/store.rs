@@ -9,7 +9,10 @@
 //! processes) and [`postgres`] (many workers on many machines).
 
 use crate::lifecycle::Tail;
-use resumable_kernel::{Checkpoint, Decision, Name, Rejection, Revision, Run};
+use resumable_kernel::{
+    Call, Checkpoint, Decision, Digest, HistoryEntry, KeyUse, LoggedCall, Name, Prior, Rejection,
+    Revision, Run,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -214,6 +217,9 @@ pub struct Commit<'a> {
     pub lease: &'a Lease,
     /// The request the step consumed, and the kernel's answer to it.
     pub consumed: Option<(u64, Answer)>,
+    /// What the step added to the run's call history (a call bound, a key spent), written in
+    /// the same transaction.
+    pub history: Option<&'a HistoryEntry>,
 }
 
 /// A new run: its first row and the header of its log.
@@ -285,6 +291,9 @@ pub trait Store {
     /// The yardstick: a raw durable compare-and-set of `value` in `slot`, in this store's
     /// own terms (no kernel, no log): written only if the slot's version is `expect`.
     fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError>;
+    /// What the run's call history holds about `call`'s id and key: the prior the driver
+    /// states when it binds the call (spec KEY-1, KEY-2, REC-4).
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError>;
 }
 
 impl<S: Store + ?Sized> Store for Box<S> {
@@ -317,6 +326,9 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError> {
         (**self).raw_cas(slot, expect, value)
+    }
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        (**self).prior(key, call)
     }
 }
 
@@ -370,4 +382,86 @@ pub(crate) fn from_json<T: for<'de> Deserialize<'de>>(
         key: key.to_string(),
         why: e.to_string(),
     })
+}
+
+/// One row of a run's history table, as both backends store it: a call id used (`call`), or
+/// a key bound to its arguments and maybe spent (`key`). Fingerprints and digests as hex.
+pub(crate) struct HistoryRow {
+    pub(crate) kind: &'static str,
+    pub(crate) fp: String,
+    pub(crate) args: Option<String>,
+    pub(crate) committed: bool,
+}
+
+/// The rows an entry writes. A binding inserts its call id and its key (the first binding of
+/// a key keeps its arguments: the kernel binds a key again only to the same ones); a spent key
+/// is marked, inserted if the history never saw it bound.
+pub(crate) fn history_rows(entry: &HistoryEntry) -> Vec<HistoryRow> {
+    match entry {
+        HistoryEntry::Bound { call_id, key, args } => vec![
+            HistoryRow {
+                kind: "call",
+                fp: call_id.to_string(),
+                args: None,
+                committed: false,
+            },
+            HistoryRow {
+                kind: "key",
+                fp: key.to_string(),
+                args: Some(args.to_string()),
+                committed: false,
+            },
+        ],
+        HistoryEntry::Settled { key } => vec![HistoryRow {
+            kind: "key",
+            fp: key.to_string(),
+            args: None,
+            committed: true,
+        }],
+    }
+}
+
+/// The prior a history's rows state for a call: `rows` are the (kind, args, committed) of the
+/// rows matching the call's id and key fingerprints.
+pub(crate) fn prior_of(
+    rows: impl IntoIterator<Item = (String, Option<String>, bool)>,
+    key: &str,
+) -> Result<Prior, StoreError> {
+    let mut prior = Prior::NONE;
+    for (kind, args, committed) in rows {
+        match kind.as_str() {
+            "call" => prior.call_id_used = true,
+            _ => {
+                let args = match args {
+                    Some(hex) => Digest::from_hex(&hex).map_err(|e| StoreError::Corrupt {
+                        what: "history",
+                        key: key.to_string(),
+                        why: e.to_string(),
+                    })?,
+                    None => Digest::default(),
+                };
+                prior.key = Some(KeyUse { args, committed });
+            }
+        }
+    }
+    Ok(prior)
+}
+
+/// Decodes a stored run, with the history entries of a call log it still carries inline (a
+/// run stored under rules 2 and earlier): the backend moves them into its history table.
+pub(crate) fn decode_run(key: &str, text: &str) -> Result<(Run, Vec<HistoryEntry>), StoreError> {
+    let corrupt = |why: String| StoreError::Corrupt {
+        what: "run",
+        key: key.to_string(),
+        why,
+    };
+    let mut value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+    let logged = match value.as_object_mut().and_then(|o| o.remove("calls")) {
+        Some(calls) => serde_json::from_value::<Vec<LoggedCall>>(calls)
+            .map_err(|e| corrupt(format!("its inline call log: {e}")))?,
+        None => Vec::new(),
+    };
+    let run: Run = serde_json::from_value(value).map_err(|e| corrupt(e.to_string()))?;
+    Ok((run, logged.iter().flat_map(|c| c.entries()).collect()))
 }

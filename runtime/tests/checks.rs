@@ -61,6 +61,7 @@ impl World {
             pc,
             lease: &Lease::default(),
             consumed: consumed.map(|id| (id, Answer::Accepted(t.next.revision()))),
+            history: t.effects.history(),
         };
         assert_eq!(self.store.commit(&commit).unwrap(), Cas::Done);
     }

@@ -54,6 +54,7 @@ fn step_and_commit(
             pc: row.pc + 1,
             lease: &Lease::default(),
             consumed: None,
+            history: None,
         })
         .unwrap()
 }
@@ -112,6 +113,7 @@ fn contract(store: &mut dyn Store) {
         pc: row.pc,
         lease: &Lease::default(),
         consumed: Some((id, Answer::Accepted(next.revision()))),
+        history: None,
     };
     assert_eq!(store.commit(&commit).unwrap(), Cas::Done);
     assert_eq!(

@@ -217,7 +217,7 @@ impl<A: Observable, B: Observable> Pair<A, B> {
                 _ => None,
             },
         };
-        Effects::of(audit, None, None)
+        Effects::of(audit, None, None, None)
     }
 }
 

@@ -24,7 +24,8 @@ pub(super) fn parse_input(line: usize, text: &str, value: Value) -> Result<Step,
     let expect = take_string(&mut obj, "expect", line)?;
     let mut written = Value::Object(obj);
     digests_from_text(&mut written, "").map_err(|m| ScenarioError::at(line, m))?;
-    let fill = resume_conveniences(&mut written).map_err(|m| ScenarioError::at(line, m))?;
+    let mut fill = resume_conveniences(&mut written).map_err(|m| ScenarioError::at(line, m))?;
+    fill.prior = prior_convenience(&mut written);
     let input: Input = serde_path_to_error::deserialize(written.clone())
         .map_err(|e| data_error(line, text, &e))?;
     // Kernel types accept and ignore fields they do not know; a scenario must not, or a
@@ -160,5 +161,34 @@ fn identifier_failing_with(v: &Value, path: &str, message: &str) -> Option<Strin
             .enumerate()
             .find_map(|(i, item)| identifier_failing_with(item, &format!("{path}[{i}]"), message)),
         _ => None,
+    }
+}
+
+/// A call the line proposes (a dispatch, or a suspension for approval) may leave out its
+/// `prior`: replay then states what the run's history holds, as a driver does. The line gets
+/// a placeholder until then; returns whether it did.
+fn prior_convenience(written: &mut Value) -> bool {
+    let Value::Object(obj) = written else {
+        return false;
+    };
+    let holder = match obj.get("kind").and_then(Value::as_str) {
+        Some("dispatch") => Some(obj),
+        Some("suspend") => match obj.get_mut("wait") {
+            Some(Value::Object(wait))
+                if wait.get("wait").and_then(Value::as_str) == Some("approval") =>
+            {
+                Some(wait)
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    match holder {
+        Some(holder) if !holder.contains_key("prior") => {
+            let none = serde_json::json!({"call_id_used": false, "key": null});
+            holder.insert("prior".to_string(), none);
+            true
+        }
+        _ => false,
     }
 }

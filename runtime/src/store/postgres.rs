@@ -10,12 +10,13 @@
 //! `host=127.0.0.1 port=5432 user=resumable dbname=postgres#torture`.
 
 use super::{
-    from_json, to_json, Cas, Commit, Inbox, Lease, NewRun, Request, Row, RunKey, Status, Store,
-    StoreError, Summary,
+    decode_run, from_json, history_rows, prior_of, to_json, Cas, Commit, Inbox, Lease, NewRun,
+    Request, Row, RunKey, Status, Store, StoreError, Summary,
 };
 use crate::lifecycle::Tail;
 use postgres::{Client, NoTls};
 use resumable_kernel::Digest;
+use resumable_kernel::{Call, Fingerprint, HistoryEntry, Prior};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -54,6 +55,14 @@ CREATE TABLE IF NOT EXISTS raw_cas (
     slot BIGINT PRIMARY KEY,
     version BIGINT NOT NULL,
     value BYTEA NOT NULL
+);
+CREATE TABLE IF NOT EXISTS history (
+    key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    fp TEXT NOT NULL,
+    args TEXT,
+    committed BOOLEAN NOT NULL,
+    PRIMARY KEY (key, kind, fp)
 );
 ";
 
@@ -166,9 +175,19 @@ impl Store for PgStore {
         };
         let tail: String = r.get(1);
         let checkpoint: Option<String> = r.get(3);
+        let (run, legacy) = decode_run(&key.0, r.get(2))?;
+        if !legacy.is_empty() {
+            // A run stored under rules 2 kept its call log inline: its history moves to the
+            // history table (idempotently), and the next commit stores the run without it.
+            let mut tx = self.db.transaction().map_err(backend)?;
+            for entry in &legacy {
+                write_history(&mut tx, &key.0, entry)?;
+            }
+            tx.commit().map_err(backend)?;
+        }
         Ok(Some(Row {
             key: key.clone(),
-            run: from_json("run", &key.0, r.get(2))?,
+            run,
             tail: Tail {
                 seq: r.get::<_, i64>(0) as u64,
                 digest: Digest::from_hex(&tail)
@@ -223,6 +242,9 @@ impl Store for PgStore {
             &[&c.key.0, &(c.tail.seq as i64), &c.line],
         )
         .map_err(backend)?;
+        if let Some(entry) = c.history {
+            write_history(&mut tx, &c.key.0, entry)?;
+        }
         if let (Some((id, _)), Some(answer)) = (c.consumed, answer) {
             let took = tx
                 .execute(
@@ -341,6 +363,41 @@ impl Store for PgStore {
         .map_err(backend)?;
         Ok(if moved == 0 { Cas::Conflict } else { Cas::Done })
     }
+
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        let call_id = Fingerprint::call_id(&call.call_id).to_string();
+        let idem = Fingerprint::key(&call.key).to_string();
+        let rows = self
+            .db
+            .query(
+                "SELECT kind, args, committed FROM history WHERE key = $1
+                 AND ((kind = 'call' AND fp = $2) OR (kind = 'key' AND fp = $3))",
+                &[&key.0, &call_id, &idem],
+            )
+            .map_err(backend)?;
+        prior_of(
+            rows.into_iter().map(|r| (r.get(0), r.get(1), r.get(2))),
+            &key.0,
+        )
+    }
+}
+
+/// Writes a history entry's rows in the transaction `tx`.
+fn write_history(
+    tx: &mut postgres::Transaction<'_>,
+    key: &str,
+    entry: &HistoryEntry,
+) -> Result<(), StoreError> {
+    for row in history_rows(entry) {
+        tx.execute(
+            "INSERT INTO history (key, kind, fp, args, committed) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (key, kind, fp)
+             DO UPDATE SET committed = history.committed OR excluded.committed",
+            &[&key, &row.kind, &row.fp, &row.args, &row.committed],
+        )
+        .map_err(backend)?;
+    }
+    Ok(())
 }
 
 /// The PostgreSQL address for a test named `test`, in a schema of its own (dropped first),

@@ -9,11 +9,12 @@
 //! (redb, pure Rust and crash-safe too, lets one process at a time open a file.)
 
 use super::{
-    from_json, to_json, Answer, Cas, Commit, Inbox, Lease, NewRun, Request, Row, RunKey, Status,
-    Store, StoreError, Summary,
+    decode_run, from_json, history_rows, prior_of, to_json, Answer, Cas, Commit, Inbox, Lease,
+    NewRun, Request, Row, RunKey, Status, Store, StoreError, Summary,
 };
 use crate::lifecycle::Tail;
 use resumable_kernel::Digest;
+use resumable_kernel::{Call, Fingerprint, HistoryEntry, Prior};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::time::Duration;
 
@@ -55,6 +56,14 @@ CREATE TABLE IF NOT EXISTS raw_cas (
     version INTEGER NOT NULL,
     value BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS history (
+    key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    fp TEXT NOT NULL,
+    args TEXT,
+    committed INTEGER NOT NULL,
+    PRIMARY KEY (key, kind, fp)
+) WITHOUT ROWID;
 ";
 
 const ACTIVE: &str = "('ready','in_flight','approval','callback','resource','person','unknown')";
@@ -167,9 +176,19 @@ impl Store for SqliteStore {
         let Some(((seq, tail, run, checkpoint, owner, until), (program, pc, rv))) = raw else {
             return Ok(None);
         };
+        let (run, legacy) = decode_run(&key.0, &run)?;
+        if !legacy.is_empty() {
+            // A run stored under rules 2 kept its call log inline: its history moves to the
+            // history table (idempotently), and the next commit stores the run without it.
+            let tx = self.db.transaction().map_err(backend)?;
+            for entry in &legacy {
+                write_history(&tx, &key.0, entry)?;
+            }
+            tx.commit().map_err(backend)?;
+        }
         Ok(Some(Row {
             key: key.clone(),
-            run: from_json("run", &key.0, &run)?,
+            run,
             tail: tail_of(seq, &tail, &key.0)?,
             checkpoint: match checkpoint {
                 Some(c) => Some(from_json("checkpoint", &key.0, &c)?),
@@ -223,6 +242,9 @@ impl Store for SqliteStore {
             params![c.key.0, c.tail.seq as i64, c.line],
         )
         .map_err(backend)?;
+        if let Some(entry) = c.history {
+            write_history(&tx, &c.key.0, entry)?;
+        }
         if let (Some((id, _)), Some(answer)) = (c.consumed, answer) {
             let took = tx
                 .execute(
@@ -369,4 +391,41 @@ impl Store for SqliteStore {
         tx.commit().map_err(backend)?;
         Ok(Cas::Done)
     }
+
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        let mut stmt = self
+            .db
+            .prepare_cached(
+                "SELECT kind, args, committed FROM history WHERE key = ?1
+                 AND ((kind = 'call' AND fp = ?2) OR (kind = 'key' AND fp = ?3))",
+            )
+            .map_err(backend)?;
+        let call_id = Fingerprint::call_id(&call.call_id).to_string();
+        let idem = Fingerprint::key(&call.key).to_string();
+        let rows = stmt
+            .query_map(params![key.0, call_id, idem], |r| {
+                Ok((r.get::<_, String>(0)?, r.get(1)?, r.get::<_, i64>(2)? != 0))
+            })
+            .map_err(backend)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(backend)?;
+        prior_of(rows, &key.0)
+    }
+}
+
+/// Writes a history entry's rows in the transaction `tx`.
+fn write_history(
+    tx: &rusqlite::Transaction<'_>,
+    key: &str,
+    entry: &HistoryEntry,
+) -> Result<(), StoreError> {
+    for row in history_rows(entry) {
+        tx.execute(
+            "INSERT INTO history (key, kind, fp, args, committed) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (key, kind, fp) DO UPDATE SET committed = MAX(committed, excluded.committed)",
+            params![key, row.kind, row.fp, row.args, i64::from(row.committed)],
+        )
+        .map_err(backend)?;
+    }
+    Ok(())
 }

@@ -104,16 +104,57 @@ fn an_unknown_field_in_a_record_is_refused() {
 fn an_unknown_format_version_is_malformed() {
     let log = String::from_utf8(approval())
         .unwrap()
-        .replacen("\"version\":2", "\"version\":3", 1);
+        .replacen("\"version\":3", "\"version\":4", 1);
     let f = finding(log.as_bytes());
     assert_eq!((f.line, f.exit_code()), (1, 2));
     assert_eq!(
         f.problem,
         Problem::UnknownVersion {
-            found: 3,
-            supported: [1, 2]
+            found: 4,
+            supported: [1, 2, 3]
         }
     );
+}
+
+#[test]
+fn a_header_names_its_rules_exactly_in_format_3() {
+    let log = String::from_utf8(approval()).unwrap();
+    for (from, to, what) in [
+        ("\"rules\":3,", "", "a format 3 header names its rules"),
+        (
+            "\"rules\":3,",
+            "\"rules\":0,",
+            "a format 3 header names its rules",
+        ),
+        (
+            "\"version\":3,",
+            "\"version\":2,",
+            "a format 1 or 2 header names no rules",
+        ),
+    ] {
+        let bad = log.replacen(from, to, 1);
+        let f = finding(bad.as_bytes());
+        assert_eq!((f.line, f.exit_code()), (1, 2), "{f}");
+        assert!(f.message().contains(what), "{f}");
+    }
+}
+
+#[test]
+fn a_record_of_a_log_not_judged_must_still_be_a_record() {
+    // A log of rules this validator does not read: its records' envelope is still read.
+    let log = String::from_utf8(approval())
+        .unwrap()
+        .replacen("\"rules\":3,", "\"rules\":99,", 1);
+    let bad = log.replacen("{\"seq\":2,", "{\"seq\":2,\"note\":1,", 1);
+    let f = finding(bad.as_bytes());
+    assert_eq!((f.line, f.exit_code()), (3, 2), "{f}");
+    assert!(f.message().contains("unknown field `note`"), "{f}");
+    let bad = log.replacen(
+        "\"revision\":1,\"input\"",
+        "\"revision\":\"one\",\"input\"",
+        1,
+    );
+    assert_eq!(finding(bad.as_bytes()).exit_code(), 2);
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! line, with the right finding.
 
 use resumable_audit::{
-    self as audit, sample, Accepted, ChainKind, Class, Finding, Header, Key, Options, Problem,
-    Record, Verdict, Writer,
+    self as audit, sample, Accepted, ChainKind, Claim, Class, Finding, Header, Key, Options,
+    Problem, Record, Verdict, Writer,
 };
 use resumable_kernel::*;
 
@@ -76,7 +76,7 @@ fn a_log_written_from_the_seed_lifecycle_validates() {
         (9, 4, 5)
     );
     assert_eq!(summary.revision, Revision(4));
-    assert_eq!(summary.phase, PhaseKind::Completed);
+    assert_eq!(summary.phase, Some(PhaseKind::Completed));
     assert_eq!((summary.dispatches, summary.commits), (1, 1));
 }
 
@@ -101,7 +101,7 @@ fn a_generated_log_has_the_requested_length_and_a_realistic_mix() {
     assert!(s.accepted > 3 * s.rejected / 2, "{s:?}");
     // The run never ends: the budget cuts it wherever it is.
     assert!(
-        matches!(s.phase, PhaseKind::Running | PhaseKind::Suspended),
+        matches!(s.phase, Some(PhaseKind::Running | PhaseKind::Suspended)),
         "{s:?}"
     );
     assert!(!s.commit_window_exceeded);
@@ -341,7 +341,7 @@ fn a_forged_acceptance_of_a_stale_resume_is_refused_by_the_key_and_violates_res_
                     to: Revision(2)
                 })
             );
-            assert!(matches!(**found, Verdict::Accepted(_)));
+            assert!(matches!(**found, Claim::Verdict(Verdict::Accepted(_))));
         }
         other => panic!("expected RES-3, got {other:?}"),
     }

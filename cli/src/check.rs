@@ -259,7 +259,7 @@ impl ModelArgs {
                 format!(
                     "the smallest configuration that exposes {v} (breaks {}), with the flags \
                      given applied on top",
-                    v.targets().join(", ")
+                    v.targets_named()
                 ),
             ),
             None => {

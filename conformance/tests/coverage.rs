@@ -1,7 +1,12 @@
 //! spec/coverage.md stays complete and true: its rows are exactly the spec's IDs, every spec ID
-//! cited in code is one of them, and every scenario and counterexample it names exists.
+//! cited in code is one of them, every scenario and counterexample it names exists, every
+//! kernel function it names is defined where it says, and its model-property column names
+//! exactly the properties the checker keys by each ID.
 
+use resumable_conformance::lockstep::kernel_and_reference;
+use resumable_conformance::lockstep::world::{default_config, LockstepWorld, Probes};
 use resumable_conformance::SpecId;
+use resumable_model::checker::Checkable;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -46,6 +51,148 @@ fn coverage_rows() -> Vec<(String, String)> {
             cited_ids(&id).contains(&id).then(|| (id, l.to_string()))
         })
         .collect()
+}
+
+/// The cells of a table row, trimmed: ID, rule, kernel check, kernel tests, model property,
+/// traces.
+fn cells(row: &str) -> Vec<&str> {
+    let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.split(" | ").map(str::trim).collect()
+}
+
+/// The text between backticks, in order.
+fn quoted(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// Every property of the model world and of the lockstep world around it, with its spec ID.
+fn model_properties() -> Vec<(SpecId, &'static str)> {
+    let world = LockstepWorld::new(kernel_and_reference(), default_config())
+        .expect("the lockstep world's configuration is valid")
+        .with_probes(Probes::On);
+    let list = world.property_list().expect("every always has a partner");
+    list.iter().map(|(id, p)| (id, p.name)).collect()
+}
+
+#[test]
+fn the_model_property_column_names_exactly_the_properties_of_its_id() {
+    let properties = model_properties();
+    let every: BTreeSet<&str> = properties.iter().map(|(_, name)| *name).collect();
+    let mut named = 0;
+    for (id, row) in coverage_rows() {
+        let cell = cells(&row)[4];
+        let listed: BTreeSet<&str> = (quoted(cell).into_iter())
+            .filter(|q| every.contains(q))
+            .collect();
+        let expected: BTreeSet<&str> = (properties.iter())
+            .filter(|(key, _)| key.name() == id)
+            .map(|(_, name)| *name)
+            .collect();
+        named += listed.len();
+        assert_eq!(listed, expected, "{id}: the model-property column");
+        if expected.is_empty() {
+            // Checked through CONF-1, or through another ID's property named with "via".
+            let via = cell
+                .strip_prefix("via `")
+                .map(|rest| rest.split(' ').next());
+            match via {
+                Some(Some(other)) => assert!(
+                    properties.iter().any(|(key, _)| key.name() == other),
+                    "{id}: via {other}, which has no property"
+                ),
+                _ => assert!(cell.starts_with("CONF-1 ("), "{id}: {cell}"),
+            }
+        }
+        for path in quoted(cell).into_iter().filter(|q| q.ends_with(".rs")) {
+            assert!(root().join(path).exists(), "{id} names {path}");
+        }
+    }
+    assert_eq!(named, every.len(), "every property is in the table once");
+}
+
+/// Whether `file` defines `name` as a function or a field.
+fn defines(file: &Path, name: &str) -> bool {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    text.lines().any(|line| {
+        let line = line.trim_start();
+        let line = line.strip_prefix("pub(crate) ").unwrap_or(line);
+        let line = line.strip_prefix("pub(super) ").unwrap_or(line);
+        let line = line.strip_prefix("pub ").unwrap_or(line);
+        let line = line.strip_prefix("const ").unwrap_or(line);
+        line.strip_prefix("fn ").is_some_and(|rest| {
+            rest.starts_with(name)
+                && !rest[name.len()..].starts_with(|c: char| c == '_' || c.is_ascii_alphanumeric())
+        }) || line
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with(": "))
+    })
+}
+
+fn is_snake(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+#[test]
+fn the_kernel_check_column_names_functions_where_they_are_defined() {
+    let kernel = root().join("kernel/src");
+    let mut files = Vec::new();
+    rust_files(&kernel, &mut files);
+    let mut checked = 0;
+    for (id, row) in coverage_rows() {
+        let cell = cells(&row)[2];
+        // The rejections follow the dash; the places that enforce the rule come before it.
+        let places = cell.split(" — ").next().unwrap_or("");
+        for segment in places.split(';') {
+            // A function is in `kernel/src/step.rs` unless a file is named before it in the
+            // same part of the cell.
+            let mut file = kernel.join("step.rs");
+            for q in quoted(segment) {
+                let q = q.split('(').next().unwrap_or(q);
+                if q.ends_with(".rs") {
+                    file = root().join(q);
+                    assert!(file.exists(), "{id} names {q}, which does not exist");
+                } else if let Some(f) = q.strip_prefix("invariants::") {
+                    assert!(defines(&kernel.join("invariants.rs"), f), "{id}: {q}");
+                    checked += 1;
+                } else if let Some((ty, method)) = q.split_once("::") {
+                    // A method: defined in a file that implements the type.
+                    let implemented = files.iter().any(|f| {
+                        let text = std::fs::read_to_string(f).unwrap_or_default();
+                        let for_type = text.contains(&format!("impl {ty} "))
+                            || text.contains(&format!("impl<'a> {ty}<"));
+                        for_type && defines(f, method)
+                    });
+                    assert!(implemented, "{id}: {q} is defined nowhere in the kernel");
+                    checked += 1;
+                } else if is_snake(q) {
+                    let shown = file
+                        .strip_prefix(root())
+                        .unwrap_or(&file)
+                        .display()
+                        .to_string();
+                    assert!(defines(&file, q), "{id}: {q} is not defined in {shown}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 60, "the table names functions ({checked})");
+}
+
+#[test]
+fn a_function_named_without_its_file_is_looked_for_in_step_rs() {
+    let step = root().join("kernel/src/step.rs");
+    assert!(defines(&step, "guard_every_input"));
+    // Its rooms hold the shared checks and the resume: not step.rs.
+    assert!(!defines(&step, "check_identity"));
+    assert!(defines(
+        &root().join("kernel/src/step/checks.rs"),
+        "check_identity"
+    ));
+    assert!(!defines(&step, "guard_every"));
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

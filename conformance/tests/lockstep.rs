@@ -6,11 +6,11 @@
 //! the whole model world in lockstep on a small configuration.
 
 use resumable_conformance::lockstep::world::{
-    self, check_with, render_trace, LockstepWorld, Probes, CONF_1, CONF_1_PROBES,
+    self, check_with, render_trace, LockstepWorld, Probes, CONF_1, CONF_1_PROBES, CONF_1_TO_THE_END,
 };
 use resumable_conformance::lockstep::{kernel_and_reference, Said, Session};
 use resumable_kernel::*;
-use resumable_model::checker::Verdict;
+use resumable_model::checker::{Checkable, PropertyList, Verdict};
 use resumable_model::properties::names;
 use resumable_model::reference::Reference;
 use resumable_model::Kernel;
@@ -290,20 +290,30 @@ fn whole_world_lockstep_check_on_a_small_config_finds_no_divergence() {
     }
 }
 
-/// The lockstep world carries every property of the world, after CONF-1, under the same
-/// names: none is lost to the table of conditions.
+fn keyed<M: Model>(list: PropertyList<M, SpecId>) -> Vec<(SpecId, &'static str)> {
+    list.iter().map(|(id, p)| (id, p.name)).collect()
+}
+
+/// The lockstep world carries every property of the world, after CONF-1 and its partner,
+/// under the same names and spec IDs: none is lost to the table of conditions.
 #[test]
 fn lockstep_world_keeps_every_world_property_after_conf_1() {
     let m = LockstepWorld::new(kernel_and_reference(), world::default_config()).unwrap();
-    let inner: Vec<&str> = m.world().properties().iter().map(|p| p.name).collect();
-    let outer: Vec<&str> = m.properties().iter().map(|p| p.name).collect();
-    assert_eq!(outer.first(), Some(&CONF_1));
-    assert_eq!(&outer[1..], &inner[..]);
+    let inner = keyed(m.world().property_list().unwrap());
+    let outer = keyed(m.property_list().unwrap());
+    let conf_1 = [(SpecId::Conf1, CONF_1), (SpecId::Conf1, CONF_1_TO_THE_END)];
+    assert_eq!(&outer[..2], &conf_1);
+    assert_eq!(&outer[2..], &inner[..]);
     assert!(!inner.is_empty());
     let probing = m.with_probes(Probes::On);
-    let outer: Vec<&str> = probing.properties().iter().map(|p| p.name).collect();
-    assert_eq!(&outer[..2], &[CONF_1, CONF_1_PROBES]);
-    assert_eq!(&outer[2..], &inner[..]);
+    let outer = keyed(probing.property_list().unwrap());
+    let conf_1 = [
+        (SpecId::Conf1, CONF_1),
+        (SpecId::Conf1, CONF_1_PROBES),
+        (SpecId::Conf1, CONF_1_TO_THE_END),
+    ];
+    assert_eq!(&outer[..3], &conf_1);
+    assert_eq!(&outer[3..], &inner[..]);
 }
 
 /// A trace renders as numbered steps with the state under each.

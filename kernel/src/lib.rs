@@ -70,6 +70,7 @@ pub mod invariants;
 pub(crate) mod names;
 mod next;
 pub mod reject;
+mod rules;
 pub mod run;
 pub mod spec;
 mod step;
@@ -90,6 +91,7 @@ pub use input::{
 };
 pub use next::Next;
 pub use reject::{ApprovalField, CheckpointField, Fault, IdentityField, Rejection, RejectionKind};
+pub use rules::RULES_VERSION;
 pub use run::{
     BoundCall, Call, CallOutcome, FailCause, Identity, InFlight, Phase, PhaseKind, Policy,
     PolicyError, Reason, ReasonKind, ResumeReceipt, Run, Suspension, ToolContract,

@@ -28,7 +28,7 @@
 //! allows two threads, whatever the checker does. `2 × alone / together` is then the most a
 //! two-thread check could gain.
 
-use resumable_model::checker::{check, Options, Outcome, Report, Summarize};
+use resumable_model::checker::{check, Checkable, Options, Outcome, Report};
 use resumable_model::config::Config;
 use resumable_model::twopc::TwoPhaseCommit;
 use resumable_model::world::World;
@@ -75,7 +75,7 @@ struct Setting {
 fn case<M, F>(name: impl Into<String>, make: F) -> Case
 where
     F: Fn() -> M + 'static,
-    M: Summarize + Sync,
+    M: Checkable + Sync,
     M::State: Clone + Debug + Hash + Representative + Send + Sync,
     M::Action: Clone + Debug + Send,
 {

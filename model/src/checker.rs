@@ -14,9 +14,10 @@
 //! - **Honest verdicts.** A property without a counterexample is [`Verdict::Holds`] only
 //!   when every reachable state was checked: a depth, state, time or memory bound, or the
 //!   model's boundary, makes it [`Verdict::Incomplete`].
-//! - **Never a vacuous pass.** A `sometimes` property never reached is
-//!   [`Verdict::Unreached`], and an `always` property whose `sometimes` partners (the
-//!   properties whose names start with the same word, its spec ID) were not all reached is
+//! - **Never a vacuous pass.** A model gives its properties as a [`PropertyList`], each keyed
+//!   by the rule it checks (the world's by spec ID), which refuses an `always` property
+//!   without a `sometimes` partner of its key. A `sometimes` property never reached is
+//!   [`Verdict::Unreached`], and an `always` property whose partners were not all reached is
 //!   [`Verdict::Unexercised`]: it may hold only because the states it speaks about never
 //!   occur. Either makes the outcome [`Outcome::Unexercised`], never a pass.
 //! - **Bounded memory.** The resident set is read while the search runs; crossing the
@@ -37,6 +38,7 @@ mod crew;
 mod explore;
 pub mod itf;
 mod judge;
+pub mod list;
 pub mod memory;
 pub mod merge;
 mod render;
@@ -47,6 +49,7 @@ mod visited;
 pub mod world;
 
 pub use explore::explore;
+pub use list::{ListError, PropertyList};
 pub use report::{
     Cut, Ended, Exploration, Kind, Outcome, Progress, PropertyReport, Report, RunOptions, Stats,
     Trace, TraceStep, Verdict, SCHEMA,
@@ -55,7 +58,6 @@ pub use report::{
 use search::{Limits, Panicked};
 use shortest::{IndexPath, Target};
 use stateright::{Expectation, Model, Representative};
-use std::collections::HashSet;
 use std::fmt::{self, Debug};
 use std::hash::Hash;
 use std::time::{Duration, Instant};
@@ -85,6 +87,16 @@ pub trait Summarize: Model {
         vars.insert("summary".to_owned(), self.summary(state).into());
         vars
     }
+}
+
+/// A model the driver can check: its properties as a [`PropertyList`], each keyed by the
+/// rule it checks and each `always` with its `sometimes` partners.
+pub trait Checkable: Summarize {
+    /// What the model names its rules with: the world's are the kernel's spec IDs.
+    type Key: Copy + Eq + Debug;
+
+    /// The properties, or why they cannot be judged honestly (see [`list`]).
+    fn property_list(&self) -> Result<PropertyList<Self, Self::Key>, ListError>;
 }
 
 /// How to run a check. [`Options::default`] is one thread, no bounds but the default memory
@@ -155,18 +167,9 @@ impl<S: Representative> Options<S> {
 pub enum CheckError {
     /// `threads` was 0.
     NoThreads,
-    /// The model has no properties: there is nothing to judge.
-    NoProperties,
-    /// The model has an `eventually` property, which the driver cannot judge honestly.
-    Eventually {
-        /// The property.
-        name: String,
-    },
-    /// Two properties share a name, so the report could not tell them apart.
-    DuplicateProperty {
-        /// The shared name.
-        name: String,
-    },
+    /// The model's property list was refused: empty, with an `eventually` property, two
+    /// properties of one name, or an `always` without a partner.
+    Properties(ListError),
     /// The model panicked in a worker thread (the panic message went to stderr).
     ModelPanicked,
 }
@@ -175,16 +178,7 @@ impl fmt::Display for CheckError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CheckError::NoThreads => write!(f, "at least one thread is needed"),
-            CheckError::NoProperties => write!(f, "the model has no properties to check"),
-            CheckError::Eventually { name } => write!(
-                f,
-                "property \"{name}\" is an `eventually` property, which a search cannot judge \
-                 on cycles or where a bound cuts a path; express it as an `always` over a \
-                 budgeted model"
-            ),
-            CheckError::DuplicateProperty { name } => {
-                write!(f, "two properties are named \"{name}\"")
-            }
+            CheckError::Properties(e) => fmt::Display::fmt(e, f),
             CheckError::ModelPanicked => write!(f, "the model panicked during the check"),
         }
     }
@@ -195,7 +189,7 @@ impl std::error::Error for CheckError {}
 /// Checks `model` exhaustively (within the bounds of `options`) and reports.
 pub fn check<M>(model: M, options: &Options<M::State>) -> Result<Report, CheckError>
 where
-    M: Summarize + Sync,
+    M: Checkable + Sync,
     M::State: Clone + Debug + Hash + Send + Sync,
     M::Action: Clone + Debug + Send,
 {
@@ -209,12 +203,15 @@ pub fn check_with_progress<M>(
     mut progress: impl FnMut(&Progress),
 ) -> Result<Report, CheckError>
 where
-    M: Summarize + Sync,
+    M: Checkable + Sync,
     M::State: Clone + Debug + Hash + Send + Sync,
     M::Action: Clone + Debug + Send,
 {
-    let properties = model.properties();
-    validate(&properties, options)?;
+    if options.threads == 0 {
+        return Err(CheckError::NoThreads);
+    }
+    let list = model.property_list().map_err(CheckError::Properties)?;
+    let properties = list.properties();
     let started = Instant::now();
     let deadline = options.timeout.map(|t| started + t);
     let bound = memory::Bound::new(options.max_memory_bytes);
@@ -242,7 +239,7 @@ where
     let kinds: Vec<Kind> = (targets.iter())
         .map(|t| if t.hit { Kind::Sometimes } else { Kind::Always })
         .collect();
-    let judged = judge::judge(&names, &kinds, &found);
+    let judged = judge::judge(&names, &kinds, list.partners(), &found);
     let bounds = (deadline, bound);
     let traces = traces(&model, &targets, &names, &found.decided, options, bounds);
     let reports: Vec<PropertyReport> = (judged.into_iter().zip(traces).enumerate())
@@ -311,33 +308,6 @@ where
         traces[i] = path.and_then(|path| trace_for(model, &path, names[i], kind, options.itf));
     }
     traces
-}
-
-/// Refuses what the driver cannot judge honestly.
-fn validate<M: Model>(
-    properties: &[stateright::Property<M>],
-    options: &Options<M::State>,
-) -> Result<(), CheckError> {
-    if options.threads == 0 {
-        return Err(CheckError::NoThreads);
-    }
-    if properties.is_empty() {
-        return Err(CheckError::NoProperties);
-    }
-    let mut names = HashSet::new();
-    for p in properties {
-        if p.expectation == Expectation::Eventually {
-            return Err(CheckError::Eventually {
-                name: p.name.to_owned(),
-            });
-        }
-        if !names.insert(p.name) {
-            return Err(CheckError::DuplicateProperty {
-                name: p.name.to_owned(),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// The whole report, from the verdicts and the search's figures.

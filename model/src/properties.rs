@@ -36,9 +36,10 @@
 //! acyclic and the property can really be broken, unlike stateright's `eventually`, which
 //! misses violations on cycles and on paths cut by a bound.
 
-use crate::world::{violation, witness, Ending, RunView, World, WorldState};
+use crate::checker::{ListError, PropertyList};
+use crate::world::{witness, Ending, RunView, World, WorldState};
 use crate::Lifecycle;
-use resumable_kernel::{PhaseKind, ReasonKind};
+use resumable_kernel::{PhaseKind, ReasonKind, SpecId};
 use stateright::Property;
 
 /// Property names, for tests, reports and broken variants' targets.
@@ -148,8 +149,8 @@ pub mod names {
         "EFF-1 hazard: a key commits twice (only a retrying broken lifecycle reaches it)";
 }
 
-fn clean<R>(s: &WorldState<R>, bit: u32) -> bool {
-    s.violated & bit == 0
+fn clean<R>(s: &WorldState<R>, id: SpecId) -> bool {
+    !s.violated.has(id)
 }
 
 fn any_run<R>(s: &WorldState<R>, f: impl Fn(&RunView) -> bool) -> bool {
@@ -159,7 +160,7 @@ fn any_run<R>(s: &WorldState<R>, f: impl Fn(&RunView) -> bool) -> bool {
 /// AUD-1 on the state: every run's log holds one record per revision, and no write broke the
 /// rule (checked when it landed).
 fn audited<L: Lifecycle>(_: &World<L>, s: &WorldState<L::Run>) -> bool {
-    clean(s, violation::AUD_1)
+    clean(s, SpecId::Aud1)
         && s.runs
             .iter()
             .all(|slot| u64::from(slot.audited) == slot.run.view.revision)
@@ -174,137 +175,137 @@ fn within_bound<L: Lifecycle>(w: &World<L>, s: &WorldState<L::Run>) -> bool {
     })
 }
 
-/// The properties: every `always`, and every `sometimes` partner, whatever the configuration.
-/// A partner the configuration cannot reach (a race needs two workers, a partner about
-/// approvals a gated call and an approver, one about crashes a crash budget...) is reported
-/// unreached, and the `always` it partners unexercised: a configuration that cannot exercise
-/// a property has not checked it.
-pub fn properties<L: Lifecycle>(_world: &World<L>) -> Vec<Property<World<L>>> {
+/// The properties, each keyed by its spec ID: every `always`, and every `sometimes` partner,
+/// whatever the configuration. A partner the configuration cannot reach (a race needs two
+/// workers, a partner about approvals a gated call and an approver, one about crashes a crash
+/// budget...) is reported unreached, and the `always` it partners unexercised: a
+/// configuration that cannot exercise a property has not checked it. The list is refused if an
+/// `always` has no partner of its spec ID.
+pub fn properties<L: Lifecycle>(
+    _world: &World<L>,
+) -> Result<PropertyList<World<L>, SpecId>, ListError> {
     use names::*;
-    type P<L> = Property<World<L>>;
-    let mut v = vec![
-        P::<L>::always(RES_2, |_, s| clean(s, violation::RES_2)),
-        P::<L>::always(RES_3, |_, s| clean(s, violation::RES_3)),
-        P::<L>::always(RES_5, |_, s| clean(s, violation::RES_5)),
-        P::<L>::always(APR_1, |_, s| clean(s, violation::APR_1)),
-        P::<L>::always(APR_2, |_, s| clean(s, violation::APR_2)),
-        P::<L>::always(APR_3, |_, s| clean(s, violation::APR_3)),
-        P::<L>::always(APR_4, |_, s| clean(s, violation::APR_4)),
-        P::<L>::always(EFF_1, |_, s| clean(s, violation::EFF_1)),
-        P::<L>::always(EFF_2, |_, s| clean(s, violation::EFF_2)),
-        P::<L>::always(KEY_1, |_, s| clean(s, violation::KEY_1)),
-        P::<L>::always(CAN_2, |_, s| clean(s, violation::CAN_2)),
-        P::<L>::always(REC_2, |_, s| clean(s, violation::REC_2)),
-        P::<L>::always(REC_3, |_, s| clean(s, violation::REC_3)),
-        P::<L>::always(REC_4, |_, s| clean(s, violation::REC_4)),
-        P::<L>::always(INV_1, |_, s| clean(s, violation::INV_1)),
-        P::<L>::always(AUD_1, audited),
-        P::<L>::always(ID_1, |_, s| clean(s, violation::ID_1)),
-        P::<L>::always(SUS_1, |_, s| !any_run(s, |v| !v.well_formed)),
-        P::<L>::always(SUS_2, |_, s| clean(s, violation::SUS_2)),
-        P::<L>::always(LIVE_1, within_bound),
-        P::<L>::always(LIVE_2, |w, s| w.stuck_run(s).is_none()),
-    ];
-    v.push(P::<L>::sometimes(RACE_WON, |_, s| {
-        s.workers.iter().any(|w| match w {
-            crate::world::Worker::Staged(st) => {
-                st.resumed_from.is_some()
-                    && s.runs.get(usize::from(st.run)).is_some_and(|slot| {
-                        let bit = u32::try_from(st.from)
-                            .ok()
-                            .and_then(|f| 1u32.checked_shl(f));
-                        bit.is_some_and(|b| slot.won & b != 0)
-                    })
-            }
-            _ => false,
+    use SpecId::*;
+    PropertyList::builder()
+        .always(Res2, RES_2, |_, s| clean(s, Res2))
+        .always(Res3, RES_3, |_, s| clean(s, Res3))
+        .always(Res5, RES_5, |_, s| clean(s, Res5))
+        .always(Apr1, APR_1, |_, s| clean(s, Apr1))
+        .always(Apr2, APR_2, |_, s| clean(s, Apr2))
+        .always(Apr3, APR_3, |_, s| clean(s, Apr3))
+        .always(Apr4, APR_4, |_, s| clean(s, Apr4))
+        .always(Eff1, EFF_1, |_, s| clean(s, Eff1))
+        .always(Eff2, EFF_2, |_, s| clean(s, Eff2))
+        .always(Key1, KEY_1, |_, s| clean(s, Key1))
+        .always(Can2, CAN_2, |_, s| clean(s, Can2))
+        .always(Rec2, REC_2, |_, s| clean(s, Rec2))
+        .always(Rec3, REC_3, |_, s| clean(s, Rec3))
+        .always(Rec4, REC_4, |_, s| clean(s, Rec4))
+        .always(Inv1, INV_1, |_, s| clean(s, Inv1))
+        .always(Aud1, AUD_1, audited)
+        .always(Id1, ID_1, |_, s| clean(s, Id1))
+        .always(Sus1, SUS_1, |_, s| !any_run(s, |v| !v.well_formed))
+        .always(Sus2, SUS_2, |_, s| clean(s, Sus2))
+        .always(Live1, LIVE_1, within_bound)
+        .always(Live2, LIVE_2, |w, s| w.stuck_run(s).is_none())
+        .sometimes(Res2, RACE_WON, |_, s| {
+            s.workers.iter().any(|w| match w {
+                crate::world::Worker::Staged(st) => {
+                    st.resumed_from.is_some()
+                        && s.runs.get(usize::from(st.run)).is_some_and(|slot| {
+                            let bit = u32::try_from(st.from)
+                                .ok()
+                                .and_then(|f| 1u32.checked_shl(f));
+                            bit.is_some_and(|b| slot.won & b != 0)
+                        })
+                }
+                _ => false,
+            })
         })
-    }));
-    v.push(P::<L>::sometimes(STALE_ARRIVES, |_, s| {
-        s.seen & witness::STALE_ARRIVED != 0
-    }));
-    v.push(P::<L>::sometimes(APPROVED_RUNS, |_, s| {
-        s.runs
-            .iter()
-            .any(|slot| slot.tool.committed_key(crate::world::GATED))
-    }));
-    v.push(P::<L>::sometimes(DENIED, |_, s| {
-        any_run(s, |v| v.ending == Some(Ending::Denied))
-    }));
-    v.push(P::<L>::sometimes(EXPIRED_ARRIVES, |_, s| {
-        s.seen & witness::EXPIRED_APPROVAL != 0
-    }));
-    v.push(P::<L>::sometimes(AFTER_EXPIRY, |_, s| {
-        s.seen & witness::AFTER_EXPIRY != 0
-    }));
-    v.push(P::<L>::sometimes(SELF_ARRIVES, |_, s| {
-        s.decisions
-            .iter()
-            .any(|m| m.party == crate::world::Party::Requester && m.delivered > 0)
-    }));
-    v.push(P::<L>::sometimes(LATE_REQUEST, |_, s| {
-        s.seen & witness::LATE_REQUEST != 0
-    }));
-    v.push(P::<L>::sometimes(UNKNOWN, |_, s| {
-        any_run(s, |v| v.reason == Some(ReasonKind::OutcomeUnknown))
-    }));
-    v.push(P::<L>::sometimes(REUSED, |_, s| {
-        s.seen & witness::REUSED != 0
-    }));
-    v.push(P::<L>::sometimes(RETRY_SUCCEEDS, |_, s| {
-        s.seen & witness::RETRY_SUCCEEDED != 0
-    }));
-    v.push(P::<L>::sometimes(LATE_TO_TERMINAL, |_, s| {
-        s.seen & witness::LATE_TO_TERMINAL != 0
-    }));
-    v.push(P::<L>::sometimes(COMPLETES, |w, s| {
-        any_run(s, |v| v.ending == Some(Ending::Completed)) && audited(w, s)
-    }));
-    v.push(P::<L>::sometimes(FOREIGN_OFFERED, |_, s| {
-        s.decisions
-            .iter()
-            .any(|m| m.source != m.target && m.delivered > 0)
-    }));
-    // With a gated call the wait that matters is for approval; without one, any wait (an
-    // unknown outcome's).
-    v.push(P::<L>::sometimes(WAITS, |w, s| match w.config().program {
-        crate::config::Program::Direct => any_run(s, |v| v.phase == PhaseKind::Suspended),
-        _ => any_run(s, |v| v.reason == Some(ReasonKind::PendingApproval)),
-    }));
-    // The world's agent re-sends its suspend while its first approval is pending (as an
-    // agent whose reply was lost does): the states where SUS-2 can bite are reached.
-    v.push(P::<L>::sometimes(SUSPEND_OFFERED, |_, s| {
-        s.runs.iter().any(|slot| {
-            slot.run.view.reason == Some(ReasonKind::PendingApproval)
-                && slot
-                    .checkpoints
-                    .iter()
-                    .filter(|c| c.reason == ReasonKind::PendingApproval)
-                    .count()
-                    == 1
+        .sometimes(Res3, STALE_ARRIVES, |_, s| {
+            s.seen & witness::STALE_ARRIVED != 0
         })
-    }));
-    v.push(P::<L>::sometimes(EXPIRES, |_, s| {
-        any_run(s, |v| v.ending == Some(Ending::Expired))
-    }));
-    v.push(P::<L>::sometimes(RESOURCE_MOVED, |_, s| {
-        s.seen & witness::RESOURCE_MOVED != 0
-    }));
-    v.push(P::<L>::sometimes(REUSE_PROPOSED, |_, s| {
-        s.seen & witness::REUSE_PROPOSED != 0
-    }));
-    v.push(P::<L>::sometimes(CANCEL_WAITS, |_, s| {
-        any_run(s, |v| {
-            v.cancel_pending && v.reason == Some(ReasonKind::ManualIntervention)
-        })
-    }));
-    v.push(P::<L>::sometimes(LATE_AFTER_END, |_, s| {
-        s.requests.iter().any(|m| {
+        .sometimes(Apr1, APPROVED_RUNS, |_, s| {
             s.runs
-                .get(usize::from(m.run))
-                .is_some_and(|slot| slot.run.view.ending.is_some())
+                .iter()
+                .any(|slot| slot.tool.committed_key(crate::world::GATED))
         })
-    }));
-    v
+        .sometimes(Apr4, DENIED, |_, s| {
+            any_run(s, |v| v.ending == Some(Ending::Denied))
+        })
+        .sometimes(Apr2, EXPIRED_ARRIVES, |_, s| {
+            s.seen & witness::EXPIRED_APPROVAL != 0
+        })
+        .sometimes(Res5, AFTER_EXPIRY, |_, s| {
+            s.seen & witness::AFTER_EXPIRY != 0
+        })
+        .sometimes(Apr3, SELF_ARRIVES, |_, s| {
+            s.decisions
+                .iter()
+                .any(|m| m.party == crate::world::Party::Requester && m.delivered > 0)
+        })
+        .sometimes(Eff1, LATE_REQUEST, |_, s| {
+            s.seen & witness::LATE_REQUEST != 0
+        })
+        .sometimes(Rec2, UNKNOWN, |_, s| {
+            any_run(s, |v| v.reason == Some(ReasonKind::OutcomeUnknown))
+        })
+        .sometimes(Rec4, REUSED, |_, s| s.seen & witness::REUSED != 0)
+        .sometimes(Rec3, RETRY_SUCCEEDS, |_, s| {
+            s.seen & witness::RETRY_SUCCEEDED != 0
+        })
+        .sometimes(Inv1, LATE_TO_TERMINAL, |_, s| {
+            s.seen & witness::LATE_TO_TERMINAL != 0
+        })
+        .sometimes(Aud1, COMPLETES, |w, s| {
+            any_run(s, |v| v.ending == Some(Ending::Completed)) && audited(w, s)
+        })
+        .sometimes(Id1, FOREIGN_OFFERED, |_, s| {
+            s.decisions
+                .iter()
+                .any(|m| m.source != m.target && m.delivered > 0)
+        })
+        // With a gated call the wait that matters is for approval; without one, any wait (an
+        // unknown outcome's).
+        .sometimes(Sus1, WAITS, |w, s| match w.config().program {
+            crate::config::Program::Direct => any_run(s, |v| v.phase == PhaseKind::Suspended),
+            _ => any_run(s, |v| v.reason == Some(ReasonKind::PendingApproval)),
+        })
+        // The world's agent re-sends its suspend while its first approval is pending (as an
+        // agent whose reply was lost does): the states where SUS-2 can bite are reached.
+        .sometimes(Sus2, SUSPEND_OFFERED, |_, s| {
+            s.runs.iter().any(|slot| {
+                slot.run.view.reason == Some(ReasonKind::PendingApproval)
+                    && slot
+                        .checkpoints
+                        .iter()
+                        .filter(|c| c.reason == ReasonKind::PendingApproval)
+                        .count()
+                        == 1
+            })
+        })
+        .sometimes(Live1, EXPIRES, |_, s| {
+            any_run(s, |v| v.ending == Some(Ending::Expired))
+        })
+        .sometimes(Live2, RESOURCE_MOVED, |_, s| {
+            s.seen & witness::RESOURCE_MOVED != 0
+        })
+        .sometimes(Key1, REUSE_PROPOSED, |_, s| {
+            s.seen & witness::REUSE_PROPOSED != 0
+        })
+        .sometimes(Can2, CANCEL_WAITS, |_, s| {
+            any_run(s, |v| {
+                v.cancel_pending && v.reason == Some(ReasonKind::ManualIntervention)
+            })
+        })
+        .sometimes(Eff2, LATE_AFTER_END, |_, s| {
+            s.requests.iter().any(|m| {
+                s.runs
+                    .get(usize::from(m.run))
+                    .is_some_and(|slot| slot.run.view.ending.is_some())
+            })
+        })
+        .build()
 }
 
 /// Demonstrations that no correct lifecycle reaches, kept out of [`properties`] so that a
@@ -313,6 +314,6 @@ pub fn properties<L: Lifecycle>(_world: &World<L>) -> Vec<Property<World<L>>> {
 pub fn hazards<L: Lifecycle>() -> Vec<Property<World<L>>> {
     vec![Property::<World<L>>::sometimes(
         names::DOUBLE_COMMIT,
-        |_, s| s.violated & violation::EFF_1 != 0,
+        |_, s| s.violated.has(SpecId::Eff1),
     )]
 }

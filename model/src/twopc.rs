@@ -13,7 +13,7 @@
 //! [`TwoPhaseCommit::broken`] switches on a deliberately wrong TM that commits as soon as one
 //! RM has prepared, so that `"consistent"` has a counterexample.
 
-use crate::checker::Summarize;
+use crate::checker::{Checkable, ListError, PropertyList, Summarize};
 use stateright::{Model, Property, Representative};
 
 /// What a resource manager has done.
@@ -251,5 +251,17 @@ impl Summarize for TwoPhaseCommit {
             },
             rms.join(", ")
         )
+    }
+}
+
+impl Checkable for TwoPhaseCommit {
+    /// The protocol has one rule, consistency, so every property is keyed by it: both
+    /// `sometimes` properties (every RM commits, every RM aborts) partner `"consistent"`.
+    type Key = ();
+
+    fn property_list(&self) -> Result<PropertyList<Self, ()>, ListError> {
+        (self.properties().into_iter())
+            .fold(PropertyList::builder(), |list, p| list.property((), p))
+            .build()
     }
 }

@@ -5,6 +5,7 @@
 //! counterexample on the variant that targets the property, and none on the reference. Each
 //! variant names the spec IDs it breaks ([`Variant::targets`]).
 
+use resumable_kernel::SpecId;
 use std::fmt;
 
 /// One broken rule. See each variant for the spec ID it breaks and how a runtime gets there.
@@ -202,28 +203,34 @@ impl Variant {
     }
 
     /// The spec IDs the variant breaks: the properties that must catch it.
-    pub const fn targets(self) -> &'static [&'static str] {
+    pub const fn targets(self) -> &'static [SpecId] {
         match self {
-            Variant::NoRevisionCheck => &["RES-3", "RES-2"],
-            Variant::DoubleSuspend => &["SUS-2"],
-            Variant::ApprovalNotBoundToArgs => &["APR-1"],
-            Variant::RetryUnknownWithoutReconcile => &["REC-1", "REC-2"],
-            Variant::RetryWithoutContract => &["REC-3", "EFF-1"],
-            Variant::RetryFreshKeyOnDedupe => &["REC-3", "EFF-1"],
-            Variant::RetrySameKeyOnFence => &["REC-3"],
-            Variant::IdentityAfterRevision => &["ID-1", "RES-1"],
-            Variant::NoIdentityCheck => &["ID-1"],
-            Variant::ApprovalsNeverExpire => &["APR-2", "RES-5"],
-            Variant::SelfApprovalAllowed => &["APR-3"],
-            Variant::RerunStepOnResume => &["REC-4", "EFF-1"],
-            Variant::DenyLeavesRunning => &["APR-4"],
-            Variant::NoExpiry => &["EXP-1", "LIVE-1"],
-            Variant::ResourceBlocksAnswers => &["LIVE-2", "RES-3"],
-            Variant::ApprovalIgnoresResource => &["RES-3"],
-            Variant::CancelLostOnEscalation => &["CAN-2"],
-            Variant::CancelEndsUnsettled => &["EFF-2"],
-            Variant::LastCallOnlyKeyCheck => &["KEY-1", "KEY-2", "REC-4"],
+            Variant::NoRevisionCheck => &[SpecId::Res3, SpecId::Res2],
+            Variant::DoubleSuspend => &[SpecId::Sus2],
+            Variant::ApprovalNotBoundToArgs => &[SpecId::Apr1],
+            Variant::RetryUnknownWithoutReconcile => &[SpecId::Rec1, SpecId::Rec2],
+            Variant::RetryWithoutContract => &[SpecId::Rec3, SpecId::Eff1],
+            Variant::RetryFreshKeyOnDedupe => &[SpecId::Rec3, SpecId::Eff1],
+            Variant::RetrySameKeyOnFence => &[SpecId::Rec3],
+            Variant::IdentityAfterRevision => &[SpecId::Id1, SpecId::Res1],
+            Variant::NoIdentityCheck => &[SpecId::Id1],
+            Variant::ApprovalsNeverExpire => &[SpecId::Apr2, SpecId::Res5],
+            Variant::SelfApprovalAllowed => &[SpecId::Apr3],
+            Variant::RerunStepOnResume => &[SpecId::Rec4, SpecId::Eff1],
+            Variant::DenyLeavesRunning => &[SpecId::Apr4],
+            Variant::NoExpiry => &[SpecId::Exp1, SpecId::Live1],
+            Variant::ResourceBlocksAnswers => &[SpecId::Live2, SpecId::Res3],
+            Variant::ApprovalIgnoresResource => &[SpecId::Res3],
+            Variant::CancelLostOnEscalation => &[SpecId::Can2],
+            Variant::CancelEndsUnsettled => &[SpecId::Eff2],
+            Variant::LastCallOnlyKeyCheck => &[SpecId::Key1, SpecId::Key2, SpecId::Rec4],
         }
+    }
+
+    /// The spec IDs the variant breaks as spec/ writes them, comma-separated: "REC-3, EFF-1".
+    pub fn targets_named(self) -> String {
+        let names: Vec<&str> = self.targets().iter().map(|id| id.name()).collect();
+        names.join(", ")
     }
 }
 

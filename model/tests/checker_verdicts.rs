@@ -3,7 +3,8 @@
 //! properties, exit statuses, the text and JSON reports, progress.
 
 use resumable_model::checker::{
-    check, check_with_progress, CheckError, Cut, Options, Outcome, Summarize, Verdict,
+    check, check_with_progress, CheckError, Checkable, Cut, ListError, Options, Outcome,
+    PropertyList, Summarize, Verdict,
 };
 use resumable_model::twopc::{RmPhase, TmPhase, TpcAction, TpcState, TwoPhaseCommit};
 use serde_json::json;
@@ -24,15 +25,15 @@ fn verdict(report: &resumable_model::checker::Report, name: &str) -> Verdict {
 // --- Vacuity, boundaries and refused properties ---------------------------------------------
 
 /// The protocol with an extra `sometimes` that no state satisfies, and optionally a boundary,
-/// an `eventually` property, or no properties at all. With `paired`, the properties carry a
-/// spec ID, `TPC-1`, so that both `sometimes` properties partner the `always` one, and a
-/// reachable partner is added.
+/// an `eventually` property, or no properties at all. Its properties are keyed by the rule
+/// they check, `TPC-1`, so that both `sometimes` properties partner the `always` one; with
+/// `unpartnered`, the `always` is keyed apart from them and has no partner.
 struct Extended {
     inner: TwoPhaseCommit,
     boundary: bool,
     eventually: bool,
     silent: bool,
-    paired: bool,
+    unpartnered: bool,
     vacuous: bool,
     panics: bool,
 }
@@ -44,10 +45,36 @@ impl Extended {
             boundary: false,
             eventually: false,
             silent: false,
-            paired: false,
+            unpartnered: false,
             vacuous: true,
             panics: false,
         }
+    }
+
+    /// Each property with the key of the rule it checks.
+    fn keyed(&self) -> Vec<(&'static str, Property<Self>)> {
+        if self.silent {
+            return Vec::new();
+        }
+        let own = if self.unpartnered { "TPC-2" } else { "TPC-1" };
+        let mut properties = vec![
+            (own, Property::<Self>::always(CONSISTENT, consistent)),
+            (
+                "TPC-1",
+                Property::<Self>::sometimes(ALL_COMMIT, |_, s| {
+                    s.rms.iter().all(|rm| rm.phase == RmPhase::Committed)
+                }),
+            ),
+        ];
+        if self.vacuous {
+            let vacuous = Property::<Self>::sometimes(COMMIT_AFTER_ABORT, commit_after_abort);
+            properties.push(("TPC-1", vacuous));
+        }
+        if self.eventually {
+            let decided = Property::<Self>::eventually("decided", |_, s| s.tm != TmPhase::Init);
+            properties.push(("TPC-1", decided));
+        }
+        properties
     }
 }
 
@@ -85,32 +112,7 @@ impl Model for Extended {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        if self.silent {
-            return Vec::new();
-        }
-        let mut properties = if self.paired {
-            vec![
-                Property::<Self>::always(CONSISTENT, consistent),
-                Property::<Self>::sometimes(ALL_COMMIT, |_, s| {
-                    s.rms.iter().all(|rm| rm.phase == RmPhase::Committed)
-                }),
-            ]
-        } else {
-            vec![Property::<Self>::always("consistent", consistent)]
-        };
-        if self.vacuous {
-            let name = match self.paired {
-                true => COMMIT_AFTER_ABORT,
-                false => "an rm commits after the tm aborted",
-            };
-            properties.push(Property::<Self>::sometimes(name, commit_after_abort));
-        }
-        if self.eventually {
-            properties.push(Property::<Self>::eventually("decided", |_, s| {
-                s.tm != TmPhase::Init
-            }));
-        }
-        properties
+        self.keyed().into_iter().map(|(_, p)| p).collect()
     }
 
     fn within_boundary(&self, state: &TpcState) -> bool {
@@ -124,30 +126,49 @@ impl Summarize for Extended {
     }
 }
 
+impl Checkable for Extended {
+    type Key = &'static str;
+
+    fn property_list(&self) -> Result<PropertyList<Self, &'static str>, ListError> {
+        (self.keyed().into_iter())
+            .fold(PropertyList::builder(), |list, (key, p)| {
+                list.property(key, p)
+            })
+            .build()
+    }
+}
+
 #[test]
 fn an_unreachable_sometimes_is_reported_unreached_and_is_not_a_pass() {
     let report = check(Extended::new(3), &Options::default()).unwrap();
-    // "consistent" has no partner (no other property starts with its first word): it is
-    // judged on its own.
-    assert_eq!(verdict(&report, "consistent"), Verdict::Holds);
-    let unreached = verdict(&report, "an rm commits after the tm aborted");
+    let unreached = verdict(&report, COMMIT_AFTER_ABORT);
     assert_eq!(unreached, Verdict::Unreached);
     assert_eq!(report.outcome, Outcome::Unexercised);
     assert_eq!(report.exit_code, 4);
     let text = report.to_text();
     assert!(
-        text.contains("unreached: an rm commits after the tm aborted"),
+        text.contains(&format!("{COMMIT_AFTER_ABORT}  sometimes  UNREACHED\n")),
         "{text}"
     );
 }
 
 #[test]
-fn an_always_whose_partner_is_never_reached_is_unexercised_not_holding() {
+fn an_always_without_a_partner_is_refused_before_the_search() {
     let model = Extended {
-        paired: true,
-        ..Extended::new(3)
+        unpartnered: true,
+        ..Extended::new(2)
     };
-    let report = check(model, &Options::default()).unwrap();
+    let refused = check(model, &Options::default());
+    let expected = CheckError::Properties(ListError::Unpartnered {
+        name: CONSISTENT.to_owned(),
+        key: "\"TPC-2\"".to_owned(),
+    });
+    assert_eq!(refused.err(), Some(expected));
+}
+
+#[test]
+fn an_always_whose_partner_is_never_reached_is_unexercised_not_holding() {
+    let report = check(Extended::new(3), &Options::default()).unwrap();
     let p = report.property(CONSISTENT).unwrap();
     assert_eq!(p.partners, [ALL_COMMIT, COMMIT_AFTER_ABORT]);
     assert_eq!(p.verdict, Verdict::Unexercised);
@@ -174,7 +195,6 @@ fn an_always_whose_partner_is_never_reached_is_unexercised_not_holding() {
 
     // With every partner reached, the same property holds.
     let model = Extended {
-        paired: true,
         vacuous: false,
         ..Extended::new(3)
     };
@@ -190,8 +210,7 @@ fn an_unreached_sometimes_on_a_cut_search_is_incomplete_not_unreached() {
         ..Options::default()
     };
     let report = check(Extended::new(3), &options).unwrap();
-    let name = "an rm commits after the tm aborted";
-    assert_eq!(verdict(&report, name), Verdict::Incomplete);
+    assert_eq!(verdict(&report, COMMIT_AFTER_ABORT), Verdict::Incomplete);
     assert_eq!(report.exit_code, 3);
 }
 
@@ -202,7 +221,7 @@ fn a_boundary_that_refuses_states_makes_the_verdict_incomplete() {
         ..Extended::new(3)
     };
     let report = check(model, &Options::default()).unwrap();
-    assert_eq!(verdict(&report, "consistent"), Verdict::Incomplete);
+    assert_eq!(verdict(&report, CONSISTENT), Verdict::Incomplete);
     assert_eq!(report.exploration.cut_by, [Cut::Boundary]);
     assert_eq!(report.exit_code, 3);
 }
@@ -214,9 +233,9 @@ fn eventually_properties_are_refused() {
         ..Extended::new(2)
     };
     let refused = check(model, &Options::default());
-    let expected = CheckError::Eventually {
+    let expected = CheckError::Properties(ListError::Eventually {
         name: "decided".to_owned(),
-    };
+    });
     assert_eq!(refused.err(), Some(expected));
 }
 
@@ -227,7 +246,10 @@ fn a_model_without_properties_is_refused() {
         ..Extended::new(2)
     };
     let refused = check(model, &Options::default());
-    assert_eq!(refused.err(), Some(CheckError::NoProperties));
+    assert_eq!(
+        refused.err(),
+        Some(CheckError::Properties(ListError::Empty))
+    );
 }
 
 #[test]
@@ -332,7 +354,10 @@ fn json_report_follows_the_documented_schema() {
     assert_eq!(consistent["verdict"], "violated");
     assert_eq!(consistent["counterexample"]["steps"], 5);
     assert_eq!(consistent["depth"], 5);
-    assert_eq!(consistent["partners"], json!([]));
+    assert_eq!(
+        consistent["partners"],
+        json!(["all committed", "all aborted"])
+    );
     assert_eq!(consistent["counterexample"]["itf"], json!(null));
     assert_eq!(
         consistent["counterexample"]["trace"][0]["action"],

@@ -8,7 +8,7 @@
 //! a property the variant targets is violated: breadth-first, the first depth at which one is
 //! found yields a shortest counterexample, which is all a snapshot needs.
 
-use resumable_model::checker::{self, Options, PropertyReport, Verdict};
+use resumable_model::checker::{self, Checkable, Options, Verdict};
 use resumable_model::config::Config;
 use resumable_model::reference::Reference;
 use resumable_model::variant::Variant;
@@ -16,12 +16,6 @@ use resumable_model::world::World;
 
 /// Depth bounds tried in turn; past the last, the variant is reported as not caught.
 const DEPTHS: [usize; 5] = [4, 8, 12, 16, 20];
-
-/// Whether the property's spec ID (its name's first word) is one the variant targets.
-fn targeted(variant: Variant, property: &PropertyReport) -> bool {
-    let id = property.name.split(' ').next().unwrap_or("");
-    variant.targets().contains(&id)
-}
 
 /// The shortest counterexample to a property `variant` targets, rendered as the CLI does.
 fn shortest_counterexample(variant: Variant) -> String {
@@ -33,6 +27,14 @@ fn shortest_counterexample(variant: Variant) -> String {
             Config::exposing(variant),
         )
         .expect("the exposing configuration is valid");
+        let list = world
+            .property_list()
+            .expect("the world's properties are partnered");
+        // Whether the property's spec ID is one the variant targets.
+        let targeted = |name: &str| {
+            list.key_of(name)
+                .is_some_and(|id| variant.targets().contains(&id))
+        };
         let options = Options {
             depth: Some(depth),
             keep_going: true,
@@ -42,7 +44,7 @@ fn shortest_counterexample(variant: Variant) -> String {
         // The shortest of the violated targeted properties; the first in the model's order
         // among equals, so the snapshot is stable.
         let caught = (report.properties.iter())
-            .filter(|p| p.verdict == Verdict::Violated && targeted(variant, p))
+            .filter(|p| p.verdict == Verdict::Violated && targeted(&p.name))
             .filter_map(|p| Some((p.counterexample.as_ref()?.steps, p)))
             .min_by_key(|(steps, _)| *steps);
         if let Some((_, property)) = caught {
@@ -67,7 +69,7 @@ fn snapshot(variant: Variant) {
     settings.set_description(format!(
         "{variant}: {} (breaks {})",
         variant.description(),
-        variant.targets().join(", ")
+        variant.targets_named()
     ));
     settings.bind(|| insta::assert_snapshot!(variant.name(), trace));
 }

@@ -11,6 +11,7 @@
 
 mod world_support;
 
+use resumable_model::checker::Checkable;
 use resumable_model::config::{Config, Program};
 use resumable_model::properties::names;
 use resumable_model::reference::Reference;
@@ -136,6 +137,18 @@ fn assert_holds<L: Lifecycle>(lifecycle: L, configs: Vec<(&'static str, Config)>
         "{}: partners reached in none of the configurations: {unreached:?}",
         lifecycle.name()
     );
+}
+
+/// Each property is keyed by the spec ID its name starts with, so that the ID a report shows
+/// is the one the checker paired it by; the list builds, so every `always` has a partner.
+#[test]
+fn every_property_is_keyed_by_the_spec_id_its_name_starts_with() {
+    let world = World::new(Kernel, Config::default()).unwrap();
+    let list = world.property_list().expect("every always has a partner");
+    for (id, p) in list.iter() {
+        assert_eq!(p.name.split(' ').next(), Some(id.name()), "{}", p.name);
+    }
+    assert_eq!(list.properties().len(), world.properties().len());
 }
 
 fn assert_witness(config: Config, property: &str, expected: &[&str]) {

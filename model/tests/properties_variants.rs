@@ -9,26 +9,23 @@ use resumable_kernel::{
     AuditRecord, Effects, Event, EventKind, Identity, Input, Policy, PolicyError, Reason,
     Rejection, Revision, Time,
 };
+use resumable_model::checker::Checkable;
 use resumable_model::config::Config;
 use resumable_model::properties::names;
 use resumable_model::reference::{RefRun, Reference, Status};
 use resumable_model::variant::Variant;
 use resumable_model::world::World;
 use resumable_model::{Lifecycle, Snapshot};
-use stateright::{Expectation, Model};
+use stateright::Expectation;
 use world_support::*;
 
 /// The `always` properties of the world whose spec ID the variant targets.
 fn targeted(world: &World<Reference>, variant: Variant) -> Vec<&'static str> {
-    world
-        .properties()
-        .into_iter()
-        .filter(|p| p.expectation == Expectation::Always)
-        .map(|p| p.name)
-        .filter(|name| {
-            let id = name.split(' ').next().unwrap_or("");
-            variant.targets().contains(&id)
-        })
+    let list = world
+        .property_list()
+        .expect("the world's properties are partnered");
+    (variant.targets().iter())
+        .flat_map(|id| list.names_of(*id, Expectation::Always))
         .collect()
 }
 

@@ -6,57 +6,27 @@
 //! feeding each answer back as a new input. A refused input is recorded too (REJ-1), in the
 //! same way, and changes nothing else.
 //!
+//! What a worker does with a run is [`plan`]'s to say, a pure function of what the store
+//! shows and the time; the worker's loop (`work.rs`) reads both and carries the plan out.
 //! [`Flavor`] holds two deliberately broken drivers, for showing that the torture bites.
 //! [`crash`] holds the points where a planned kill lands.
 
 use crate::lifecycle;
 use crate::program::{Program, Timing};
 use crate::rng::now_ms;
-use crate::store::{
-    status_of, Answer, Cas, Commit, Lease, NewRun, Row, RunKey, Status, Store, StoreError,
-};
+use crate::store::{status_of, Answer, Cas, Commit, Lease, NewRun, Row, RunKey, Store, StoreError};
 use crate::tool::{ToolReply, ToolRequest, Tools};
-use resumable_kernel::{Checkpoint, Dispatch, Event, Facts, Input, Run, Time, Transition, Wait};
+use resumable_kernel::{
+    Checkpoint, Dispatch, Event, Facts, Input, Rejection, Run, Time, Transition, Wait,
+};
 
 pub mod crash;
+mod flavor;
+pub mod plan;
 mod work;
 
 pub use crash::{CrashPlan, CrashPoint};
-
-/// How the driver behaves: correctly, or with one rule of the contract broken on purpose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flavor {
-    /// The driving contract, kept.
-    Correct,
-    /// Broken: carries out a dispatch before the step is committed (breaks WAL-1). A kill
-    /// between the two, or a lost compare-and-set, leaves a call the store never heard of.
-    DispatchBeforeCommit,
-    /// Broken: finding a call in flight whose worker is gone, dispatches it again under the
-    /// same key and attempt instead of recovering and reconciling by query (breaks REC-2).
-    RetryUnknownBlindly,
-}
-
-impl Flavor {
-    /// The flavour's name on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Flavor::Correct => "correct",
-            Flavor::DispatchBeforeCommit => "dispatch-before-commit",
-            Flavor::RetryUnknownBlindly => "retry-unknown-blindly",
-        }
-    }
-
-    /// The flavour named `s`.
-    pub fn parse(s: &str) -> Option<Flavor> {
-        [
-            Flavor::Correct,
-            Flavor::DispatchBeforeCommit,
-            Flavor::RetryUnknownBlindly,
-        ]
-        .into_iter()
-        .find(|f| f.as_str() == s)
-    }
-}
+pub use flavor::Flavor;
 
 /// A driver's settings.
 #[derive(Clone, Debug)]
@@ -96,14 +66,43 @@ pub struct Driver<S, T> {
     commits: u64,
 }
 
+/// An accepted input, committed: the kernel's transition, and the row as now stored.
+pub(crate) struct Moved {
+    /// The transition, whose effects are still to be carried out.
+    pub transition: Transition,
+    /// The row as the commit left it.
+    pub row: Row,
+}
+
 /// What one committed input did.
 pub(crate) enum Fed {
-    /// Accepted: the transition, and the row as now stored.
-    Accepted(Box<(Transition, Row)>),
+    /// Accepted and committed.
+    Accepted(Box<Moved>),
     /// Refused, and the refusal recorded.
     Rejected,
     /// Another writer moved the run first: nothing was written.
     Conflict,
+}
+
+/// A step decided and its audit record made, not yet committed: what [`Driver::land`]
+/// writes. Nothing outside the driver has seen it.
+pub(crate) struct Staged {
+    /// The kernel's answer.
+    result: Result<Transition, Rejection>,
+    /// The audit record of the input and the answer, without its LF.
+    line: Vec<u8>,
+    /// The row as the commit will leave it (the old run, checkpoint, position and lease for
+    /// a refused input; only the log's end moves).
+    after: Row,
+    /// The inbox request the input answers, and the answer.
+    consumed: Option<(u64, Answer)>,
+}
+
+impl Staged {
+    /// The dispatch the step commands, if it was accepted and commands one.
+    pub(crate) fn dispatch(&self) -> Option<&Dispatch> {
+        self.result.as_ref().ok().and_then(|t| t.effects.dispatch())
+    }
 }
 
 /// The facts of a resume, established just before it under current policy (RES-7). This
@@ -181,16 +180,32 @@ impl<S: Store, T: Tools> Driver<S, T> {
         Time(now_ms().max(run.updated_at().0))
     }
 
-    /// Who holds the run after `next`: this driver while the run needs a worker (its
-    /// program's step, a call in flight, a query), nobody while it waits on the outside.
+    /// Who holds the run after `next`: this driver while the run's next step is a worker's
+    /// (its program's step, a call in flight, a query), nobody while it waits on a party.
     fn lease_after(&self, next: &Run) -> Lease {
-        match status_of(next) {
-            Status::Ready | Status::InFlight | Status::Unknown => Lease {
+        if status_of(next).needs_worker() {
+            Lease {
                 owner: Some(self.config.owner.clone()),
                 until_ms: now_ms() + self.config.lease_ms,
-            },
-            _ => Lease::default(),
+            }
+        } else {
+            Lease::default()
         }
+    }
+
+    /// Steps `row` with `input` and commits the outcome, accepted or refused, in one
+    /// transaction (rules 2 to 4 of the driving contract). `pc` is the program's position if
+    /// the input is accepted; `consumed` the inbox request the input answers. Nothing outside
+    /// the store happens here.
+    pub(crate) fn feed(
+        &mut self,
+        row: &Row,
+        input: &Input,
+        pc: u32,
+        consumed: Option<u64>,
+    ) -> Result<Fed, DriveError> {
+        let staged = self.stage(row, input, pc, consumed)?;
+        self.land(row, staged)
     }
 
     /// `input` with the prior its call has in the run's history, if it proposes a call.
@@ -207,18 +222,14 @@ impl<S: Store, T: Tools> Driver<S, T> {
         Ok(input)
     }
 
-    /// Steps `row` with `input` and commits the outcome, accepted or refused, in one
-    /// transaction. `pc` is the program's position if the input is accepted; `consumed` the
-    /// inbox request the input answers. Nothing outside the store happens here, except in the
-    /// broken flavour that dispatches first (`early` receives its answer).
-    pub(crate) fn feed(
+    /// Steps `row` with `input` and makes the audit record: everything the commit writes.
+    pub(crate) fn stage(
         &mut self,
         row: &Row,
         input: &Input,
         pc: u32,
         consumed: Option<u64>,
-        early: &mut Option<std::io::Result<ToolReply>>,
-    ) -> Result<Fed, DriveError> {
+    ) -> Result<Staged, DriveError> {
         // KEY-1, KEY-2, REC-4: a call is bound with what the run's history, in the store,
         // holds of its id and key.
         let input = &self.stating_prior(&row.key, input)?;
@@ -226,46 +237,56 @@ impl<S: Store, T: Tools> Driver<S, T> {
         let key = self.config.key.as_ref();
         let (line, tail) = lifecycle::record_line(row.tail, &row.run, input, &result, key)
             .map_err(|e| DriveError::Invalid(format!("audit record: {e}")))?;
-        let (run, checkpoint, pc, lease, answer) = match &result {
-            Ok(t) => {
-                let checkpoint = t.effects.checkpoint().copied();
-                let rev = t.next.revision();
-                (
-                    t.next,
-                    checkpoint,
+        let (after, answer) = match &result {
+            Ok(t) => (
+                Row {
+                    run: t.next,
+                    tail,
+                    checkpoint: t.effects.checkpoint().copied(),
                     pc,
-                    self.lease_after(&t.next),
-                    Answer::Accepted(rev),
-                )
-            }
+                    lease: self.lease_after(&t.next),
+                    ..row.clone()
+                },
+                Answer::Accepted(t.next.revision()),
+            ),
             Err(r) => (
-                row.run,
-                row.checkpoint,
-                row.pc,
-                row.lease.clone(),
+                Row {
+                    tail,
+                    ..row.clone()
+                },
                 Answer::Rejected(*r),
             ),
         };
-        if self.config.flavor == Flavor::DispatchBeforeCommit {
-            if let Ok(t) = &result {
-                if let Some(d) = t.effects.dispatch() {
-                    *early = Some(self.tools.call(&self.request(&row.run, d, false)));
-                }
-            }
-        }
+        Ok(Staged {
+            result,
+            line,
+            after,
+            consumed: consumed.map(|id| (id, answer)),
+        })
+    }
+
+    /// Commits a staged step if `row` is still what the store holds (compare-and-set on its
+    /// revision and log position); the kill points sit on either side of the commit.
+    pub(crate) fn land(&mut self, row: &Row, staged: Staged) -> Result<Fed, DriveError> {
+        let Staged {
+            result,
+            line,
+            after,
+            consumed,
+        } = staged;
         self.config.crash.at(CrashPoint::BeforeCommit);
         let commit = Commit {
             key: &row.key,
             expect: (row.run.revision(), row.tail.seq),
-            run: &run,
-            tail,
+            run: &after.run,
+            tail: after.tail,
             line: &line,
-            checkpoint: checkpoint.as_ref(),
-            status: status_of(&run),
-            wake_at: run.deadline().map(|due| due.0),
-            pc,
-            lease: &lease,
-            consumed: consumed.map(|id| (id, answer)),
+            checkpoint: after.checkpoint.as_ref(),
+            status: status_of(&after.run),
+            wake_at: after.run.deadline().map(|due| due.0),
+            pc: after.pc,
+            lease: &after.lease,
+            consumed,
             history: result.as_ref().ok().and_then(|t| t.effects.history()),
         };
         if self.store.commit(&commit)? == Cas::Conflict {
@@ -273,18 +294,11 @@ impl<S: Store, T: Tools> Driver<S, T> {
         }
         self.commits += 1;
         self.config.crash.at(CrashPoint::AfterCommit);
-        let stored = Row {
-            key: row.key.clone(),
-            run,
-            tail,
-            checkpoint,
-            program: row.program.clone(),
-            pc,
-            lease,
-            resource_version: row.resource_version,
-        };
         Ok(match result {
-            Ok(t) => Fed::Accepted(Box::new((t, stored))),
+            Ok(transition) => Fed::Accepted(Box::new(Moved {
+                transition,
+                row: after,
+            })),
             Err(_) => Fed::Rejected,
         })
     }
@@ -310,32 +324,22 @@ impl<S: Store, T: Tools> Driver<S, T> {
         }
     }
 
-    /// Carries out a committed transition's effects, feeding each answer back, until the
-    /// run needs nothing more from this driver right now.
-    pub(crate) fn carry_out(
-        &mut self,
-        mut t: Transition,
-        mut row: Row,
-        mut early: Option<std::io::Result<ToolReply>>,
-    ) -> Result<(), DriveError> {
-        loop {
-            let next = if let Some(d) = t.effects.dispatch() {
-                let reply = match early.take() {
-                    Some(reply) => reply,
-                    None => self.dispatch(&row.run, d),
-                };
+    /// Carries out a committed transition's effects (rule 5), feeding each answer back,
+    /// until the run needs nothing more from this driver right now.
+    pub(crate) fn carry_out(&mut self, moved: Moved) -> Result<(), DriveError> {
+        let mut next = Some(moved);
+        while let Some(Moved { transition, row }) = next {
+            next = if let Some(d) = transition.effects.dispatch() {
+                let reply = self.dispatch(&row.run, d);
                 self.answer_dispatch(&row, d, reply)?
-            } else if let Some(q) = t.effects.query().copied() {
-                let checkpoint = t.effects.checkpoint().copied();
-                self.reconcile(&row, &q, checkpoint)?
+            } else if let Some(q) = transition.effects.query() {
+                let checkpoint = transition.effects.checkpoint().copied();
+                self.reconcile(&row, q, checkpoint)?
             } else {
                 None
             };
-            match next {
-                Some((t2, row2)) => (t, row) = (t2, row2),
-                None => return Ok(()),
-            }
         }
+        Ok(())
     }
 
     /// Sends a dispatch and waits for its answer; the kill points sit on either side.
@@ -350,12 +354,12 @@ impl<S: Store, T: Tools> Driver<S, T> {
 
     /// Feeds the tool's answer: the result (WAL-2); or, when no answer came, `recover`: this
     /// worker no longer waits, so the outcome is unknown (REC-1) and goes to the query.
-    fn answer_dispatch(
+    pub(crate) fn answer_dispatch(
         &mut self,
         row: &Row,
         d: &Dispatch,
         reply: std::io::Result<ToolReply>,
-    ) -> Result<Option<(Transition, Row)>, DriveError> {
+    ) -> Result<Option<Moved>, DriveError> {
         let event = match reply {
             Ok(ToolReply::Committed { result }) => Event::ToolResult {
                 call_id: d.call_id,
@@ -366,7 +370,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             // the run's to settle, by query: only recovery may say what happened.
             Ok(_) | Err(_) => Event::Recover,
         };
-        self.feed_retrying(row, event, None)
+        self.feed_retrying(row, event)
     }
 
     /// Asks the status query about `q` and feeds the answer as a reconcile decision on
@@ -376,7 +380,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
         row: &Row,
         q: &Dispatch,
         checkpoint: Option<Checkpoint>,
-    ) -> Result<Option<(Transition, Row)>, DriveError> {
+    ) -> Result<Option<Moved>, DriveError> {
         let request = self.request(&row.run, q, true);
         let Ok(reply) = self.tools.call(&request) else {
             return Ok(None); // the query failed: still unknown; asked again on a later turn
@@ -390,25 +394,27 @@ impl<S: Store, T: Tools> Driver<S, T> {
             decision: resumable_kernel::Decision::Reconcile(reply.as_answer()),
             facts: facts(row),
         });
-        self.feed_retrying(row, event, None)
+        self.feed_retrying(row, event)
     }
+
+    /// Most times an answer from outside is stepped again after losing a compare-and-set.
+    const RETRIES: u32 = 8;
 
     /// Feeds an answer from outside (a tool's, a query's). If another writer moved the run
     /// first, the answer is stepped again on the run as it now is (section 7, rule 4).
-    fn feed_retrying(
+    pub(crate) fn feed_retrying(
         &mut self,
         row: &Row,
         event: Event,
-        consumed: Option<u64>,
-    ) -> Result<Option<(Transition, Row)>, DriveError> {
+    ) -> Result<Option<Moved>, DriveError> {
         let mut current = row.clone();
-        for _ in 0..8 {
+        for _ in 0..Self::RETRIES {
             let input = Input {
                 at: Self::at(&current.run),
                 event,
             };
-            match self.feed(&current, &input, current.pc, consumed, &mut None)? {
-                Fed::Accepted(b) => return Ok(Some(*b)),
+            match self.feed(&current, &input, current.pc, None)? {
+                Fed::Accepted(moved) => return Ok(Some(*moved)),
                 Fed::Rejected => return Ok(None),
                 Fed::Conflict => match self.store.load(&row.key)? {
                     Some(r) => current = r,

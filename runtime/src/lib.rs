@@ -23,5 +23,7 @@ pub mod parties;
 pub mod program;
 pub mod rng;
 pub mod store;
+#[cfg(test)]
+mod testing;
 pub mod tool;
 pub mod torture;

@@ -49,8 +49,9 @@ pub fn tool_key(identity: &Identity, key: &IdempotencyKey) -> String {
 
 pub use resumable_audit::{Key, ToolPolicy};
 
-/// Line 1 of a run's audit log (format 2: the run, its tool policy, sealed under `key`, or
-/// chained by SHA-256 without one), without its LF, and the anchor it leaves.
+/// Line 1 of a run's audit log (the format's header: the run, its tool policy and the kernel's
+/// rules, sealed under `key`, or chained by SHA-256 without one), without its LF, and the
+/// anchor it leaves.
 pub fn header_line(
     header: &RunHeader,
     tools: Vec<ToolPolicy>,
@@ -97,7 +98,9 @@ pub fn record_line(
 }
 
 /// Validates a whole log (lines with their LF) with the audit-log validator: every line's MAC
-/// under `key`, and the log's end against the anchor stored with the run.
+/// under `key`, and the log's end against the anchor stored with the run. A log whose records
+/// were not all judged (written under other rules) is not a conforming one, and is an error
+/// here too.
 pub fn validate_log(log: &[u8], anchor: Tail, key: Option<&Key>) -> Result<audit::Summary, String> {
     let options = audit::Options {
         key: key.cloned(),
@@ -107,8 +110,10 @@ pub fn validate_log(log: &[u8], anchor: Tail, key: Option<&Key>) -> Result<audit
         }),
         ..audit::Options::default()
     };
-    audit::validate(log, &options)
-        .map_err(|finding| audit::report_text("log", &Err(finding)).trim().to_string())
+    match audit::validate(log, &options) {
+        Ok(summary) if summary.conforming() => Ok(summary),
+        result => Err(audit::report_text("log", &result).trim().to_string()),
+    }
 }
 
 /// Reads an audit key file (64 hex digits); with `make`, first writes one with a fresh key

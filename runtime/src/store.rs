@@ -91,6 +91,17 @@ impl Status {
     pub fn is_ended(self) -> bool {
         matches!(self, Status::Completed | Status::Failed)
     }
+
+    /// Whether the run's next step is a worker's, not a party's: its program's step
+    /// ([`Next::Agent`]), a call's answer ([`Next::Result`]), or the status query
+    /// ([`Next::Query`]). A worker holds such a run (a [`Lease`]) while it acts on it.
+    ///
+    /// [`Next::Agent`]: resumable_kernel::Next::Agent
+    /// [`Next::Result`]: resumable_kernel::Next::Result
+    /// [`Next::Query`]: resumable_kernel::Next::Query
+    pub fn needs_worker(self) -> bool {
+        matches!(self, Status::Ready | Status::InFlight | Status::Unknown)
+    }
 }
 
 /// Who holds a run: the worker that committed its last step while the run needs a worker's
@@ -176,7 +187,7 @@ pub enum Answer {
 }
 
 /// A request in a run's inbox.
-#[derive(Clone, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Inbox {
     /// Its number, unique in the store.
     pub id: u64,

@@ -9,13 +9,19 @@
 //! machines still agree: past a divergence the pair is neither machine, and what it does
 //! there says nothing about either. A state that holds a divergence has no successors. With
 //! [`Probes::On`], a second property, [`CONF_1_PROBES`], also offers both machines the
-//! adversarial inputs of [`super::probe`] at every reachable state.
+//! adversarial inputs of [`super::probe`] at every reachable state. Both are partnered by
+//! [`CONF_1_TO_THE_END`]: the machines agreed along a whole run, to its end, and on a message
+//! that reached it after, which a correct pair must refuse alike; a world in which no run
+//! ends compared too little to call CONF-1 exercised.
 
 use super::{probe, Agreed, Disagreement, Divergence, Observable, Pair, PairRun, Tally};
-use resumable_kernel::{Checkpoint, EventKind, RejectionKind, Time};
-use resumable_model::checker::{self, CheckError, Options, Report, Summarize, Trace, Verdict};
+use resumable_kernel::{Checkpoint, EventKind, RejectionKind, SpecId, Time};
+use resumable_model::checker::{
+    self, CheckError, Checkable, ListError, Options, PropertyList, Report, Summarize, Trace,
+    Verdict,
+};
 use resumable_model::config::{Config, ConfigError};
-use resumable_model::world::{Action, Worker, World, WorldState};
+use resumable_model::world::{witness, Action, Worker, World, WorldState};
 use resumable_model::Lifecycle;
 use stateright::{Expectation, Model, Property};
 use std::collections::BTreeMap;
@@ -29,6 +35,11 @@ pub const CONF_1: &str = "CONF-1 the kernel and the reference agree on every inp
 /// world probes.
 pub const CONF_1_PROBES: &str =
     "CONF-1 the kernel and the reference agree on adversarial probes at every reachable state";
+
+/// The partner of both CONF-1 properties: the machines agree on every input along a run to its
+/// end, and on a decision or tool response that reaches the finished run.
+pub const CONF_1_TO_THE_END: &str =
+    "CONF-1 the machines agree on a run to its end and on a message that reaches it after";
 
 /// Whether the lockstep world also offers both machines the adversarial probes of
 /// [`super::probe`] at every reachable state.
@@ -51,16 +62,20 @@ type Condition<A, B> = fn(&World<Pair<A, B>>, &PairState<A, B>) -> bool;
 pub struct LockstepWorld<A: Observable, B: Observable> {
     world: World<Pair<A, B>>,
     probes: Probes,
-    /// The world's own properties: name, expectation, condition.
-    inner: Vec<(&'static str, Expectation, Condition<A, B>)>,
+    /// The world's own properties: spec ID, name, expectation, condition; or why the world's
+    /// list was refused.
+    inner: Result<Vec<Inner<A, B>>, ListError>,
 }
+
+/// One of the world's own properties, kept to be judged in lockstep.
+type Inner<A, B> = (SpecId, &'static str, Expectation, Condition<A, B>);
 
 impl<A: Observable, B: Observable> fmt::Debug for LockstepWorld<A, B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockstepWorld")
             .field("world", &self.world)
             .field("probes", &self.probes)
-            .field("properties", &self.inner.len())
+            .field("properties", &self.inner.as_ref().map(Vec::len))
             .finish()
     }
 }
@@ -69,9 +84,11 @@ impl<A: Observable, B: Observable> LockstepWorld<A, B> {
     /// The world of `config` around `pair`, or why the configuration cannot be explored.
     pub fn new(pair: Pair<A, B>, config: Config) -> Result<Self, ConfigError> {
         let world = World::new(pair, config)?;
-        let inner = (world.properties().into_iter())
-            .map(|p| (p.name, p.expectation, p.condition))
-            .collect();
+        let inner = (world.property_list()).map(|list| {
+            (list.iter())
+                .map(|(id, p)| (id, p.name, p.expectation.clone(), p.condition))
+                .collect()
+        });
         Ok(LockstepWorld {
             world,
             probes: Probes::Off,
@@ -129,6 +146,13 @@ fn agrees<A: Observable, B: Observable>(_: &LockstepWorld<A, B>, s: &PairState<A
     divergence(s).is_none()
 }
 
+fn agree_to_the_end<A: Observable, B: Observable>(
+    _: &LockstepWorld<A, B>,
+    s: &PairState<A, B>,
+) -> bool {
+    divergence(s).is_none() && s.seen & witness::LATE_TO_TERMINAL != 0
+}
+
 fn probes_agree<A: Observable, B: Observable>(
     m: &LockstepWorld<A, B>,
     s: &PairState<A, B>,
@@ -142,7 +166,7 @@ fn always_at<A: Observable, B: Observable, const I: usize>(
     m: &LockstepWorld<A, B>,
     s: &PairState<A, B>,
 ) -> bool {
-    divergence(s).is_some() || (m.inner.get(I)).is_none_or(|(_, _, c)| c(&m.world, s))
+    divergence(s).is_some() || inner(m, I).is_none_or(|(.., c)| c(&m.world, s))
 }
 
 /// The world's `I`-th `sometimes` property, reached only where the machines agree.
@@ -150,7 +174,11 @@ fn sometimes_at<A: Observable, B: Observable, const I: usize>(
     m: &LockstepWorld<A, B>,
     s: &PairState<A, B>,
 ) -> bool {
-    divergence(s).is_none() && (m.inner.get(I)).is_some_and(|(_, _, c)| c(&m.world, s))
+    divergence(s).is_none() && inner(m, I).is_some_and(|(.., c)| c(&m.world, s))
+}
+
+fn inner<A: Observable, B: Observable>(m: &LockstepWorld<A, B>, i: usize) -> Option<&Inner<A, B>> {
+    m.inner.as_ref().ok().and_then(|inner| inner.get(i))
 }
 
 type LockstepCondition<A, B> = fn(&LockstepWorld<A, B>, &PairState<A, B>) -> bool;
@@ -215,26 +243,41 @@ impl<A: Observable, B: Observable> Model for LockstepWorld<A, B> {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        let mut v = vec![Property::always(CONF_1, agrees::<A, B>)];
-        if self.probes == Probes::On {
-            v.push(Property::always(CONF_1_PROBES, probes_agree::<A, B>));
-        }
-        // A world with more properties than the table holds would lose some silently; the
-        // table is sized well above the world's count, and a test pins that count.
-        v.extend(
-            (self.inner.iter().enumerate()).filter_map(|(i, (name, expectation, _))| {
-                condition_at::<A, B>(i, expectation).map(|condition| Property {
-                    expectation: expectation.clone(),
-                    name,
-                    condition,
-                })
-            }),
-        );
-        v
+        self.property_list()
+            .map(PropertyList::into_properties)
+            .unwrap_or_default()
     }
 
     fn within_boundary(&self, state: &Self::State) -> bool {
         self.world.within_boundary(state)
+    }
+}
+
+impl<A: Observable, B: Observable> Checkable for LockstepWorld<A, B> {
+    type Key = SpecId;
+
+    /// CONF-1 (and with probes, CONF-1 over probes), their partner, then the world's own
+    /// properties under their spec IDs, judged in lockstep.
+    fn property_list(&self) -> Result<PropertyList<Self, SpecId>, ListError> {
+        let mut list = PropertyList::builder().always(SpecId::Conf1, CONF_1, agrees::<A, B>);
+        if self.probes == Probes::On {
+            list = list.always(SpecId::Conf1, CONF_1_PROBES, probes_agree::<A, B>);
+        }
+        list = list.sometimes(SpecId::Conf1, CONF_1_TO_THE_END, agree_to_the_end::<A, B>);
+        // A world with more properties than the table holds would lose some silently; the
+        // table is sized well above the world's count, and a test pins that count.
+        let inner = self.inner.as_ref().map_err(Clone::clone)?;
+        for (i, (id, name, expectation, _)) in inner.iter().enumerate() {
+            if let Some(condition) = condition_at::<A, B>(i, expectation) {
+                let property = Property {
+                    expectation: expectation.clone(),
+                    name,
+                    condition,
+                };
+                list = list.property(*id, property);
+            }
+        }
+        list.build()
     }
 }
 

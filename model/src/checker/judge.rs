@@ -1,30 +1,17 @@
-//! From what the search decided to each property's verdict, pairing every `always` property
-//! with its `sometimes` partners so that none holds vacuously.
+//! From what the search decided to each property's verdict, judging every `always` property
+//! with the `sometimes` partners its property list gave it, so that none holds vacuously.
 
 use super::report::{Ended, Kind, Verdict};
 use super::search::Found;
 
-/// The spec ID of a property: the first word of its name.
-fn id(name: &str) -> &str {
-    name.split_whitespace().next().unwrap_or("")
-}
-
-/// Per property, the positions of its partners: for an `always`, every `sometimes` whose
-/// name starts with the same word; none for a `sometimes`.
-pub(crate) fn partners(names: &[&str], kinds: &[Kind]) -> Vec<Vec<usize>> {
-    (names.iter().zip(kinds))
-        .map(|(name, kind)| match kind {
-            Kind::Sometimes => Vec::new(),
-            Kind::Always => (names.iter().zip(kinds).enumerate())
-                .filter(|(_, (other, k))| **k == Kind::Sometimes && id(other) == id(name))
-                .map(|(j, _)| j)
-                .collect(),
-        })
-        .collect()
-}
-
-/// Each property's verdict, with the names of its partners.
-pub(crate) fn judge(names: &[&str], kinds: &[Kind], found: &Found) -> Vec<(Verdict, Vec<String>)> {
+/// Each property's verdict, with the names of its partners (`partners[i]`: the positions of
+/// property `i`'s partners, as [`super::PropertyList::partners`] gives them).
+pub(crate) fn judge(
+    names: &[&str],
+    kinds: &[Kind],
+    partners: &[Vec<usize>],
+    found: &Found,
+) -> Vec<(Verdict, Vec<String>)> {
     let undecided = match found.ended {
         Ended::Exhausted | Ended::Decided => None,
         Ended::Stopped => Some(Verdict::Unjudged),
@@ -39,13 +26,16 @@ pub(crate) fn judge(names: &[&str], kinds: &[Kind], found: &Found) -> Vec<(Verdi
             (Kind::Sometimes, None, None) => Verdict::Unreached,
         })
         .collect();
-    let partners = partners(names, kinds);
-    (own.iter().zip(partners))
-        .map(|(&verdict, partners)| {
-            // An `always` that holds was exercised only if each of its partners was reached.
-            let exercised = partners.iter().all(|&j| own[j] == Verdict::Holds);
+    (own.iter().zip(kinds).zip(partners))
+        .map(|((&verdict, kind), partners)| {
+            // An `always` that holds was exercised only if it has partners and each was
+            // reached; the list refuses an `always` without one, and none is taken on trust.
+            let exercised = !partners.is_empty()
+                && partners
+                    .iter()
+                    .all(|&j| own.get(j) == Some(&Verdict::Holds));
             let verdict = match verdict {
-                Verdict::Holds if !exercised => Verdict::Unexercised,
+                Verdict::Holds if *kind == Kind::Always && !exercised => Verdict::Unexercised,
                 other => other,
             };
             let names = partners.iter().map(|&j| names[j].to_owned()).collect();
@@ -83,25 +73,37 @@ mod tests {
     ];
     const KINDS: [Kind; 4] = [Kind::Always, Kind::Always, Kind::Sometimes, Kind::Sometimes];
 
+    /// `A-1 a rule` is partnered by both `A-1` properties; `B-1 another rule` by none, which
+    /// a property list refuses, and which the judge never takes for exercised.
+    fn partners() -> Vec<Vec<usize>> {
+        vec![vec![2, 3], vec![], vec![], vec![]]
+    }
+
     fn verdicts(decided: Vec<Option<usize>>, ended: Ended) -> Vec<Verdict> {
-        (judge(&NAMES, &KINDS, &found(decided, ended)).into_iter())
+        (judge(&NAMES, &KINDS, &partners(), &found(decided, ended)).into_iter())
             .map(|(v, _)| v)
             .collect()
     }
 
     #[test]
-    fn partners_share_the_first_word_and_only_always_properties_have_them() {
-        let p = partners(&NAMES, &KINDS);
-        assert_eq!(p, [vec![2, 3], vec![], vec![], vec![]]);
+    fn an_always_without_partners_is_never_exercised() {
+        let judged = judge(
+            &NAMES,
+            &KINDS,
+            &partners(),
+            &found(vec![None; 4], Ended::Exhausted),
+        );
+        assert_eq!(judged[1], (Verdict::Unexercised, Vec::new()));
+        assert_eq!(judged[0].1, [NAMES[2], NAMES[3]]);
     }
 
     #[test]
     fn an_always_holds_only_when_every_partner_is_reached() {
         use Verdict::*;
         let all = verdicts(vec![None, None, Some(2), Some(5)], Ended::Exhausted);
-        assert_eq!(all, [Holds, Holds, Holds, Holds]);
+        assert_eq!(all, [Holds, Unexercised, Holds, Holds]);
         let one = verdicts(vec![None, None, Some(2), None], Ended::Exhausted);
-        assert_eq!(one, [Unexercised, Holds, Holds, Unreached]);
+        assert_eq!(one, [Unexercised, Unexercised, Holds, Unreached]);
     }
 
     #[test]

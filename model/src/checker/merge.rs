@@ -147,8 +147,11 @@ pub fn merge(reports: &[(String, Report)]) -> Result<Merged, MergeError> {
                 (properties.iter().zip(&own))
                     .any(|(q, v)| q.model == p.model && &q.name == name && *v == Verdict::Holds)
             };
+            // As in a single check, an `always` without partners is never taken for
+            // exercised (a report from a list that paired it with none cannot be trusted).
+            let exercised = !p.partners.is_empty() && p.partners.iter().all(reached);
             match verdict {
-                Verdict::Holds if !p.partners.iter().all(reached) => Verdict::Unexercised,
+                Verdict::Holds if p.kind == Kind::Always && !exercised => Verdict::Unexercised,
                 other => other,
             }
         })
@@ -289,5 +292,24 @@ mod tests {
         assert_eq!(sometimes(&[Some(Unreached), Some(Holds)]), Holds);
         assert_eq!(sometimes(&[Some(Unreached), Some(Incomplete)]), Incomplete);
         assert_eq!(sometimes(&[Some(Unreached), None]), Unreached);
+    }
+
+    #[test]
+    fn an_always_whose_report_names_no_partner_is_merged_unexercised() {
+        let options = crate::checker::Options::default();
+        let model = crate::twopc::TwoPhaseCommit::new(2);
+        let mut report = crate::checker::check(model, &options).expect("the check runs");
+        let consistent = |r: &Merged| -> Verdict {
+            let p = r.properties.iter().find(|p| p.name == "consistent");
+            p.map_or(Incomplete, |p| p.verdict)
+        };
+        let cells = [("a.json".to_owned(), report.clone())];
+        assert_eq!(consistent(&merge(&cells).expect("merges")), Holds);
+        // As a report from a list that paired it with nothing would say.
+        for p in &mut report.properties {
+            p.partners.clear();
+        }
+        let cells = [("a.json".to_owned(), report)];
+        assert_eq!(consistent(&merge(&cells).expect("merges")), Unexercised);
     }
 }

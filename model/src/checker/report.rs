@@ -73,9 +73,8 @@ pub struct PropertyReport {
     pub kind: Kind,
     /// The verdict.
     pub verdict: Verdict,
-    /// For an `always`: its `sometimes` partners, the properties whose name starts with the
-    /// same word (the spec ID). Empty for a `sometimes`, and for an `always` the model gives
-    /// no partner.
+    /// For an `always`: its `sometimes` partners, the properties of the same key (the world's:
+    /// the same spec ID), never none. Empty for a `sometimes`.
     pub partners: Vec<String>,
     /// The depth, in steps, of the first counterexample (`always`) or witness (`sometimes`);
     /// `None` when there is none.

@@ -2,10 +2,11 @@
 //! as ITF variables, and its configuration as the `config` object of a JSON report.
 
 use super::itf::{bigint, option, variant};
-use super::Summarize;
+use super::{Checkable, ListError, PropertyList, Summarize};
 use crate::config::Config;
 use crate::world::{Action, RunSlot, ToolMsg, Worker, World, WorldState};
 use crate::Lifecycle;
+use resumable_kernel::SpecId;
 use serde_json::{json, Map, Value};
 
 impl<L: Lifecycle> Summarize for World<L> {
@@ -58,13 +59,22 @@ impl<L: Lifecycle> Summarize for World<L> {
             "requests": tool_msgs(&s.requests),
             "responses": tool_msgs(&s.responses),
             "decisions": decisions,
-            "violated": s.violated,
+            "violated": s.violated.bits(),
             "seen": s.seen,
         });
         match vars {
             Value::Object(map) => map,
             _ => Map::new(),
         }
+    }
+}
+
+impl<L: Lifecycle> Checkable for World<L> {
+    /// Every property is keyed by the spec ID of the rule it checks.
+    type Key = SpecId;
+
+    fn property_list(&self) -> Result<PropertyList<Self, SpecId>, ListError> {
+        crate::properties::properties(self)
     }
 }
 

@@ -1,15 +1,16 @@
 //! The world's books: what each write, dispatch and commit teaches the world about a run's
-//! keys, and which safety rule it breaks (the bits of [`violation`]). Each rule is checked
-//! here against the world's own truth, never against the lifecycle's view of itself.
+//! keys, and which safety rules it breaks (the [`Violations`] it raises, by spec ID). Each
+//! rule is checked here against the world's own truth, never against the lifecycle's view of
+//! itself.
 
 use super::{
-    book, in_flight, violation, Answer, Choice, Ending, RunSlot, Settle, Verdict, Worker, World,
+    book, in_flight, Answer, Choice, Ending, RunSlot, Settle, Verdict, Violations, Worker, World,
     WorldState,
 };
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
     Decision, Dispatch, Effect, Effects, Event, FailCause, Input, Phase, Reason, Resolution,
-    Resume, Time,
+    Resume, SpecId, Time,
 };
 
 impl<L: Lifecycle> World<L> {
@@ -22,10 +23,10 @@ impl<L: Lifecycle> World<L> {
         after: &Snapshot,
         input: &Input,
         effects: &Effects,
-    ) -> u32 {
-        let mut raise = 0;
+    ) -> Violations {
+        let mut raise = Violations::NONE;
         if before.phase.is_terminal() {
-            raise |= violation::INV_1;
+            raise |= SpecId::Inv1;
         }
         let audits = effects
             .iter()
@@ -36,12 +37,12 @@ impl<L: Lifecycle> World<L> {
             Some(Effect::Audit(rec)) if rec.revision == after.revision && rec.phase == after.phase.kind()
         );
         if audits != 1 || !first_ok || before.revision.next() != Some(after.revision) {
-            raise |= violation::AUD_1;
+            raise |= SpecId::Aud1;
         }
         match &input.event {
             Event::Resume(res) => raise |= self.resume_violations(r, before, after, input.at, res),
             Event::Suspend { .. } if matches!(before.phase, Phase::Suspended(_)) => {
-                raise |= violation::SUS_2;
+                raise |= SpecId::Sus2;
             }
             _ => {}
         }
@@ -56,11 +57,11 @@ impl<L: Lifecycle> World<L> {
         after: &Snapshot,
         at: Time,
         res: &Resume,
-    ) -> u32 {
-        let mut raise = 0;
+    ) -> Violations {
+        let mut raise = Violations::NONE;
         // RES-3: the checkpoint is at the run's revision.
         if res.checkpoint.revision != before.revision {
-            raise |= violation::RES_3;
+            raise |= SpecId::Res3;
         }
         // RES-3: a person's go-ahead acts on the resource the checkpoint showed.
         let goes_ahead = matches!(
@@ -78,28 +79,28 @@ impl<L: Lifecycle> World<L> {
         }
         // ID-1: the checkpoint is this run's.
         if self.foreign(&res.checkpoint.identity, r) {
-            raise |= violation::ID_1;
+            raise |= SpecId::Id1;
         }
         // RES-5: the suspension has not expired.
         if let Phase::Suspended(s) = &before.phase {
             if at > s.expires_at {
-                raise |= violation::RES_5;
+                raise |= SpecId::Res5;
             }
         }
         // APR-4: a denial fails the run.
         if matches!(res.decision, Decision::Deny(_))
             && !matches!(after.phase, Phase::Failed(FailCause::Denied { .. }))
         {
-            raise |= violation::APR_4;
+            raise |= SpecId::Apr4;
         }
         if let Decision::Approve(a) | Decision::Deny(a) = &res.decision {
             // APR-2: the decision has not expired.
             if at > a.expires_at {
-                raise |= violation::APR_2;
+                raise |= SpecId::Apr2;
             }
             // APR-3: only the recorded approver decides, never the requester.
             if a.approver != self.cast.approver || a.approver == self.cast.requester {
-                raise |= violation::APR_3;
+                raise |= SpecId::Apr3;
             }
         }
         raise
@@ -108,12 +109,12 @@ impl<L: Lifecycle> World<L> {
     /// RES-3: a resume that acts on the present (dispatches a call, or lets a person's
     /// go-ahead through) while the resource is no longer the version its checkpoint showed.
     /// The facts the world supplies are its truth, so they tell.
-    pub(super) fn acts_on_moved_resource(&self, input: &Input) -> u32 {
+    pub(super) fn acts_on_moved_resource(&self, input: &Input) -> Violations {
         match &input.event {
             Event::Resume(res) if res.facts.resource_version != res.checkpoint.resource_version => {
-                violation::RES_3
+                Violations::of(SpecId::Res3)
             }
-            _ => 0,
+            _ => Violations::NONE,
         }
     }
 
@@ -183,7 +184,7 @@ impl<L: Lifecycle> World<L> {
         if let Some(revision) = st.resumed_from {
             let bit = 1u32.checked_shl(u32::from(revision)).unwrap_or(0);
             if slot.won & bit != 0 {
-                raise |= violation::RES_2;
+                raise |= SpecId::Res2;
             }
             slot.won |= bit;
         }
@@ -220,34 +221,34 @@ impl<L: Lifecycle> World<L> {
         call: u8,
         attempt: u8,
         approved: bool,
-    ) -> u32 {
+    ) -> Violations {
         let (Some(key), Some(proposal)) = (self.cast.key_of(call), self.cast.proposal(call)) else {
-            return 0;
+            return Violations::NONE;
         };
         let k = usize::from(key);
         let b = slot.books[k];
-        let mut raise = 0;
+        let mut raise = Violations::NONE;
         if b & book::OPEN != 0 {
-            raise |= violation::REC_2;
+            raise |= SpecId::Rec2;
         }
         if b & book::SETTLED != 0 {
-            raise |= violation::REC_4;
+            raise |= SpecId::Rec4;
         }
         if b & book::DENIED != 0 {
-            raise |= violation::APR_4;
+            raise |= SpecId::Apr4;
         }
         if self.config.program.gated(call) {
             if approved {
                 slot.books[k] |= book::APPROVED;
             } else if b & book::APPROVED == 0 {
-                raise |= violation::APR_1;
+                raise |= SpecId::Apr1;
             }
         }
         match slot.payloads[k]
             .checked_sub(1)
             .and_then(|p| self.cast.proposal(p))
         {
-            Some(first) if first.call.args != proposal.call.args => raise |= violation::KEY_1,
+            Some(first) if first.call.args != proposal.call.args => raise |= SpecId::Key1,
             Some(_) => {}
             None => slot.payloads[k] = call.saturating_add(1),
         }
@@ -263,7 +264,7 @@ impl<L: Lifecycle> World<L> {
             };
             let deduped = if self.config.dedupes { bit } else { 0 };
             if earlier & !fenced & !deduped != 0 || fenced & bit != 0 {
-                raise |= violation::REC_3;
+                raise |= SpecId::Rec3;
             }
         }
         slot.dispatched |= bit;
@@ -330,17 +331,17 @@ impl<L: Lifecycle> World<L> {
 
     /// The rules a commit at the tool breaks: a key committed twice (EFF-1), or anything
     /// committed for a run that ended as if nothing more would (EFF-2).
-    pub(super) fn commit_violations(&self, slot: &RunSlot<L::Run>, key: u8) -> u32 {
-        let mut raise = 0;
+    pub(super) fn commit_violations(&self, slot: &RunSlot<L::Run>, key: u8) -> Violations {
+        let mut raise = Violations::NONE;
         if slot.tool.committed_key(key) {
-            raise |= violation::EFF_1;
+            raise |= SpecId::Eff1;
         }
         let ended_believing_done = matches!(
             slot.run.view.ending,
             Some(Ending::Completed | Ending::Denied | Ending::Cancelled | Ending::Error)
         );
         if ended_believing_done {
-            raise |= violation::EFF_2;
+            raise |= SpecId::Eff2;
         }
         raise
     }
@@ -348,15 +349,15 @@ impl<L: Lifecycle> World<L> {
 
 /// CAN-2: once a cancel was accepted, the run never runs or completes again: it waits with
 /// the cancel visible, or it has failed (cancelled, abandoned by a person, or expired).
-fn can_2(cancelled: bool, after: &super::RunView) -> u32 {
+fn can_2(cancelled: bool, after: &super::RunView) -> Violations {
     let kept = after.cancel_pending
         || matches!(
             after.ending,
             Some(Ending::Cancelled | Ending::Abandoned | Ending::Expired)
         );
     if cancelled && !kept {
-        violation::CAN_2
+        Violations::of(SpecId::Can2)
     } else {
-        0
+        Violations::NONE
     }
 }

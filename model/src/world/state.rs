@@ -5,8 +5,10 @@
 
 use super::intern::Shared;
 use resumable_kernel::{
-    Call, Checkpoint, Digest, Fingerprint, HistoryEntry, KeyUse, PhaseKind, Prior, ReasonKind, Time,
+    Call, Checkpoint, Digest, Fingerprint, HistoryEntry, KeyUse, PhaseKind, Prior, ReasonKind,
+    SpecId, Time,
 };
+use std::ops::{BitOr, BitOrAssign};
 
 /// The idempotency keys the world's calls use (`k0`, `k1`, `k2`): the tool's ledger and the
 /// world's books are kept per key.
@@ -151,9 +153,9 @@ pub struct WorldState<R: 'static> {
     pub responses: Vec<ToolMsg>,
     /// Decisions sent by approvers, each with how often it has been delivered so far.
     pub decisions: Vec<DecisionMsg>,
-    /// Safety properties found broken along the path to this state: one bit per property,
-    /// see [`violation`]. Always empty for a correct lifecycle, so it never splits its states.
-    pub violated: u32,
+    /// The rules found broken along the path to this state, by spec ID (see [`Violations`]).
+    /// Always empty for a correct lifecycle, so it never splits its states.
+    pub violated: Violations,
     /// Rare events seen along the path that no state shows otherwise, for the `sometimes`
     /// properties: see [`witness`].
     pub seen: u16,
@@ -299,7 +301,7 @@ pub struct Staged<R: 'static> {
     /// The step was a resume by an approval that binds to the dispatch it makes (spec APR-1).
     pub approval_binds: bool,
     /// Violations the write makes real, found when the step was computed.
-    pub raise: u32,
+    pub raise: Violations,
     /// Witness bits the write makes real.
     pub witness: u16,
 }
@@ -318,7 +320,7 @@ impl<R> Staged<R> {
             Shared<Stored<R>>,
             Option<Shared<Checkpoint>>,
         ),
-        (Dispatches, Option<u8>, u8, bool, u32, u16),
+        (Dispatches, Option<u8>, u8, bool, Violations, u16),
     ) {
         (
             (self.run, self.from, self.choice, self.next, self.checkpoint),
@@ -590,46 +592,63 @@ pub enum Action {
     },
 }
 
-/// Bits of [`WorldState::violated`], one per safety property that needs history.
-pub mod violation {
-    /// RES-2: a second resume won the same suspension.
-    pub const RES_2: u32 = 1 << 0;
-    /// RES-3: a resume from another revision than the run's was accepted, or one acted on a
-    /// resource that moved since its checkpoint.
-    pub const RES_3: u32 = 1 << 1;
-    /// APR-1: a gated call was dispatched without a binding, valid approval.
-    pub const APR_1: u32 = 1 << 2;
-    /// APR-4: a denial left the run other than failed, or a denied call was dispatched.
-    pub const APR_4: u32 = 1 << 3;
-    /// EFF-1: the tool committed a key twice.
-    pub const EFF_1: u32 = 1 << 4;
-    /// REC-2: a key whose outcome was unknown was dispatched again without "not committed".
-    pub const REC_2: u32 = 1 << 5;
-    /// REC-4: a key whose committed result the run knew was dispatched again.
-    pub const REC_4: u32 = 1 << 6;
-    /// INV-1: an input was accepted in a terminal phase.
-    pub const INV_1: u32 = 1 << 7;
-    /// AUD-1: a step emitted other than one audit record, first, at the next revision.
-    pub const AUD_1: u32 = 1 << 8;
-    /// ID-1: a foreign checkpoint was accepted, or refused for anything but its identity.
-    pub const ID_1: u32 = 1 << 9;
-    /// SUS-2: a suspend was accepted while suspended.
-    pub const SUS_2: u32 = 1 << 10;
-    /// APR-2: a decision was accepted after its own expiry.
-    pub const APR_2: u32 = 1 << 11;
-    /// APR-3: a decision was accepted from the requester or a party other than the approver.
-    pub const APR_3: u32 = 1 << 12;
-    /// RES-5: a resume was accepted after the suspension's expiry.
-    pub const RES_5: u32 = 1 << 13;
-    /// REC-3: a key went again under an attempt its tool's contract does not make safe (an
-    /// earlier attempt may still commit) or under a fenced attempt (it can never succeed).
-    pub const REC_3: u32 = 1 << 14;
-    /// KEY-1: a key was dispatched with other arguments than its first dispatch.
-    pub const KEY_1: u32 = 1 << 15;
-    /// CAN-2: after a cancel was accepted, the run ran again, or waited without the cancel.
-    pub const CAN_2: u32 = 1 << 16;
-    /// EFF-2: the tool committed for a run that had ended as if nothing more would commit.
-    pub const EFF_2: u32 = 1 << 17;
+/// The rules found broken along a path, one bit per spec ID: what the `always` properties
+/// about history read (see [`crate::properties`]), raised where a write, a dispatch or a
+/// commit breaks a rule (`world/ledger.rs`, `world/transition.rs`). Keyed by the kernel's
+/// [`SpecId`], so a rule is named by a type, never by a bit or a string.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, PartialOrd, Ord)]
+pub struct Violations(u64);
+
+// One bit per spec ID.
+const _: () = assert!(SpecId::ALL.len() <= u64::BITS as usize);
+
+impl Violations {
+    /// Nothing broken.
+    pub const NONE: Violations = Violations(0);
+
+    /// The rule `id` broken.
+    pub const fn of(id: SpecId) -> Violations {
+        Violations(1 << id as u32)
+    }
+
+    /// Whether the rule `id` was found broken.
+    pub const fn has(self, id: SpecId) -> bool {
+        self.0 & Violations::of(id).0 != 0
+    }
+
+    /// Whether nothing was found broken.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The bits, for traces (bit `n` is the `n`-th of [`SpecId::ALL`]).
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+
+    /// The rules found broken, in the order of [`SpecId::ALL`].
+    pub fn ids(self) -> impl Iterator<Item = SpecId> {
+        SpecId::ALL.into_iter().filter(move |id| self.has(*id))
+    }
+}
+
+impl BitOr for Violations {
+    type Output = Violations;
+    fn bitor(self, other: Violations) -> Violations {
+        Violations(self.0 | other.0)
+    }
+}
+
+impl BitOrAssign for Violations {
+    fn bitor_assign(&mut self, other: Violations) {
+        self.0 |= other.0;
+    }
+}
+
+impl BitOrAssign<SpecId> for Violations {
+    fn bitor_assign(&mut self, id: SpecId) {
+        *self |= Violations::of(id);
+    }
 }
 
 /// Bits of [`WorldState::seen`].

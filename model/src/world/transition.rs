@@ -4,13 +4,13 @@
 
 use super::cast::GATED;
 use super::{
-    violation, witness, Answer, Choice, DecisionMsg, Intent, Party, Settle, Staged, ToolMsg,
-    ToolOutcome, ToolSide, Verdict, Worker, World, WorldState,
+    witness, Answer, Choice, DecisionMsg, Intent, Party, Settle, Staged, ToolMsg, ToolOutcome,
+    ToolSide, Verdict, Worker, World, WorldState,
 };
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
     Approval, Checkpoint, Decision, Effect, Effects, Event, Input, Phase, QueryAnswer, Rejection,
-    Resolution, Resume, Time, Wait,
+    Resolution, Resume, SpecId, Time, Wait,
 };
 
 /// Inserts into a sorted vector, keeping it sorted: the multiset's canonical order.
@@ -266,7 +266,7 @@ impl<L: Lifecycle> World<L> {
                     if self.foreign(&res.checkpoint.identity, r)
                         && !matches!(rejection, Rejection::IdentityMismatch { .. })
                     {
-                        next.violated |= violation::ID_1;
+                        next.violated |= SpecId::Id1;
                         used = true;
                     }
                 }

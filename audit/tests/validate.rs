@@ -485,25 +485,26 @@ fn calls_log(ids: &[&str]) -> Vec<u8> {
         contract,
     };
     let mut t = 0;
-    let mut feed = |w: &mut Writer<Vec<u8>>, event| {
-        t += 1;
-        w.step(&Input { at: Time(t), event }).unwrap()
-    };
+    // The runtime's store: every prior it states is what its history holds.
+    let mut history = resumable_audit::history::History::new();
+    let mut feed =
+        |w: &mut Writer<Vec<u8>>, history: &mut resumable_audit::history::History, event| {
+            t += 1;
+            let result = w.step(&Input { at: Time(t), event }).unwrap();
+            if let Some(entry) = result.as_ref().ok().and_then(|t| t.effects.history()) {
+                history.apply(entry);
+            }
+            result
+        };
     for id in ids {
         let c = call(id);
-        if feed(
-            &mut w,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-            },
-        )
-        .is_err()
-        {
+        let prior = history.prior(&c);
+        if feed(&mut w, &mut history, Event::Dispatch { call: c, prior }).is_err() {
             continue;
         }
         feed(
             &mut w,
+            &mut history,
             Event::ToolResult {
                 call_id: c.call_id,
                 attempt: 0,

@@ -175,8 +175,6 @@ fn reachable_by_a_scenario(kind: RejectionKind) -> bool {
     match kind {
         // A run starts at revision 0; exhausting a u64 counter takes 2^64 inputs.
         RevisionExhausted => false,
-        // Needs 33 calls in one run: shown by the kernel's tests, too long for a trace.
-        CallLogFull => false,
         Terminal | IdentityMismatch | ClockRegressed | ClockExhausted | SchemaTooNew
         | UnknownSchema | MigrationRequired | DigestMismatch | StaleRevision | FutureRevision
         | AlreadyApplied | AlreadyResumed | ResourceChanged | NotSuspended | CheckpointMismatch

@@ -302,12 +302,6 @@ pub enum Rejection {
         /// The key.
         key: IdempotencyKey,
     },
-    /// The run's call log is full: the run cannot bind another call.
-    #[error("the run has bound {capacity} calls, as many as it can remember")]
-    CallLogFull {
-        /// How many calls a run may bind.
-        capacity: u8,
-    },
     /// The call id was already used; an edited call needs a new id.
     #[error("call {call_id} was already made; an edited call is a new call")]
     CallIdReused {
@@ -435,8 +429,6 @@ named! {
         KeyConflict = "key_conflict",
         /// [`Rejection::KeyCommitted`].
         KeyCommitted = "key_committed",
-        /// [`Rejection::CallLogFull`].
-        CallLogFull = "call_log_full",
         /// [`Rejection::CallIdReused`].
         CallIdReused = "call_id_reused",
         /// [`Rejection::DispatchInFlight`].
@@ -493,7 +485,6 @@ impl Rejection {
             Rejection::NoAttemptsAllowed => RejectionKind::NoAttemptsAllowed,
             Rejection::KeyConflict { .. } => RejectionKind::KeyConflict,
             Rejection::KeyCommitted { .. } => RejectionKind::KeyCommitted,
-            Rejection::CallLogFull { .. } => RejectionKind::CallLogFull,
             Rejection::CallIdReused { .. } => RejectionKind::CallIdReused,
             Rejection::DispatchInFlight { .. } => RejectionKind::DispatchInFlight,
             Rejection::NoDispatchInFlight { .. } => RejectionKind::NoDispatchInFlight,
@@ -525,7 +516,6 @@ impl Rejection {
             | ClockExhausted { .. }
             | MigrationRequired { .. }
             | NoAttemptsAllowed
-            | CallLogFull { .. }
             | NotExpired { .. }
             | NothingInFlight { .. }
             | RevisionExhausted => Fault::Driver,

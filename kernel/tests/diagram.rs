@@ -631,7 +631,6 @@ fn every_rejection() -> Vec<Rejection> {
         NoAttemptsAllowed,
         KeyConflict { key: k },
         KeyCommitted { key: k },
-        CallLogFull { capacity: 32 },
         CallIdReused { call_id: n },
         DispatchInFlight { call_id: n },
         NoDispatchInFlight {

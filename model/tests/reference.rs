@@ -309,7 +309,7 @@ fn suspend_emits_audit_then_a_sealed_checkpoint_at_the_new_revision() {
         &new_run("r"),
         at(1, suspend_for_approval(call("c", "t", "k"), 50)),
     );
-    assert_eq!(kinds(&fx), ["audit", "checkpoint"]);
+    assert_eq!(kinds(&fx), ["audit", "history", "checkpoint"]);
     let audit = fx.audit().unwrap();
     assert_eq!(
         *audit,
@@ -1107,7 +1107,7 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
                 3,
                 Event::Dispatch {
                     call: c,
-                    prior: Prior::NONE
+                    prior: spent(&c)
                 }
             )
         ),
@@ -1125,7 +1125,10 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
                 3,
                 Event::Dispatch {
                     call: edited,
-                    prior: Prior::NONE
+                    prior: Prior {
+                        call_id_used: false,
+                        ..spent(&c)
+                    }
                 }
             )
         ),
@@ -1168,7 +1171,7 @@ fn running_dispatch_records_the_intent_and_commands_the_call_in_one_step() {
             },
         ),
     );
-    assert_eq!(kinds(&fx), ["audit", "dispatch"]);
+    assert_eq!(kinds(&fx), ["audit", "history", "dispatch"]);
     let Status::AwaitingResult(f) = run.status else {
         panic!("expected a dispatch in flight, got {:?}", run.status);
     };
@@ -1302,7 +1305,7 @@ fn outcome_unknown_committed_answer_is_recorded_and_never_dispatched_again() {
                 4,
                 Event::Dispatch {
                     call: c,
-                    prior: Prior::NONE
+                    prior: spent(&c)
                 }
             )
         ),
@@ -1805,4 +1808,15 @@ fn no_expiry_refuses_expire_after_the_deadline() {
             now: Time(51)
         }
     );
+}
+
+/// What the driver's history holds of `c` once it was bound and its result recorded.
+fn spent(c: &Call) -> Prior {
+    Prior {
+        call_id_used: true,
+        key: Some(KeyUse {
+            args: c.args,
+            committed: true,
+        }),
+    }
 }

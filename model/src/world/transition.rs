@@ -275,7 +275,8 @@ impl<L: Lifecycle> World<L> {
             Ok((run, effects)) => {
                 // The history entry is written with the run, in the same commit.
                 let history = slot.run.history.with(effects.history())?;
-                let staged = self.staged(r, &before, &input, choice, run, history, &effects)?;
+                let stored = self.store(run, history);
+                let staged = self.staged(r, &before, &input, choice, stored, &effects)?;
                 *next.workers.get_mut(w)? = Worker::Staged(staged);
                 Some(next)
             }
@@ -289,11 +290,9 @@ impl<L: Lifecycle> World<L> {
         before: &Snapshot,
         input: &Input,
         choice: Choice,
-        run: L::Run,
-        history: super::StoreHistory,
+        next: super::Shared<super::Stored<L::Run>>,
         effects: &Effects,
     ) -> Option<Staged<L::Run>> {
-        let next = self.store(run, history);
         let after = self.lifecycle.snapshot(&next.run);
         let mut raise = self.step_violations(r, before, &after, input, effects);
         let mut dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];

@@ -57,9 +57,10 @@
 //! assert!(summary.unproven.is_empty());
 //! ```
 
+use resumable_kernel::IdempotencyKey;
 use resumable_kernel::{
-    DecisionKind, Digest, Dispatch, Effect, EventKind, Identity, Input, Name, PhaseKind, Policy,
-    ReasonKind, Rejection, Revision, Run, Time, ToolContract, Transition,
+    DecisionKind, Digest, Dispatch, Effect, EventKind, HistoryEntry, Identity, Input, Name,
+    PhaseKind, Policy, ReasonKind, Rejection, Revision, Run, Time, ToolContract, Transition,
 };
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,7 @@ mod finding;
 #[cfg(feature = "fixtures")]
 pub mod forge;
 mod header;
+pub mod history;
 pub mod json;
 mod properties;
 mod report;
@@ -213,6 +215,9 @@ pub struct Accepted {
     /// The result the transition recorded as committed (REC-4), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub committed: Option<Commit>,
+    /// What the transition added to the run's call history (KEY-1, KEY-2, REC-4), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryEntry>,
 }
 
 /// A result recorded as committed, under the key and attempt the tool saw.
@@ -222,7 +227,7 @@ pub struct Commit {
     /// The call.
     pub call_id: Name,
     /// The idempotency key.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// The key's attempt: with a fencing query, the tool sees key and attempt together.
     pub attempt: u8,
     /// The digest of the result.
@@ -247,6 +252,7 @@ pub fn verdict_of(before: &Run, result: &Result<Transition, Rejection>) -> Verdi
                 dispatch: None,
                 query: None,
                 committed: None,
+                history: None,
             };
             for effect in t.effects.iter() {
                 match effect {
@@ -256,6 +262,7 @@ pub fn verdict_of(before: &Run, result: &Result<Transition, Rejection>) -> Verdi
                         accepted.phase = r.phase;
                         accepted.reason = r.reason;
                     }
+                    Effect::History(h) => accepted.history = Some(*h),
                     Effect::PersistCheckpoint(cp) => accepted.checkpoint = Some(cp.digest),
                     Effect::Dispatch(d) => accepted.dispatch = Some(*d),
                     Effect::Query(d) => accepted.query = Some(*d),

@@ -7,6 +7,10 @@
 //! only where it can read their shapes and its kernel still agrees with them. It reads:
 //!
 //! - its own rules' shapes ([`Dialect::Current`]);
+//! - those of rules 3 ([`Dialect::Rules3`]): a call proposed without the `prior` its history
+//!   holds (the kernel kept the history itself, so the validator states the prior its own
+//!   history holds, which is what that kernel checked) and a verdict without the `history`
+//!   effect;
 //! - those of rules 1 and 2 ([`Dialect::Rules2`]): a dispatch and a query without the tool key
 //!   (KEY-3 came with rules 3), and checkpoints of schema 2, current then, digested in the
 //!   schema 2 encoding and without a pending cancel.
@@ -22,8 +26,8 @@ use crate::finding::Older;
 use crate::{Accepted, Claim, Commit, Verdict};
 use resumable_kernel::checkpoint::{tool_key, CheckpointV2, SCHEMA_V2, SCHEMA_VERSION};
 use resumable_kernel::{
-    Checkpoint, DecisionKind, Digest, Dispatch, Effect, Event, EventKind, Identity, Input, Name,
-    PhaseKind, ReasonKind, Rejection, Run, Transition, RULES_VERSION,
+    Checkpoint, DecisionKind, Digest, Dispatch, Effect, Event, EventKind, IdempotencyKey, Identity,
+    Input, Name, PhaseKind, ReasonKind, Rejection, Run, Transition, RULES_VERSION,
 };
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +40,8 @@ pub(crate) const RULES_OF_FORMAT_2: u16 = 3;
 pub(crate) enum Dialect {
     /// As this validator's kernel writes them.
     Current,
+    /// As the kernel of rules 3 wrote them.
+    Rules3,
     /// As the kernels of rules 1 and 2 wrote them.
     Rules2,
 }
@@ -45,6 +51,8 @@ impl Dialect {
     fn of_rules(rules: u16) -> Option<Dialect> {
         if rules == RULES_VERSION {
             Some(Dialect::Current)
+        } else if rules == 3 {
+            Some(Dialect::Rules3)
         } else if rules == 1 || rules == 2 {
             Some(Dialect::Rules2)
         } else {
@@ -59,6 +67,7 @@ impl Dialect {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Dialects {
     current: bool,
+    rules3: bool,
     rules2: bool,
 }
 
@@ -69,6 +78,7 @@ impl Dialects {
     pub(crate) fn all() -> Dialects {
         Dialects {
             current: true,
+            rules3: true,
             rules2: true,
         }
     }
@@ -77,6 +87,7 @@ impl Dialects {
     pub(crate) fn of_rules(rules: u16) -> Dialects {
         let mut d = Dialects {
             current: false,
+            rules3: false,
             rules2: false,
         };
         if let Some(dialect) = Dialect::of_rules(rules) {
@@ -88,19 +99,21 @@ impl Dialects {
     fn set(&mut self, dialect: Dialect, on: bool) {
         match dialect {
             Dialect::Current => self.current = on,
+            Dialect::Rules3 => self.rules3 = on,
             Dialect::Rules2 => self.rules2 = on,
         }
     }
 
     /// Whether no dialect is left: the log's rules are not read.
     pub(crate) fn is_empty(self) -> bool {
-        !self.current && !self.rules2
+        !self.current && !self.rules3 && !self.rules2
     }
 
     /// The dialects, the current one first.
     pub(crate) fn each(self) -> impl Iterator<Item = Dialect> {
         [
             (self.current, Dialect::Current),
+            (self.rules3, Dialect::Rules3),
             (self.rules2, Dialect::Rules2),
         ]
         .into_iter()
@@ -124,7 +137,7 @@ pub(crate) struct DispatchR2 {
     call_id: Name,
     tool: Name,
     args: Digest,
-    key: Name,
+    key: IdempotencyKey,
     attempt: u8,
 }
 
@@ -201,6 +214,7 @@ impl VerdictR2 {
                 dispatch: a.dispatch.map(|d| d.current(identity)),
                 query: a.query.map(|d| d.current(identity)),
                 committed: a.committed,
+                history: None,
             }),
         }
     }
@@ -242,7 +256,9 @@ pub(crate) fn read_verdict(text: &str, dialect: Dialect) -> Result<Read, serde_j
         verdict: V,
     }
     Ok(match dialect {
-        Dialect::Current => Read::Current(serde_json::from_str::<Body<Verdict>>(text)?.verdict),
+        Dialect::Current | Dialect::Rules3 => {
+            Read::Current(serde_json::from_str::<Body<Verdict>>(text)?.verdict)
+        }
         Dialect::Rules2 => Read::Rules2(serde_json::from_str::<Body<VerdictR2>>(text)?.verdict),
     })
 }
@@ -317,6 +333,14 @@ pub(crate) fn expected_in(
 ) -> Option<Read> {
     let a = match (dialect, expected) {
         (Dialect::Current, v) => return Some(Read::Current(*v)),
+        // Rules 3 kept the history in the run: no effect named it.
+        (Dialect::Rules3, Verdict::Accepted(a)) => {
+            return Some(Read::Current(Verdict::Accepted(Accepted {
+                history: None,
+                ..*a
+            })))
+        }
+        (Dialect::Rules3, v) => return Some(Read::Current(*v)),
         (Dialect::Rules2, Verdict::Rejected(r)) => {
             return Some(Read::Rules2(VerdictR2::Rejected(*r)))
         }

@@ -17,8 +17,10 @@
 //! The validator holds, whatever the log's length: one line buffer of at most
 //! [`Options::max_line_bytes`] bytes (reused), the kernel's `Run` rebuilt so far (fixed-size),
 //! the chain's last MAC, counters, the header's tool policy, and the window of recent commits
-//! for REC-4/EFF-1, at most [`Options::commit_window`] entries. Nothing else grows with the
-//! log. The window is the one honest compromise: an exact "each key committed at most once
+//! for REC-4/EFF-1, at most [`Options::commit_window`] entries, and the run's call history
+//! (one fingerprint per call id and one per key the run bound, to check the prior every
+//! record states: that grows with the run's calls, as the runtime's own index does, never
+//! with refused inputs, waits or the log's bytes). Nothing else grows with the log. The window is the one honest compromise: an exact "each key committed at most once
 //! over the whole log" needs memory proportional to the number of commits, so the check is
 //! exact over any `commit_window` consecutive commits, and the summary says when a log had
 //! more commits than that (`commit_window_exceeded`), so a reader knows that reuses farther
@@ -28,12 +30,15 @@ use crate::chain::{split_sealed, Anchor, Chain, ChainKind, Key, SEAL_LEN};
 use crate::envelope::{Envelope, Tag};
 use crate::finding::{at, Claim, Finding, Problem};
 use crate::header::{self, Judging};
+use crate::history::History;
 use crate::json::{self, LineRead};
 use crate::properties::{self, Broken, CommitWindow, ToolTable};
 use crate::rules::{self, Dialect, Dialects, Read};
 use crate::summary::{NotJudged, Summary, Unjudged, Unproven};
 use crate::{verdict_of, Record, Verdict};
-use resumable_kernel::{step, Digest, Input, Rejection, Revision, Run, Transition, RULES_VERSION};
+use resumable_kernel::{
+    step, Digest, Event, Input, Rejection, Revision, Run, Transition, Wait, RULES_VERSION,
+};
 use serde::Deserialize;
 use std::io::BufRead;
 
@@ -210,6 +215,10 @@ struct Validator {
     sealing: Sealing,
     tools: Option<ToolTable>,
     commits: CommitWindow,
+    /// The run's call history so far, built from the kernel's answers: every prior a record
+    /// states is checked against it, and a record of older rules, which stated none, is
+    /// judged with the prior it holds.
+    history: History,
     summary: Summary,
     /// Whether a record was judged in another dialect than this validator's own.
     lenient: bool,
@@ -232,10 +241,46 @@ struct SealedRecord {
 }
 
 /// The input of a record, read in this validator's shapes (the rules of every dialect read
-/// write inputs alike; a checkpoint of an older schema is migrated in `rules::input_in`).
+/// write inputs alike but for the prior; a checkpoint of an older schema is migrated in
+/// `rules::input_in`).
 #[derive(Deserialize)]
 struct InputOnly {
-    input: Input,
+    input: serde_json::Value,
+}
+
+/// A record's input as rules of any dialect wrote it. Rules 3 and earlier kept the run's call
+/// history in the run and stated no prior with a call: the prior is the one `history` holds,
+/// which is what the kernel of those rules checked the call against.
+fn input_of(text: &str, history: &History) -> Result<Input, serde_json::Error> {
+    let mut value = serde_json::from_str::<InputOnly>(text)?.input;
+    let holder = match value.get("kind").and_then(serde_json::Value::as_str) {
+        Some("dispatch") => value.as_object_mut(),
+        Some("suspend") => value
+            .get_mut("wait")
+            .filter(|w| w.get("wait").and_then(serde_json::Value::as_str) == Some("approval"))
+            .and_then(serde_json::Value::as_object_mut),
+        _ => None,
+    };
+    let stated = match holder {
+        Some(holder) if !holder.contains_key("prior") => {
+            let none = serde_json::json!({"call_id_used": false, "key": null});
+            holder.insert("prior".to_string(), none);
+            false
+        }
+        _ => true,
+    };
+    let mut input: Input = serde_json::from_value(value)?;
+    if !stated {
+        if let Event::Dispatch { call, prior }
+        | Event::Suspend {
+            wait: Wait::Approval { call, prior, .. },
+            ..
+        } = &mut input.event
+        {
+            *prior = history.prior(call);
+        }
+    }
+    Ok(input)
 }
 
 impl Validator {
@@ -299,6 +344,7 @@ impl Validator {
             sealing: start.sealing,
             tools: start.tools,
             commits,
+            history: History::new(),
             summary,
             lenient: false,
         })
@@ -437,6 +483,15 @@ impl Validator {
         let run = *run;
         let result = step(&run, &record.input);
         let expected = verdict_of(&run, &result);
+        if let Err(Broken::Property(id, what)) = properties::check_prior(&self.history, record) {
+            let problem = Problem::Property {
+                id,
+                what,
+                expected: Box::new(expected),
+                found: Box::new(Claim::Verdict(record.verdict)),
+            };
+            return Err(at(line, None, problem));
+        }
         self.properties(
             &run,
             record,
@@ -484,6 +539,9 @@ impl Validator {
     fn agreed(&mut self, expected: &Verdict, result: Result<Transition, Rejection>, line: u64) {
         self.summary.judged += 1;
         if let (Verdict::Accepted(a), Ok(t)) = (expected, result) {
+            if let Some(entry) = t.effects.history() {
+                self.history.apply(entry);
+            }
             self.summary.dispatches += u64::from(a.dispatch.is_some());
             if let Some(c) = &a.committed {
                 self.summary.commits += 1;
@@ -504,8 +562,8 @@ impl Validator {
             return Ok(());
         };
         let (run, dialects) = (*run, *dialects);
-        let input = match serde_json::from_str::<InputOnly>(text) {
-            Ok(i) => i.input,
+        let input = match input_of(text, &self.history) {
+            Ok(i) => i,
             Err(e) => return self.stop(line, shape(&e)),
         };
         // The record read in each dialect it may be in, with the kernel's answer to its input

@@ -35,7 +35,14 @@
 //!   the past are never refused for a moved resource, and every accepted resume records the
 //!   resource version (RES-3); expiries are bounded below the end of time; `reconcile_first`
 //!   is gone. Audit-log format 2, then 3 (which names this number).
+//! - **4**, this release: identifiers of real size (names of 64 bytes, idempotency keys of
+//!   255; a name of at most 31 bytes is encoded, and digested, as before); the run's call
+//!   history lives in the driver's store, not in the run: a dispatch and a suspension for
+//!   approval carry the `prior` the driver's history index holds for the call, and a
+//!   transition that binds a call or spends a key emits a `history` effect (the audit
+//!   record's verdict carries it); a run holds no `calls` and is never refused for having
+//!   made too many (`call_log_full` is gone). Audit-log format 3.
 
 /// The rules this kernel decides by (see the module docs for what the number names and its
 /// history).
-pub const RULES_VERSION: u16 = 3;
+pub const RULES_VERSION: u16 = 4;

@@ -154,7 +154,7 @@ impl Lifecycle for Mutant {
                     phase,
                     reason: None,
                 };
-                Ok((next, Effects::of(record, None, None)))
+                Ok((next, Effects::of(record, None, None, None)))
             }
             (Spoil::SkipsARevision, Ok((mut next, effects)))
                 if matches!(input.event, Event::Resume(_)) =>

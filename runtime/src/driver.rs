@@ -19,7 +19,7 @@ use crate::store::{
 };
 use crate::tool::{ToolReply, ToolRequest, Tools};
 use resumable_kernel::{
-    Checkpoint, Dispatch, Event, Facts, Input, Rejection, Run, Time, Transition,
+    Checkpoint, Dispatch, Event, Facts, Input, Rejection, Run, Time, Transition, Wait,
 };
 
 pub mod crash;
@@ -212,14 +212,31 @@ impl<S: Store, T: Tools> Driver<S, T> {
         self.land(row, staged)
     }
 
+    /// `input` with the prior its call has in the run's history, if it proposes a call.
+    fn stating_prior(&mut self, key: &RunKey, input: &Input) -> Result<Input, DriveError> {
+        let mut input = *input;
+        if let Event::Dispatch { call, prior }
+        | Event::Suspend {
+            wait: Wait::Approval { call, prior, .. },
+            ..
+        } = &mut input.event
+        {
+            *prior = self.store.prior(key, call)?;
+        }
+        Ok(input)
+    }
+
     /// Steps `row` with `input` and makes the audit record: everything the commit writes.
     pub(crate) fn stage(
-        &self,
+        &mut self,
         row: &Row,
         input: &Input,
         pc: u32,
         consumed: Option<u64>,
     ) -> Result<Staged, DriveError> {
+        // KEY-1, KEY-2, REC-4: a call is bound with what the run's history, in the store,
+        // holds of its id and key.
+        let input = &self.stating_prior(&row.key, input)?;
         let result = lifecycle::step(&row.run, input);
         let key = self.config.key.as_ref();
         let (line, tail) = lifecycle::record_line(row.tail, &row.run, input, &result, key)
@@ -272,6 +289,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             pc: after.pc,
             lease: &after.lease,
             consumed,
+            history: result.as_ref().ok().and_then(|t| t.effects.history()),
         };
         if self.store.commit(&commit)? == Cas::Conflict {
             return Ok(Fed::Conflict);

@@ -5,7 +5,9 @@
 
 use crate::store::RunKey;
 use resumable_audit::{self as audit, Record, RunHeader};
-use resumable_kernel::{Digest, Identity, Input, Name, PolicyError, Rejection, Run, Transition};
+use resumable_kernel::{
+    Digest, IdempotencyKey, Identity, Input, PolicyError, Rejection, Run, Transition,
+};
 use serde::{Deserialize, Serialize};
 
 /// The end of a run's audit log: the last record's number (0: the header alone) and the
@@ -41,7 +43,7 @@ pub fn run_key(identity: &Identity) -> RunKey {
 /// idempotency key bound to the run's identity, so that two runs using the same key (every
 /// run of one program does) are two keys to the tool. The kernel's `Dispatch` carries the
 /// same digest; this recomputes it for a call known only from the run.
-pub fn tool_key(identity: &Identity, key: &Name) -> String {
+pub fn tool_key(identity: &Identity, key: &IdempotencyKey) -> String {
     resumable_kernel::checkpoint::tool_key(identity, key).to_string()
 }
 

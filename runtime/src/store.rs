@@ -1,18 +1,21 @@
 //! Storage behind one small trait. A store keeps, per run: the run, its latest checkpoint,
-//! its audit log and its anchor, the agent program's position, and who holds it; and an
-//! inbox of requests (decisions, cancels) from people and outside systems.
+//! its audit log and its anchor, its call history, the agent program's position, and who
+//! holds it; and an inbox of requests (decisions, cancels) from people and outside systems.
 //!
 //! The one rule every backend keeps: [`Store::commit`] writes the next run, its audit record,
-//! its checkpoint and the verdict of the request it consumed in **one** durable transaction,
-//! and only if the run's revision and log position are still the ones the step started from
-//! (compare-and-set). Two durable backends, [`sqlite`] (embedded, one file, shared by worker
+//! its checkpoint, what it adds to the run's call history (which [`Store::prior`] looks up
+//! before the run binds another call) and the verdict of the request it consumed in **one**
+//! durable transaction, and only if the run's revision and log position are still the ones
+//! the step started from (compare-and-set). Two durable backends, [`sqlite`] (embedded, one file, shared by worker
 //! processes) and [`postgres`] (many workers on many machines), share one implementation in
 //! SQL ([`sql`]: every statement, written once) and one decoder of what it reads back
 //! ([`codec`]); each adds only its connection. [`memory`] keeps the same contract in one
 //! process's memory, for tests that need no files.
 
 use crate::lifecycle::Tail;
-use resumable_kernel::{Checkpoint, Decision, Name, Rejection, Revision, Run};
+use resumable_kernel::{
+    Call, Checkpoint, Decision, HistoryEntry, Name, Prior, Rejection, Revision, Run,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -176,6 +179,10 @@ pub enum Request {
 }
 
 /// What the kernel answered to a request, recorded with it.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a refusal carries its evidence inline, as the kernel returns it"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
@@ -242,10 +249,10 @@ pub struct Consumed {
     pub answer: Answer,
 }
 
-/// The write of one step: the run after it and everything that lands with it, in one
-/// transaction, only if the run is still where the step found it ([`Expect`]). Named
-/// fields, so that what lands with a run can grow without touching the writers that do not
-/// set it. The store indexes the run itself ([`status_of`], [`wake_at`]).
+/// The write of one step: the run after it and everything that lands with it (its audit
+/// record, its checkpoint, its history entry, the answer to the request it consumed), in one
+/// transaction, only if the run is still where the step found it ([`Expect`]). The store
+/// indexes the run itself ([`status_of`], [`wake_at`]).
 #[derive(Clone, Debug)]
 pub struct Commit<'a> {
     /// The run.
@@ -266,6 +273,8 @@ pub struct Commit<'a> {
     pub lease: &'a Lease,
     /// The request the step consumed, and the kernel's answer to it.
     pub consumed: Option<Consumed>,
+    /// What the step added to the run's call history (a call bound, a key spent).
+    pub history: Option<&'a HistoryEntry>,
 }
 
 /// A new run: its first row and the header of its log.
@@ -344,6 +353,9 @@ pub trait Store {
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError>;
     /// A run's audit log, header first, each line without its LF.
     fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError>;
+    /// What the run's call history holds about `call`'s id and key: the prior the driver
+    /// states when it binds the call (spec KEY-1, KEY-2, REC-4).
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError>;
 }
 
 impl<S: Store + ?Sized> Store for Box<S> {
@@ -373,6 +385,9 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
         (**self).log(key)
+    }
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        (**self).prior(key, call)
     }
 }
 

@@ -62,6 +62,7 @@ impl World {
                 request,
                 answer: Answer::Accepted(t.next.revision()),
             }),
+            history: t.effects.history(),
         };
         assert_eq!(self.store.commit(&commit).unwrap(), Cas::Done);
     }
@@ -112,7 +113,7 @@ impl World {
                 .header("run-1", 0, &Timing::default())
                 .unwrap()
                 .identity,
-            &Name::lit("idem-run-approval"),
+            &resumable_kernel::IdempotencyKey::lit("idem-run-approval"),
         );
         let entry = Entry::Commit {
             tool: "publish:demo".into(),

@@ -8,6 +8,7 @@ use resumable_runtime::lifecycle;
 use resumable_runtime::parties;
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::memory::MemoryStore;
+use resumable_runtime::store::sqlite::SqliteStore;
 use resumable_runtime::store::{Answer, Status, Store};
 use resumable_runtime::tool::{MemoryTools, ToolReply, ToolRequest, Tools};
 use std::io;
@@ -152,4 +153,36 @@ fn a_dispatch_without_an_answer_is_recovered_and_reconciled_by_query_never_retri
     // One resume: the answered query. The unanswered one was never fed as an answer.
     assert_eq!(text.matches("\"kind\":\"resume\"").count(), 1);
     lifecycle::validate_log(&log, row.tail, None).unwrap();
+}
+
+#[test]
+fn the_store_holds_runs_named_by_uuid_and_by_a_name_at_its_limit_and_refuses_one_over() {
+    // On a durable store: its columns hold the names whole.
+    let dir = std::env::temp_dir().join(format!("resumable-driver-{}-names", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap();
+    let mut d = Driver::new(store, MemoryTools::default(), config("w1"));
+    let timing = Timing::default();
+    let uuid = "6f1c2a9e-3b7d-4e8a-9c0f-2d5e7a1b3c4d";
+    let widest = "r".repeat(resumable_kernel::NAME_CAPACITY);
+    for name in [uuid, widest.as_str()] {
+        let key = create_run(d.store(), Program::Seed, name, 0, &timing, None)
+            .unwrap()
+            .expect("a new run");
+        settle(&mut d);
+        let row = parties::resolve(d.store(), name).unwrap();
+        assert_eq!(row.key, key);
+        assert_eq!(row.run.identity().run.as_str(), name);
+        assert_eq!(
+            resumable_runtime::store::status_of(&row.run),
+            Status::Approval
+        );
+    }
+    let over = "r".repeat(resumable_kernel::NAME_CAPACITY + 1);
+    let refused = create_run(d.store(), Program::Seed, &over, 0, &timing, None).unwrap_err();
+    assert!(
+        refused.to_string().contains("at most 64 bytes, got 65"),
+        "{refused}"
+    );
 }

@@ -6,7 +6,10 @@
 //! and on PostgreSQL (a fresh schema) when RESUMABLE_TEST_POSTGRES names a server, skipped
 //! loudly otherwise. Each check opens two connections to one store, as two workers would.
 
-use resumable_kernel::{Checkpoint, Digest, Event, Input, Name, Rejection, Run, Time};
+use resumable_kernel::{
+    Call, Checkpoint, Digest, Event, Fingerprint, HistoryEntry, IdempotencyKey, Input, KeyUse,
+    Name, Prior, Rejection, Run, Time, Wait,
+};
 use resumable_runtime::driver::create_run;
 use resumable_runtime::lifecycle::{self, Tail};
 use resumable_runtime::program::{Program, Timing};
@@ -73,6 +76,8 @@ struct Step {
     accepted: bool,
     /// The kernel's answer, as a request that carried the input is answered.
     answer: Answer,
+    /// What the step adds to the run's call history.
+    history: Option<HistoryEntry>,
     line: Vec<u8>,
     tail: Tail,
 }
@@ -89,13 +94,23 @@ impl Step {
             pc: self.row.pc + u32::from(self.accepted),
             lease,
             consumed,
+            history: self.history.as_ref(),
         }
     }
 }
 
-/// Loads `key` and steps it with `event`, one time unit after its last input.
-fn decide(store: &mut dyn Store, key: &RunKey, event: Event) -> Step {
+/// Loads `key` and steps it with `event`, one time unit after its last input; a call it binds
+/// states what the store's history holds of it, as the driver does.
+fn decide(store: &mut dyn Store, key: &RunKey, mut event: Event) -> Step {
     let row = store.load(key).unwrap().expect("the run exists");
+    if let Event::Dispatch { call, prior }
+    | Event::Suspend {
+        wait: Wait::Approval { call, prior, .. },
+        ..
+    } = &mut event
+    {
+        *prior = store.prior(key, call).unwrap();
+    }
     let input = Input {
         at: Time(row.run.updated_at().0 + 1),
         event,
@@ -116,6 +131,7 @@ fn decide(store: &mut dyn Store, key: &RunKey, event: Event) -> Step {
         checkpoint,
         accepted: result.is_ok(),
         answer,
+        history: result.ok().and_then(|t| t.effects.history().copied()),
         line,
         tail,
     }
@@ -489,6 +505,115 @@ fn a_whole_lifecycle_reads_back_the_same_through_every_commit(open: Open<'_>) {
 on_every_store!(
     a_whole_lifecycle_reads_back_the_same_through_every_commit,
     "whole"
+);
+
+/// The order's first call, as its program proposes it.
+fn charge() -> Call {
+    let Some(Event::Dispatch { call, .. }) = Program::Order.step(0, 1, 0, &Timing::default())
+    else {
+        unreachable!("the order's first step is its charge")
+    };
+    call
+}
+
+fn a_runs_call_history_lands_with_its_commits_and_answers_each_prior(open: Open<'_>) {
+    let (mut a, mut b) = (open(), open());
+    let key = new_run(a.as_mut(), Program::Order, "order-1");
+    let other = new_run(a.as_mut(), Program::Seed, "run-1");
+    let call = charge();
+    assert_eq!(
+        b.prior(&key, &call).unwrap(),
+        Prior::NONE,
+        "nothing bound yet"
+    );
+    // A binding whose commit is lost writes no history.
+    let dispatch = program_step(a.as_mut(), &key);
+    assert_eq!(dispatch.history, Some(HistoryEntry::bound(&call)));
+    let lease = Lease::default();
+    let stale = Commit {
+        expect: Expect {
+            seq: 9,
+            ..Expect::of(&dispatch.row)
+        },
+        ..dispatch.commit(&lease, None)
+    };
+    assert_eq!(a.commit(&stale).unwrap(), Cas::Conflict);
+    assert_eq!(b.prior(&key, &call).unwrap(), Prior::NONE);
+    // The binding lands with the dispatch: its id is used, its key bound to its arguments.
+    assert_eq!(a.commit(&dispatch.commit(&lease, None)).unwrap(), Cas::Done);
+    let bound = KeyUse {
+        args: call.args,
+        committed: false,
+    };
+    let prior = b.prior(&key, &call).unwrap();
+    assert_eq!(
+        prior,
+        Prior {
+            call_id_used: true,
+            key: Some(bound)
+        }
+    );
+    // Another call under the same key sees the key alone; another run sees nothing.
+    let same_key = Call {
+        call_id: Name::lit("charge-2"),
+        ..call
+    };
+    let key_only = Prior {
+        call_id_used: false,
+        key: Some(bound),
+    };
+    assert_eq!(b.prior(&key, &same_key).unwrap(), key_only);
+    assert_eq!(b.prior(&other, &call).unwrap(), Prior::NONE);
+    // The result spends the key, and keeps its arguments.
+    let result = decide(
+        b.as_mut(),
+        &key,
+        Event::ToolResult {
+            call_id: call.call_id,
+            attempt: 0,
+            result: Digest::of(b"charged"),
+        },
+    );
+    assert_eq!(result.history, Some(HistoryEntry::settled(&call.key)));
+    assert_eq!(b.commit(&result.commit(&lease, None)).unwrap(), Cas::Done);
+    let spent = b.prior(&key, &same_key).unwrap().key.unwrap();
+    assert_eq!((spent.args, spent.committed), (call.args, true));
+    // The same call proposed again is refused by what the store holds (KEY-2).
+    let again = decide(
+        a.as_mut(),
+        &key,
+        Event::Dispatch {
+            call,
+            prior: Prior::NONE, // stated from the store by `decide`
+        },
+    );
+    assert_eq!(
+        again.answer,
+        Answer::Rejected(Rejection::CallIdReused {
+            call_id: call.call_id
+        })
+    );
+    // A key spent that the history never saw bound is held as spent all the same.
+    let unknown = IdempotencyKey::lit("never-bound");
+    let step = decide(a.as_mut(), &other, cancel());
+    let settled = HistoryEntry::Settled {
+        key: Fingerprint::key(&unknown),
+    };
+    let commit = Commit {
+        history: Some(&settled),
+        ..step.commit(&lease, None)
+    };
+    assert_eq!(a.commit(&commit).unwrap(), Cas::Done);
+    let never = Call {
+        key: unknown,
+        ..call
+    };
+    let held = b.prior(&other, &never).unwrap().key.unwrap();
+    assert!(held.committed);
+}
+on_every_store!(
+    a_runs_call_history_lands_with_its_commits_and_answers_each_prior,
+    "history"
 );
 
 #[test]

@@ -141,7 +141,7 @@ impl<L: Lifecycle> World<L> {
             }
             _ => return,
         }
-        let position = usize::from(snap.calls);
+        let position = slot.run.history.len();
         out.push(Choice::Agent(match steps.get(position) {
             Some(Step::Gated(p)) => Intent::Suspend(*p),
             Some(Step::Ungated(p)) => Intent::Dispatch(*p),

@@ -7,7 +7,7 @@ use super::*;
 use crate::store::memory::MemoryStore;
 use crate::store::{Answered, Inbox, Request, Status, Summary};
 use crate::tool::MemoryTools;
-use resumable_kernel::{Digest, Name, Rejection};
+use resumable_kernel::{Call, Digest, Name, Prior, Rejection};
 use std::io;
 
 /// Tools that keep every request sent, answer dispatches and queries as [`MemoryTools`]
@@ -90,6 +90,9 @@ impl Store for Racing {
     }
     fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
         self.inner.log(key)
+    }
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        self.inner.prior(key, call)
     }
 }
 

@@ -10,7 +10,7 @@
 
 use super::{Answer, Answered, Inbox, Lease, Request, Row, RunKey, Status, StoreError, Summary};
 use crate::lifecycle::Tail;
-use resumable_kernel::Digest;
+use resumable_kernel::{Digest, HistoryEntry, KeyUse, LoggedCall, Prior, Run};
 use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
@@ -155,6 +155,29 @@ impl<'a> Cells<'a> {
         self.json(column, &text)
     }
 
+    fn bool(&mut self, column: &'static str) -> Result<bool, StoreError> {
+        match self.uint(column)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            n => Err(self.corrupt(column, format!("{n} is not a boolean"))),
+        }
+    }
+
+    /// The stored run, with the history entries of a call log it still carries inline (a
+    /// run stored under rules 2 and earlier, in its `calls` field): the run's deserialiser
+    /// refuses such a field, so it is taken out first and handed to the store to move.
+    fn run(&mut self) -> Result<(Run, Vec<HistoryEntry>), StoreError> {
+        let text = self.text("run")?;
+        let mut value: serde_json::Value = self.json("run", &text)?;
+        let logged = match value.as_object_mut().and_then(|o| o.remove("calls")) {
+            Some(calls) => serde_json::from_value::<Vec<LoggedCall>>(calls)
+                .map_err(|e| self.corrupt("run", format!("its inline call log: {e}")))?,
+            None => Vec::new(),
+        };
+        let run = serde_json::from_value(value).map_err(|e| self.corrupt("run", e.to_string()))?;
+        Ok((run, logged.iter().flat_map(|c| c.entries()).collect()))
+    }
+
     /// Whether every cell was read: a row with more columns than its decoder knows is not
     /// the row it expects.
     fn end(mut self) -> Result<(), StoreError> {
@@ -166,13 +189,15 @@ impl<'a> Cells<'a> {
 }
 
 /// A run's row, from the columns of [`super::sql::LOAD`]: `seq, tail, run, checkpoint,
-/// owner, lease_until, program, pc, resource_version`.
-pub fn run_row(key: &RunKey, cells: Vec<Cell>) -> Result<Row, StoreError> {
+/// owner, lease_until, program, pc, resource_version`; and the history entries of a call log
+/// the stored run still carries inline (rules 2 and earlier), which the store moves into its
+/// history table.
+pub fn run_row(key: &RunKey, cells: Vec<Cell>) -> Result<(Row, Vec<HistoryEntry>), StoreError> {
     let mut c = Cells::new(&key.0, cells);
     let seq = c.uint("seq")?;
     let tail = c.text("anchor")?;
     let digest = Digest::from_hex(&tail).map_err(|e| c.corrupt("anchor", format!("{e:?}")))?;
-    let run = c.the_json("run")?;
+    let (run, legacy) = c.run()?;
     let checkpoint = c.opt_json("checkpoint")?;
     let owner = c.opt_text("owner")?;
     let until_ms = c.uint("lease_until")?;
@@ -181,7 +206,7 @@ pub fn run_row(key: &RunKey, cells: Vec<Cell>) -> Result<Row, StoreError> {
     let pc = u32::try_from(pc).map_err(|_| c.corrupt("pc", format!("{pc} is too large")))?;
     let resource_version = c.uint("resource_version")?;
     c.end()?;
-    Ok(Row {
+    let row = Row {
         key: key.clone(),
         run,
         tail: Tail { seq, digest },
@@ -190,7 +215,8 @@ pub fn run_row(key: &RunKey, cells: Vec<Cell>) -> Result<Row, StoreError> {
         pc,
         lease: Lease { owner, until_ms },
         resource_version,
-    })
+    };
+    Ok((row, legacy))
 }
 
 /// A line of the run list, from the columns of [`super::sql::scan`]: `key, status, wake_at,
@@ -232,11 +258,8 @@ pub fn request(key: &RunKey, cells: Vec<Cell>) -> Result<Inbox, StoreError> {
         (Some(answer), Some(seq)) => Some(Answered { answer, seq }),
         (None, None) => None,
         (answer, seq) => {
-            return Err(StoreError::Corrupt {
-                what: "answer",
-                key: key.0.clone(),
-                why: format!("request {id} has answer {answer:?} with record {seq:?}"),
-            })
+            let why = format!("request {id} has answer {answer:?} with record {seq:?}");
+            return Err(corrupt(key, "answer", why));
         }
     };
     Ok(Inbox {
@@ -263,4 +286,82 @@ pub fn number(key: &RunKey, what: &'static str, cells: Vec<Cell>) -> Result<u64,
     let n = c.uint(what)?;
     c.end()?;
     Ok(n)
+}
+
+/// One row of a run's history table: a call id used (`call`), or a key bound to its
+/// arguments and maybe spent (`key`), by fingerprint, as hex.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryRow {
+    /// `call` or `key`.
+    pub kind: &'static str,
+    /// The fingerprint of the call id or the key.
+    pub fp: String,
+    /// The argument digest a key is bound to; none for a call id, or for a key spent that
+    /// the history never saw bound.
+    pub args: Option<String>,
+    /// A result under the key was recorded.
+    pub committed: bool,
+}
+
+/// The rows a history entry writes. A binding inserts its call id and its key (the first
+/// binding of a key keeps its arguments: the kernel binds a key again only to the same ones);
+/// a spent key is marked, inserted if the history never saw it bound.
+pub fn history_rows(entry: &HistoryEntry) -> Vec<HistoryRow> {
+    match entry {
+        HistoryEntry::Bound { call_id, key, args } => vec![
+            HistoryRow {
+                kind: "call",
+                fp: call_id.to_string(),
+                args: None,
+                committed: false,
+            },
+            HistoryRow {
+                kind: "key",
+                fp: key.to_string(),
+                args: Some(args.to_string()),
+                committed: false,
+            },
+        ],
+        HistoryEntry::Settled { key } => vec![HistoryRow {
+            kind: "key",
+            fp: key.to_string(),
+            args: None,
+            committed: true,
+        }],
+    }
+}
+
+/// The prior a run's history states for a call, from the rows of [`super::sql::PRIOR`]
+/// matching the call's id and key: `kind, args, committed`.
+pub fn prior(key: &RunKey, rows: Vec<Vec<Cell>>) -> Result<Prior, StoreError> {
+    let mut prior = Prior::NONE;
+    for cells in rows {
+        let mut c = Cells::new(&key.0, cells);
+        let kind = c.text("history kind")?;
+        let args = c.opt_text("history args")?;
+        let committed = c.bool("history committed")?;
+        c.end()?;
+        match kind.as_str() {
+            "call" => prior.call_id_used = true,
+            "key" => {
+                let args = match args {
+                    Some(hex) => Digest::from_hex(&hex)
+                        .map_err(|e| corrupt(key, "history args", format!("{e:?}")))?,
+                    None => Digest::default(),
+                };
+                prior.key = Some(KeyUse { args, committed });
+            }
+            other => return Err(corrupt(key, "history kind", other.to_string())),
+        }
+    }
+    Ok(prior)
+}
+
+/// A stored value of run `key` that does not decode.
+fn corrupt(key: &RunKey, what: &'static str, why: String) -> StoreError {
+    StoreError::Corrupt {
+        what,
+        key: key.0.clone(),
+        why,
+    }
 }

@@ -10,14 +10,19 @@ use super::{
     status_of, wake_at, Answered, Cas, Commit, Inbox, NewRun, Request, Row, RunKey, Store,
     StoreError, Summary,
 };
+use resumable_audit::history::History;
+use resumable_kernel::{Call, Prior};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// A run as the memory store keeps it: its row and its log.
+/// A run as the memory store keeps it: its row, its log and its call history (the audit
+/// crate's in-memory index, which keeps a key's first arguments and its spent mark as the
+/// SQL stores' history table does).
 #[derive(Clone, Debug)]
 struct Stored {
     row: Row,
     log: Vec<Vec<u8>>,
+    history: History,
 }
 
 #[derive(Debug, Default)]
@@ -64,8 +69,12 @@ impl Store for MemoryStore {
             lease: Default::default(),
             resource_version: new.resource_version,
         };
-        let log = vec![new.header.to_vec()];
-        memory.runs.insert(new.key.clone(), Stored { row, log });
+        let stored = Stored {
+            row,
+            log: vec![new.header.to_vec()],
+            history: History::new(),
+        };
+        memory.runs.insert(new.key.clone(), stored);
         Ok(Cas::Done)
     }
 
@@ -111,6 +120,9 @@ impl Store for MemoryStore {
         row.pc = c.pc;
         row.lease = c.lease.clone();
         stored.log.push(c.line.to_vec());
+        if let Some(entry) = c.history {
+            stored.history.apply(entry);
+        }
         Ok(Cas::Done)
     }
 
@@ -173,5 +185,13 @@ impl Store for MemoryStore {
             .get(key)
             .map(|s| s.log.clone())
             .unwrap_or_default())
+    }
+
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        let memory = self.memory()?;
+        Ok(memory
+            .runs
+            .get(key)
+            .map_or(Prior::NONE, |stored| stored.history.prior(call)))
     }
 }

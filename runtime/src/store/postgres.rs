@@ -22,8 +22,9 @@ use postgres::{Client, GenericClient, NoTls};
 const DIALECT: Dialect = Dialect {
     int: "BIGINT",
     bytes: "BYTEA",
+    boolean: "BOOLEAN",
     serial_key: "BIGSERIAL PRIMARY KEY",
-    audit_options: "",
+    keyed_options: "",
 };
 
 /// A connection to a PostgreSQL store.
@@ -117,15 +118,19 @@ fn params<'a>(values: &'a [Value<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
 }
 
 fn cells(row: &postgres::Row) -> Result<Vec<Cell>, StoreError> {
+    // The column types the store's tables use; a value of any other type is an error the
+    // driver reads (a schema edited by hand), never a panic.
     let cell = |i: usize, ty: &Type| -> Result<Cell, postgres::Error> {
         Ok(if *ty == Type::INT8 {
             row.try_get::<_, Option<i64>>(i)?
                 .map_or(Cell::Null, Cell::Int)
+        } else if *ty == Type::BOOL {
+            row.try_get::<_, Option<bool>>(i)?
+                .map_or(Cell::Null, |b| Cell::Int(i64::from(b)))
         } else if *ty == Type::BYTEA {
             row.try_get::<_, Option<Vec<u8>>>(i)?
                 .map_or(Cell::Null, Cell::Bytes)
         } else {
-            // Text, and anything else the server can read as text: the decoder judges it.
             row.try_get::<_, Option<String>>(i)?
                 .map_or(Cell::Null, Cell::Text)
         })

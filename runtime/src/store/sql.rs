@@ -6,11 +6,12 @@
 //! Statements number their parameters `?1`, `?2`, ... as SQLite does; PostgreSQL's backend
 //! writes them `$1`, `$2`, ... before running them. No statement holds a `?` otherwise.
 
-use super::codec::{self, int, time, to_json, Cell, Value};
+use super::codec::{self, history_rows, int, time, to_json, Cell, HistoryRow, Value};
 use super::{
     status_of, wake_at, Cas, Commit, Inbox, NewRun, Request, Row, RunKey, Status, Store,
     StoreError, Summary,
 };
+use resumable_kernel::{Call, Fingerprint, Prior};
 
 /// The words for the column types the two dialects spell differently.
 #[derive(Clone, Copy, Debug)]
@@ -19,21 +20,26 @@ pub struct Dialect {
     pub int: &'static str,
     /// Bytes.
     pub bytes: &'static str,
+    /// A boolean.
+    pub boolean: &'static str,
     /// An integer primary key numbered by the database, ascending.
     pub serial_key: &'static str,
-    /// What ends the audit table's definition (SQLite keeps it in its primary key's order).
-    pub audit_options: &'static str,
+    /// What ends the definition of a table keyed by several columns (SQLite then keeps it in
+    /// its primary key's order).
+    pub keyed_options: &'static str,
 }
 
 /// The tables and indexes, created if missing. `runs.status` and `runs.wake_at` are what the
 /// scan reads to find work; they are the kernel's `Run::next` and `Run::deadline` of the
-/// stored run ([`status_of`], [`wake_at`]), written in every commit.
+/// stored run ([`status_of`], [`wake_at`]), written in every commit. `history` is each run's
+/// call history, by fingerprint ([`codec::HistoryRow`]).
 pub fn schema(d: &Dialect) -> String {
     let Dialect {
         int,
         bytes,
+        boolean,
         serial_key,
-        audit_options,
+        keyed_options,
     } = d;
     format!(
         "
@@ -58,7 +64,7 @@ CREATE TABLE IF NOT EXISTS audit (
     seq {int} NOT NULL,
     line {bytes} NOT NULL,
     PRIMARY KEY (key, seq)
-){audit_options};
+){keyed_options};
 CREATE TABLE IF NOT EXISTS inbox (
     id {serial_key},
     key TEXT NOT NULL,
@@ -69,6 +75,14 @@ CREATE TABLE IF NOT EXISTS inbox (
     seq {int}
 );
 CREATE INDEX IF NOT EXISTS inbox_pending ON inbox (key) WHERE answer IS NULL;
+CREATE TABLE IF NOT EXISTS history (
+    key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    fp TEXT NOT NULL,
+    args TEXT,
+    committed {boolean} NOT NULL,
+    PRIMARY KEY (key, kind, fp)
+){keyed_options};
 "
     )
 }
@@ -124,6 +138,17 @@ pub const INBOX: &str = "SELECT id, party, submitted_ms, request, answer, seq FR
 
 /// A run's audit log, header first.
 pub const LOG: &str = "SELECT line FROM audit WHERE key = ?1 ORDER BY seq";
+
+/// One row of a run's history: key, kind, fingerprint, args, committed. A row written again
+/// keeps its arguments, and stays spent once spent.
+pub const RECORD: &str = "INSERT INTO history (key, kind, fp, args, committed)
+    VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key, kind, fp)
+    DO UPDATE SET committed = history.committed OR excluded.committed";
+
+/// What a run's history holds of a call id (`?2`) and a key (`?3`), by fingerprint; the
+/// columns [`codec::prior`] reads.
+pub const PRIOR: &str = "SELECT kind, args, committed FROM history WHERE key = ?1
+    AND ((kind = 'call' AND fp = ?2) OR (kind = 'key' AND fp = ?3))";
 
 /// A statement runner: a connection, or a transaction on one.
 pub trait Sql {
@@ -185,10 +210,18 @@ impl<C: Connection> Store for SqlStore<C> {
 
     fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError> {
         let rows = self.connection.query(LOAD, &[Value::Text(&key.0)])?;
-        rows.into_iter()
-            .next()
-            .map(|cells| codec::run_row(key, cells))
-            .transpose()
+        let Some(cells) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        let (row, legacy) = codec::run_row(key, cells)?;
+        if !legacy.is_empty() {
+            // A run stored under rules 2 kept its call log inline: its history moves to the
+            // history table (idempotently), and the next commit stores the run without it.
+            let rows: Vec<HistoryRow> = legacy.iter().flat_map(history_rows).collect();
+            self.connection
+                .transaction(&mut |sql| record(sql, &key.0, &rows).map(|()| Cas::Done))?;
+        }
+        Ok(Some(row))
     }
 
     fn commit(&mut self, c: &Commit<'_>) -> Result<Cas, StoreError> {
@@ -212,6 +245,7 @@ impl<C: Connection> Store for SqlStore<C> {
             Value::Int(int("expected log position", c.expect.seq)?),
         ];
         let line = [Value::Text(&c.key.0), Value::Int(seq), Value::Bytes(c.line)];
+        let history: Vec<HistoryRow> = c.history.map(history_rows).unwrap_or_default();
         let answered = match c.consumed {
             Some(consumed) => Some((
                 to_json(&consumed.answer)?,
@@ -224,6 +258,7 @@ impl<C: Connection> Store for SqlStore<C> {
                 return Ok(Cas::Conflict);
             }
             sql.execute(APPEND, &line)?;
+            record(sql, &c.key.0, &history)?;
             if let Some((answer, id)) = &answered {
                 let values = [Value::Text(answer), Value::Int(seq), Value::Int(*id)];
                 if sql.execute(ANSWER, &values)? == 0 {
@@ -274,4 +309,31 @@ impl<C: Connection> Store for SqlStore<C> {
             .map(|cells| codec::log_line(key, cells))
             .collect()
     }
+
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        let call_id = Fingerprint::call_id(&call.call_id).to_string();
+        let idem = Fingerprint::key(&call.key).to_string();
+        let values = [
+            Value::Text(&key.0),
+            Value::Text(&call_id),
+            Value::Text(&idem),
+        ];
+        let rows = self.connection.query(PRIOR, &values)?;
+        codec::prior(key, rows)
+    }
+}
+
+/// Writes history rows of run `key`, in the transaction `sql` runs.
+fn record(sql: &mut dyn Sql, key: &str, rows: &[HistoryRow]) -> Result<(), StoreError> {
+    for row in rows {
+        let values = [
+            Value::Text(key),
+            Value::Text(row.kind),
+            Value::Text(&row.fp),
+            Value::OptText(row.args.as_deref()),
+            Value::Bool(row.committed),
+        ];
+        sql.execute(RECORD, &values)?;
+    }
+    Ok(())
 }

@@ -22,8 +22,9 @@ use std::time::Duration;
 const DIALECT: Dialect = Dialect {
     int: "INTEGER",
     bytes: "BLOB",
+    boolean: "INTEGER",
     serial_key: "INTEGER PRIMARY KEY AUTOINCREMENT",
-    audit_options: " WITHOUT ROWID",
+    keyed_options: " WITHOUT ROWID",
 };
 
 /// A connection to an SQLite store file.

@@ -41,7 +41,7 @@ fn run_row_decodes_to_the_row_that_was_written_in_every_phase() {
     };
     held.resource_version = 9;
     for row in [fresh(Program::Seed), awaiting_approval(), held] {
-        assert_eq!(run_row(&row.key, cells_of(&row)).unwrap(), row);
+        assert_eq!(run_row(&row.key, cells_of(&row)).unwrap(), (row, vec![]));
     }
 }
 
@@ -222,4 +222,123 @@ fn numbers_beyond_the_stores_integers_are_refused_on_write_and_wake_ups_clamped(
     }
     assert_eq!(time(1_000), 1_000);
     assert_eq!(time(u64::MAX), i64::MAX);
+}
+
+#[test]
+fn a_binding_writes_its_call_id_and_key_and_a_spent_key_one_row() {
+    let call_id = resumable_kernel::Fingerprint([1; 8]);
+    let key = resumable_kernel::Fingerprint([2; 8]);
+    let args = resumable_kernel::Digest::of(b"amount=42");
+    let bound = history_rows(&HistoryEntry::Bound { call_id, key, args });
+    let kinds: Vec<_> = bound
+        .iter()
+        .map(|r| (r.kind, r.fp.as_str(), r.committed))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("call", "0101010101010101", false),
+            ("key", "0202020202020202", false)
+        ]
+    );
+    assert_eq!(bound[1].args, Some(args.to_string()));
+    let spent = history_rows(&HistoryEntry::Settled { key });
+    assert_eq!(spent.len(), 1);
+    assert_eq!(
+        (spent[0].kind, spent[0].args.as_deref(), spent[0].committed),
+        ("key", None, true)
+    );
+}
+
+fn history_cells(kind: &str, args: Option<&Digest>, committed: i64) -> Vec<Cell> {
+    vec![
+        Cell::Text(kind.to_string()),
+        args.map_or(Cell::Null, |a| Cell::Text(a.to_string())),
+        Cell::Int(committed),
+    ]
+}
+
+#[test]
+fn prior_reads_a_used_call_id_and_a_keys_binding_from_the_history_rows() {
+    let key = fresh(Program::Seed).key;
+    assert_eq!(prior(&key, vec![]).unwrap(), Prior::NONE);
+    let args = Digest::of(b"amount=42");
+    let rows = vec![
+        history_cells("call", None, 0),
+        history_cells("key", Some(&args), 1),
+    ];
+    assert_eq!(
+        prior(&key, rows).unwrap(),
+        Prior {
+            call_id_used: true,
+            key: Some(KeyUse {
+                args,
+                committed: true
+            })
+        }
+    );
+    // A key spent that was never seen bound has no arguments of its own.
+    let spent = prior(&key, vec![history_cells("key", None, 1)]).unwrap();
+    assert_eq!(
+        spent.key.map(|k| (k.args, k.committed)),
+        Some((Digest::default(), true))
+    );
+}
+
+#[test]
+fn prior_from_history_rows_that_do_not_decode_names_the_column() {
+    let key = fresh(Program::Seed).key;
+    let cases = [
+        (history_cells("call", None, 2), "history committed"),
+        (history_cells("token", None, 0), "history kind"),
+        (
+            vec![
+                Cell::Text("key".into()),
+                Cell::Text("zz".into()),
+                Cell::Int(0),
+            ],
+            "history args",
+        ),
+    ];
+    for (cells, column) in cases {
+        let err = prior(&key, vec![cells]).unwrap_err();
+        assert_eq!(corrupt_column(err, &key.0), column);
+    }
+}
+
+#[test]
+fn run_row_of_a_run_stored_with_its_call_log_inline_hands_the_log_over_as_history() {
+    let row = awaiting_approval();
+    let mut cells = cells_of(&row);
+    let Cell::Text(run) = &cells[2] else {
+        unreachable!("the run is text")
+    };
+    let logged = LoggedCall {
+        call_id: resumable_kernel::Fingerprint([1; 8]),
+        key: resumable_kernel::Fingerprint([2; 8]),
+        args: Digest::of(b"amount=42"),
+        committed: true,
+    };
+    let mut value: serde_json::Value = serde_json::from_str(run).unwrap();
+    value["calls"] = serde_json::json!([logged]);
+    cells[2] = Cell::Text(value.to_string());
+    let (decoded, legacy) = run_row(&row.key, cells).unwrap();
+    assert_eq!(decoded, row, "the run itself is the run without its log");
+    assert_eq!(legacy, logged.entries().collect::<Vec<_>>());
+    assert_eq!(legacy.len(), 2, "bound, then spent");
+}
+
+#[test]
+fn run_row_with_an_inline_call_log_that_does_not_decode_is_refused() {
+    let row = awaiting_approval();
+    let mut cells = cells_of(&row);
+    let Cell::Text(run) = &cells[2] else {
+        unreachable!("the run is text")
+    };
+    let mut value: serde_json::Value = serde_json::from_str(run).unwrap();
+    value["calls"] = serde_json::json!([{"call_id": 7}]);
+    cells[2] = Cell::Text(value.to_string());
+    let err = run_row(&row.key, cells).unwrap_err();
+    assert!(err.to_string().contains("inline call log"), "{err}");
+    assert_eq!(corrupt_column(err, &row.key.0), "run");
 }

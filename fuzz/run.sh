@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs each fuzz target for SECONDS (default 60) from a seed corpus made of the specification's
-# own files: the teaching scenarios, the audit-log examples and the checkpoints they carry.
+# own files: the teaching scenarios, the audit-log examples and the checkpoints they carry, and
+# the logs of earlier releases in compat/.
 # Needs cargo-fuzz (`cargo install cargo-fuzz --locked`); on a stable toolchain the nightly-only
 # flags it passes are allowed with RUSTC_BOOTSTRAP=1. Exits non-zero if a target finds a crash
 # (its input is left under fuzz/artifacts/). Prints libFuzzer's last status line per target.
@@ -12,6 +13,10 @@ trap 'rm -rf "$corpus"' EXIT
 mkdir -p "$corpus"/{scenario,audit_log,checkpoint_json}
 cp spec/scenarios/*.jsonl "$corpus/scenario/"
 cp spec/audit-examples/*.jsonl "$corpus/audit_log/"
+# The logs earlier releases wrote (compat/), in their older formats and shapes.
+for log in compat/*/*/*.jsonl; do
+  cp "$log" "$corpus/audit_log/$(echo "$log" | tr / _)"
+done
 cp spec/audit-examples/*.anchor "$corpus/checkpoint_json/"
 cargo run -q -p resumable-audit --example audit_examples -- --checkpoints "$corpus/checkpoint_json"
 cd fuzz

@@ -42,6 +42,7 @@ pub fn rechain(header: &Header, records: &[Record]) -> Vec<u8> {
     let head = crate::HeaderLine {
         format: crate::FORMAT,
         version: crate::VERSION,
+        rules: Some(resumable_kernel::RULES_VERSION),
         chain: chain.kind(),
         key_id: None,
         run: header.run,
@@ -108,8 +109,12 @@ pub fn examples() -> io::Result<Vec<(&'static str, Vec<u8>)>> {
         "\"rejection\":\"stale_revision\",\"current\":1,\"got\":1",
         1,
     );
-    let unknown_version =
-        String::from_utf8_lossy(&approval).replacen("\"version\":2", "\"version\":3", 1);
+    let (version, next) = (crate::VERSION, crate::VERSION + 1);
+    let unknown_version = String::from_utf8_lossy(&approval).replacen(
+        &format!("\"version\":{version}"),
+        &format!("\"version\":{next}"),
+        1,
+    );
     let forgeries = crate::forge::all()?;
     let forged = |name: &str| forgeries.iter().find(|f| f.name == name).ok_or_else(bad);
     let forger = Key::from_bytes([0x5a; 32]);

@@ -27,6 +27,22 @@ impl Class {
     }
 }
 
+/// A verdict as a log wrote it: in this validator's shapes, or, in a log of older rules, in
+/// the shapes of those rules. Serialised as the verdict itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Claim {
+    /// In this validator's shapes.
+    Verdict(Verdict),
+    /// In the shapes of the log's older rules.
+    Older(Older),
+}
+
+/// A verdict in the shapes of older rules, as read from a log; it serialises as it was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Older(pub(crate) crate::rules::VerdictR2);
+
 /// The first thing wrong with a log, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
@@ -86,7 +102,7 @@ pub enum Problem {
         /// The version named.
         found: u64,
         /// The versions this validator reads.
-        supported: [u64; 2],
+        supported: [u64; 3],
     },
     /// A key was given, but the log is not sealed with a key (version 1, or an unkeyed
     /// version 2 chain): nothing in it is vouched for by the key.
@@ -141,8 +157,8 @@ pub enum Problem {
         what: String,
         /// The kernel's verdict for the input.
         expected: Box<Verdict>,
-        /// The log's verdict.
-        found: Box<Verdict>,
+        /// The log's verdict, as the log wrote it.
+        found: Box<Claim>,
     },
     /// A record breaks the tool policy the header declares: a tool it does not list, or a
     /// call under another contract than the tool's.
@@ -217,13 +233,16 @@ impl Finding {
         self.problem.class().exit_code()
     }
 
-    /// The kernel's verdict and the log's, when the finding compares them.
-    pub fn verdicts(&self) -> Option<(&Verdict, &Verdict)> {
+    /// The kernel's verdict and the log's, as JSON, when the finding compares them.
+    pub fn verdicts(&self) -> Option<(String, String)> {
+        fn json<T: Serialize>(value: &T) -> String {
+            serde_json::to_string(value).unwrap_or_default()
+        }
         match &self.problem {
             Problem::Property {
                 expected, found, ..
-            }
-            | Problem::VerdictDiverges { expected, found } => Some((expected, found)),
+            } => Some((json(expected), json(found))),
+            Problem::VerdictDiverges { expected, found } => Some((json(expected), json(found))),
             _ => None,
         }
     }
@@ -278,9 +297,11 @@ impl Finding {
                 format!("the header names format {format:?}, not {FORMAT:?}")
             }
             Problem::UnknownVersion { found, supported } => {
+                let mut read: Vec<String> = supported.iter().map(u64::to_string).collect();
+                let last = read.pop().unwrap_or_default();
                 format!(
-                    "unknown format version {found}; this validator reads versions {} and {}",
-                    supported[0], supported[1]
+                    "unknown format version {found}; this validator reads versions {} and {last}",
+                    read.join(", ")
                 )
             }
             Problem::SeqGap { expected, found } => format!(
@@ -318,7 +339,7 @@ fn sealing_message(problem: &Problem) -> String {
         ),
         Problem::Unsealed => format!(
             "the line does not end with its MAC ({}<64 lowercase hex digits>\"}}): a \
-                 version 2 line is sealed",
+                 line of version 2 or 3 is sealed",
             crate::chain::MAC_FIELD
         ),
         Problem::NotKeyed { version } => format!(
@@ -375,9 +396,8 @@ impl fmt::Display for Finding {
         }
         write!(f, ": {}", self.message())?;
         if let Some((expected, found)) = self.verdicts() {
-            let json = |v: &Verdict| serde_json::to_string(v).unwrap_or_default();
-            write!(f, "\n  expected (kernel): {}", json(expected))?;
-            write!(f, "\n  found (log):       {}", json(found))?;
+            write!(f, "\n  expected (kernel): {expected}")?;
+            write!(f, "\n  found (log):       {found}")?;
         }
         Ok(())
     }

@@ -16,6 +16,7 @@
 //!   prove. With the run's key, the log is refused on line 1; with the anchor, at its end.
 
 use crate::chain::{Anchor, Key};
+use crate::history::History;
 use crate::sample::{self, OPERATOR, STORE};
 use crate::{Accepted, Commit, Header, Verdict, Writer};
 use resumable_kernel::checkpoint::tool_key;
@@ -23,6 +24,7 @@ use resumable_kernel::{
     Decision, Digest, Dispatch, Event, EventKind, Identity, Input, Name, PhaseKind, Resolution,
     SpecId, Time,
 };
+use resumable_kernel::{HistoryEntry, IdempotencyKey, Prior};
 use std::io;
 
 /// A history as its runtime wrote it: the header, the inputs, the keyed log and its anchor.
@@ -67,9 +69,9 @@ impl Forgery {
     }
 }
 
-/// The verdict a kernel without the call log would give a dispatch or a tool result on a run
-/// that is idle, or has that very call in flight.
-fn claimed(identity: &Identity, input: &Input, key: Name) -> Option<Verdict> {
+/// The verdict a kernel that ignored the run's history would give a dispatch or a tool result
+/// on a run that is idle, or has that very call in flight: the call bound, the key spent.
+fn claimed(identity: &Identity, input: &Input, key: IdempotencyKey) -> Option<Verdict> {
     let accepted = |event| Accepted {
         event,
         decision: None,
@@ -79,9 +81,10 @@ fn claimed(identity: &Identity, input: &Input, key: Name) -> Option<Verdict> {
         dispatch: None,
         query: None,
         committed: None,
+        history: None,
     };
     Some(Verdict::Accepted(match input.event {
-        Event::Dispatch { call } => Accepted {
+        Event::Dispatch { call, .. } => Accepted {
             dispatch: Some(Dispatch {
                 call_id: call.call_id,
                 tool: call.tool,
@@ -90,6 +93,7 @@ fn claimed(identity: &Identity, input: &Input, key: Name) -> Option<Verdict> {
                 tool_key: tool_key(identity, &call.key),
                 attempt: 0,
             }),
+            history: Some(HistoryEntry::bound(&call)),
             ..accepted(EventKind::Dispatch)
         },
         Event::ToolResult {
@@ -103,6 +107,7 @@ fn claimed(identity: &Identity, input: &Input, key: Name) -> Option<Verdict> {
                 attempt,
                 result,
             }),
+            history: Some(HistoryEntry::settled(&key)),
             ..accepted(EventKind::ToolResult)
         },
         _ => return None,
@@ -133,9 +138,9 @@ impl Forgery {
 /// Writes the forger's inputs from `from` on: stepped through the kernel, or claimed.
 fn forge_from<W: io::Write>(w: &mut Writer<W>, forgery: &Forgery, from: usize) -> io::Result<()> {
     let mut revision = w.run().revision();
-    let mut key = Name::lit("none");
+    let mut key = IdempotencyKey::lit("none");
     for (i, input) in forgery.inputs.iter().enumerate().skip(from) {
-        if let Event::Dispatch { call } = input.event {
+        if let Event::Dispatch { call, .. } = input.event {
             key = call.key;
         }
         let claim = forgery
@@ -227,6 +232,7 @@ fn forgery(
     let (mut header, mut inputs) = (original.header.clone(), original.inputs.clone());
     edit(&mut header, &mut inputs)
         .ok_or_else(|| io::Error::other(format!("forgery {name}: the sample changed")))?;
+    stating_priors(&header, &mut inputs);
     Ok(Forgery {
         name,
         what,
@@ -236,6 +242,36 @@ fn forgery(
         unkeyed_caught_by,
         claimed: 0,
     })
+}
+
+/// The forger's runtime states, for every call its inputs propose, what its history holds
+/// (every call it bound in the records the kernel accepted): the forgeries lie about what
+/// happened, not about the history index, which the validator checks on its own.
+fn stating_priors(header: &Header, inputs: &mut [Input]) {
+    let Ok(mut run) = resumable_kernel::Run::new(
+        header.run.identity,
+        header.run.policy,
+        header.run.created_at,
+    ) else {
+        return;
+    };
+    let mut history = History::new();
+    for input in inputs.iter_mut() {
+        match &mut input.event {
+            Event::Dispatch { call, prior }
+            | Event::Suspend {
+                wait: resumable_kernel::Wait::Approval { call, prior, .. },
+                ..
+            } => *prior = history.prior(call),
+            _ => {}
+        }
+        if let Ok(t) = resumable_kernel::step(&run, input) {
+            if let Some(entry) = t.effects.history() {
+                history.apply(entry);
+            }
+            run = t.next;
+        }
+    }
 }
 
 /// Every forgery, made from the approval and reconcile samples. In the approval sample,
@@ -266,7 +302,7 @@ pub fn all() -> io::Result<Vec<Forgery>> {
         forgery("approval-erased", "the suspension and its approval erased, and the gated call recorded as dispatched directly", &a, |_, i| {
             let Event::Suspend { wait: resumable_kernel::Wait::Approval { call, .. }, .. } = i.first()?.event else { return None };
             let rest = i.split_off(7);
-            *i = vec![at(Input { at: Time(0), event: Event::Dispatch { call } }, 1)];
+            *i = vec![at(Input { at: Time(0), event: Event::Dispatch { call, prior: Prior::NONE } }, 1)];
             i.extend(rest);
             Some(())
         }, Some(SpecId::Apr1))?,
@@ -298,7 +334,7 @@ pub fn all() -> io::Result<Vec<Forgery>> {
 fn reconcile_forgeries(r: &Original) -> io::Result<Vec<Forgery>> {
     // Call-2, which the operator settles on record 8.
     let notify_call = |i: &[Input]| match i.get(4)?.event {
-        Event::Dispatch { call } => Some(call),
+        Event::Dispatch { call, .. } => Some(call),
         _ => None,
     };
     Ok(vec![
@@ -306,19 +342,19 @@ fn reconcile_forgeries(r: &Original) -> io::Result<Vec<Forgery>> {
             let call = notify_call(i)?;
             let again = resumable_kernel::Call { call_id: Name::lit("call-9"), ..call };
             let done = i.pop()?;
-            i.push(at(done, 9).with_event(Event::Dispatch { call: again }));
+            i.push(at(done, 9).with_event(Event::Dispatch { call: again, prior: Prior::NONE }));
             i.push(at(done, 10).with_event(Event::ToolResult { call_id: again.call_id, attempt: 0, result: call.args }));
             i.push(at(done, 11));
             Some(())
         }, Some(SpecId::Rec4))?),
         claiming(2, forgery("key-recommitted-dedupe", "a call committed, then its key and arguments dispatched again under a new call id on a deduping tool, and recorded as committed twice", r, |_, i| {
             let done = i.pop()?;
-            let call = resumable_kernel::Call { call_id: Name::lit("call-8"), tool: STORE.tool, args: Digest::of(b"{}"), key: Name::lit("idem-8"), contract: STORE.contract };
+            let call = resumable_kernel::Call { call_id: Name::lit("call-8"), tool: STORE.tool, args: Digest::of(b"{}"), key: IdempotencyKey::lit("idem-8"), contract: STORE.contract };
             let again = resumable_kernel::Call { call_id: Name::lit("call-9"), ..call };
             for (t, event) in [
-                (9, Event::Dispatch { call }),
+                (9, Event::Dispatch { call, prior: Prior::NONE }),
                 (10, Event::ToolResult { call_id: call.call_id, attempt: 0, result: call.args }),
-                (11, Event::Dispatch { call: again }),
+                (11, Event::Dispatch { call: again, prior: Prior::NONE }),
                 (12, Event::ToolResult { call_id: again.call_id, attempt: 0, result: call.args }),
             ] {
                 i.push(at(done, t).with_event(event));
@@ -332,7 +368,7 @@ fn reconcile_forgeries(r: &Original) -> io::Result<Vec<Forgery>> {
             resume.decision = Decision::Intervene { by: OPERATOR, resolution: Resolution::Continue };
             let again = resumable_kernel::Call { call_id: Name::lit("call-9"), ..call };
             let done = i.pop()?;
-            i.push(at(done, 9).with_event(Event::Dispatch { call: again }));
+            i.push(at(done, 9).with_event(Event::Dispatch { call: again, prior: Prior::NONE }));
             i.push(at(done, 10).with_event(Event::ToolResult { call_id: again.call_id, attempt: 0, result: call.args }));
             i.push(at(done, 11));
             Some(())

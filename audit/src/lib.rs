@@ -17,8 +17,11 @@
 //! vouches for is still checked against the lifecycle's rules.
 //!
 //! Kernel values (inputs, rejections, dispatches, checkpoints) are written in their own serde
-//! form, so a change of the kernel's vocabulary flows through the format without a new format
-//! version; a checkpoint inside a resume carries its own `schema_version`.
+//! form, so their shape is the kernel's, not the format's: the header names the rules they
+//! were written under (`resumable_kernel::RULES_VERSION`, from format version 3 on). A log of
+//! this validator's rules is judged strictly; a log of older rules is read in the shapes those
+//! rules wrote and judged while this validator's kernel agrees with it, and otherwise reported
+//! not judged ([`Summary::not_judged`]), never called tampered for its age.
 //!
 //! # Example: write a keyed log, then validate it
 //!
@@ -54,39 +57,45 @@
 //! assert!(summary.unproven.is_empty());
 //! ```
 
+use resumable_kernel::IdempotencyKey;
 use resumable_kernel::{
-    DecisionKind, Digest, Dispatch, Effect, EventKind, Identity, Input, Name, PhaseKind, Policy,
-    ReasonKind, Rejection, Revision, Run, Time, ToolContract, Transition,
+    DecisionKind, Digest, Dispatch, Effect, EventKind, HistoryEntry, Identity, Input, Name,
+    PhaseKind, Policy, ReasonKind, Rejection, Revision, Run, Time, ToolContract, Transition,
 };
 use serde::{Deserialize, Serialize};
 
 pub mod chain;
+mod envelope;
 #[cfg(feature = "fixtures")]
 mod examples;
 mod finding;
 #[cfg(feature = "fixtures")]
 pub mod forge;
+mod header;
+pub mod history;
 pub mod json;
 mod properties;
 mod report;
+mod rules;
 #[cfg(feature = "fixtures")]
 pub mod sample;
-mod v1;
+mod summary;
 mod validate;
 mod writer;
 
 pub use chain::{Anchor, ChainKind, Key, KeyError, KeyId};
-pub use finding::{Class, Finding, Problem};
+pub use finding::{Claim, Class, Finding, Older, Problem};
 pub use report::{report_json, report_text};
-pub use validate::{validate, Options, Summary, Unproven, DEFAULT_COMMIT_WINDOW, MAX_LINE_BYTES};
+pub use summary::{NotJudged, Summary, Unjudged, Unproven, NOT_JUDGED_EXIT};
+pub use validate::{validate, Options, DEFAULT_COMMIT_WINDOW, MAX_LINE_BYTES};
 pub use writer::Writer;
 
 /// The value of the header's `format` field.
 pub const FORMAT: &str = "resumable-audit";
-/// The format version this crate writes.
-pub const VERSION: u64 = 2;
+/// The format version this crate writes: 3, the first whose header names its rules.
+pub const VERSION: u64 = 3;
 /// The format versions this crate reads.
-pub const VERSIONS_READ: [u64; 2] = [1, 2];
+pub const VERSIONS_READ: [u64; 3] = [1, 2, 3];
 
 /// The run a log describes: enough to rebuild the run at revision 0.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -120,7 +129,8 @@ pub struct ToolPolicy {
     pub contract: ToolContract,
 }
 
-/// What a version 2 header declares: the run, and the tool policy, if the runtime has one.
+/// What a header declares: the run, and the tool policy, if the runtime has one. (The writer
+/// adds the format, the rules and the chain.)
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Header {
     /// The run.
@@ -130,12 +140,14 @@ pub struct Header {
     pub tools: Option<Vec<ToolPolicy>>,
 }
 
-/// Line 1 of a version 2 log, without its MAC.
+/// Line 1 of a version 2 or 3 log, without its MAC. `rules` is there exactly in version 3.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HeaderLine<'a> {
     format: &'a str,
     version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rules: Option<u16>,
     chain: ChainKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     key_id: Option<KeyId>,
@@ -203,6 +215,9 @@ pub struct Accepted {
     /// The result the transition recorded as committed (REC-4), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub committed: Option<Commit>,
+    /// What the transition added to the run's call history (KEY-1, KEY-2, REC-4), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryEntry>,
 }
 
 /// A result recorded as committed, under the key and attempt the tool saw.
@@ -212,7 +227,7 @@ pub struct Commit {
     /// The call.
     pub call_id: Name,
     /// The idempotency key.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// The key's attempt: with a fencing query, the tool sees key and attempt together.
     pub attempt: u8,
     /// The digest of the result.
@@ -237,6 +252,7 @@ pub fn verdict_of(before: &Run, result: &Result<Transition, Rejection>) -> Verdi
                 dispatch: None,
                 query: None,
                 committed: None,
+                history: None,
             };
             for effect in t.effects.iter() {
                 match effect {
@@ -246,6 +262,7 @@ pub fn verdict_of(before: &Run, result: &Result<Transition, Rejection>) -> Verdi
                         accepted.phase = r.phase;
                         accepted.reason = r.reason;
                     }
+                    Effect::History(h) => accepted.history = Some(*h),
                     Effect::PersistCheckpoint(cp) => accepted.checkpoint = Some(cp.digest),
                     Effect::Dispatch(d) => accepted.dispatch = Some(*d),
                     Effect::Query(d) => accepted.query = Some(*d),

@@ -1,9 +1,12 @@
 //! The whole-log checks on what each record claims: the safety properties (RES-3, APR-1,
-//! REC-4/EFF-1) and the tool policy the header declares. They run before the verdict
+//! REC-4/EFF-1, and the history priors of KEY-1, KEY-2, REC-4) and the tool policy the header declares. They run before the verdict
 //! comparison, so a forged verdict is named by the rule it breaks.
 
+use crate::history::History;
 use crate::{Record, ToolPolicy, Verdict};
-use resumable_kernel::{ApprovalField, Call, Decision, Event, Name, Reason, Run, SpecId, Wait};
+use resumable_kernel::{
+    ApprovalField, Call, Decision, Event, IdempotencyKey, Name, Prior, Reason, Run, SpecId, Wait,
+};
 use std::collections::{HashMap, VecDeque};
 
 /// The recent commits, for REC-4/EFF-1: each key with its attempt (what the tool sees), the
@@ -11,8 +14,8 @@ use std::collections::{HashMap, VecDeque};
 /// call id is not part of the key: the same key committed again under a new call id is a
 /// second commit all the same.
 pub(super) struct CommitWindow {
-    lines: HashMap<(Name, u8), (Name, u64)>,
-    order: VecDeque<(Name, u8)>,
+    lines: HashMap<(IdempotencyKey, u8), (Name, u64)>,
+    order: VecDeque<(IdempotencyKey, u8)>,
     capacity: usize,
     pub(super) exceeded: bool,
 }
@@ -34,11 +37,11 @@ impl CommitWindow {
         self.capacity
     }
 
-    fn first(&self, key: &(Name, u8)) -> Option<(Name, u64)> {
+    fn first(&self, key: &(IdempotencyKey, u8)) -> Option<(Name, u64)> {
         self.lines.get(key).copied()
     }
 
-    pub(super) fn insert(&mut self, key: (Name, u8), call: Name, line: u64) {
+    pub(super) fn insert(&mut self, key: (IdempotencyKey, u8), call: Name, line: u64) {
         if self.order.len() == self.capacity {
             if let Some(old) = self.order.pop_front() {
                 self.lines.remove(&old);
@@ -95,15 +98,81 @@ pub(super) enum Broken {
     Policy(String),
 }
 
-/// The call an input proposes, if it proposes one: the runtime's own words about its tool.
-fn proposed_call(record: &Record) -> Option<&Call> {
+/// The call an input proposes, if it proposes one, with the prior the runtime stated for it:
+/// the runtime's own words about its tool and its history.
+fn proposed_call(record: &Record) -> Option<(&Call, &Prior)> {
     match &record.input.event {
-        Event::Dispatch { call } => Some(call),
+        Event::Dispatch { call, prior } => Some((call, prior)),
         Event::Suspend {
-            wait: Wait::Approval { call, .. },
+            wait: Wait::Approval { call, prior, .. },
             ..
-        } => Some(call),
+        } => Some((call, prior)),
         _ => None,
+    }
+}
+
+/// KEY-2, KEY-1, REC-4 over the whole history: the prior a record states for the call it
+/// proposes is what the log's own earlier records bound and spent. A runtime whose history
+/// index lost a binding (or that claims a fresh key for a spent one) is caught here, on the
+/// line that claims it, whether the kernel accepted the call or not.
+pub(super) fn check_prior(history: &History, record: &Record) -> Result<(), Broken> {
+    let Some((call, claimed)) = proposed_call(record) else {
+        return Ok(());
+    };
+    let known = history.prior(call);
+    if *claimed == known {
+        return Ok(());
+    }
+    let (id, what) = if claimed.call_id_used != known.call_id_used {
+        (
+            SpecId::Key2,
+            format!(
+                "the runtime stated that call id {} was {}used before; the log shows it {}",
+                call.call_id,
+                if claimed.call_id_used { "" } else { "not " },
+                if known.call_id_used {
+                    "bound earlier"
+                } else {
+                    "never bound"
+                }
+            ),
+        )
+    } else if claimed.key.map(|k| k.args) != known.key.map(|k| k.args) {
+        (
+            SpecId::Key1,
+            format!(
+                "the runtime stated key {}'s earlier binding as {}; the log shows {}",
+                call.key,
+                binding(claimed.key.map(|k| k.args)),
+                binding(known.key.map(|k| k.args))
+            ),
+        )
+    } else {
+        (
+            SpecId::Rec4,
+            format!(
+                "the runtime stated key {} as {}spent; the log shows it {}",
+                call.key,
+                if claimed.key.is_some_and(|k| k.committed) {
+                    ""
+                } else {
+                    "not "
+                },
+                if known.key.is_some_and(|k| k.committed) {
+                    "spent by a recorded result"
+                } else {
+                    "not spent"
+                }
+            ),
+        )
+    };
+    Err(Broken::Property(id, what))
+}
+
+fn binding(args: Option<resumable_kernel::Digest>) -> String {
+    match args {
+        Some(d) => format!("arguments {}", &d.to_string()[..8]),
+        None => "none".to_string(),
     }
 }
 
@@ -111,7 +180,7 @@ fn proposed_call(record: &Record) -> Option<&Call> {
 /// a call to a gated tool is never dispatched directly (APR-1: it is dispatched only out of an
 /// approval; a retry after a restart re-dispatches a call already out, not a new one).
 fn check_policy(tools: &ToolTable, record: &Record) -> Result<(), Broken> {
-    let Some(call) = proposed_call(record) else {
+    let Some((call, _)) = proposed_call(record) else {
         return Ok(());
     };
     let policy = tools.check_call(call).map_err(Broken::Policy)?;

@@ -2,7 +2,9 @@
 //! `spec/audit-examples/` (good ones, and tampered ones with the finding each must produce),
 //! and a generator of long logs with a realistic mix of inputs, for benchmarks and tests.
 
+use crate::history::History;
 use crate::{Header, Key, RunHeader, ToolPolicy, Writer};
+use resumable_kernel::Text;
 use resumable_kernel::{
     Approval, Call, Checkpoint, Decision, Digest, Event, Facts, Identity, Input, Name, PendingCall,
     Policy, QueryAnswer, Rejection, Resolution, Resume, Revision, Time, ToolContract, Transition,
@@ -48,6 +50,9 @@ pub fn header(run: Name) -> Header {
 /// exactly the length asked for).
 pub struct Driver<W: Write> {
     log: Writer<W>,
+    /// The run's call history, as the runtime's store would keep it: every prior the
+    /// samples state comes from here.
+    history: History,
     clock: u64,
     calls: u64,
     budget: u64,
@@ -60,6 +65,7 @@ impl<W: Write> Driver<W> {
     pub fn new(out: W, header: &Header, key: Option<&Key>, budget: u64) -> io::Result<Driver<W>> {
         Ok(Driver {
             log: Writer::new(out, header, key)?,
+            history: History::new(),
             clock: header.run.created_at.0,
             calls: 0,
             budget,
@@ -79,7 +85,12 @@ impl<W: Write> Driver<W> {
             event,
         };
         match self.log.step(&input) {
-            Ok(result) => Some(result),
+            Ok(result) => {
+                if let Some(entry) = result.as_ref().ok().and_then(|t| t.effects.history()) {
+                    self.history.apply(entry);
+                }
+                Some(result)
+            }
             Err(e) => {
                 self.error = Some(e);
                 None
@@ -102,6 +113,29 @@ impl<W: Write> Driver<W> {
     /// is spent), which ends the sample's current cycle.
     pub fn refuse(&mut self, event: Event) -> Option<Rejection> {
         self.feed(event)?.err()
+    }
+
+    /// A dispatch of `call`, with what the run's history holds about it.
+    pub fn dispatch(&self, call: Call) -> Event {
+        Event::Dispatch {
+            call,
+            prior: self.history.prior(&call),
+        }
+    }
+
+    /// A suspension for approval of `call`, expiring at `expires_at`, with what the run's
+    /// history holds about it.
+    pub fn suspension(&self, call: Call, expires_at: Time) -> Event {
+        Event::Suspend {
+            wait: Wait::Approval {
+                call,
+                requester: REQUESTER,
+                prior: self.history.prior(&call),
+            },
+            expires_at,
+            responsible: APPROVER,
+            resource_version: 7,
+        }
     }
 
     /// The time of the next input.
@@ -148,7 +182,7 @@ impl<W: Write> Driver<W> {
     /// Suspends for approval of `call`, expiring 50 ticks from now.
     pub fn suspend_for_approval(&mut self, call: Call) -> Option<Checkpoint> {
         let expires_at = self.now().after(50);
-        self.checkpoint(suspend_event(call, expires_at))
+        self.checkpoint(self.suspension(call, expires_at))
     }
 
     /// Resumes from `checkpoint` with `decision`, with facts that agree with it.
@@ -174,11 +208,11 @@ pub fn resume(checkpoint: Checkpoint, decision: Decision) -> Event {
     })
 }
 
-/// A name from generated text. The generator makes only `call-N` and `idem-N` with `N` a
-/// `u64`: at most 25 printable bytes, within a name's 31. Anything else is a bug here, so it
-/// is asserted rather than replaced by a made-up name that would hide it.
-fn name(s: &str) -> Name {
-    match Name::new(s) {
+/// A name or key from generated text. The generator makes only `call-N` and `idem-N` with
+/// `N` a `u64`: at most 25 printable bytes, within every width. Anything else is a bug here,
+/// so it is asserted rather than replaced by a made-up name that would hide it.
+fn name<const N: usize>(s: &str) -> Text<N> {
+    match Text::new(s) {
         Ok(name) => name,
         Err(e) => panic!("the generator made an invalid name {s:?}: {e}"),
     }
@@ -268,7 +302,7 @@ fn approval_script<W: Write>(d: &mut Driver<W>) -> Option<()> {
     let cp = d.suspend_for_approval(call)?;
     // SUS-2: a second suspend while one is pending is refused.
     let again = d.call(&PUBLISH);
-    d.refuse(suspend_event(again, d.now().after(50)))?;
+    d.refuse(d.suspension(again, d.now().after(50)))?;
     // ID-1: a checkpoint of another run, resealed so that only the identity differs.
     let mut other_run = cp;
     other_run.identity.run = Name::lit("run-other");
@@ -339,17 +373,16 @@ pub fn generate<W: Write>(out: W, records: u64, seed: u64, key: Option<&Key>) ->
     let mut d = Driver::new(out, &header(Name::lit("run-generated")), key, records)?;
     let mut rng = SplitMix(seed);
     while !d.full() {
-        // Once the run has bound as many calls as its log holds, it waits and resumes on
-        // callbacks and resources, and strays keep arriving: no new call can be made.
-        let calls = d.log.run().calls().len() < resumable_kernel::CALL_LOG_CAPACITY;
-        match (calls, rng.next() % 100) {
-            (true, 0..=29) => plain(&mut d),
-            (true, 30..=49) => approve(&mut d, rng.next()),
-            (true, 50..=61) => reconcile_committed(&mut d),
-            (true, 62..=71) => reconcile_retry(&mut d, rng.next().is_multiple_of(2)),
-            (true, 72..=76) => reconcile_unknown(&mut d),
-            (_, 0..=54) => callback(&mut d, rng.next()),
-            (_, 55..=94) => resource(&mut d),
+        // The run's history lives beside it (in the driver's store), so a run makes any
+        // number of calls.
+        match rng.next() % 100 {
+            0..=29 => plain(&mut d),
+            30..=49 => approve(&mut d, rng.next()),
+            50..=61 => reconcile_committed(&mut d),
+            62..=71 => reconcile_retry(&mut d, rng.next().is_multiple_of(2)),
+            72..=76 => reconcile_unknown(&mut d),
+            77..=88 => callback(&mut d, rng.next()),
+            89..=97 => resource(&mut d),
             _ => stray(&mut d),
         };
     }
@@ -377,25 +410,13 @@ fn result_of(call: &Call, attempt: u8) -> Event {
     }
 }
 
-fn suspend_event(call: Call, expires_at: Time) -> Event {
-    Event::Suspend {
-        wait: Wait::Approval {
-            call,
-            requester: REQUESTER,
-        },
-        expires_at,
-        responsible: APPROVER,
-        resource_version: 7,
-    }
-}
-
 // Each cycle below returns `None` as soon as an input is not answered as the script expects
 // (or the budget is spent); the generator then starts the next cycle. Its tests check that
 // the generated mix is what the weights say, so a drifting script does not go unseen.
 
 fn plain<W: Write>(d: &mut Driver<W>) -> Option<()> {
     let call = d.call(&STORE);
-    d.accept(Event::Dispatch { call })?;
+    d.accept(d.dispatch(call))?;
     d.accept(result_of(&call, 0))?;
     Some(())
 }
@@ -413,7 +434,7 @@ fn approve<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
     if dice.is_multiple_of(5) {
         // A second suspend while this one is pending (SUS-2).
         let again = d.call(&PUBLISH);
-        d.refuse(suspend_event(again, d.now().after(50)))?;
+        d.refuse(d.suspension(again, d.now().after(50)))?;
     }
     let decision = Decision::Approve(approval(&cp, &call, APPROVER));
     d.accept(resume(cp, decision))?;
@@ -427,7 +448,7 @@ fn approve<W: Write>(d: &mut Driver<W>, dice: u64) -> Option<()> {
 
 fn reconcile_committed<W: Write>(d: &mut Driver<W>) -> Option<()> {
     let call = d.call(&NOTIFY);
-    d.accept(Event::Dispatch { call })?;
+    d.accept(d.dispatch(call))?;
     let cp = d.checkpoint(Event::Recover)?;
     let answer = QueryAnswer::Committed { result: call.args };
     d.accept(resume(cp, Decision::Reconcile(answer)))?;
@@ -436,7 +457,7 @@ fn reconcile_committed<W: Write>(d: &mut Driver<W>) -> Option<()> {
 
 fn reconcile_retry<W: Write>(d: &mut Driver<W>, fences: bool) -> Option<()> {
     let call = d.call(if fences { &CHARGE } else { &STORE });
-    d.accept(Event::Dispatch { call })?;
+    d.accept(d.dispatch(call))?;
     let cp = d.checkpoint(Event::Recover)?;
     d.accept(resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)))?;
     // A fencing query killed the old key: the retry is attempt 1. A deduping tool keeps it.
@@ -446,7 +467,7 @@ fn reconcile_retry<W: Write>(d: &mut Driver<W>, fences: bool) -> Option<()> {
 
 fn reconcile_unknown<W: Write>(d: &mut Driver<W>) -> Option<()> {
     let call = d.call(&NOTIFY);
-    d.accept(Event::Dispatch { call })?;
+    d.accept(d.dispatch(call))?;
     let cp = d.checkpoint(Event::Recover)?;
     let t = d.accept(resume(cp, Decision::Reconcile(QueryAnswer::Unknown)))?;
     let cp = t.effects.checkpoint().copied()?;

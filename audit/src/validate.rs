@@ -1,24 +1,45 @@
 //! The streaming validator: reads a log line by line and stops at the first finding.
 //!
+//! # Judged, and not judged
+//!
+//! A log of this validator's rules (`resumable_kernel::RULES_VERSION`) is judged strictly: a
+//! verdict that is not the kernel's is a divergence. A log of other rules, or a format 1 log,
+//! which names none, is read in the shapes of its rules (`rules.rs`) and judged while the
+//! kernel agrees with it; where it does not, or where a record is in no shape read for its
+//! rules, the judging stops and the summary says from which line and why (`not_judged`),
+//! since a change of rules and a forgery look alike to a kernel of other rules. A log of rules
+//! whose shapes are not read is not judged at all. In every case the envelope of every record
+//! (the chain, `seq`, the revision its verdict implies) and the anchor are checked to the end:
+//! what the format proves, it proves under any rules.
+//!
 //! # What "constant memory" means here
 //!
 //! The validator holds, whatever the log's length: one line buffer of at most
 //! [`Options::max_line_bytes`] bytes (reused), the kernel's `Run` rebuilt so far (fixed-size),
 //! the chain's last MAC, counters, the header's tool policy, and the window of recent commits
-//! for REC-4/EFF-1, at most [`Options::commit_window`] entries. Nothing else grows with the
-//! log. The window is the one honest compromise: an exact "each key committed at most once
+//! for REC-4/EFF-1, at most [`Options::commit_window`] entries, and the run's call history
+//! (one fingerprint per call id and one per key the run bound, to check the prior every
+//! record states: that grows with the run's calls, as the runtime's own index does, never
+//! with refused inputs, waits or the log's bytes). Nothing else grows with the log. The window is the one honest compromise: an exact "each key committed at most once
 //! over the whole log" needs memory proportional to the number of commits, so the check is
 //! exact over any `commit_window` consecutive commits, and the summary says when a log had
 //! more commits than that (`commit_window_exceeded`), so a reader knows that reuses farther
 //! apart went unchecked.
 
-use crate::chain::{split_sealed, Anchor, Chain, ChainKind, Key, KeyId};
-use crate::finding::{at, Finding, Problem};
+use crate::chain::{split_sealed, Anchor, Chain, ChainKind, Key, SEAL_LEN};
+use crate::envelope::{Envelope, Tag};
+use crate::finding::{at, Claim, Finding, Problem};
+use crate::header::{self, Judging};
+use crate::history::History;
 use crate::json::{self, LineRead};
 use crate::properties::{self, Broken, CommitWindow, ToolTable};
-use crate::{v1, verdict_of, HeaderLine, Record, RunHeader, Verdict, FORMAT, VERSIONS_READ};
-use resumable_kernel::{step, Digest, Identity, PhaseKind, Revision, Run};
-use serde::{Deserialize, Serialize};
+use crate::rules::{self, Dialect, Dialects, Read};
+use crate::summary::{NotJudged, Summary, Unjudged, Unproven};
+use crate::{verdict_of, Record, Verdict};
+use resumable_kernel::{
+    step, Digest, Event, Input, Rejection, Revision, Run, Transition, Wait, RULES_VERSION,
+};
+use serde::Deserialize;
 use std::io::BufRead;
 
 /// The longest line read, in bytes, without its newline. Every field of a record has a fixed
@@ -56,132 +77,39 @@ impl Default for Options {
     }
 }
 
-/// Something a conforming log was not shown to be, for want of a key, an anchor or a policy.
-/// In JSON: `{"unproven": "unkeyed", "message": "..."}`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unproven {
-    /// The log is not sealed with a key (version 1, or a `sha256` chain).
-    Unkeyed,
-    /// The log is sealed with a key, but none was given: its MACs were not checked.
-    KeyNotGiven,
-    /// No anchor was given.
-    NoAnchor,
-    /// The header declares no tool policy (version 1, or no `tools`).
-    NoToolPolicy,
-}
-
-impl Serialize for Unproven {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Unproven", 2)?;
-        st.serialize_field("unproven", self.code())?;
-        st.serialize_field("message", self.message())?;
-        st.end()
-    }
-}
-
-impl Unproven {
-    /// The stable snake_case name.
-    pub fn code(self) -> &'static str {
-        match self {
-            Unproven::Unkeyed => "unkeyed",
-            Unproven::KeyNotGiven => "key_not_given",
-            Unproven::NoAnchor => "no_anchor",
-            Unproven::NoToolPolicy => "no_tool_policy",
-        }
-    }
-
-    /// What the validation could not prove, in a sentence.
-    pub fn message(self) -> &'static str {
-        match self {
-            Unproven::Unkeyed => {
-                "the log is unkeyed: anyone can rewrite it and recompute its chain, so it \
-                 cannot prove that no record was dropped, reordered, duplicated or edited (a \
-                 refused attempt erased, a digest or a party changed, a resolution rewritten) \
-                 as long as the kernel accepts the result, nor that the header's operator and \
-                 policy are the runtime's; a keyed log with --key-file can"
-            }
-            Unproven::KeyNotGiven => {
-                "the log is keyed, but no key was given: its MACs were not checked, so it \
-                 proves no more than an unkeyed log, and an anchor can only check its record \
-                 count (give --key-file)"
-            }
-            Unproven::NoAnchor => {
-                "no anchor was given: a log cut at a line boundary cannot be told from a \
-                 complete one, and without a key neither can an edited last line (give \
-                 --anchor)"
-            }
-            Unproven::NoToolPolicy => {
-                "the header declares no tool policy: a gated call dispatched without an \
-                 approval, or a call under another contract than its tool's, cannot be told"
-            }
-        }
-    }
-}
-
-/// What a conforming log contained, and what the validation could not prove.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Summary {
-    /// The run the log describes.
-    pub identity: Identity,
-    /// The log's format version.
-    pub version: u64,
-    /// How the lines are chained: `hmac-sha256`, `sha256`, or `prev-sha256` (version 1).
-    pub chain: &'static str,
-    /// The id of the key that sealed the log, when it is keyed.
-    pub key_id: Option<KeyId>,
-    /// Whether every line's MAC was verified under the key given.
-    pub authenticated: bool,
-    /// Whether the log ended exactly at the anchor given: its record count and its last MAC
-    /// (not set for a keyed log read without its key, whose MACs were not checked).
-    pub anchored: bool,
-    /// Records read (the header not counted).
-    pub records: u64,
-    /// Records of accepted inputs.
-    pub accepted: u64,
-    /// Records of refused inputs.
-    pub rejected: u64,
-    /// The run's revision after the last record.
-    pub revision: Revision,
-    /// The run's phase after the last record.
-    pub phase: PhaseKind,
-    /// Calls dispatched (first dispatches and retries).
-    pub dispatches: u64,
-    /// Results recorded as committed.
-    pub commits: u64,
-    /// How many recent commits the REC-4/EFF-1 check remembered.
-    pub commit_window: u64,
-    /// Whether the log had more commits than the window, so that a key reused farther apart
-    /// than the window would not have been seen.
-    pub commit_window_exceeded: bool,
-    /// What the validation could not prove, for want of a key, an anchor or a policy.
-    pub unproven: Vec<Unproven>,
-}
-
 /// Parses one line as `T`, after refusing a repeated key; names the line and column of the
 /// first error.
-pub(super) fn parse<'a, T: Deserialize<'a>>(text: &'a str, line: u64) -> Result<T, Finding> {
+pub(crate) fn parse<'a, T: Deserialize<'a>>(text: &'a str, line: u64) -> Result<T, Finding> {
     if let Some(d) = json::duplicate_key(text) {
         let column = Some(d.offset as u64 + 1);
         return Err(at(line, column, Problem::DuplicateKey { key: d.key }));
     }
     serde_json::from_str(text).map_err(|e| {
-        use serde_json::error::Category;
-        let category = match e.classify() {
-            Category::Io => "io",
-            Category::Syntax => "syntax",
-            Category::Data => "data",
-            Category::Eof => "eof",
-        };
-        // serde_json appends " at line L column C"; the position is reported separately.
-        let full = e.to_string();
-        let message = match full.rfind(" at line ") {
-            Some(i) => full[..i].to_string(),
-            None => full,
-        };
-        let problem = Problem::Json { category, message };
-        at(line, Some(e.column() as u64), problem)
+        let (category, message) = json_error(&e);
+        at(
+            line,
+            Some(e.column() as u64),
+            Problem::Json { category, message },
+        )
     })
+}
+
+/// serde_json's error as a category and a message without its position (reported apart).
+fn json_error(e: &serde_json::Error) -> (&'static str, String) {
+    use serde_json::error::Category;
+    let category = match e.classify() {
+        Category::Io => "io",
+        Category::Syntax => "syntax",
+        Category::Data => "data",
+        Category::Eof => "eof",
+    };
+    // serde_json appends " at line L column C"; the position is reported separately.
+    let full = e.to_string();
+    let message = match full.rfind(" at line ") {
+        Some(i) => full[..i].to_string(),
+        None => full,
+    };
+    (category, message)
 }
 
 /// Reads lines with a hard length limit, reusing one buffer.
@@ -226,23 +154,23 @@ impl<R: BufRead> Lines<R> {
 }
 
 /// How the log's lines are chained, and where the chain stands.
-enum Sealing {
-    /// Version 1: `prev` is the SHA-256 of the previous line.
+pub(crate) enum Sealing {
+    /// Format 1: `prev` is the SHA-256 of the previous line.
     V1 { prev: Digest },
-    /// Version 2: each line ends with its MAC. `verify` is false for a keyed log read without
-    /// its key: the MACs are then taken as written, to follow the chain to the anchor.
-    V2 { chain: Chain, verify: bool },
+    /// Formats 2 and 3: each line ends with its MAC. `verify` is false for a keyed log read
+    /// without its key: the MACs are then taken as written, to follow the chain to the anchor.
+    Sealed { chain: Chain, verify: bool },
 }
 
-/// Reads a sealed version 2 line: its MAC must be in place and, when `verify`, be the chain's.
-fn unseal<'a>(
+/// Reads a sealed line: its MAC must be in place and, when `verify`, be the chain's.
+pub(crate) fn unseal<'a>(
     text: &'a str,
     line: u64,
     chain: &mut Chain,
     verify: bool,
 ) -> Result<&'a str, Finding> {
     let Some((body, mac)) = split_sealed(text) else {
-        let column = Some(text.len().saturating_sub(crate::chain::SEAL_LEN) as u64 + 1);
+        let column = Some(text.len().saturating_sub(SEAL_LEN) as u64 + 1);
         return Err(at(line, column, Problem::Unsealed));
     };
     let expected = chain.mac(body.as_bytes());
@@ -263,197 +191,314 @@ fn mac_mismatch(chain: ChainKind, expected: Digest, found: Digest) -> Problem {
     }
 }
 
+/// How the records are judged now.
+enum Mode {
+    /// Strictly, on the run rebuilt so far.
+    Strict(Run),
+    /// Leniently, on the run rebuilt so far, in one of the dialects the log may be in.
+    Lenient(Run, Dialects),
+    /// Not (any more): the envelope alone is checked.
+    Stopped,
+}
+
+/// What the envelope of a record says: its number, its revision, and what it claims.
+#[derive(Clone, Copy)]
+struct Head {
+    seq: u64,
+    revision: Revision,
+    accepted: bool,
+}
+
 /// The validation under way.
 struct Validator {
-    run: Run,
+    mode: Mode,
     sealing: Sealing,
     tools: Option<ToolTable>,
     commits: CommitWindow,
+    /// The run's call history so far, built from the kernel's answers: every prior a record
+    /// states is checked against it, and a record of older rules, which stated none, is
+    /// judged with the prior it holds.
+    history: History,
     summary: Summary,
+    /// Whether a record was judged in another dialect than this validator's own.
+    lenient: bool,
 }
 
-/// Reads the header: format and version first, so an unknown version is named as such rather
-/// than as whatever shape a future version has; then the version's header, strictly.
-fn read_header(text: &str, options: &Options) -> Result<Validator, Finding> {
-    #[derive(Deserialize)]
-    struct Probe {
-        format: String,
-        version: u64,
-    }
-    let probe: Probe = parse(text, 1)?;
-    if probe.format != FORMAT {
-        let format = probe.format;
-        return Err(at(1, None, Problem::NotAnAuditLog { format }));
-    }
-    let (run, sealing, tools, key_id) = match probe.version {
-        1 => {
-            let prev = Digest::of(text.as_bytes());
-            (v1::read_header(text, 1)?, Sealing::V1 { prev }, None, None)
-        }
-        2 => header_v2(text, options)?,
-        found => {
-            let supported = VERSIONS_READ;
-            return Err(at(1, None, Problem::UnknownVersion { found, supported }));
-        }
-    };
-    if options.key.is_some() && key_id.is_none() {
-        let version = probe.version;
-        return Err(at(1, None, Problem::NotKeyed { version }));
-    }
-    // A header read from JSON holds a valid policy (its deserialiser checks it); should a
-    // hand-built one not, the header is refused like any other bad value.
-    let start = run.run().map_err(|e| {
-        let (category, message) = ("data", e.to_string());
-        at(1, None, Problem::Json { category, message })
-    })?;
-    Ok(Validator::new(
-        run,
-        start,
-        sealing,
-        tools,
-        key_id,
-        probe.version,
-        options,
-    ))
+/// A format 2 or 3 record line as written, in this validator's shapes: the record and its
+/// MAC (which [`unseal`] checks is in its place, last).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(
+    dead_code,
+    reason = "the MAC is read from its place by `unseal`; here it is only allowed"
+)]
+struct SealedRecord {
+    seq: u64,
+    revision: Revision,
+    input: Input,
+    verdict: Verdict,
+    mac: Digest,
 }
 
-type HeaderParts = (RunHeader, Sealing, Option<ToolTable>, Option<KeyId>);
+/// The input of a record, read in this validator's shapes (the rules of every dialect read
+/// write inputs alike but for the prior; a checkpoint of an older schema is migrated in
+/// `rules::input_in`).
+#[derive(Deserialize)]
+struct InputOnly {
+    input: serde_json::Value,
+}
 
-fn header_v2(text: &str, options: &Options) -> Result<HeaderParts, Finding> {
-    let Some((body, _)) = split_sealed(text) else {
-        let column = Some(text.len().saturating_sub(crate::chain::SEAL_LEN) as u64 + 1);
-        return Err(at(1, column, Problem::Unsealed));
+/// A record's input as rules of any dialect wrote it. Rules 3 and earlier kept the run's call
+/// history in the run and stated no prior with a call: the prior is the one `history` holds,
+/// which is what the kernel of those rules checked the call against.
+fn input_of(text: &str, history: &History) -> Result<Input, serde_json::Error> {
+    let mut value = serde_json::from_str::<InputOnly>(text)?.input;
+    let holder = match value.get("kind").and_then(serde_json::Value::as_str) {
+        Some("dispatch") => value.as_object_mut(),
+        Some("suspend") => value
+            .get_mut("wait")
+            .filter(|w| w.get("wait").and_then(serde_json::Value::as_str) == Some("approval"))
+            .and_then(serde_json::Value::as_object_mut),
+        _ => None,
     };
-    // Read the header without its MAC, with the struct the writer writes.
-    let object = format!("{body}}}");
-    let head: HeaderLine = parse(&object, 1)?;
-    if (head.chain == ChainKind::HmacSha256) != head.key_id.is_some() {
-        let message = "a header names a key_id exactly when its chain is hmac-sha256".into();
-        let category = "data";
-        return Err(at(1, None, Problem::Json { category, message }));
+    let stated = match holder {
+        Some(holder) if !holder.contains_key("prior") => {
+            let none = serde_json::json!({"call_id_used": false, "key": null});
+            holder.insert("prior".to_string(), none);
+            false
+        }
+        _ => true,
+    };
+    let mut input: Input = serde_json::from_value(value)?;
+    if !stated {
+        if let Event::Dispatch { call, prior }
+        | Event::Suspend {
+            wait: Wait::Approval { call, prior, .. },
+            ..
+        } = &mut input.event
+        {
+            *prior = history.prior(call);
+        }
     }
-    let verify = match (&options.key, head.key_id) {
-        (Some(key), Some(found)) if key.id() != found => {
-            let expected = key.id();
-            return Err(at(1, None, Problem::KeyMismatch { expected, found }));
-        }
-        (Some(_), Some(_)) | (None, None) => true,
-        (_, _) => false,
-    };
-    let mut chain = Chain::new(options.key.as_ref().filter(|_| head.key_id.is_some()));
-    unseal(text, 1, &mut chain, verify)?;
-    let tools = match &head.tools {
-        Some(list) => {
-            Some(ToolTable::new(list).map_err(|what| at(1, None, Problem::Policy { what }))?)
-        }
-        None => None,
-    };
-    Ok((head.run, Sealing::V2 { chain, verify }, tools, head.key_id))
+    Ok(input)
 }
 
 impl Validator {
-    fn new(
-        header: RunHeader,
-        run: Run,
-        sealing: Sealing,
-        tools: Option<ToolTable>,
-        key_id: Option<KeyId>,
-        version: u64,
-        options: &Options,
-    ) -> Validator {
+    fn new(start: header::Start, options: &Options) -> Result<Validator, Finding> {
+        // A header read from JSON holds a valid policy (its deserialiser checks it); should a
+        // hand-built one not, the header is refused like any other bad value.
+        let run = |h: Option<crate::RunHeader>| match h {
+            Some(h) => h.run().map(Some).map_err(|e| {
+                let (category, message) = ("data", e.to_string());
+                at(1, None, Problem::Json { category, message })
+            }),
+            None => Ok(None),
+        };
+        let (mode, not_judged) = match (start.judging, run(start.run)?) {
+            (Judging::Strict, Some(r)) => (Mode::Strict(r), None),
+            (Judging::Lenient(d), Some(r)) => (Mode::Lenient(r, d), None),
+            (_, _) => {
+                let line = 1;
+                let reason = Unjudged::Rules;
+                let rules = start.rules;
+                (
+                    Mode::Stopped,
+                    Some(NotJudged {
+                        line,
+                        rules,
+                        reason,
+                    }),
+                )
+            }
+        };
         let commits = CommitWindow::new(options.commit_window);
-        let chain = match (&sealing, key_id) {
+        let chain = match (&start.sealing, start.key_id) {
             (Sealing::V1 { .. }, _) => "prev-sha256",
-            (Sealing::V2 { .. }, Some(_)) => ChainKind::HmacSha256.name(),
-            (Sealing::V2 { .. }, None) => ChainKind::Sha256.name(),
+            (Sealing::Sealed { .. }, Some(_)) => ChainKind::HmacSha256.name(),
+            (Sealing::Sealed { .. }, None) => ChainKind::Sha256.name(),
         };
         let summary = Summary {
-            identity: header.identity,
-            version,
+            identity: start.run.map(|h| h.identity),
+            version: start.version,
+            rules: start.rules,
+            validator_rules: RULES_VERSION,
             chain,
-            key_id,
+            key_id: start.key_id,
             authenticated: false,
             anchored: false,
             records: 0,
             accepted: 0,
             rejected: 0,
-            revision: run.revision(),
-            phase: run.phase().kind(),
+            judged: 0,
+            not_judged,
+            revision: Revision(0),
+            phase: None,
             dispatches: 0,
             commits: 0,
             commit_window: commits.capacity() as u64,
             commit_window_exceeded: false,
             unproven: Vec::new(),
         };
-        Validator {
-            run,
-            sealing,
-            tools,
+        Ok(Validator {
+            mode,
+            sealing: start.sealing,
+            tools: start.tools,
             commits,
+            history: History::new(),
             summary,
-        }
+            lenient: false,
+        })
     }
 
-    /// Reads one record line, in its version's form, and checks its place in the chain.
-    fn read(&mut self, text: &str, line: u64) -> Result<Record, Finding> {
-        let seq = self.summary.records + 1;
+    /// Checks one record line: its envelope, then, as the mode says, its verdict.
+    fn record(&mut self, text: &str, line: u64) -> Result<(), Finding> {
+        let (head, record) = self.read(text, line)?;
+        self.envelope(head, line)?;
+        match record {
+            Some(record) => self.strict(&record, line)?,
+            None => self.judge(text, line, head)?,
+        }
+        self.summary.records = head.seq;
+        self.summary.revision = head.revision;
+        if head.accepted {
+            self.summary.accepted += 1;
+        } else {
+            self.summary.rejected += 1;
+        }
+        Ok(())
+    }
+
+    /// Reads a record line's envelope and checks its place in the chain. A sealed line judged
+    /// strictly is read whole at once, in this validator's shapes (the common case, one parse).
+    fn read(&mut self, text: &str, line: u64) -> Result<(Head, Option<Record>), Finding> {
+        if let (Mode::Strict(_), Sealing::Sealed { chain, verify }) =
+            (&self.mode, &mut self.sealing)
+        {
+            let r: SealedRecord = parse(text, line)?;
+            unseal(text, line, chain, *verify)?;
+            let accepted = matches!(r.verdict, Verdict::Accepted(_));
+            let head = Head {
+                seq: r.seq,
+                revision: r.revision,
+                accepted,
+            };
+            let record = Record {
+                seq: r.seq,
+                revision: r.revision,
+                input: r.input,
+                verdict: r.verdict,
+            };
+            return Ok((head, Some(record)));
+        }
+        let e: Envelope = parse(text, line)?;
+        let field = |message: &str| {
+            let (category, message) = ("data", message.to_string());
+            at(line, None, Problem::Json { category, message })
+        };
         match &mut self.sealing {
             Sealing::V1 { prev } => {
-                let record = v1::read_record(text, line, seq, *prev)?;
-                *prev = Digest::of(text.as_bytes());
-                Ok(record)
-            }
-            Sealing::V2 { chain, verify } => {
-                let sealed: SealedRecord = parse(text, line)?;
-                unseal(text, line, chain, *verify)?;
-                let record = Record {
-                    seq: sealed.seq,
-                    revision: sealed.revision,
-                    input: sealed.input,
-                    verdict: sealed.verdict,
-                };
-                if record.seq != seq {
-                    let gap = Problem::SeqGap {
-                        expected: seq,
-                        found: record.seq,
-                    };
-                    return Err(at(line, None, gap));
+                if e.mac.is_some() {
+                    return Err(field("unknown field `mac`: a format 1 record has `prev`"));
                 }
-                Ok(record)
+                let Some(found) = e.prev else {
+                    return Err(field("missing field `prev`"));
+                };
+                if found != *prev {
+                    let broken = Problem::ChainBroken {
+                        expected: *prev,
+                        found,
+                    };
+                    return Err(at(line, None, broken));
+                }
+                *prev = Digest::of(text.as_bytes());
+            }
+            Sealing::Sealed { chain, verify } => {
+                if e.prev.is_some() {
+                    return Err(field("unknown field `prev`: a sealed record has `mac`"));
+                }
+                unseal(text, line, chain, *verify)?;
             }
         }
+        let accepted = matches!(e.verdict, Tag::Accepted(_));
+        let head = Head {
+            seq: e.seq,
+            revision: e.revision,
+            accepted,
+        };
+        if !matches!(self.mode, Mode::Strict(_)) {
+            return Ok((head, None));
+        }
+        // Judged strictly but not sealed (a format 1 log of this validator's rules): the
+        // record in this validator's shapes, read a second time.
+        #[derive(Deserialize)]
+        struct Body {
+            input: Input,
+            verdict: Verdict,
+        }
+        let body: Body = parse(text, line)?;
+        let record = Record {
+            seq: head.seq,
+            revision: head.revision,
+            input: body.input,
+            verdict: body.verdict,
+        };
+        Ok((head, Some(record)))
     }
 
-    /// Checks a record against the run and the kernel, and moves the run on.
-    fn check(&mut self, record: &Record, line: u64) -> Result<(), Finding> {
-        let implied = match record.verdict {
-            // At the last revision the kernel refuses (RevisionExhausted): the verdict
-            // comparison below names that, so the revision check does not.
-            Verdict::Accepted(_) => self.run.revision().next().unwrap_or(record.revision),
-            Verdict::Rejected(_) => self.run.revision(),
-        };
-        if record.revision != implied {
-            let gap = Problem::RevisionGap {
-                expected: implied,
-                found: record.revision,
+    /// What the format says of every record under any rules: `seq` follows, and the revision
+    /// follows from what the verdict claims (REV-1, REJ-2).
+    fn envelope(&self, head: Head, line: u64) -> Result<(), Finding> {
+        let seq = self.summary.records + 1;
+        if head.seq != seq {
+            let gap = Problem::SeqGap {
+                expected: seq,
+                found: head.seq,
             };
             return Err(at(line, None, gap));
         }
-        let result = step(&self.run, &record.input);
-        let expected = verdict_of(&self.run, &result);
-        let tools = self.tools.as_ref();
-        if let Err(broken) = properties::check(&self.run, record, &expected, &self.commits, tools) {
-            let problem = match broken {
-                Broken::Policy(what) => Problem::Policy { what },
-                Broken::Property(id, what) => Problem::Property {
-                    id,
-                    what,
-                    expected: Box::new(expected),
-                    found: Box::new(record.verdict),
-                },
+        let before = self.summary.revision;
+        let implied = if head.accepted {
+            // At the last revision the kernel refuses (RevisionExhausted): the verdict
+            // comparison names that, so the revision check does not.
+            before.next().unwrap_or(head.revision)
+        } else {
+            before
+        };
+        if head.revision != implied {
+            let gap = Problem::RevisionGap {
+                expected: implied,
+                found: head.revision,
+            };
+            return Err(at(line, None, gap));
+        }
+        Ok(())
+    }
+
+    /// A record of this validator's rules: the properties, then the kernel's verdict; any
+    /// disagreement is a divergence.
+    fn strict(&mut self, record: &Record, line: u64) -> Result<(), Finding> {
+        let Mode::Strict(run) = &self.mode else {
+            return Ok(());
+        };
+        let run = *run;
+        let result = step(&run, &record.input);
+        let expected = verdict_of(&run, &result);
+        if let Err(Broken::Property(id, what)) = properties::check_prior(&self.history, record) {
+            let problem = Problem::Property {
+                id,
+                what,
+                expected: Box::new(expected),
+                found: Box::new(Claim::Verdict(record.verdict)),
             };
             return Err(at(line, None, problem));
         }
+        self.properties(
+            &run,
+            record,
+            &expected,
+            Claim::Verdict(record.verdict),
+            line,
+        )?;
         if record.verdict != expected {
             let problem = Problem::VerdictDiverges {
                 expected: Box::new(expected),
@@ -461,19 +506,130 @@ impl Validator {
             };
             return Err(at(line, None, problem));
         }
-        self.summary.records = record.seq;
-        match (&expected, result) {
-            (Verdict::Accepted(a), Ok(t)) => {
-                self.summary.accepted += 1;
-                self.summary.dispatches += u64::from(a.dispatch.is_some());
-                if let Some(c) = &a.committed {
-                    self.summary.commits += 1;
-                    self.commits.insert((c.key, c.attempt), c.call_id, line);
-                }
-                self.run = t.next;
+        self.agreed(&expected, result, line);
+        Ok(())
+    }
+
+    /// The tool policy and the safety properties on what `record` claims, on `run` before it.
+    fn properties(
+        &self,
+        run: &Run,
+        record: &Record,
+        expected: &Verdict,
+        found: Claim,
+        line: u64,
+    ) -> Result<(), Finding> {
+        let tools = self.tools.as_ref();
+        let Err(broken) = properties::check(run, record, expected, &self.commits, tools) else {
+            return Ok(());
+        };
+        let problem = match broken {
+            Broken::Policy(what) => Problem::Policy { what },
+            Broken::Property(id, what) => Problem::Property {
+                id,
+                what,
+                expected: Box::new(*expected),
+                found: Box::new(found),
+            },
+        };
+        Err(at(line, None, problem))
+    }
+
+    /// A judged record agreed with the kernel: count it and move the run on.
+    fn agreed(&mut self, expected: &Verdict, result: Result<Transition, Rejection>, line: u64) {
+        self.summary.judged += 1;
+        if let (Verdict::Accepted(a), Ok(t)) = (expected, result) {
+            if let Some(entry) = t.effects.history() {
+                self.history.apply(entry);
             }
-            _ => self.summary.rejected += 1,
+            self.summary.dispatches += u64::from(a.dispatch.is_some());
+            if let Some(c) = &a.committed {
+                self.summary.commits += 1;
+                self.commits.insert((c.key, c.attempt), c.call_id, line);
+            }
+            match &mut self.mode {
+                Mode::Strict(run) | Mode::Lenient(run, _) => *run = t.next,
+                Mode::Stopped => {}
+            }
         }
+    }
+
+    /// A record of other (or unnamed) rules: read in each dialect the log may be in, judged by
+    /// the kernel while it agrees; otherwise the judging stops here (not a finding). A
+    /// property broken by what the record claims is a divergence under any rules.
+    fn judge(&mut self, text: &str, line: u64, head: Head) -> Result<(), Finding> {
+        let Mode::Lenient(run, dialects) = &self.mode else {
+            return Ok(());
+        };
+        let (run, dialects) = (*run, *dialects);
+        let input = match input_of(text, &self.history) {
+            Ok(i) => i,
+            Err(e) => return self.stop(line, shape(&e)),
+        };
+        // The record read in each dialect it may be in, with the kernel's answer to its input
+        // as those rules wrote it.
+        let mut judged = Vec::with_capacity(2);
+        let mut unread = None;
+        for dialect in dialects.each() {
+            match rules::read_verdict(text, dialect) {
+                Ok(read) => {
+                    let result = step(&run, &rules::input_in(dialect, &run, &input));
+                    let expected = verdict_of(&run, &result);
+                    judged.push((dialect, read, expected, result));
+                }
+                Err(e) => unread = unread.or(Some(e)),
+            }
+        }
+        let Some(&(first_dialect, first, first_expected, first_result)) = judged.first() else {
+            let reason = unread.map_or_else(
+                || Unjudged::Shape {
+                    message: "no shape is read for the log's rules".into(),
+                },
+                |e| shape(&e),
+            );
+            return self.stop(line, reason);
+        };
+        let record = Record {
+            seq: head.seq,
+            revision: head.revision,
+            input,
+            verdict: rules::as_current(&first, run.identity()),
+        };
+        self.properties(&run, &record, &first_expected, first.claim(), line)?;
+        let agreeing: Vec<_> = judged
+            .iter()
+            .filter(|(d, read, expected, result)| {
+                rules::expected_in(*d, expected, result) == Some(*read)
+            })
+            .collect();
+        let Some(&&(_, _, expected, result)) = agreeing.first() else {
+            let expected = rules::expected_in(first_dialect, &first_expected, &first_result)
+                .map_or_else(
+                    || "(an answer the log's rules cannot write)".into(),
+                    Read::to_json,
+                );
+            let found = first.to_json();
+            return self.stop(line, Unjudged::Answer { expected, found });
+        };
+        let kept: Vec<Dialect> = agreeing.iter().map(|(d, _, _, _)| *d).collect();
+        if let Mode::Lenient(_, d) = &mut self.mode {
+            *d = dialects.only(&kept);
+        }
+        self.lenient |= kept != [Dialect::Current];
+        self.agreed(&expected, result, line);
+        Ok(())
+    }
+
+    /// Stops the judging at `line`: from here on, the envelope alone is checked.
+    fn stop(&mut self, line: u64, reason: Unjudged) -> Result<(), Finding> {
+        self.mode = Mode::Stopped;
+        self.lenient = true;
+        let rules = self.summary.rules;
+        self.summary.not_judged = Some(NotJudged {
+            line,
+            rules,
+            reason,
+        });
         Ok(())
     }
 
@@ -482,7 +638,7 @@ impl Validator {
     fn last_mac(&self) -> Option<Digest> {
         match &self.sealing {
             Sealing::V1 { prev } => Some(*prev),
-            Sealing::V2 { chain, verify } => verify.then(|| chain.last()),
+            Sealing::Sealed { chain, verify } => verify.then(|| chain.last()),
         }
     }
 
@@ -507,8 +663,10 @@ impl Validator {
             }
         }
         let s = &mut self.summary;
-        s.revision = self.run.revision();
-        s.phase = self.run.phase().kind();
+        s.phase = match &self.mode {
+            Mode::Strict(run) | Mode::Lenient(run, _) => Some(run.phase().kind()),
+            Mode::Stopped => None,
+        };
         s.commit_window_exceeded = self.commits.exceeded;
         s.authenticated = options.key.is_some();
         if s.key_id.is_none() {
@@ -519,27 +677,25 @@ impl Validator {
         if options.anchor.is_none() {
             s.unproven.push(Unproven::NoAnchor);
         }
-        if self.tools.is_none() {
+        // A header of rules whose shapes are not read may declare a policy; it was not read,
+        // which `not_judged` says.
+        let header_read = s.not_judged.as_ref().is_none_or(|n| n.line > 1);
+        if self.tools.is_none() && header_read {
             s.unproven.push(Unproven::NoToolPolicy);
+        }
+        if self.lenient && s.judged > 0 {
+            s.unproven.push(Unproven::OtherRules);
         }
         Ok(self.summary)
     }
 }
 
-/// A version 2 record line as written: the record and its MAC (which [`unseal`] checks is
-/// in its place, last).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[expect(
-    dead_code,
-    reason = "the MAC is read from its place by `unseal`; here it is only allowed"
-)]
-struct SealedRecord {
-    seq: u64,
-    revision: Revision,
-    input: resumable_kernel::Input,
-    verdict: Verdict,
-    mac: Digest,
+/// A record in none of the shapes read: serde_json's words, without the position.
+fn shape(e: &serde_json::Error) -> Unjudged {
+    let (category, message) = json_error(e);
+    Unjudged::Shape {
+        message: format!("{category} error: {message}"),
+    }
 }
 
 /// Validates an audit log, streaming, in constant memory (see the module docs), and stops at
@@ -553,6 +709,9 @@ struct SealedRecord {
 /// claims (APR-1, RES-3, REC-4/EFF-1); and its verdict is exactly the kernel's verdict for its
 /// input on the run rebuilt so far. After the last line, the log must end at the anchor, when
 /// one is given.
+///
+/// A log whose records were not all judged (see the module docs) is an `Ok` summary whose
+/// `not_judged` says why: [`Summary::conforming`] is false for it.
 pub fn validate<R: BufRead>(reader: R, options: &Options) -> Result<Summary, Finding> {
     let mut lines = Lines {
         reader,
@@ -564,7 +723,7 @@ pub fn validate<R: BufRead>(reader: R, options: &Options) -> Result<Summary, Fin
         Some(text) => text,
         None => return Err(at(1, None, Problem::Empty)),
     };
-    let mut validator = read_header(head, options)?;
+    let mut validator = Validator::new(header::read(head, options)?, options)?;
     loop {
         let line = lines.line + 1;
         let Some(text) = lines.next()? else { break };
@@ -576,8 +735,7 @@ pub fn validate<R: BufRead>(reader: R, options: &Options) -> Result<Summary, Fin
                 return Err(at(line, None, past));
             }
         }
-        let record = validator.read(text, line)?;
-        validator.check(&record, line)?;
+        validator.record(text, line)?;
     }
     validator.finish(lines.line, options)
 }

@@ -2,6 +2,7 @@
 
 use crate::chain::{Anchor, Chain, Key};
 use crate::{verdict_of, Header, HeaderLine, Record, FORMAT, VERSION};
+use resumable_kernel::RULES_VERSION;
 use resumable_kernel::{step, Input, Rejection, Run, Transition};
 use serde::Serialize;
 use std::io::{self, Write};
@@ -43,6 +44,7 @@ impl<W: Write> Writer<W> {
         writer.write_line(&HeaderLine {
             format: FORMAT,
             version: VERSION,
+            rules: Some(RULES_VERSION),
             chain: writer.chain.kind(),
             key_id: key.map(Key::id),
             run: header.run,

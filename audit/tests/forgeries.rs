@@ -136,7 +136,9 @@ fn rewritten_unkeyed_each_forgery_is_refused_by_the_key_on_line_1() {
         assert_eq!(finding.line, 1, "{}", f.name);
         assert_eq!(
             finding.problem,
-            Problem::NotKeyed { version: 2 },
+            Problem::NotKeyed {
+                version: audit::VERSION
+            },
             "{}",
             f.name
         );

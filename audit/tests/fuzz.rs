@@ -49,7 +49,7 @@ fn checkpoint() -> &'static (Vec<u8>, Checkpoint) {
             call_id: Name::lit("call-1"),
             tool: Name::lit("publish"),
             args: Digest::of(b"{}"),
-            key: Name::lit("idem-1"),
+            key: IdempotencyKey::lit("idem-1"),
             contract: ToolContract {
                 dedupes: true,
                 query_fences: false,
@@ -62,6 +62,7 @@ fn checkpoint() -> &'static (Vec<u8>, Checkpoint) {
                 wait: Wait::Approval {
                     call,
                     requester: sample::REQUESTER,
+                    prior: Prior::NONE,
                 },
                 expires_at: Time(50),
                 responsible: sample::APPROVER,

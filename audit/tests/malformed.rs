@@ -104,16 +104,58 @@ fn an_unknown_field_in_a_record_is_refused() {
 fn an_unknown_format_version_is_malformed() {
     let log = String::from_utf8(approval())
         .unwrap()
-        .replacen("\"version\":2", "\"version\":3", 1);
+        .replacen("\"version\":3", "\"version\":4", 1);
     let f = finding(log.as_bytes());
     assert_eq!((f.line, f.exit_code()), (1, 2));
     assert_eq!(
         f.problem,
         Problem::UnknownVersion {
-            found: 3,
-            supported: [1, 2]
+            found: 4,
+            supported: [1, 2, 3]
         }
     );
+}
+
+#[test]
+fn a_header_names_its_rules_exactly_in_format_3() {
+    let log = String::from_utf8(approval()).unwrap();
+    let rules = format!("\"rules\":{},", resumable_kernel::RULES_VERSION);
+    for (from, to, what) in [
+        (rules.as_str(), "", "a format 3 header names its rules"),
+        (
+            rules.as_str(),
+            "\"rules\":0,",
+            "a format 3 header names its rules",
+        ),
+        (
+            "\"version\":3,",
+            "\"version\":2,",
+            "a format 1 or 2 header names no rules",
+        ),
+    ] {
+        let bad = log.replacen(from, to, 1);
+        let f = finding(bad.as_bytes());
+        assert_eq!((f.line, f.exit_code()), (1, 2), "{f}");
+        assert!(f.message().contains(what), "{f}");
+    }
+}
+
+#[test]
+fn a_record_of_a_log_not_judged_must_still_be_a_record() {
+    // A log of rules this validator does not read: its records' envelope is still read.
+    let log = String::from_utf8(approval())
+        .unwrap()
+        .replacen("\"rules\":3,", "\"rules\":99,", 1);
+    let bad = log.replacen("{\"seq\":2,", "{\"seq\":2,\"note\":1,", 1);
+    let f = finding(bad.as_bytes());
+    assert_eq!((f.line, f.exit_code()), (3, 2), "{f}");
+    assert!(f.message().contains("unknown field `note`"), "{f}");
+    let bad = log.replacen(
+        "\"revision\":1,\"input\"",
+        "\"revision\":\"one\",\"input\"",
+        1,
+    );
+    assert_eq!(finding(bad.as_bytes()).exit_code(), 2);
 }
 
 #[test]
@@ -218,7 +260,8 @@ fn the_longest_record_the_kernel_types_allow_is_far_below_the_line_limit() {
     use resumable_audit::{Accepted, Commit, Record, Verdict};
     use resumable_kernel::*;
     // Every name at its capacity, every number at its widest, every option present.
-    let n = Name::lit("nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn");
+    let n = Name::new(&"n".repeat(NAME_CAPACITY)).unwrap();
+    let k = IdempotencyKey::new(&"k".repeat(KEY_CAPACITY)).unwrap();
     let d = Digest([0xff; 32]);
     let t = Time(u64::MAX);
     let call = PendingCall {
@@ -261,7 +304,7 @@ fn the_longest_record_the_kernel_types_allow_is_far_below_the_line_limit() {
         call_id: n,
         tool: n,
         args: d,
-        key: n,
+        key: k,
         tool_key: d,
         attempt: u8::MAX,
     };
@@ -290,14 +333,19 @@ fn the_longest_record_the_kernel_types_allow_is_far_below_the_line_limit() {
             query: Some(dispatch),
             committed: Some(Commit {
                 call_id: n,
-                key: n,
+                key: k,
                 attempt: u8::MAX,
                 result: d,
+            }),
+            history: Some(HistoryEntry::Bound {
+                call_id: Fingerprint([0xff; 8]),
+                key: Fingerprint([0xff; 8]),
+                args: d,
             }),
         }),
     };
     // The record's JSON, less its closing brace, then its MAC field.
     let len = serde_json::to_vec(&record).unwrap().len() - 1 + audit::chain::SEAL_LEN;
-    assert!(len < 2_600, "{len}");
+    assert!(len < 5_000, "{len}");
     assert!(len * 16 < MAX_LINE_BYTES, "{len}");
 }

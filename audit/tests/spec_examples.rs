@@ -90,7 +90,7 @@ fn every_log_line_the_spec_quotes_is_a_line_of_an_example() {
     let quoted: Vec<&str> = spec
         .lines()
         .filter(|l| {
-            l.starts_with("{\"format\":\"resumable-audit\",\"version\":2")
+            l.starts_with("{\"format\":\"resumable-audit\",\"version\":3")
                 || l.starts_with("{\"seq\":")
         })
         .collect();

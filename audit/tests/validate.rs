@@ -2,8 +2,8 @@
 //! line, with the right finding.
 
 use resumable_audit::{
-    self as audit, sample, Accepted, ChainKind, Class, Finding, Header, Key, Options, Problem,
-    Record, Verdict, Writer,
+    self as audit, sample, Accepted, ChainKind, Claim, Class, Finding, Header, Key, Options,
+    Problem, Record, Verdict, Writer,
 };
 use resumable_kernel::*;
 
@@ -76,7 +76,7 @@ fn a_log_written_from_the_seed_lifecycle_validates() {
         (9, 4, 5)
     );
     assert_eq!(summary.revision, Revision(4));
-    assert_eq!(summary.phase, PhaseKind::Completed);
+    assert_eq!(summary.phase, Some(PhaseKind::Completed));
     assert_eq!((summary.dispatches, summary.commits), (1, 1));
 }
 
@@ -92,16 +92,16 @@ fn a_generated_log_has_the_requested_length_and_a_realistic_mix() {
     let log = sample::generate(Vec::new(), 5_000, 7, Some(&sample::key())).unwrap();
     let s = check(&log).unwrap();
     assert_eq!(s.records, 5_000);
-    // The weights in `generate`: until the call log is full, plain calls, approvals and
-    // reconciliations commit results; then callbacks and resource waits, with refused
-    // attempts around them, fill the rest.
+    // The weights in `generate`: plain calls, approvals and reconciliations commit results
+    // (the run's history lives beside it, so calls never run out); callbacks and resource
+    // waits, with refused attempts around them, fill the rest.
     assert!(s.rejected > 400 && s.rejected < 2_000, "{s:?}");
     assert!(s.commits >= 20, "{s:?}");
     assert!(s.dispatches > s.commits, "{s:?}");
     assert!(s.accepted > 3 * s.rejected / 2, "{s:?}");
     // The run never ends: the budget cuts it wherever it is.
     assert!(
-        matches!(s.phase, PhaseKind::Running | PhaseKind::Suspended),
+        matches!(s.phase, Some(PhaseKind::Running | PhaseKind::Suspended)),
         "{s:?}"
     );
     assert!(!s.commit_window_exceeded);
@@ -341,7 +341,7 @@ fn a_forged_acceptance_of_a_stale_resume_is_refused_by_the_key_and_violates_res_
                     to: Revision(2)
                 })
             );
-            assert!(matches!(**found, Verdict::Accepted(_)));
+            assert!(matches!(**found, Claim::Verdict(Verdict::Accepted(_))));
         }
         other => panic!("expected RES-3, got {other:?}"),
     }
@@ -382,7 +382,17 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
         revision: Revision(2),
         input: Input {
             at: Time(2),
-            event: Event::Dispatch { call },
+            // The runtime states the history truthfully: the suspension bound the call.
+            event: Event::Dispatch {
+                call,
+                prior: Prior {
+                    call_id_used: true,
+                    key: Some(KeyUse {
+                        args: call.args,
+                        committed: false,
+                    }),
+                },
+            },
         },
         verdict: Verdict::Accepted(Accepted {
             event: EventKind::Dispatch,
@@ -400,6 +410,7 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
             }),
             query: None,
             committed: None,
+            history: Some(HistoryEntry::bound(&call)),
         }),
         ..records[1]
     };
@@ -470,21 +481,30 @@ fn calls_log(ids: &[&str]) -> Vec<u8> {
         call_id: Name::new(id).unwrap(),
         tool: Name::lit("pay"),
         args: Digest::of(id.as_bytes()),
-        key: Name::new(&format!("key-{id}")).unwrap(),
+        key: IdempotencyKey::new(&format!("key-{id}")).unwrap(),
         contract,
     };
     let mut t = 0;
-    let mut feed = |w: &mut Writer<Vec<u8>>, event| {
-        t += 1;
-        w.step(&Input { at: Time(t), event }).unwrap()
-    };
+    // The runtime's store: every prior it states is what its history holds.
+    let mut history = resumable_audit::history::History::new();
+    let mut feed =
+        |w: &mut Writer<Vec<u8>>, history: &mut resumable_audit::history::History, event| {
+            t += 1;
+            let result = w.step(&Input { at: Time(t), event }).unwrap();
+            if let Some(entry) = result.as_ref().ok().and_then(|t| t.effects.history()) {
+                history.apply(entry);
+            }
+            result
+        };
     for id in ids {
         let c = call(id);
-        if feed(&mut w, Event::Dispatch { call: c }).is_err() {
+        let prior = history.prior(&c);
+        if feed(&mut w, &mut history, Event::Dispatch { call: c, prior }).is_err() {
             continue;
         }
         feed(
             &mut w,
+            &mut history,
             Event::ToolResult {
                 call_id: c.call_id,
                 attempt: 0,

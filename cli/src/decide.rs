@@ -8,7 +8,7 @@ use crate::runs::{open_store, party_exit, DEFAULT_STORE};
 use resumable_kernel::{Digest, Resolution};
 use resumable_runtime::parties::{self, watch, PartyError};
 use resumable_runtime::rng::now_ms;
-use resumable_runtime::store::{Answer, Request, Row, Store};
+use resumable_runtime::store::{Answer, Answered, Request, Row, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -149,14 +149,20 @@ fn submit(
             output::say("no answer yet: is a worker running?");
             ExitCode::from(status::INCOMPLETE)
         }
-        Some(Some((Answer::Accepted(rev), seq))) => {
+        Some(Some(Answered {
+            answer: Answer::Accepted(rev),
+            seq,
+        })) => {
             output::say(&format!(
                 "accepted: the run is at revision {} (audit record {seq})",
                 rev.0
             ));
             ExitCode::SUCCESS
         }
-        Some(Some((Answer::Rejected(r), seq))) => {
+        Some(Some(Answered {
+            answer: Answer::Rejected(r),
+            seq,
+        })) => {
             let evidence = serde_json::to_string(&r).unwrap_or_default();
             output::say(&format!("refused: {evidence} (audit record {seq})"));
             ExitCode::from(status::FAIL)

@@ -249,9 +249,10 @@ pub fn status(args: &StatusArgs) -> ExitCode {
             for r in store.inbox(&row.key, false)? {
                 let answer = match r.answer {
                     None => "waiting for a worker".to_string(),
-                    Some((a, seq)) => format!(
-                        "{} (audit record {seq})",
-                        serde_json::to_string(&a).unwrap_or_default()
+                    Some(a) => format!(
+                        "{} (audit record {})",
+                        serde_json::to_string(&a.answer).unwrap_or_default(),
+                        a.seq
                     ),
                 };
                 let _ = writeln!(out, "  request #{} from {}: {answer}", r.id, r.party);

@@ -6,7 +6,9 @@
 //! must end exactly where the runtime's stored anchor says. The report goes to stdout, as text
 //! or as one JSON object, and says what the validation could not prove (no key, no anchor, no
 //! tool policy). Exit status: 0 conforming, 1 divergence or violated property, 2 malformed
-//! input, a file that cannot be read, a bad key or anchor, or output that cannot be written.
+//! input, a file that cannot be read, a bad key or anchor, or output that cannot be written,
+//! 3 not judged (the log, or its tail, was written under rules this validator does not judge:
+//! its chain, numbers, revisions and anchor were checked, its verdicts were not).
 //! In `--format json` every error is one JSON object on stdout.
 
 use crate::output::{self, status, Error, Format, Out};
@@ -107,7 +109,7 @@ pub fn run(args: &Args) -> ExitCode {
         Format::Json => audit::report_json(&name, &result),
     };
     let status = match &result {
-        Ok(_) => ExitCode::SUCCESS,
+        Ok(summary) => ExitCode::from(summary.exit_code()),
         Err(finding) => ExitCode::from(finding.exit_code()),
     };
     // A closed pipe (`| head`) ends quietly; the exit status still tells the verdict.

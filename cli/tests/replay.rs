@@ -472,3 +472,42 @@ fn replay_writes_a_keyed_audit_log_and_its_anchor_that_validate_accepts() {
     assert!(stdout(&wrong).contains(":1: divergence: the header names key"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A scenario whose run id is `run` and whose one dispatch carries `key`.
+fn with_ids(run: &str, key: &str) -> Vec<u8> {
+    let header = HEADER.replace("\"run\": \"run-1\"", &format!("\"run\": \"{run}\""));
+    let input = format!(
+        r#"{{"at": 1, "kind": "dispatch", "call": {{"call_id": "call_Xq8Z3v0bVQ1nK2mD4rT7yU9w", "tool": "{tool}", "args": {{"text": "x"}}, "key": "{key}", "contract": {{"dedupes": true, "query_fences": false, "max_attempts": 3}}}}}}"#,
+        tool = "t".repeat(64)
+    );
+    format!("{header}\n{input}\n").into_bytes()
+}
+
+#[test]
+fn replay_takes_a_uuid_run_id_a_64_byte_tool_and_a_255_byte_key() {
+    let (out, _) = replay_file(
+        "ids-at-limit",
+        &with_ids("6f1c2a9e-3b7d-4e8a-9c0f-2d5e7a1b3c4d", &"k".repeat(255)),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("6f1c2a9e-3b7d-4e8a-9c0f-2d5e7a1b3c4d"));
+    assert!(stdout(&out).contains(&"k".repeat(255)));
+}
+
+#[test]
+fn replay_refuses_a_name_or_key_over_its_limit_naming_the_field_and_the_limit() {
+    let (out, _) = replay_file("run-over-limit", &with_ids(&"r".repeat(65), "k"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`run.run`: an identifier here holds at most 64 bytes, got 65"),
+        "{}",
+        stderr(&out)
+    );
+    let (out, _) = replay_file("key-over-limit", &with_ids("run-1", &"k".repeat(256)));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`call.key`: an identifier here holds at most 255 bytes, got 256"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -55,7 +55,7 @@ fn a_conforming_log_with_its_key_and_anchor_exits_0_with_a_summary() {
         format!(
             "{path}: conforming: 9 records (4 accepted, 5 refused); run \
              acme/session-1/run-approval at revision 4, completed; 1 dispatch, 1 commit\n\
-             format 2, chain hmac-sha256: every line's MAC verified under key \
+             format 3, rules 4, chain hmac-sha256: every line's MAC verified under key \
              de3490493e18cac4; ends at the anchor (9 records)\n"
         )
     );
@@ -140,8 +140,8 @@ fn an_unknown_format_version_exits_2() {
     assert_eq!(
         stdout(&out),
         format!(
-            "{path}:1: malformed: unknown format version 3; this validator reads versions 1 \
-             and 2\n"
+            "{path}:1: malformed: unknown format version 4; this validator reads versions 1, \
+             2 and 3\n"
         )
     );
 }
@@ -354,4 +354,51 @@ fn forgeries_exit_1_with_the_key_and_the_unkeyed_report_says_what_it_cannot_prov
     let (out, _) = validate_example("approval-v1.jsonl", &[]);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains("\nunproven: the log is unkeyed"));
+}
+
+fn corpus(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../compat")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_log_of_an_earlier_release_exits_0_and_says_it_was_written_under_other_rules() {
+    let path = corpus("717b2db/audit-examples/approval.jsonl");
+    let out = validate(&[&path], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains(": conforming: 9 records"), "{text}");
+    assert!(
+        text.contains("format 1, names no rules, chain prev-sha256"),
+        "{text}"
+    );
+    assert!(text.contains("unproven: the log was not written under this validator's rules"));
+}
+
+#[test]
+fn a_log_of_rules_this_validator_does_not_judge_exits_3() {
+    let log = std::fs::read(example("approval.jsonl")).unwrap();
+    let future = String::from_utf8(log)
+        .unwrap()
+        .replacen("\"rules\":4,", "\"rules\":99,", 1);
+    let out = validate(&["-"], future.as_bytes());
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with(
+        "<stdin>: not judged: 9 records (4 accepted, 5 refused), 0 of them judged; run \
+         acme/session-1/run-approval at revision 4\n\
+         line 1: the log was written under rules 99, newer than this validator's rules 4"
+    ));
+    let out = validate(&["-", "--format", "json"], future.as_bytes());
+    assert_eq!(out.status.code(), Some(3));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], "not_judged");
+    assert_eq!(report["exit_code"], 3);
+    assert_eq!(report["summary"]["not_judged"]["reason"], "rules");
+    // Its header no longer matches the MAC the key gave it: the key still refuses it.
+    let key = key();
+    let out = validate(&["-", "--key-file", &key], future.as_bytes());
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
 }

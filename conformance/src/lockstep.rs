@@ -71,7 +71,7 @@ pub use pair::{Compared, Pair, PairRun, Refusal};
 pub use session::{Row, Session};
 pub use tally::{agreed_rejections, Agreed, Tally};
 
-use resumable_kernel::{CallLog, Effects, Identity, Input, Policy, Rejection, ResumeReceipt};
+use resumable_kernel::{Effects, Identity, Input, Policy, Rejection, ResumeReceipt};
 use resumable_model::reference::Reference;
 use resumable_model::{Kernel, Lifecycle, Snapshot};
 use std::fmt;
@@ -89,8 +89,6 @@ pub struct Observation {
     pub policy: Policy,
     /// The resource version the run last observed (spec RES-3).
     pub resource_version: u64,
-    /// Every call the run has bound, as the kernel fingerprints them (spec KEY-1, KEY-2).
-    pub calls: CallLog,
     /// The receipt of the last accepted resume (spec RES-2).
     pub last_resume: Option<ResumeReceipt>,
 }
@@ -108,7 +106,6 @@ impl Observable for Kernel {
             identity: *run.identity(),
             policy: *run.policy(),
             resource_version: run.resource_version(),
-            calls: *run.calls(),
             last_resume: run.last_resume().copied(),
         }
     }
@@ -121,7 +118,6 @@ impl Observable for Reference {
             identity: run.identity,
             policy: run.policy,
             resource_version: run.resource_version,
-            calls: run.history.call_log(),
             last_resume: run.last_resume,
         }
     }

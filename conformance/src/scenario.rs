@@ -24,6 +24,7 @@ mod tests;
 pub use read::{Reader, MAX_LINE_BYTES};
 
 use crate::SpecId;
+use resumable_audit::history::History;
 use resumable_kernel::{Checkpoint, Event, Identity, Input, Name, Policy, Revision, Run, Time};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -192,6 +193,9 @@ pub struct Fill {
     pub approval_revision: bool,
     /// The facts' `resource_version` is the checkpoint's.
     pub facts_resource_version: bool,
+    /// The call's `prior` is what the run's history holds of it: replay keeps the history,
+    /// as a driver's store does.
+    pub prior: bool,
 }
 
 /// One input line of a scenario.
@@ -232,6 +236,22 @@ impl Step {
             resume.facts.resource_version = resume.checkpoint.resource_version;
         }
         Ok(input)
+    }
+
+    /// `input` with its call's prior, where the line left it out, as `history` holds it.
+    pub fn stating_prior(&self, mut input: Input, history: &History) -> Input {
+        if !self.fill.prior {
+            return input;
+        }
+        if let Event::Dispatch { call, prior }
+        | Event::Suspend {
+            wait: resumable_kernel::Wait::Approval { call, prior, .. },
+            ..
+        } = &mut input.event
+        {
+            *prior = history.prior(call);
+        }
+        input
     }
 }
 

@@ -15,6 +15,7 @@ mod text;
 pub use text::{effect, footer_text, header_text, phase, state};
 
 use crate::scenario::{Header, Scenario, ScenarioError};
+use resumable_audit::history::History;
 use resumable_kernel::{CallOutcome, Checkpoint, Effects, Input, Rejection, Run};
 use std::collections::VecDeque;
 
@@ -95,6 +96,8 @@ pub const EMITTED_KEPT: usize = 1024;
 #[derive(Clone, Debug)]
 pub struct Replayer {
     run: Run,
+    /// The run's call history, as a driver's store keeps it: the priors replay states.
+    history: History,
     emitted: VecDeque<Checkpoint>,
     number: usize,
 }
@@ -107,6 +110,7 @@ impl Replayer {
             .map_err(|e| ScenarioError::at(1, format!("the run's policy: {e}")))?;
         Ok(Replayer {
             run,
+            history: History::new(),
             emitted: VecDeque::new(),
             number: 0,
         })
@@ -130,8 +134,12 @@ impl Replayer {
             };
             ScenarioError::at(step.line, m)
         })?;
+        let input = step.stating_prior(input, &self.history);
         let verdict = match resumable_kernel::step(&self.run, &input) {
             Ok(t) => {
+                if let Some(entry) = t.effects.history() {
+                    self.history.apply(entry);
+                }
                 if let Some(cp) = t.effects.checkpoint() {
                     if self.emitted.len() == EMITTED_KEPT {
                         self.emitted.pop_front();

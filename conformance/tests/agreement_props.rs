@@ -23,6 +23,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use proptest::test_runner::{Config as ProptestConfig, RngAlgorithm, TestCaseError, TestRng};
+use resumable_audit::history::History;
 use resumable_conformance::lockstep::{Pair, Said, Session, Tally};
 use resumable_kernel::*;
 use resumable_model::reference::Reference;
@@ -124,7 +125,7 @@ impl CallPick {
             call_id: name("c", id),
             tool: Name::lit("tool"),
             args: args(self.args),
-            key: name("k", key),
+            key: IdempotencyKey::new(&format!("k{key}")).expect("a short key"),
             contract: ToolContract {
                 dedupes: self.dedupes,
                 query_fences: self.fences,
@@ -538,6 +539,8 @@ struct Driver {
     checkpoints: Vec<Checkpoint>,
     /// Every resume fed, oldest first.
     resumes: Vec<Resume>,
+    /// The current run's call history, as a driver's store keeps it: the priors it states.
+    history: History,
     run: u32,
     ended_for: u32,
     stats: Stats,
@@ -552,6 +555,7 @@ impl Driver {
             now: 0,
             checkpoints: Vec::new(),
             resumes: Vec::new(),
+            history: History::new(),
             run: 0,
             ended_for: 0,
             stats: Stats {
@@ -588,7 +592,7 @@ impl Driver {
 
     /// How many calls the current run has bound.
     fn bound(&self) -> usize {
-        usize::from(self.session.observation().snapshot.calls)
+        self.history.calls()
     }
 
     /// Feeds one recipe; fails the case on the first disagreement.
@@ -600,6 +604,7 @@ impl Driver {
                 self.run += 1;
                 self.ended_for = 0;
                 self.session = Self::session(self.reference, &self.tally, self.run, self.now);
+                self.history = History::new();
                 self.stats.runs += 1;
             }
         }
@@ -613,10 +618,15 @@ impl Driver {
         }
         let row = self.session.feed(&input);
         let (agreed, accepted) = match &row.a {
-            Said::Accepted { run, effects } => (
-                row.agreed,
-                Some((run.snapshot.revision.0, effects.checkpoint().copied())),
-            ),
+            Said::Accepted { run, effects } => {
+                if let Some(entry) = effects.history() {
+                    self.history.apply(entry);
+                }
+                (
+                    row.agreed,
+                    Some((run.snapshot.revision.0, effects.checkpoint().copied())),
+                )
+            }
             _ => (row.agreed, None),
         };
         self.stats.fed += 1;
@@ -721,10 +731,14 @@ impl Driver {
         match kind {
             Kind::Suspend => Event::Suspend {
                 wait: match p.wait {
-                    WaitPick::Approval { call, requester } => Wait::Approval {
-                        call: call.call(self.bound()),
-                        requester: requester.name(),
-                    },
+                    WaitPick::Approval { call, requester } => {
+                        let call = call.call(self.bound());
+                        Wait::Approval {
+                            call,
+                            requester: requester.name(),
+                            prior: self.history.prior(&call),
+                        }
+                    }
                     WaitPick::Callback(first) => Wait::Callback {
                         callback: if first {
                             Name::lit("webhook")
@@ -745,9 +759,13 @@ impl Driver {
                 responsible: p.responsible.name(),
                 resource_version: u64::from(p.resource_version),
             },
-            Kind::Dispatch => Event::Dispatch {
-                call: p.call.call(self.bound()),
-            },
+            Kind::Dispatch => {
+                let call = p.call.call(self.bound());
+                Event::Dispatch {
+                    call,
+                    prior: self.history.prior(&call),
+                }
+            }
             Kind::ToolResult => {
                 let (call_id, attempt) = match self.phase() {
                     Phase::Running { in_flight: Some(f) } => (f.call.call.call_id, f.attempt),

@@ -39,7 +39,7 @@ fn call(id: &str) -> Call {
         call_id: Name::new(id).unwrap(),
         tool: Name::lit("publish"),
         args: Digest::of(id.as_bytes()),
-        key: Name::new(&format!("key-{id}")).unwrap(),
+        key: IdempotencyKey::new(&format!("key-{id}")).unwrap(),
         contract: ToolContract {
             dedupes: true,
             query_fences: false,
@@ -57,6 +57,7 @@ fn suspend_for_approval(c: Call) -> Event {
         wait: Wait::Approval {
             call: c,
             requester: REQUESTER,
+            prior: Prior::NONE,
         },
         expires_at: Time(20),
         responsible: APPROVER,

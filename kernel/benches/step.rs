@@ -36,7 +36,7 @@ fn call() -> Call {
         call_id: Name::lit("call-1"),
         tool: Name::lit("publish:demo"),
         args: Digest::of(b"{\"post\":42}"),
-        key: Name::lit("idem-run-approval"),
+        key: IdempotencyKey::lit("idem-run-approval"),
         contract: ToolContract {
             dedupes: true,
             query_fences: false,
@@ -61,6 +61,7 @@ fn suspend_input() -> Input {
             wait: Wait::Approval {
                 call: call(),
                 requester: REQUESTER,
+                prior: Prior::NONE,
             },
             expires_at: Time(50),
             responsible: APPROVER,
@@ -108,7 +109,10 @@ fn reconcile() -> (Run, Input) {
         &run(),
         &Input {
             at: Time(1),
-            event: Event::Dispatch { call: call() },
+            event: Event::Dispatch {
+                call: call(),
+                prior: Prior::NONE,
+            },
         },
     );
     let recovered = accept(

@@ -1,34 +1,38 @@
-//! The run's call log: every call the run has bound, over its whole history, so that a call id
-//! names one call and an idempotency key one payload (spec KEY-1, KEY-2), and a key whose
-//! result was recorded is never dispatched again (spec REC-4).
+//! The run's call history: every call it bound, over its whole life, so that a call id names
+//! one call and an idempotency key one payload (spec KEY-1, KEY-2), and a key whose result was
+//! recorded is never dispatched again (spec REC-4).
 //!
-//! The log is a fixed-size table inside the run: [`CALL_LOG_CAPACITY`] entries. When it is
-//! full, a new call is refused with [`Rejection::CallLogFull`]; nothing is ever forgotten, so
-//! a reuse can never slip past a log that dropped its first use.
+//! The history does not live in the run. A run may bind any number of calls (a research agent
+//! makes dozens, a coding agent thousands), and a run that carried them all would be copied,
+//! hashed and stored whole on every step. Instead the driver keeps the history in its store,
+//! indexed by the [`Fingerprint`]s of call ids and keys, and writes each [`HistoryEntry`] a
+//! transition emits in the same commit as the run. Before each call is bound (a dispatch, or
+//! a suspension for its approval) it looks the call's id and key up and states what it found
+//! as a [`Prior`]; the kernel applies the rules to that fact, as it applies them to the facts
+//! of a resume (spec RES-7). The audit log records every claim with the input it came with,
+//! and the validator, which sees the whole history, checks every one.
 
-use crate::ids::{Digest, Name};
+use crate::ids::{Digest, IdempotencyKey, Name, Text};
 use crate::reject::Rejection;
 use crate::run::Call;
 use core::fmt;
-use core::hash::{Hash, Hasher};
 
-/// How many calls one run may bind in all. A run that needs more is continued as a new run.
-pub const CALL_LOG_CAPACITY: usize = 32;
+#[cfg(feature = "serde")]
+use serde::{Deserialize, Serialize};
 
-/// The first 8 bytes of a domain-separated SHA-256 of a name. Equal names always have equal
-/// fingerprints, so a reuse is never missed; two different names that share a fingerprint
-/// (a chance of 2^-64 per pair) can only cause a refusal, never an acceptance.
+/// The first 8 bytes of a domain-separated SHA-256 of a name: what a history index is keyed
+/// by. Equal names always have equal fingerprints, so a reuse is never missed; two different
+/// names that share a fingerprint (a chance of 2^-64 per pair) can only make a driver report
+/// a prior use that did not happen, which refuses a call, never accepts one.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Fingerprint(pub [u8; 8]);
 
 impl Fingerprint {
-    fn of(domain: &[u8], name: &Name) -> Fingerprint {
+    fn of<const N: usize>(domain: &[u8], name: &Text<N>) -> Fingerprint {
         use sha2::Digest as _;
-        let (len, bytes) = name.padded();
         let mut hasher = sha2::Sha256::new();
         hasher.update(domain);
-        hasher.update([len]);
-        hasher.update(bytes);
+        name.encode(|b| hasher.update(b));
         let full: [u8; 32] = hasher.finalize().into();
         let mut out = [0u8; 8];
         out.copy_from_slice(&full[..8]);
@@ -41,7 +45,7 @@ impl Fingerprint {
     }
 
     /// The fingerprint of an idempotency key.
-    pub fn key(name: &Name) -> Fingerprint {
+    pub fn key(name: &IdempotencyKey) -> Fingerprint {
         Fingerprint::of(b"resumable/key-name\0", name)
     }
 }
@@ -58,10 +62,107 @@ impl fmt::Debug for Fingerprint {
     }
 }
 
-/// One call the run bound: its id, its key, its argument digest, and whether its committed
-/// result was recorded.
+/// An idempotency key's binding in the run's history: the argument digest it is bound to, and
+/// whether a result under it was recorded.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct KeyUse {
+    /// The argument digest the key is bound to (spec KEY-1).
+    pub args: Digest,
+    /// A result under the key was recorded: the key is spent (spec REC-4).
+    pub committed: bool,
+}
+
+/// What the driver's history index holds about a call's id and its key, looked up just before
+/// the call is bound. The driver states it; the kernel applies the rules to it; the audit log
+/// records it with the input, so a validator holding the whole history checks it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct Prior {
+    /// A call with this id was bound before (spec KEY-2).
+    pub call_id_used: bool,
+    /// The key's earlier binding, if the key was bound before.
+    pub key: Option<KeyUse>,
+}
+
+impl Prior {
+    /// Nothing was bound before: the first call of a run, or a call whose id and key the
+    /// history has never seen.
+    pub const NONE: Prior = Prior {
+        call_id_used: false,
+        key: None,
+    };
+
+    /// KEY-2, KEY-1, REC-4: whether `call` may be bound given what its history holds, checked
+    /// in this order: its id was used before; its key was bound to other arguments; its key's
+    /// result was recorded.
+    pub(crate) fn admit(&self, call: &Call) -> Result<(), Rejection> {
+        if self.call_id_used {
+            return Err(Rejection::CallIdReused {
+                call_id: call.call_id,
+            });
+        }
+        if let Some(k) = &self.key {
+            if k.args != call.args {
+                return Err(Rejection::KeyConflict { key: call.key });
+            }
+            if k.committed {
+                return Err(Rejection::KeyCommitted { key: call.key });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a transition adds to the run's history, for the driver to write in the same commit as
+/// the next run (spec WAL-1): a call bound, or a key spent.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "entry", rename_all = "snake_case"))]
+pub enum HistoryEntry {
+    /// A call was bound: its id is used from now on, and its key is bound to its arguments.
+    Bound {
+        /// The fingerprint of the call id.
+        call_id: Fingerprint,
+        /// The fingerprint of the idempotency key.
+        key: Fingerprint,
+        /// The argument digest the key is bound to.
+        args: Digest,
+    },
+    /// A result under this key was recorded: the key is spent.
+    Settled {
+        /// The fingerprint of the idempotency key.
+        key: Fingerprint,
+    },
+}
+
+impl HistoryEntry {
+    /// The entry that binds `call`.
+    pub fn bound(call: &Call) -> HistoryEntry {
+        HistoryEntry::Bound {
+            call_id: Fingerprint::call_id(&call.call_id),
+            key: Fingerprint::key(&call.key),
+            args: call.args,
+        }
+    }
+
+    /// The entry that spends `key`.
+    pub fn settled(key: &IdempotencyKey) -> HistoryEntry {
+        HistoryEntry::Settled {
+            key: Fingerprint::key(key),
+        }
+    }
+}
+
+/// One entry of the call log a run carried inline under rules 2 and earlier (at most 32 of
+/// them, in the run's `calls` field). A driver that loads such a run moves its log into its
+/// history index ([`LoggedCall::entries`]) and drops the field; [`crate::Run`]'s deserialiser
+/// refuses a run that still carries one, so a history is never silently lost.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct LoggedCall {
     /// The fingerprint of the call id.
     pub call_id: Fingerprint,
@@ -73,136 +174,25 @@ pub struct LoggedCall {
     pub committed: bool,
 }
 
-/// The calls a run has bound, oldest first (see the module documentation).
-#[derive(Clone, Copy)]
-pub struct CallLog {
-    len: u8,
-    entries: [LoggedCall; CALL_LOG_CAPACITY],
-}
-
-impl CallLog {
-    /// An empty log.
-    pub const fn new() -> CallLog {
-        CallLog {
-            len: 0,
-            entries: [LoggedCall {
-                call_id: Fingerprint([0; 8]),
-                key: Fingerprint([0; 8]),
-                args: Digest([0; 32]),
-                committed: false,
-            }; CALL_LOG_CAPACITY],
-        }
-    }
-
-    /// The calls bound so far, oldest first.
-    pub fn entries(&self) -> &[LoggedCall] {
-        // `len` never exceeds the capacity: `admit` refuses a call once the log is full and
-        // the deserialiser refuses a longer list; `min` keeps the slice total regardless.
-        &self.entries[..usize::from(self.len).min(CALL_LOG_CAPACITY)]
-    }
-
-    /// How many calls the run has bound.
-    pub fn len(&self) -> usize {
-        self.entries().len()
-    }
-
-    /// Whether the run has bound no call yet.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// KEY-2, KEY-1, REC-4: the log with `call` added, or why it cannot be bound, checked in
-    /// this order: its id was used before; its key was bound to other arguments; its key's
-    /// result was recorded; the log is full.
-    pub(crate) fn admit(&self, call: &Call) -> Result<CallLog, Rejection> {
-        let entry = LoggedCall {
-            call_id: Fingerprint::call_id(&call.call_id),
-            key: Fingerprint::key(&call.key),
-            args: call.args,
-            committed: false,
+impl LoggedCall {
+    /// The history entries the logged call stands for: its binding, then its key spent if its
+    /// result was recorded.
+    pub fn entries(&self) -> impl Iterator<Item = HistoryEntry> {
+        let bound = HistoryEntry::Bound {
+            call_id: self.call_id,
+            key: self.key,
+            args: self.args,
         };
-        let earlier = self.entries();
-        if earlier.iter().any(|e| e.call_id == entry.call_id) {
-            return Err(Rejection::CallIdReused {
-                call_id: call.call_id,
-            });
-        }
-        let same_key = || earlier.iter().filter(|e| e.key == entry.key);
-        if same_key().any(|e| e.args != entry.args) {
-            return Err(Rejection::KeyConflict { key: call.key });
-        }
-        if same_key().any(|e| e.committed) {
-            return Err(Rejection::KeyCommitted { key: call.key });
-        }
-        let mut next = *self;
-        let Some(slot) = next.entries.get_mut(usize::from(self.len)) else {
-            return Err(Rejection::CallLogFull {
-                capacity: CALL_LOG_CAPACITY as u8,
-            });
-        };
-        *slot = entry;
-        next.len += 1;
-        Ok(next)
-    }
-
-    /// REC-4: records that the call with this id committed, so its key is never dispatched
-    /// again. A call id the log does not hold changes nothing (the invariants rule it out).
-    pub(crate) fn settle(&mut self, call_id: &Name) {
-        let id = Fingerprint::call_id(call_id);
-        let len = usize::from(self.len).min(CALL_LOG_CAPACITY);
-        if let Some(e) = self.entries[..len].iter_mut().find(|e| e.call_id == id) {
-            e.committed = true;
-        }
-    }
-
-    /// Whether the log holds a call with this id.
-    pub fn contains(&self, call_id: &Name) -> bool {
-        let id = Fingerprint::call_id(call_id);
-        self.entries().iter().any(|e| e.call_id == id)
-    }
-
-    /// A log read back from storage, or `None` if it holds more than the capacity.
-    pub fn from_entries(entries: &[LoggedCall]) -> Option<CallLog> {
-        let mut log = CallLog::new();
-        let slots = log.entries.get_mut(..entries.len())?;
-        slots.copy_from_slice(entries);
-        log.len = u8::try_from(entries.len()).ok()?;
-        Some(log)
-    }
-}
-
-impl Default for CallLog {
-    fn default() -> CallLog {
-        CallLog::new()
-    }
-}
-
-// Equality and hashing see only the entries in use, never the unused tail.
-impl PartialEq for CallLog {
-    fn eq(&self, other: &CallLog) -> bool {
-        self.entries() == other.entries()
-    }
-}
-
-impl Eq for CallLog {}
-
-impl Hash for CallLog {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.entries().hash(state);
-    }
-}
-
-impl fmt::Debug for CallLog {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.entries()).finish()
+        let settled = HistoryEntry::Settled { key: self.key };
+        core::iter::once(bound).chain(self.committed.then_some(settled))
     }
 }
 
 #[cfg(feature = "serde")]
 mod wire {
-    //! Fingerprints travel as 16 hex digits; the log as the list of its entries.
-    use super::{CallLog, Fingerprint, LoggedCall, CALL_LOG_CAPACITY};
-    use serde::de::{Error, SeqAccess, Visitor};
+    //! Fingerprints travel as 16 hex digits.
+    use super::Fingerprint;
+    use serde::de::{Error, Visitor};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     impl Serialize for Fingerprint {
@@ -237,38 +227,6 @@ mod wire {
                 }
             }
             d.deserialize_str(Hex)
-        }
-    }
-
-    impl Serialize for CallLog {
-        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            s.collect_seq(self.entries())
-        }
-    }
-
-    impl<'de> Deserialize<'de> for CallLog {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Entries;
-            impl<'de> Visitor<'de> for Entries {
-                type Value = CallLog;
-                fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                    write!(f, "at most {CALL_LOG_CAPACITY} logged calls")
-                }
-                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CallLog, A::Error> {
-                    let mut entries = [LoggedCall::default(); CALL_LOG_CAPACITY];
-                    let mut len = 0;
-                    while let Some(entry) = seq.next_element::<LoggedCall>()? {
-                        let slot = entries
-                            .get_mut(len)
-                            .ok_or_else(|| A::Error::invalid_length(len + 1, &self))?;
-                        *slot = entry;
-                        len += 1;
-                    }
-                    CallLog::from_entries(&entries[..len])
-                        .ok_or_else(|| A::Error::invalid_length(len, &self))
-                }
-            }
-            d.deserialize_seq(Entries)
         }
     }
 }

@@ -9,7 +9,7 @@ mod legacy;
 pub use json::{decode_json, DecodeError, Decoded};
 pub use legacy::{CheckpointV1, CheckpointV2, MigrationError};
 
-use crate::ids::{Digest, Name, Revision, Time};
+use crate::ids::{Digest, IdempotencyKey, Name, Revision, Text, Time};
 use crate::run::{Identity, Reason, ReasonKind, Run};
 
 #[cfg(feature = "serde")]
@@ -111,11 +111,10 @@ impl Encoder {
     fn u64(&mut self, v: u64) {
         self.bytes(&v.to_be_bytes());
     }
-    fn name(&mut self, n: &Name) {
-        // The length byte, then all NAME_CAPACITY bytes, zero-padded: a fixed width.
-        let (len, bytes) = n.padded();
-        self.u8(len);
-        self.bytes(bytes);
+    fn name<const N: usize>(&mut self, n: &Text<N>) {
+        // The length byte, then the bytes, zero-padded to the legacy width when shorter: the
+        // encoding every name that fitted the old width always had.
+        n.encode(|b| self.bytes(b));
     }
     fn opt_name(&mut self, n: &Option<Name>) {
         match n {
@@ -188,7 +187,7 @@ struct SharedFields<'a> {
 
 /// Digests the key of a call bound to its argument digest (spec KEY-1): the same key with
 /// other arguments yields another digest.
-pub fn key_digest(key: &Name, args: &Digest) -> Digest {
+pub fn key_digest(key: &IdempotencyKey, args: &Digest) -> Digest {
     let mut e = Encoder::new(b"resumable/key\0");
     e.name(key);
     e.digest(args);
@@ -198,7 +197,7 @@ pub fn key_digest(key: &Name, args: &Digest) -> Digest {
 /// The idempotency key the driver sends to the tool: the run's identity and the call's key
 /// together (spec KEY-3), so that two runs using the same key never share the tool's dedupe
 /// record or its fence.
-pub fn tool_key(identity: &Identity, key: &Name) -> Digest {
+pub fn tool_key(identity: &Identity, key: &IdempotencyKey) -> Digest {
     let mut e = Encoder::new(b"resumable/tool-key\0");
     e.identity(identity);
     e.name(key);

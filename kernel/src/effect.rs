@@ -1,7 +1,8 @@
 //! Effects: the commands a transition gives the driver, in the order it must carry them out.
 
+use crate::calls::HistoryEntry;
 use crate::checkpoint::Checkpoint;
-use crate::ids::{Digest, Name, Revision, Time};
+use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
 use crate::input::{DecisionKind, EventKind};
 use crate::run::{PhaseKind, ReasonKind};
 
@@ -37,7 +38,7 @@ pub struct Dispatch {
     /// The argument digest.
     pub args: Digest,
     /// The idempotency key, as the agent named it.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// The key the tool must see: the run's identity and `key` together (spec KEY-3), so that
     /// two runs using one key never share a dedupe record or a fence.
     pub tool_key: Digest,
@@ -56,6 +57,8 @@ pub struct Dispatch {
 pub enum Effect {
     /// Append this record to the audit log.
     Audit(AuditRecord),
+    /// Add this entry to the run's history index, in the same commit as the next run.
+    History(HistoryEntry),
     /// Persist this checkpoint and hand it to the responsible party.
     PersistCheckpoint(Checkpoint),
     /// Issue this tool call. Only after `next` is durably stored (spec WAL-1).
@@ -94,11 +97,13 @@ impl From<Command> for Effect {
     }
 }
 
-/// The most effects one transition emits: an audit record, a checkpoint, and one command.
-pub const MAX_EFFECTS: usize = 3;
+/// The most effects one transition emits: an audit record, a history entry, a checkpoint, and
+/// one command.
+pub const MAX_EFFECTS: usize = 4;
 
-/// The ordered effects of a transition, held inline: its audit record, its checkpoint if the
-/// run is suspended after it, then at most one [`Command`]. The constructor's types make any
+/// The ordered effects of a transition, held inline: its audit record, the entry it adds to
+/// the run's history if it bound a call or spent a key, its checkpoint if the run is suspended
+/// after it, then at most one [`Command`]. The constructor's types make any
 /// other shape impossible to write down.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Effects {
@@ -107,18 +112,20 @@ pub struct Effects {
 
 impl Effects {
     /// The effects of one transition, in the order the driver carries them out: its audit
-    /// record, its checkpoint if the run is suspended after it, then at most one command (a
-    /// dispatch or a query). Public so that other lifecycle implementations (the model's
-    /// reference machine) speak the same vocabulary.
+    /// record, its history entry (stored with the run), its checkpoint if the run is suspended
+    /// after it, then at most one command (a dispatch or a query). Public so that other
+    /// lifecycle implementations (the model's reference machine) speak the same vocabulary.
     pub fn of(
         audit: AuditRecord,
+        history: Option<HistoryEntry>,
         checkpoint: Option<Checkpoint>,
         command: Option<Command>,
     ) -> Effects {
-        let mut items = [Some(Effect::Audit(audit)), None, None];
-        let rest = checkpoint
-            .map(Effect::PersistCheckpoint)
+        let mut items = [Some(Effect::Audit(audit)), None, None, None];
+        let rest = history
+            .map(Effect::History)
             .into_iter()
+            .chain(checkpoint.map(Effect::PersistCheckpoint))
             .chain(command.map(Effect::from));
         for (slot, effect) in items[1..].iter_mut().zip(rest) {
             *slot = Some(effect);
@@ -170,6 +177,14 @@ impl Effects {
     pub fn dispatch(&self) -> Option<&Dispatch> {
         self.iter().find_map(|e| match e {
             Effect::Dispatch(d) => Some(d),
+            _ => None,
+        })
+    }
+
+    /// The entry to add to the run's history index, if any.
+    pub fn history(&self) -> Option<&HistoryEntry> {
+        self.iter().find_map(|e| match e {
+            Effect::History(h) => Some(h),
             _ => None,
         })
     }

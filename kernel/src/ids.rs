@@ -4,51 +4,77 @@
 
 use core::fmt;
 
-/// The most bytes a [`Name`] holds. Longer identifiers (UUID strings, URLs) are digested or
-/// shortened by the driver before they reach the kernel.
-pub const NAME_CAPACITY: usize = 31;
+/// The most bytes a [`Name`] holds: a UUID string (36), a tool name as OpenAI and MCP servers
+/// write them (up to 64), a provider's call id (`call_...`, `toolu_...`).
+pub const NAME_CAPACITY: usize = Name::CAPACITY;
 
-/// A short identifier: 1 to 31 bytes of printable ASCII without spaces.
+/// The most bytes an [`IdempotencyKey`] holds: as payment APIs allow them (255).
+pub const KEY_CAPACITY: usize = IdempotencyKey::CAPACITY;
+
+/// The width names had before they were widened (31 bytes). Digests encode a name of at most
+/// this many bytes exactly as they always did (length, then the bytes zero-padded to this
+/// width), so the tool keys and checkpoint digests of every name that was valid before are
+/// unchanged; a longer name is encoded as its length and its bytes, which no padded name can
+/// be mistaken for (its length byte is larger than the width).
+pub const LEGACY_NAME_WIDTH: usize = 31;
+
+/// Identifier text of at most `N` bytes of printable ASCII without spaces, held inline.
 ///
-/// Tenants, sessions, runs, call ids, tools, parties and idempotency keys are all names. The
-/// bytes past `len` are always zero, so equality and hashing see only the name itself.
+/// The bytes past `len` are always zero, so equality, ordering and hashing see only the text.
+/// Two widths are used: [`Name`] for tenants, sessions, runs, definitions, tools, call ids,
+/// parties, callbacks and resources; [`IdempotencyKey`] for idempotency keys.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Name {
+pub struct Text<const N: usize> {
     len: u8,
-    bytes: [u8; NAME_CAPACITY],
+    bytes: [u8; N],
 }
 
-/// Why a string is not a valid [`Name`].
+/// An identifier: 1 to [`NAME_CAPACITY`] bytes of printable ASCII without spaces.
+pub type Name = Text<64>;
+
+/// An idempotency key: 1 to [`KEY_CAPACITY`] bytes of printable ASCII without spaces.
+pub type IdempotencyKey = Text<255>;
+
+/// Why a string is not valid identifier text ([`Name`] or [`IdempotencyKey`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
     /// The string is empty.
-    #[error("a name cannot be empty")]
+    #[error("an identifier cannot be empty")]
     Empty,
-    /// The string is longer than [`NAME_CAPACITY`] bytes.
-    #[error("a name holds at most {NAME_CAPACITY} bytes, got {len}")]
+    /// The string is longer than the field holds.
+    #[error("an identifier here holds at most {capacity} bytes, got {len}")]
     TooLong {
         /// The length that was offered, in bytes.
         len: usize,
+        /// The most the field holds, in bytes.
+        capacity: usize,
     },
     /// The string holds a byte that is not printable ASCII (or is a space).
-    #[error("a name is printable ASCII without spaces; byte {at} is not")]
+    #[error("an identifier is printable ASCII without spaces; byte {at} is not")]
     NotPrintable {
         /// The offset of the first offending byte.
         at: usize,
     },
 }
 
-impl Name {
-    /// Makes a name, or says why the string cannot be one.
-    pub const fn new(s: &str) -> Result<Name, NameError> {
+impl<const N: usize> Text<N> {
+    /// The most bytes this text holds.
+    pub const CAPACITY: usize = N;
+
+    /// Makes the text, or says why the string cannot be one.
+    pub const fn new(s: &str) -> Result<Text<N>, NameError> {
         let src = s.as_bytes();
         if src.is_empty() {
             return Err(NameError::Empty);
         }
-        if src.len() > NAME_CAPACITY {
-            return Err(NameError::TooLong { len: src.len() });
+        // A length byte holds at most 255: no capacity is larger.
+        if src.len() > N || src.len() > u8::MAX as usize {
+            return Err(NameError::TooLong {
+                len: src.len(),
+                capacity: N,
+            });
         }
-        let mut bytes = [0u8; NAME_CAPACITY];
+        let mut bytes = [0u8; N];
         let mut i = 0;
         while i < src.len() {
             let b = src[i];
@@ -58,50 +84,66 @@ impl Name {
             bytes[i] = b;
             i += 1;
         }
-        Ok(Name {
+        Ok(Text {
             len: src.len() as u8,
             bytes,
         })
     }
 
-    /// Makes a name from a literal known to be valid; an invalid literal fails the build when
+    /// Makes the text from a literal known to be valid; an invalid literal fails the build when
     /// used in a `const`, and panics otherwise. Meant for tests and examples, not for input.
-    pub const fn lit(s: &str) -> Name {
-        match Name::new(s) {
-            Ok(name) => name,
+    pub const fn lit(s: &str) -> Text<N> {
+        match Text::new(s) {
+            Ok(text) => text,
             Err(_) => panic!("invalid name literal"),
         }
     }
 
-    /// The name as a string slice.
+    /// The text as a string slice.
     pub fn as_str(&self) -> &str {
         // Only printable ASCII is ever stored, so this cannot fail; the fallback keeps the
         // function total rather than trusting that reasoning with a panic.
-        core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+        core::str::from_utf8(self.as_bytes()).unwrap_or("")
     }
 
-    /// The stored bytes, zero-padded to [`NAME_CAPACITY`]: the canonical encoding digests use.
-    pub(crate) fn padded(&self) -> (u8, &[u8; NAME_CAPACITY]) {
-        (self.len, &self.bytes)
+    /// The text's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        let len = usize::from(self.len).min(N);
+        &self.bytes[..len]
+    }
+
+    /// The same text in another width, if it fits.
+    pub fn widen<const M: usize>(&self) -> Result<Text<M>, NameError> {
+        Text::new(self.as_str())
+    }
+
+    /// Feeds the canonical encoding digests use to `out`: the length byte, then the bytes,
+    /// zero-padded to [`LEGACY_NAME_WIDTH`] when shorter (see that constant).
+    pub(crate) fn encode(&self, mut out: impl FnMut(&[u8])) {
+        const ZEROS: [u8; LEGACY_NAME_WIDTH] = [0; LEGACY_NAME_WIDTH];
+        let bytes = self.as_bytes();
+        out(&[self.len]);
+        out(bytes);
+        out(&ZEROS[..LEGACY_NAME_WIDTH.saturating_sub(bytes.len())]);
     }
 }
 
-impl fmt::Display for Name {
+impl<const N: usize> fmt::Display for Text<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-impl fmt::Debug for Name {
+impl<const N: usize> fmt::Debug for Text<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}", self.as_str())
     }
 }
 
-impl core::str::FromStr for Name {
+impl<const N: usize> core::str::FromStr for Text<N> {
     type Err = NameError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Name::new(s)
+        Text::new(s)
     }
 }
 
@@ -246,30 +288,30 @@ impl fmt::Display for Revision {
 
 #[cfg(feature = "serde")]
 mod serde_impls {
-    use super::{Digest, Name};
+    use super::{Digest, Text};
     use core::fmt;
     use serde::de::{self, Visitor};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    impl Serialize for Name {
+    impl<const N: usize> Serialize for Text<N> {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             s.serialize_str(self.as_str())
         }
     }
 
-    impl<'de> Deserialize<'de> for Name {
+    impl<'de, const N: usize> Deserialize<'de> for Text<N> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl Visitor<'_> for V {
-                type Value = Name;
+            struct V<const N: usize>;
+            impl<const N: usize> Visitor<'_> for V<N> {
+                type Value = Text<N>;
                 fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a name: 1 to 31 bytes of printable ASCII")
+                    write!(f, "1 to {N} bytes of printable ASCII without spaces")
                 }
-                fn visit_str<E: de::Error>(self, v: &str) -> Result<Name, E> {
-                    Name::new(v).map_err(E::custom)
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<N>, E> {
+                    Text::new(v).map_err(E::custom)
                 }
             }
-            d.deserialize_str(V)
+            d.deserialize_str(V::<N>)
         }
     }
 

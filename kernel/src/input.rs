@@ -1,5 +1,6 @@
 //! Inputs: facts and requests from outside, each with the time the driver observed it.
 
+use crate::calls::Prior;
 use crate::checkpoint::Checkpoint;
 use crate::ids::{Digest, Name, Revision, Time};
 use crate::names::named;
@@ -19,6 +20,10 @@ pub struct Input {
     pub event: Event,
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "no heap in the kernel: every variant is held inline"
+)]
 /// What the run waits for when it suspends on request.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
@@ -30,6 +35,9 @@ pub enum Wait {
         call: Call,
         /// Who asks for it; never the approver.
         requester: Name,
+        /// What the run's history holds about the call's id and key (spec KEY-1, KEY-2,
+        /// REC-4), looked up by the driver just before.
+        prior: Prior,
     },
     /// An external callback.
     Callback {
@@ -213,6 +221,9 @@ pub enum Event {
     Dispatch {
         /// The call.
         call: Call,
+        /// What the run's history holds about the call's id and key (spec KEY-1, KEY-2,
+        /// REC-4), looked up by the driver just before.
+        prior: Prior,
     },
     /// The tool answered a dispatch: the call committed with this result.
     ToolResult {

@@ -10,10 +10,16 @@
 //!
 //! For each input: call [`step`]. On a [`Rejection`], record it and change nothing. On a
 //! [`Transition`], store `next` in the durable store with compare-and-set on the revision the
-//! step started from (two workers racing on one run: the store decides who wins), then carry
-//! out `effects` in order: append the audit record, persist the checkpoint, dispatch or query
-//! the tool. Dispatch only after the store write succeeded: that is the write-ahead rule.
-//! After a crash, reload the run and feed [`Event::Recover`].
+//! step started from (two workers racing on one run: the store decides who wins), together
+//! with the audit record and the [`HistoryEntry`] the effects carry, then carry out the rest
+//! in order: persist the checkpoint, dispatch or query the tool. Dispatch only after the store
+//! write succeeded: that is the write-ahead rule. After a crash, reload the run and feed
+//! [`Event::Recover`]; [`Run::next`] says what the run waits on, [`Run::deadline`] when its
+//! next timer falls due.
+//!
+//! The run's call history lives in the driver's store, indexed by [`Fingerprint`]: before a
+//! call is bound (a dispatch, or a suspension for its approval), look its id and key up and
+//! pass what you found as its [`Prior`] ([`Prior::NONE`] for the first call of a run).
 //!
 //! # Example: a whole approval lifecycle
 //!
@@ -24,13 +30,13 @@
 //! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 100 };
 //! let mut run = Run::new(id, policy, Time(0))?; // store it: revision 0
 //! let call = Call { call_id: Name::lit("call-1"), tool: Name::lit("publish"),
-//!     args: Digest::of(br#"{"post":42}"#), key: Name::lit("idem-1"),
+//!     args: Digest::of(br#"{"post":42}"#), key: IdempotencyKey::lit("idem-1"),
 //!     contract: ToolContract { dedupes: true, query_fences: false, max_attempts: 3 } };
 //! let (agent, alice) = (Name::lit("agent"), Name::lit("alice"));
 //!
 //! // Suspend for alice's approval. Store the run (compare-and-set on revision 0), append the
 //! // audit record, persist the checkpoint and hand it to alice.
-//! let wait = Wait::Approval { call, requester: agent };
+//! let wait = Wait::Approval { call, requester: agent, prior: Prior::NONE };
 //! let event = Event::Suspend { wait, expires_at: Time(50), responsible: alice,
 //!     resource_version: 7 };
 //! let checkpoint = *run.apply(&Input { at: Time(1), event })?.checkpoint().unwrap();
@@ -64,23 +70,28 @@ pub mod invariants;
 pub(crate) mod names;
 mod next;
 pub mod reject;
+mod rules;
 pub mod run;
 pub mod spec;
 mod step;
 
-pub use calls::{CallLog, Fingerprint, LoggedCall, CALL_LOG_CAPACITY};
+pub use calls::{Fingerprint, HistoryEntry, KeyUse, LoggedCall, Prior};
 pub use checkpoint::{
     Checkpoint, CheckpointV1, CheckpointV2, Intent, PendingCall, SCHEMA_V1, SCHEMA_V2,
     SCHEMA_VERSION,
 };
 pub use effect::{AuditRecord, Command, Dispatch, Effect, Effects};
-pub use ids::{Digest, Name, NameError, Revision, Time};
+pub use ids::{
+    Digest, IdempotencyKey, Name, NameError, Revision, Text, Time, KEY_CAPACITY, LEGACY_NAME_WIDTH,
+    NAME_CAPACITY,
+};
 pub use input::{
     Approval, Decision, DecisionKind, Event, EventKind, Facts, Input, QueryAnswer, Resolution,
     Resume, Wait,
 };
 pub use next::Next;
 pub use reject::{ApprovalField, CheckpointField, Fault, IdentityField, Rejection, RejectionKind};
+pub use rules::RULES_VERSION;
 pub use run::{
     BoundCall, Call, CallOutcome, FailCause, Identity, InFlight, Phase, PhaseKind, Policy,
     PolicyError, Reason, ReasonKind, ResumeReceipt, Run, Suspension, ToolContract,

@@ -1,6 +1,6 @@
 //! Rejections: why an input was refused, each with its evidence. A rejection changes nothing.
 
-use crate::ids::{Digest, Name, Revision, Time};
+use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
 use crate::input::DecisionKind;
 use crate::names::named;
 use crate::run::{PhaseKind, ReasonKind};
@@ -294,19 +294,13 @@ pub enum Rejection {
     #[error("key {key} is bound to other arguments")]
     KeyConflict {
         /// The key.
-        key: Name,
+        key: IdempotencyKey,
     },
     /// The key's committed result is already recorded: it is reused, never executed again.
     #[error("key {key} already committed: reuse its recorded result")]
     KeyCommitted {
         /// The key.
-        key: Name,
-    },
-    /// The run's call log is full: the run cannot bind another call.
-    #[error("the run has bound {capacity} calls, as many as it can remember")]
-    CallLogFull {
-        /// How many calls a run may bind.
-        capacity: u8,
+        key: IdempotencyKey,
     },
     /// The call id was already used; an edited call needs a new id.
     #[error("call {call_id} was already made; an edited call is a new call")]
@@ -435,8 +429,6 @@ named! {
         KeyConflict = "key_conflict",
         /// [`Rejection::KeyCommitted`].
         KeyCommitted = "key_committed",
-        /// [`Rejection::CallLogFull`].
-        CallLogFull = "call_log_full",
         /// [`Rejection::CallIdReused`].
         CallIdReused = "call_id_reused",
         /// [`Rejection::DispatchInFlight`].
@@ -493,7 +485,6 @@ impl Rejection {
             Rejection::NoAttemptsAllowed => RejectionKind::NoAttemptsAllowed,
             Rejection::KeyConflict { .. } => RejectionKind::KeyConflict,
             Rejection::KeyCommitted { .. } => RejectionKind::KeyCommitted,
-            Rejection::CallLogFull { .. } => RejectionKind::CallLogFull,
             Rejection::CallIdReused { .. } => RejectionKind::CallIdReused,
             Rejection::DispatchInFlight { .. } => RejectionKind::DispatchInFlight,
             Rejection::NoDispatchInFlight { .. } => RejectionKind::NoDispatchInFlight,
@@ -525,7 +516,6 @@ impl Rejection {
             | ClockExhausted { .. }
             | MigrationRequired { .. }
             | NoAttemptsAllowed
-            | CallLogFull { .. }
             | NotExpired { .. }
             | NothingInFlight { .. }
             | RevisionExhausted => Fault::Driver,

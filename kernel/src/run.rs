@@ -1,8 +1,7 @@
 //! The run: identity, revision, clock, policy and phase. Data that exists in only one phase
 //! lives in that phase's variant, so an illegal combination cannot be written down.
 
-use crate::calls::CallLog;
-use crate::ids::{Digest, Name, Revision, Time};
+use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
 use crate::input::Decision;
 use crate::names::named;
 
@@ -48,7 +47,7 @@ pub struct Call {
     /// The digest of the call's arguments.
     pub args: Digest,
     /// The idempotency key the call is dispatched under.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// What the tool promises about keys and queries.
     pub contract: ToolContract,
 }
@@ -85,7 +84,7 @@ pub struct CallOutcome {
     /// The call's identifier.
     pub call_id: Name,
     /// The key it committed under.
-    pub key: Name,
+    pub key: IdempotencyKey,
     /// Its argument digest.
     pub args: Digest,
     /// The digest of its result.
@@ -145,6 +144,10 @@ pub struct Suspension {
     pub responsible: Name,
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "no heap in the kernel: every variant is held inline"
+)]
 /// Why a run failed. Failure is terminal.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
@@ -367,7 +370,6 @@ pub struct Run {
     pub(crate) updated_at: Time,
     pub(crate) phase: Phase,
     pub(crate) last_call: Option<CallOutcome>,
-    pub(crate) calls: CallLog,
     pub(crate) last_resume: Option<ResumeReceipt>,
 }
 
@@ -383,7 +385,6 @@ impl Run {
             updated_at: at,
             phase: Phase::Running { in_flight: None },
             last_call: None,
-            calls: CallLog::new(),
             last_resume: None,
         })
     }
@@ -416,10 +417,6 @@ impl Run {
     /// The last call result the run recorded: reused, never re-executed (spec REC-4).
     pub fn last_call(&self) -> Option<&CallOutcome> {
         self.last_call.as_ref()
-    }
-    /// Every call the run has bound, oldest first (spec KEY-1, KEY-2).
-    pub fn calls(&self) -> &CallLog {
-        &self.calls
     }
     /// The decision that won the last resume, if any.
     pub fn last_resume(&self) -> Option<&ResumeReceipt> {
@@ -455,10 +452,18 @@ impl<'de> Deserialize<'de> for Run {
             updated_at: Time,
             phase: Phase,
             last_call: Option<CallOutcome>,
-            calls: CallLog,
             last_resume: Option<ResumeReceipt>,
+            /// Rules 2 and earlier kept the call log inline here (see `LoggedCall`).
+            calls: Option<serde::de::IgnoredAny>,
         }
         let raw = Raw::deserialize(d)?;
+        if raw.calls.is_some() {
+            return Err(serde::de::Error::custom(
+                "this run carries its call log inline, as rules 2 and earlier wrote it: move \
+                 its `calls` into the driver's history index (LoggedCall::entries) and drop \
+                 the field, or its history would be lost",
+            ));
+        }
         let run = Run {
             identity: raw.identity,
             policy: raw.policy,
@@ -467,7 +472,6 @@ impl<'de> Deserialize<'de> for Run {
             updated_at: raw.updated_at,
             phase: raw.phase,
             last_call: raw.last_call,
-            calls: raw.calls,
             last_resume: raw.last_resume,
         };
         crate::invariants::check_run(&run).map_err(serde::de::Error::custom)?;

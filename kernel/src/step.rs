@@ -5,6 +5,7 @@
 mod checks;
 mod resume;
 
+use crate::calls::{HistoryEntry, Prior};
 use crate::checkpoint::Checkpoint;
 use crate::effect::{AuditRecord, Command, Effects};
 use crate::ids::{Digest, Name, Time};
@@ -55,7 +56,7 @@ fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
             responsible,
             resource_version,
         } => suspend(run, at, wait, *expires_at, *responsible, *resource_version)?,
-        Event::Dispatch { call } => dispatch(run, call)?,
+        Event::Dispatch { call, prior } => dispatch(run, call, prior)?,
         Event::ToolResult {
             call_id,
             attempt,
@@ -117,8 +118,31 @@ fn seal(
         phase: next.phase.kind(),
         reason: next.suspension().map(|s| s.reason.kind()),
     };
-    let effects = Effects::of(record, Checkpoint::of(&next), command);
+    let effects = Effects::of(
+        record,
+        history(run, input, &next),
+        Checkpoint::of(&next),
+        command,
+    );
     Ok(Transition { next, effects })
+}
+
+/// KEY-1, KEY-2, REC-4: what an accepted input adds to the run's history, for the driver to
+/// store with the run: a call bound (a dispatch, or a suspension for its approval), or a key
+/// spent (a result recorded: the last recorded call changed; call ids are never reused, so a
+/// new result always changes it).
+fn history(run: &Run, input: &Input, next: &Run) -> Option<HistoryEntry> {
+    match &input.event {
+        Event::Dispatch { call, .. }
+        | Event::Suspend {
+            wait: Wait::Approval { call, .. },
+            ..
+        } => Some(HistoryEntry::bound(call)),
+        _ => match next.last_call {
+            Some(done) if run.last_call != next.last_call => Some(HistoryEntry::settled(&done.key)),
+            _ => None,
+        },
+    }
 }
 
 // -------------------------------------------------------------------------------------------
@@ -152,12 +176,15 @@ fn suspend(
     }
     let mut next = *run;
     let reason = match wait {
-        Wait::Approval { call, requester } => {
+        Wait::Approval {
+            call,
+            requester,
+            prior,
+        } => {
             if requester == &responsible {
                 return Err(Rejection::SelfApproval { party: *requester });
             }
-            let (calls, call) = bind(run, call)?;
-            next.calls = calls;
+            let call = bind(call, prior)?;
             Reason::PendingApproval {
                 call,
                 requester: *requester,
@@ -186,16 +213,15 @@ fn suspend(
 
 /// WAL-1, KEY-1, KEY-2: an ungated call is bound, and the intent to dispatch it becomes
 /// durable state together with the command to dispatch.
-fn dispatch(run: &Run, call: &Call) -> Stepped {
+fn dispatch(run: &Run, call: &Call, prior: &Prior) -> Stepped {
     idle(run)?;
-    let (calls, call) = bind(run, call)?;
+    let call = bind(call, prior)?;
     let in_flight = InFlight {
         call,
         attempt: 0,
         dispatches: 1,
     };
     let mut next = *run;
-    next.calls = calls;
     next.phase = Phase::Running {
         in_flight: Some(in_flight),
     };

@@ -95,7 +95,16 @@ fn every_path_steps_without_a_heap_allocation() {
     let run = t.expect("reconcile is accepted").next;
 
     let next_call = call("call-2", "notify:demo", "idem-notify");
-    let (t, n) = counted(&run, &at(5, Event::Dispatch { call: next_call }));
+    let (t, n) = counted(
+        &run,
+        &at(
+            5,
+            Event::Dispatch {
+                call: next_call,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     seen.push(("dispatch", n));
     let run = t.expect("dispatch is accepted").next;
 

@@ -361,7 +361,7 @@ fn checkpoint_digest_of_a_known_checkpoint_is_stable() {
 #[test]
 fn checkpoint_key_digest_binds_the_key_to_the_arguments() {
     // KEY-1: the same key with other arguments is another digest.
-    let key = Name::lit("idem-1");
+    let key = IdempotencyKey::lit("idem-1");
     let args = Digest::of(b"a");
     assert_eq!(
         checkpoint::key_digest(&key, &args),
@@ -373,7 +373,7 @@ fn checkpoint_key_digest_binds_the_key_to_the_arguments() {
     );
     assert_ne!(
         checkpoint::key_digest(&key, &args),
-        checkpoint::key_digest(&Name::lit("idem-2"), &args)
+        checkpoint::key_digest(&IdempotencyKey::lit("idem-2"), &args)
     );
 }
 

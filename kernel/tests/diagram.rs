@@ -61,7 +61,17 @@ fn state_of(run: &Run) -> String {
 
 /// A run with `c` dispatched and its answer outstanding: running, with a call in flight.
 fn dispatching(c: Call) -> Run {
-    accept(&new_run("run-dispatch"), at(1, Event::Dispatch { call: c })).0
+    accept(
+        &new_run("run-dispatch"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    )
+    .0
 }
 
 /// A run suspended on `wait`, with `responsible` as the party who must act.
@@ -254,6 +264,7 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
             Wait::Approval {
                 call: fresh(contract(true, false)),
                 requester: REQUESTER,
+                prior: Prior::NONE,
             },
             APPROVER,
         ),
@@ -286,7 +297,10 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
         ("fences", contract(false, true)),
         ("neither", contract(false, false)),
     ] {
-        let dispatch = Event::Dispatch { call: fresh(c) };
+        let dispatch = Event::Dispatch {
+            call: fresh(c),
+            prior: Prior::NONE,
+        };
         out.push((format!("dispatch:{label}"), input(dispatch)));
     }
     // A tool result answers the call in flight, when there is one.
@@ -543,6 +557,7 @@ fn checkpoint_v1_example_in_the_spec_needs_migration_and_migrates_to_the_v2_exam
 fn every_rejection() -> Vec<Rejection> {
     use Rejection::*;
     let (n, d, r, t) = (Name::lit("x"), Digest::default(), Revision(1), Time(1));
+    let k = IdempotencyKey::lit("k");
     vec![
         Terminal {
             phase: PhaseKind::Completed,
@@ -614,9 +629,8 @@ fn every_rejection() -> Vec<Rejection> {
         ExpiryUnreachable { expires_at: t },
         ClockExhausted { at: t },
         NoAttemptsAllowed,
-        KeyConflict { key: n },
-        KeyCommitted { key: n },
-        CallLogFull { capacity: 32 },
+        KeyConflict { key: k },
+        KeyCommitted { key: k },
         CallIdReused { call_id: n },
         DispatchInFlight { call_id: n },
         NoDispatchInFlight {

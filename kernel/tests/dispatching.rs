@@ -31,14 +31,10 @@ fn dispatching_tool_result_records_the_result_with_the_next_revision() {
     );
     assert_eq!(
         effects(&fx),
-        vec![audit(
-            2,
-            2,
-            EventKind::ToolResult,
-            None,
-            PhaseKind::Running,
-            None
-        )]
+        vec![
+            audit(2, 2, EventKind::ToolResult, None, PhaseKind::Running, None),
+            spends(&c),
+        ]
     );
 }
 
@@ -157,7 +153,10 @@ fn dispatching_suspend_dispatch_complete_and_fail_wait_for_the_answer() {
     let fresh = call("call-2", "notify:demo", "idem-2");
     let refused = [
         suspend_for_approval(fresh, 50),
-        Event::Dispatch { call: fresh },
+        Event::Dispatch {
+            call: fresh,
+            prior: Prior::NONE,
+        },
         Event::Complete {
             result: Digest::of(b"r"),
         },
@@ -211,7 +210,13 @@ fn dispatching_input_from_the_past_is_rejected() {
     let c = publish();
     let run = accept(
         &new_run("run-in-flight"),
-        at(5, Event::Dispatch { call: c }),
+        at(
+            5,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
     )
     .0;
     for event in [answer(&c, 0, b"ok"), Event::Recover, Event::Expire] {
@@ -267,8 +272,26 @@ fn dispatching_commands_carry_a_tool_key_namespaced_by_the_run() {
     // KEY-3: two runs that use one key never share the tool's dedupe record or fence; one
     // run's retries keep theirs.
     let c = publish();
-    let a = accept(&new_run("run-a"), at(1, Event::Dispatch { call: c }));
-    let b = accept(&new_run("run-b"), at(1, Event::Dispatch { call: c }));
+    let a = accept(
+        &new_run("run-a"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
+    let b = accept(
+        &new_run("run-b"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let (ka, kb) = (
         a.1.dispatch().unwrap().tool_key,
         b.1.dispatch().unwrap().tool_key,

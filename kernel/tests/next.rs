@@ -16,7 +16,16 @@ fn running_idle_run_waits_on_the_agent_and_has_no_deadline() {
 fn running_call_in_flight_names_the_dispatch_the_step_emitted() {
     // WAL-1, KEY-3: the outstanding dispatch is exactly the command the dispatch emitted.
     let c = publish();
-    let (run, fx) = accept(&new_run("run-next"), at(1, Event::Dispatch { call: c }));
+    let (run, fx) = accept(
+        &new_run("run-next"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     assert_eq!(
         run.next(),
         Next::Result {

@@ -83,13 +83,21 @@ fn wild_name() -> impl Strategy<Value = Name> {
         Just(APPROVER),
         Just(REQUESTER),
         Just(CANCELLER),
-        // Cheaper to generate than a regex: 1 to 31 bytes mapped onto printable ASCII.
-        (any::<[u8; 31]>(), 1usize..=31).prop_map(|(raw, len)| {
-            let printable: Vec<u8> = raw[..len].iter().map(|b| 0x21 + b % 94).collect();
-            let text = String::from_utf8(printable).expect("printable ASCII is UTF-8");
-            Name::new(&text).expect("printable ASCII, 1 to 31 bytes")
-        }),
+        wild_text(),
     ]
+}
+
+fn wild_key() -> impl Strategy<Value = IdempotencyKey> {
+    prop_oneof![Just(IdempotencyKey::lit("idem-1")), wild_text()]
+}
+
+/// Text of every width the type holds, mapped onto printable ASCII (cheaper than a regex).
+fn wild_text<const N: usize>() -> impl Strategy<Value = Text<N>> {
+    proptest::collection::vec(any::<u8>(), 1..=N).prop_map(|raw| {
+        let printable: Vec<u8> = raw.iter().map(|b| 0x21 + b % 94).collect();
+        let text = String::from_utf8(printable).expect("printable ASCII is UTF-8");
+        Text::new(&text).expect("printable ASCII, within the width")
+    })
 }
 
 fn wild_digest() -> impl Strategy<Value = Digest> {
@@ -105,7 +113,7 @@ fn wild_call() -> impl Strategy<Value = Call> {
         wild_name(),
         wild_name(),
         wild_digest(),
-        wild_name(),
+        wild_key(),
         any::<(bool, bool, u8)>(),
     )
         .prop_map(
@@ -266,7 +274,11 @@ fn wild_decision() -> impl Strategy<Value = Decision> {
 
 fn wild_event() -> impl Strategy<Value = Event> {
     let wait = prop_oneof![
-        (wild_call(), wild_name()).prop_map(|(call, requester)| Wait::Approval { call, requester }),
+        (wild_call(), wild_name()).prop_map(|(call, requester)| Wait::Approval {
+            call,
+            requester,
+            prior: Prior::NONE
+        }),
         wild_name().prop_map(|callback| Wait::Callback { callback }),
         Just(Wait::Intervention),
         wild_name().prop_map(|resource| Wait::Resource { resource }),
@@ -287,7 +299,10 @@ fn wild_event() -> impl Strategy<Value = Event> {
                 resource_version,
             }
         ),
-        wild_call().prop_map(|call| Event::Dispatch { call }),
+        wild_call().prop_map(|call| Event::Dispatch {
+            call,
+            prior: Prior::NONE
+        }),
         (wild_name(), any::<u8>(), wild_digest()).prop_map(|(call_id, attempt, result)| {
             Event::ToolResult {
                 call_id,
@@ -422,8 +437,8 @@ const ALL_KINDS: [EventKind; 9] = [
 
 const MALLORY: Name = Name::lit("mallory");
 
-fn name(s: &str) -> Name {
-    Name::new(s).expect("generated names are short and printable")
+fn name<const N: usize>(s: &str) -> Text<N> {
+    Text::new(s).expect("generated names are short and printable")
 }
 
 /// The outside world around one run: its store, the checkpoints it was handed, the decisions
@@ -434,6 +449,8 @@ struct Driver {
     checkpoints: Vec<Checkpoint>,
     won: Vec<(Checkpoint, Decision)>,
     approvals: Vec<Approval>,
+    /// The current run's call history, as the driver's store keeps it.
+    index: Index,
     calls: u32,
     /// A sealed checkpoint for this run's identity, for resumes before any suspension.
     fallback: Checkpoint,
@@ -452,6 +469,7 @@ impl Driver {
             checkpoints: Vec::new(),
             won: Vec::new(),
             approvals: Vec::new(),
+            index: Index::default(),
             calls: 0,
             fallback: Driver::fallback_for(&run),
             runs: 1,
@@ -495,6 +513,7 @@ impl Driver {
             .expect("the policy of the first run is valid");
             self.fallback = Driver::fallback_for(&run);
             self.run = run;
+            self.index = Index::default();
         }
     }
 
@@ -549,9 +568,10 @@ impl Driver {
         let mut at = self.now;
         let event = match self.kind(k) {
             EventKind::Suspend => self.suspend(k, twist, at),
-            EventKind::Dispatch => Event::Dispatch {
-                call: self.fresh_call(k, twist),
-            },
+            EventKind::Dispatch => {
+                let call = self.fresh_call(k, twist);
+                self.index.dispatch(call)
+            }
             EventKind::ToolResult => self.tool_result(k, twist),
             EventKind::Recover => Event::Recover,
             EventKind::Resume => self.resume(k, twist, at),
@@ -620,13 +640,18 @@ impl Driver {
 
     fn suspend(&mut self, k: &Knobs, twist: Option<Twist>, at: u64) -> Event {
         let (wait, mut responsible) = match k.b % 5 {
-            0 | 1 => (
-                Wait::Approval {
-                    call: self.fresh_call(k, twist),
-                    requester: REQUESTER,
-                },
-                APPROVER,
-            ),
+            0 | 1 => {
+                let call = self.fresh_call(k, twist);
+                let prior = self.index.prior(&call);
+                (
+                    Wait::Approval {
+                        call,
+                        requester: REQUESTER,
+                        prior,
+                    },
+                    APPROVER,
+                )
+            }
             2 => (Wait::Callback { callback: CALLBACK }, OWNER),
             3 => (Wait::Intervention, OPERATOR),
             _ => (Wait::Resource { resource: RESOURCE }, OPERATOR),
@@ -842,6 +867,7 @@ impl Driver {
     /// Stores an accepted transition and keeps what the outside world was handed.
     fn observe(&mut self, input: &Input, t: &Transition) {
         self.run = t.next;
+        self.index.0.extend(t.effects.history().copied());
         self.now = self.now.max(t.next.updated_at().0);
         if let Some(cp) = t.effects.checkpoint() {
             self.checkpoints.push(*cp);

@@ -11,7 +11,17 @@ fn running() -> Run {
 
 /// A run that has recorded the result of `c` (dispatched at t1, answered at t2): revision 2.
 fn after_result_of(c: Call) -> Run {
-    let run = accept(&running(), at(1, Event::Dispatch { call: c })).0;
+    let run = accept(
+        &running(),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    )
+    .0;
     let answer = Event::ToolResult {
         call_id: c.call_id,
         attempt: 0,
@@ -36,6 +46,7 @@ fn running_suspend_for_approval_waits_for_the_approver_and_persists_a_checkpoint
     let wait = Wait::Approval {
         call: c,
         requester: REQUESTER,
+        prior: Prior::NONE,
     };
     let (next, fx) = accept(&running(), at(1, suspend(wait, 50, APPROVER)));
     let expected = Suspension {
@@ -56,6 +67,7 @@ fn running_suspend_for_approval_waits_for_the_approver_and_persists_a_checkpoint
         effects(&fx),
         vec![
             audit(1, 1, EventKind::Suspend, None, PhaseKind::Suspended, reason),
+            binds(&c),
             persisted(&next),
         ]
     );
@@ -149,6 +161,7 @@ fn running_suspend_for_approval_by_its_own_requester_is_rejected() {
     let wait = Wait::Approval {
         call: publish(),
         requester: REQUESTER,
+        prior: Prior::NONE,
     };
     assert_eq!(
         reject(&running(), at(1, suspend(wait, 50, REQUESTER))),
@@ -161,6 +174,7 @@ fn running_suspend_with_a_past_expiry_and_self_approval_reports_the_expiry_first
     let wait = Wait::Approval {
         call: with_contract(publish(), true, false, 0),
         requester: REQUESTER,
+        prior: Prior::NONE,
     };
     assert_eq!(
         reject(&running(), at(7, suspend(wait, 7, REQUESTER))),
@@ -177,6 +191,7 @@ fn running_suspend_by_its_own_requester_for_a_call_allowing_no_attempt_reports_s
     let wait = Wait::Approval {
         call: with_contract(publish(), true, false, 0),
         requester: REQUESTER,
+        prior: Prior::NONE,
     };
     assert_eq!(
         reject(&running(), at(1, suspend(wait, 50, REQUESTER))),
@@ -189,6 +204,7 @@ fn running_suspend_for_approval_of_a_call_allowing_no_attempt_is_rejected() {
     let wait = Wait::Approval {
         call: with_contract(publish(), true, false, 0),
         requester: REQUESTER,
+        prior: Prior::NONE,
     };
     assert_eq!(
         reject(&running(), at(1, suspend(wait, 50, APPROVER))),
@@ -202,12 +218,13 @@ fn running_suspend_for_approval_of_a_reused_call_id_is_rejected() {
     let c = publish();
     let edited = Call {
         args: Digest::of(b"edited"),
-        key: Name::lit("idem-2"),
+        key: IdempotencyKey::lit("idem-2"),
         ..c
     };
     let wait = Wait::Approval {
         call: edited,
         requester: REQUESTER,
+        prior: spent(&c).prior(&edited),
     };
     assert_eq!(
         reject(&after_result_of(c), at(3, suspend(wait, 50, APPROVER))),
@@ -220,7 +237,16 @@ fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
     // WAL-1: the in-flight intent is in `next`, stored before the driver dispatches.
     let c = publish();
     let run = running();
-    let (next, fx) = accept(&run, at(1, Event::Dispatch { call: c }));
+    let (next, fx) = accept(
+        &run,
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     assert_eq!(
         next.phase(),
         &Phase::Running {
@@ -232,6 +258,7 @@ fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
         effects(&fx),
         vec![
             audit(1, 1, EventKind::Dispatch, None, PhaseKind::Running, None),
+            binds(&c),
             Effect::Dispatch(dispatch_of(&run, &c, 0)),
         ]
     );
@@ -241,7 +268,16 @@ fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
 fn running_dispatch_of_a_call_allowing_no_attempt_is_rejected() {
     let c = with_contract(publish(), true, true, 0);
     assert_eq!(
-        reject(&running(), at(1, Event::Dispatch { call: c })),
+        reject(
+            &running(),
+            at(
+                1,
+                Event::Dispatch {
+                    call: c,
+                    prior: Prior::NONE
+                }
+            )
+        ),
         Rejection::NoAttemptsAllowed
     );
 }
@@ -252,11 +288,20 @@ fn running_dispatch_reusing_the_last_call_id_is_rejected() {
     let c = publish();
     let edited = Call {
         args: Digest::of(b"edited"),
-        key: Name::lit("idem-2"),
+        key: IdempotencyKey::lit("idem-2"),
         ..c
     };
     assert_eq!(
-        reject(&after_result_of(c), at(3, Event::Dispatch { call: edited })),
+        reject(
+            &after_result_of(c),
+            at(
+                3,
+                Event::Dispatch {
+                    call: edited,
+                    prior: spent(&c).prior(&edited)
+                }
+            )
+        ),
         Rejection::CallIdReused { call_id: c.call_id }
     );
 }
@@ -271,7 +316,16 @@ fn running_dispatch_reusing_a_key_with_other_arguments_is_rejected() {
         ..c
     };
     assert_eq!(
-        reject(&after_result_of(c), at(3, Event::Dispatch { call: other })),
+        reject(
+            &after_result_of(c),
+            at(
+                3,
+                Event::Dispatch {
+                    call: other,
+                    prior: spent(&c).prior(&other)
+                }
+            )
+        ),
         Rejection::KeyConflict { key: c.key }
     );
 }
@@ -286,7 +340,16 @@ fn running_dispatch_reusing_a_committed_key_with_the_same_arguments_is_refused()
         ..c
     };
     assert_eq!(
-        reject(&after_result_of(c), at(3, Event::Dispatch { call: again })),
+        reject(
+            &after_result_of(c),
+            at(
+                3,
+                Event::Dispatch {
+                    call: again,
+                    prior: spent(&c).prior(&again)
+                }
+            )
+        ),
         Rejection::KeyCommitted { key: c.key }
     );
 }
@@ -296,7 +359,17 @@ fn running_dispatch_reusing_a_key_a_person_dropped_with_the_same_arguments_is_ac
     // KEY-1 binds the key to its payload, and the key never committed: a person made sure
     // of it and went ahead ("continue"), so the same request may go out again.
     let c = publish();
-    let run = accept(&running(), at(1, Event::Dispatch { call: c })).0;
+    let run = accept(
+        &running(),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    )
+    .0;
     let run = accept(&run, at(2, Event::Recover)).0;
     let cp = Checkpoint::of(&run).unwrap();
     let unknown = Decision::Reconcile(QueryAnswer::Unknown);
@@ -311,7 +384,17 @@ fn running_dispatch_reusing_a_key_a_person_dropped_with_the_same_arguments_is_ac
         call_id: Name::lit("call-2"),
         ..c
     };
-    let (next, fx) = accept(&run, at(5, Event::Dispatch { call: again }));
+    let bound = Index(vec![HistoryEntry::bound(&c)]);
+    let (next, fx) = accept(
+        &run,
+        at(
+            5,
+            Event::Dispatch {
+                call: again,
+                prior: bound.prior(&again),
+            },
+        ),
+    );
     assert_eq!(next.in_flight(), Some(&in_flight(again, 0, 1)));
     assert_eq!(fx.dispatch(), Some(&dispatch_of(&run, &again, 0)));
 }
@@ -330,7 +413,8 @@ fn running_dispatch_checks_attempts_then_call_id_then_key() {
             at(
                 3,
                 Event::Dispatch {
-                    call: reused_conflicting
+                    call: reused_conflicting,
+                    prior: spent(&c).prior(&reused_conflicting),
                 }
             )
         ),
@@ -338,7 +422,16 @@ fn running_dispatch_checks_attempts_then_call_id_then_key() {
     );
     let no_attempt = with_contract(reused_conflicting, true, false, 0);
     assert_eq!(
-        reject(&run, at(3, Event::Dispatch { call: no_attempt })),
+        reject(
+            &run,
+            at(
+                3,
+                Event::Dispatch {
+                    call: no_attempt,
+                    prior: spent(&c).prior(&no_attempt)
+                }
+            )
+        ),
         Rejection::NoAttemptsAllowed
     );
 }
@@ -462,7 +555,17 @@ fn running_input_of_any_kind_from_the_past_is_rejected() {
     // CLK-1: a run at t5 refuses every kind of input dated t4.
     let c = publish();
     let (_, cp) = pending(c);
-    let run = accept(&new_run("run-approval"), at(5, Event::Dispatch { call: c })).0;
+    let run = accept(
+        &new_run("run-approval"),
+        at(
+            5,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    )
+    .0;
     let run = accept(
         &run,
         at(
@@ -494,7 +597,17 @@ fn running_input_of_any_kind_from_the_past_is_rejected() {
 #[test]
 fn running_input_at_the_same_time_as_the_last_is_accepted() {
     // CLK-1 forbids going backwards, not standing still: several inputs may share a tick.
-    let run = accept(&running(), at(5, Event::Dispatch { call: publish() })).0;
+    let run = accept(
+        &running(),
+        at(
+            5,
+            Event::Dispatch {
+                call: publish(),
+                prior: Prior::NONE,
+            },
+        ),
+    )
+    .0;
     let answer = Event::ToolResult {
         call_id: publish().call_id,
         attempt: 0,
@@ -523,7 +636,17 @@ fn running_input_at_the_end_of_the_revision_counter_is_rejected() {
 
 #[test]
 fn running_input_from_the_past_at_the_end_of_the_revision_counter_reports_the_clock_first() {
-    let run = accept(&running(), at(5, Event::Dispatch { call: publish() })).0;
+    let run = accept(
+        &running(),
+        at(
+            5,
+            Event::Dispatch {
+                call: publish(),
+                prior: Prior::NONE,
+            },
+        ),
+    )
+    .0;
     let answer = Event::ToolResult {
         call_id: publish().call_id,
         attempt: 0,
@@ -551,28 +674,37 @@ fn running_run_stepped_in_place_is_unchanged_by_a_rejection() {
         })
     );
     assert_eq!(run, before);
-    let fx = run.apply(&at(1, Event::Dispatch { call: publish() }));
+    let fx = run.apply(&at(
+        1,
+        Event::Dispatch {
+            call: publish(),
+            prior: Prior::NONE,
+        },
+    ));
     assert!(fx.is_ok());
     assert_eq!(run.revision(), Revision(1));
 }
 
 #[test]
 fn running_dispatch_reusing_an_older_call_id_or_key_is_refused_over_the_whole_history() {
-    // Spec 4.9: the call log remembers every call the run bound, not just the last: call A,
-    // then B, then A again is a reused call id (KEY-2); an older key with other arguments is
-    // a conflict (KEY-1); with its own arguments, a spent key (REC-4).
+    // Spec 4.9: the history the driver's store keeps holds every call the run bound, not just
+    // the last: call A, then B, then A again is a reused call id (KEY-2); an older key with
+    // other arguments is a conflict (KEY-1); with its own arguments, a spent key (REC-4).
+    let mut index = Index::default();
     let first = publish();
     let second = call("call-2", "notify:demo", "idem-2");
-    let run = after_result_of(first);
-    let run = accept(&run, at(3, Event::Dispatch { call: second })).0;
-    let answer = Event::ToolResult {
-        call_id: second.call_id,
-        attempt: 0,
-        result: Digest::of(b"ok"),
-    };
-    let run = accept(&run, at(4, answer)).0;
+    let mut run = running();
+    for (t, c) in [(1, first), (3, second)] {
+        run = index.accept(&run, at(t, index.dispatch(c)));
+        let answer = Event::ToolResult {
+            call_id: c.call_id,
+            attempt: 0,
+            result: Digest::of(b"ok"),
+        };
+        run = index.accept(&run, at(t + 1, answer));
+    }
     assert_eq!(
-        reject(&run, at(5, Event::Dispatch { call: first })),
+        reject(&run, at(5, index.dispatch(first))),
         Rejection::CallIdReused {
             call_id: first.call_id
         }
@@ -583,7 +715,7 @@ fn running_dispatch_reusing_an_older_call_id_or_key_is_refused_over_the_whole_hi
         ..first
     };
     assert_eq!(
-        reject(&run, at(5, Event::Dispatch { call: other_args })),
+        reject(&run, at(5, index.dispatch(other_args))),
         Rejection::KeyConflict { key: first.key }
     );
     let same_args = Call {
@@ -591,46 +723,68 @@ fn running_dispatch_reusing_an_older_call_id_or_key_is_refused_over_the_whole_hi
         ..first
     };
     assert_eq!(
-        reject(&run, at(5, Event::Dispatch { call: same_args })),
+        reject(&run, at(5, index.dispatch(same_args))),
         Rejection::KeyCommitted { key: first.key }
     );
-    assert_eq!(run.calls().len(), 2);
+    assert_eq!(index.bound(), 2);
 }
 
 #[test]
-fn running_dispatch_beyond_the_call_log_capacity_is_refused_and_nothing_is_forgotten() {
-    // Spec 4.9: the log holds CALL_LOG_CAPACITY calls; the next is refused, never admitted
-    // by forgetting the oldest, so the first call id stays refused for good.
+fn running_run_of_ten_thousand_calls_stays_the_same_size_and_still_refuses_a_reused_key() {
+    // KEY-1, REC-4 over a history far longer than anything a run could hold: the run's own
+    // JSON is the same length at call 10,000 as at call 1 (less the digits of its numbers),
+    // and a key reused with other arguments at call 9,999 is still refused.
+    let mut index = Index::default();
     let mut run = running();
     let mut t = 0;
-    let mut first = None;
-    for i in 0..CALL_LOG_CAPACITY {
-        let c = call(&format!("call-{i}"), "tool", &format!("key-{i}"));
-        first.get_or_insert(c);
+    let mut sizes = Vec::new();
+    for i in 0..10_000u32 {
+        let c = call(&format!("call-{i:05}"), "tool", &format!("key-{i:05}"));
         t += 1;
-        run = accept(&run, at(t, Event::Dispatch { call: c })).0;
+        run = index.accept(&run, at(t, index.dispatch(c)));
+        t += 1;
         let answer = Event::ToolResult {
             call_id: c.call_id,
             attempt: 0,
             result: Digest::of(b"ok"),
         };
-        t += 1;
-        run = accept(&run, at(t, answer)).0;
+        run = index.accept(&run, at(t, answer));
+        if i == 0 || i == 9_998 {
+            sizes.push(serde_json::to_string(&run).unwrap().len());
+        }
     }
-    let one_more = call("call-last", "tool", "key-last");
+    // Five-digit call numbers throughout, so only the times and revisions grow in digits.
+    assert!(sizes[1] - sizes[0] <= 16, "{sizes:?}");
+    let reused = Call {
+        call_id: Name::lit("call-x"),
+        args: Digest::of(b"other arguments"),
+        ..call("call-x", "tool", "key-00042")
+    };
     assert_eq!(
-        reject(&run, at(t, Event::Dispatch { call: one_more })),
-        Rejection::CallLogFull {
-            capacity: CALL_LOG_CAPACITY as u8
-        }
+        reject(&run, at(t + 1, index.dispatch(reused))),
+        Rejection::KeyConflict { key: reused.key }
     );
-    let first = first.expect("the log was filled");
-    assert_eq!(
-        reject(&run, at(t, Event::Dispatch { call: first })),
-        Rejection::CallIdReused {
-            call_id: first.call_id
-        }
-    );
+    assert_eq!(index.bound(), 10_000);
+}
+
+#[test]
+fn running_dispatch_trusts_the_prior_it_is_given() {
+    // The kernel holds no history: what the driver states is what it applies. A driver that
+    // lost a binding gets the call accepted; the audit log records the claim with the input,
+    // and the validator, which sees the whole history, refutes it there.
+    let first = publish();
+    let run = after_result_of(first);
+    assert!(step(
+        &run,
+        &at(
+            3,
+            Event::Dispatch {
+                call: first,
+                prior: Prior::NONE
+            }
+        )
+    )
+    .is_ok());
 }
 
 #[test]

@@ -22,7 +22,7 @@ fn seed_simulation_verdicts_are_reproduced() {
     assert_eq!(
         checkpoint.key_digest,
         Some(checkpoint::key_digest(
-            &Name::lit("idem-run-approval"),
+            &IdempotencyKey::lit("idem-run-approval"),
             &publish.args
         ))
     );
@@ -85,7 +85,10 @@ fn seed_simulation_verdicts_are_reproduced() {
     let d = fx.dispatch().unwrap();
     assert_eq!(
         (d.tool, d.key),
-        (Name::lit("publish:demo"), Name::lit("idem-run-approval"))
+        (
+            Name::lit("publish:demo"),
+            IdempotencyKey::lit("idem-run-approval")
+        )
     );
     assert_eq!(run.phase().kind(), PhaseKind::Running);
     assert_eq!(run.revision(), Revision(2));

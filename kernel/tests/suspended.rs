@@ -73,7 +73,10 @@ fn suspended_dispatch_complete_and_fail_are_rejected_as_not_running() {
     let fresh = call("call-2", "notify:demo", "idem-2");
     for case in every_reason() {
         let refused = [
-            Event::Dispatch { call: fresh },
+            Event::Dispatch {
+                call: fresh,
+                prior: Prior::NONE,
+            },
             Event::Complete {
                 result: Digest::of(b"r"),
             },

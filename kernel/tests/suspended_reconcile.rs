@@ -86,12 +86,12 @@ fn suspended_reconcile_committed_records_the_result_and_never_dispatches_again()
         );
         assert_eq!(
             effects(&fx),
-            vec![reconciled(PhaseKind::Running, None)],
+            vec![reconciled(PhaseKind::Running, None), spends(&c)],
             "{contract:?}"
         );
         // The recorded call cannot be made again: its id is spent.
         assert_eq!(
-            reject(&next, at(4, Event::Dispatch { call: c })),
+            reject(&next, at(4, spent(&c).dispatch(c))),
             Rejection::CallIdReused { call_id: c.call_id }
         );
     }
@@ -271,7 +271,10 @@ fn suspended_reconcile_committed_after_a_cancel_in_flight_records_the_result_and
         next.last_call().map(|o| o.result),
         Some(Digest::of(b"committed"))
     );
-    assert_eq!(effects(&fx), vec![reconciled(PhaseKind::Failed, None)]);
+    assert_eq!(
+        effects(&fx),
+        vec![reconciled(PhaseKind::Failed, None), spends(&c)]
+    );
 }
 
 #[test]

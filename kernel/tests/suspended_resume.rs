@@ -587,6 +587,7 @@ fn suspended_resume_duplicate_of_the_winning_decision_is_already_applied() {
             4,
             Event::Dispatch {
                 call: call("c-2", "t", "k-2"),
+                prior: Prior::NONE,
             },
         ),
     );

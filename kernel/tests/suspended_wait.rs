@@ -291,14 +291,17 @@ fn suspended_intervention_on_an_unresolved_effect_records_a_commit_without_dispa
     );
     assert_eq!(
         effects(&fx),
-        vec![audit(
-            4,
-            5,
-            EventKind::Resume,
-            Some(DecisionKind::Intervene),
-            PhaseKind::Running,
-            None
-        )]
+        vec![
+            audit(
+                4,
+                5,
+                EventKind::Resume,
+                Some(DecisionKind::Intervene),
+                PhaseKind::Running,
+                None
+            ),
+            spends(&c),
+        ]
     );
 }
 

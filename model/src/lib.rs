@@ -32,8 +32,6 @@ pub struct Snapshot {
     pub phase: Phase,
     /// The last call result recorded.
     pub last_call: Option<CallOutcome>,
-    /// How many calls the run has bound in all (its call log's length).
-    pub calls: u8,
 }
 
 /// A lifecycle implementation: the kernel, the reference machine, or a broken variant.
@@ -87,7 +85,6 @@ impl Lifecycle for Kernel {
             updated_at: run.updated_at(),
             phase: *run.phase(),
             last_call: run.last_call().copied(),
-            calls: u8::try_from(run.calls().len()).unwrap_or(u8::MAX),
         }
     }
 }

@@ -254,10 +254,7 @@ pub fn properties<L: Lifecycle>(
         // The agent names itself as approver where its next call is gated: the states where
         // APR-3's suspend-time half can bite are reached (the offer is refused, no transition).
         .sometimes(Apr3, SELF_NAMED_OFFERED, |w, s| {
-            (s.runs.iter()).any(|slot| {
-                let snap = w.lifecycle().snapshot(&slot.run.run);
-                w.self_approved_suspend(&snap).is_some()
-            })
+            (s.runs.iter()).any(|slot| w.self_approved_suspend(slot).is_some())
         })
         .sometimes(Eff1, LATE_REQUEST, |_, s| {
             s.seen & witness::LATE_REQUEST != 0

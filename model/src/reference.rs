@@ -35,9 +35,9 @@ mod resume;
 use crate::variant::Variant;
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
-    BoundCall, Call, CallOutcome, Checkpoint, Digest, Effects, FailCause, Identity, InFlight,
-    Input, Intent, Name, PendingCall, Phase, Policy, PolicyError, Reason, Rejection, ResumeReceipt,
-    Revision, Suspension, Time, CALL_LOG_CAPACITY, SCHEMA_VERSION,
+    BoundCall, CallOutcome, Checkpoint, Digest, Effects, FailCause, Identity, InFlight, Input,
+    Intent, PendingCall, Phase, Policy, PolicyError, Reason, Rejection, ResumeReceipt, Revision,
+    Suspension, Time, SCHEMA_VERSION,
 };
 
 /// The reference machine, or one of its broken variants.
@@ -78,78 +78,6 @@ pub struct RecordedCall {
     pub result: Digest,
 }
 
-/// A call the run bound, remembered for the run's whole life (KEY-1, KEY-2, REC-4).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct BoundBefore {
-    /// Its id.
-    pub call_id: Name,
-    /// Its idempotency key.
-    pub key: Name,
-    /// The argument digest its key is bound to.
-    pub args: Digest,
-    /// Its committed result was recorded: the key is spent.
-    pub committed: bool,
-}
-
-/// Every call the run has bound, oldest first, in plain names: at most
-/// [`CALL_LOG_CAPACITY`], and nothing is ever forgotten.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct History([Option<BoundBefore>; CALL_LOG_CAPACITY]);
-
-impl History {
-    fn calls(&self) -> impl Iterator<Item = &BoundBefore> {
-        self.0.iter().flatten()
-    }
-
-    /// How many calls the run has bound.
-    pub fn len(&self) -> usize {
-        self.calls().count()
-    }
-
-    /// Whether the run has bound none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn with(mut self, call: &Call) -> Option<History> {
-        let slot = self.0.iter_mut().find(|c| c.is_none())?;
-        *slot = Some(BoundBefore {
-            call_id: call.call_id,
-            key: call.key,
-            args: call.args,
-            committed: false,
-        });
-        Some(self)
-    }
-
-    /// The history in the kernel's vocabulary, for comparing the two machines: each call's
-    /// id and key fingerprinted as the kernel's call log does.
-    pub fn call_log(&self) -> resumable_kernel::CallLog {
-        let mut entries = [resumable_kernel::LoggedCall::default(); CALL_LOG_CAPACITY];
-        let mut len = 0;
-        for (slot, c) in entries.iter_mut().zip(self.calls()) {
-            *slot = resumable_kernel::LoggedCall {
-                call_id: resumable_kernel::Fingerprint::call_id(&c.call_id),
-                key: resumable_kernel::Fingerprint::key(&c.key),
-                args: c.args,
-                committed: c.committed,
-            };
-            len += 1;
-        }
-        // At most the capacity, by construction of both.
-        resumable_kernel::CallLog::from_entries(&entries[..len]).unwrap_or_default()
-    }
-
-    fn committed(mut self, call_id: Name) -> History {
-        for c in self.0.iter_mut().flatten() {
-            if c.call_id == call_id {
-                c.committed = true;
-            }
-        }
-        self
-    }
-}
-
 /// The reference machine's run, in plain fields.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct RefRun {
@@ -167,8 +95,6 @@ pub struct RefRun {
     pub status: Status,
     /// The last call result recorded.
     pub last_call: Option<RecordedCall>,
-    /// Every call bound so far.
-    pub history: History,
     /// The decision that won the last resume (RES-2).
     pub last_resume: Option<ResumeReceipt>,
 }
@@ -184,7 +110,6 @@ impl RefRun {
             clock: at,
             status: Status::Running,
             last_call: None,
-            history: History([None; CALL_LOG_CAPACITY]),
             last_resume: None,
         }
     }
@@ -212,7 +137,6 @@ impl RefRun {
                 args: r.call.call.args,
                 result: r.result,
             }),
-            calls: u8::try_from(self.history.len()).unwrap_or(u8::MAX),
         }
     }
 

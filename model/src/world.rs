@@ -100,9 +100,9 @@ impl<L: Lifecycle> World<L> {
     }
 
     /// The run as the store holds it: interned, with its view.
-    fn store(&self, run: L::Run) -> Shared<Stored<L::Run>> {
+    fn store(&self, run: L::Run, history: StoreHistory) -> Shared<Stored<L::Run>> {
         let view = view_of(&self.lifecycle.snapshot(&run));
-        self.runs.intern(Stored { run, view })
+        self.runs.intern(Stored { run, history, view })
     }
 
     /// A checkpoint log with one more checkpoint.
@@ -142,7 +142,7 @@ impl<L: Lifecycle> World<L> {
             // accepts the policy (`Config::validate`).
             .filter_map(|id| self.lifecycle.create(*id, self.cast.policy, Time(0)).ok())
             .map(|run| RunSlot {
-                run: self.store(run),
+                run: self.store(run, StoreHistory::default()),
                 checkpoints: self.logs.intern(Vec::new()),
                 audited: 0,
                 waiting_since: None,

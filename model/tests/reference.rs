@@ -52,7 +52,7 @@ fn call(call_id: &str, tool: &str, key: &str) -> Call {
         call_id: Name::new(call_id).unwrap(),
         tool: Name::new(tool).unwrap(),
         args: Digest::of(tool.as_bytes()),
-        key: Name::new(key).unwrap(),
+        key: IdempotencyKey::new(key).unwrap(),
         contract: contract(true, false),
     }
 }
@@ -66,6 +66,7 @@ fn suspend_for_approval(c: Call, expires_at: u64) -> Event {
         wait: Wait::Approval {
             call: c,
             requester: REQUESTER,
+            prior: Prior::NONE,
         },
         expires_at: Time(expires_at),
         responsible: APPROVER,
@@ -150,7 +151,16 @@ fn pending(c: Call) -> (RefRun, Checkpoint) {
 
 /// A run whose dispatch of `c` (at t1) was in flight when the worker restarted (at t2).
 fn outcome_unknown(c: Call) -> (RefRun, Checkpoint) {
-    let (run, _) = accept(&new_run("run-unknown"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("run-unknown"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let (run, fx) = accept(&run, at(2, Event::Recover));
     (run, checkpoint_of(&fx))
 }
@@ -175,6 +185,7 @@ fn kinds(fx: &Effects) -> Vec<&'static str> {
     fx.iter()
         .map(|e| match e {
             Effect::Audit(_) => "audit",
+            Effect::History(_) => "history",
             Effect::PersistCheckpoint(_) => "checkpoint",
             Effect::Dispatch(_) => "dispatch",
             Effect::Query(_) => "query",
@@ -199,7 +210,7 @@ fn seed_simulation_verdicts_are_reproduced() {
     assert_eq!(
         checkpoint.key_digest,
         Some(checkpoint::key_digest(
-            &Name::lit("idem-run-approval"),
+            &IdempotencyKey::lit("idem-run-approval"),
             &publish.args
         ))
     );
@@ -258,7 +269,10 @@ fn seed_simulation_verdicts_are_reproduced() {
     assert_eq!(sent.len(), 1);
     assert_eq!(
         (sent[0].tool, sent[0].key),
-        (Name::lit("publish:demo"), Name::lit("idem-run-approval"))
+        (
+            Name::lit("publish:demo"),
+            IdempotencyKey::lit("idem-run-approval")
+        )
     );
     assert_eq!(run.phase().kind(), PhaseKind::Running);
     assert_eq!(run.revision, Revision(2));
@@ -295,7 +309,7 @@ fn suspend_emits_audit_then_a_sealed_checkpoint_at_the_new_revision() {
         &new_run("r"),
         at(1, suspend_for_approval(call("c", "t", "k"), 50)),
     );
-    assert_eq!(kinds(&fx), ["audit", "checkpoint"]);
+    assert_eq!(kinds(&fx), ["audit", "history", "checkpoint"]);
     let audit = fx.audit().unwrap();
     assert_eq!(
         *audit,
@@ -319,7 +333,13 @@ fn suspend_emits_audit_then_a_sealed_checkpoint_at_the_new_revision() {
 fn each_accepted_input_advances_the_revision_by_one_and_audits_it_once() {
     let c = call("c", "t", "k");
     let inputs = [
-        at(1, Event::Dispatch { call: c }),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
         at(
             2,
             Event::ToolResult {
@@ -381,6 +401,7 @@ fn a_terminal_run_refuses_every_input() {
         suspend_for_callback("cb", 9),
         Event::Dispatch {
             call: call("c", "t", "k"),
+            prior: Prior::NONE,
         },
     ] {
         assert_eq!(reject(&done, at(2, event)), terminal);
@@ -453,6 +474,7 @@ fn running_suspend_with_the_requester_as_approver_is_rejected() {
         wait: Wait::Approval {
             call: call("c", "t", "k"),
             requester: REQUESTER,
+            prior: Prior::NONE,
         },
         expires_at: Time(9),
         responsible: REQUESTER,
@@ -477,6 +499,7 @@ fn running_suspend_refuses_self_approval_before_binding_the_call() {
         wait: Wait::Approval {
             call: no_attempts,
             requester: REQUESTER,
+            prior: Prior::NONE,
         },
         expires_at: Time(9),
         responsible,
@@ -495,7 +518,16 @@ fn running_suspend_refuses_self_approval_before_binding_the_call() {
 #[test]
 fn dispatching_suspend_waits_for_the_call_in_flight() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     assert_eq!(
         reject(&run, at(2, suspend_for_callback("cb", 9))),
         Rejection::DispatchInFlight { call_id: c.call_id }
@@ -1046,7 +1078,16 @@ fn denial_fails_the_run_advances_the_revision_and_dispatches_nothing() {
 
 /// A run that dispatched `c` at t1 and recorded its result at t2.
 fn after_result(c: Call) -> RefRun {
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let result = Event::ToolResult {
         call_id: c.call_id,
         attempt: 0,
@@ -1060,7 +1101,16 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
     let c = call("c", "t", "k");
     let run = after_result(c);
     assert_eq!(
-        reject(&run, at(3, Event::Dispatch { call: c })),
+        reject(
+            &run,
+            at(
+                3,
+                Event::Dispatch {
+                    call: c,
+                    prior: spent(&c)
+                }
+            )
+        ),
         Rejection::CallIdReused { call_id: c.call_id }
     );
     let edited = Call {
@@ -1069,12 +1119,24 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
         ..c
     };
     assert_eq!(
-        reject(&run, at(3, Event::Dispatch { call: edited })),
+        reject(
+            &run,
+            at(
+                3,
+                Event::Dispatch {
+                    call: edited,
+                    prior: Prior {
+                        call_id_used: false,
+                        ..spent(&c)
+                    }
+                }
+            )
+        ),
         Rejection::KeyConflict { key: c.key }
     );
     let zero = Call {
         call_id: Name::lit("c3"),
-        key: Name::lit("k3"),
+        key: IdempotencyKey::lit("k3"),
         contract: ToolContract {
             max_attempts: 0,
             ..c.contract
@@ -1082,7 +1144,16 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
         ..c
     };
     assert_eq!(
-        reject(&run, at(3, Event::Dispatch { call: zero })),
+        reject(
+            &run,
+            at(
+                3,
+                Event::Dispatch {
+                    call: zero,
+                    prior: Prior::NONE
+                }
+            )
+        ),
         Rejection::NoAttemptsAllowed
     );
 }
@@ -1090,8 +1161,17 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
 #[test]
 fn running_dispatch_records_the_intent_and_commands_the_call_in_one_step() {
     let c = call("c", "t", "k");
-    let (run, fx) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
-    assert_eq!(kinds(&fx), ["audit", "dispatch"]);
+    let (run, fx) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
+    assert_eq!(kinds(&fx), ["audit", "history", "dispatch"]);
     let Status::AwaitingResult(f) = run.status else {
         panic!("expected a dispatch in flight, got {:?}", run.status);
     };
@@ -1102,7 +1182,16 @@ fn running_dispatch_records_the_intent_and_commands_the_call_in_one_step() {
 #[test]
 fn dispatching_result_for_another_attempt_is_rejected_and_the_right_one_is_recorded() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let wrong = Event::ToolResult {
         call_id: c.call_id,
         attempt: 1,
@@ -1134,7 +1223,16 @@ fn dispatching_result_for_another_attempt_is_rejected_and_the_right_one_is_recor
 #[test]
 fn dispatching_complete_waits_for_the_answer() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     assert_eq!(
         reject(
             &run,
@@ -1162,7 +1260,17 @@ fn dispatching_recover_suspends_for_reconcile_and_queries() {
     assert_eq!(cp.responsible, OPERATOR);
     assert_eq!(cp.expires_at, Time(2 + WINDOW));
     let (_, fx) = accept(
-        &accept(&new_run("r"), at(1, Event::Dispatch { call: c })).0,
+        &accept(
+            &new_run("r"),
+            at(
+                1,
+                Event::Dispatch {
+                    call: c,
+                    prior: Prior::NONE,
+                },
+            ),
+        )
+        .0,
         at(2, Event::Recover),
     );
     assert_eq!(kinds(&fx), ["audit", "checkpoint", "query"]);
@@ -1191,7 +1299,16 @@ fn outcome_unknown_committed_answer_is_recorded_and_never_dispatched_again() {
     assert_eq!(run.last_call.map(|r| r.result), Some(Digest::of(b"done")));
     // The recorded call cannot be dispatched again.
     assert_eq!(
-        reject(&run, at(4, Event::Dispatch { call: c })),
+        reject(
+            &run,
+            at(
+                4,
+                Event::Dispatch {
+                    call: c,
+                    prior: spent(&c)
+                }
+            )
+        ),
         Rejection::CallIdReused { call_id: c.call_id }
     );
 }
@@ -1332,7 +1449,16 @@ fn dispatching_cancel_waits_for_reconciliation_then_takes_effect() {
         contract: contract(false, true),
         ..call("c", "t", "k")
     };
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let (run, fx) = accept(&run, at(2, Event::Cancel { by: OPERATOR }));
     assert_eq!(kinds(&fx), ["audit", "checkpoint", "query"]);
     assert!(matches!(
@@ -1478,7 +1604,16 @@ fn approval_not_bound_to_args_releases_a_call_whose_arguments_were_not_approved(
 #[test]
 fn retry_unknown_without_reconcile_dispatches_again_on_recover() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(&new_run("r"), at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &new_run("r"),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let (safe, fx) = accept(&run, at(2, Event::Recover));
     assert_eq!(reason_of(&safe), Some(ReasonKind::OutcomeUnknown));
     assert!(dispatches(&fx).is_empty());
@@ -1673,4 +1808,15 @@ fn no_expiry_refuses_expire_after_the_deadline() {
             now: Time(51)
         }
     );
+}
+
+/// What the driver's history holds of `c` once it was bound and its result recorded.
+fn spent(c: &Call) -> Prior {
+    Prior {
+        call_id_used: true,
+        key: Some(KeyUse {
+            args: c.args,
+            committed: true,
+        }),
+    }
 }

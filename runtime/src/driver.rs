@@ -14,15 +14,19 @@
 use crate::lifecycle;
 use crate::program::{Program, Timing};
 use crate::rng::now_ms;
-use crate::store::{status_of, Answer, Cas, Commit, Lease, NewRun, Row, RunKey, Store, StoreError};
+use crate::store::{
+    status_of, Answer, Cas, Commit, Consumed, Expect, Lease, NewRun, Row, RunKey, Store, StoreError,
+};
 use crate::tool::{ToolReply, ToolRequest, Tools};
 use resumable_kernel::{
-    Checkpoint, Dispatch, Event, Facts, Input, Rejection, Run, Time, Transition,
+    Checkpoint, Dispatch, Event, Facts, Input, Rejection, Run, Time, Transition, Wait,
 };
 
 pub mod crash;
 mod flavor;
 pub mod plan;
+#[cfg(test)]
+mod tests;
 mod work;
 
 pub use crash::{CrashPlan, CrashPoint};
@@ -95,7 +99,7 @@ pub(crate) struct Staged {
     /// a refused input; only the log's end moves).
     after: Row,
     /// The inbox request the input answers, and the answer.
-    consumed: Option<(u64, Answer)>,
+    consumed: Option<Consumed>,
 }
 
 impl Staged {
@@ -208,14 +212,31 @@ impl<S: Store, T: Tools> Driver<S, T> {
         self.land(row, staged)
     }
 
+    /// `input` with the prior its call has in the run's history, if it proposes a call.
+    fn stating_prior(&mut self, key: &RunKey, input: &Input) -> Result<Input, DriveError> {
+        let mut input = *input;
+        if let Event::Dispatch { call, prior }
+        | Event::Suspend {
+            wait: Wait::Approval { call, prior, .. },
+            ..
+        } = &mut input.event
+        {
+            *prior = self.store.prior(key, call)?;
+        }
+        Ok(input)
+    }
+
     /// Steps `row` with `input` and makes the audit record: everything the commit writes.
     pub(crate) fn stage(
-        &self,
+        &mut self,
         row: &Row,
         input: &Input,
         pc: u32,
         consumed: Option<u64>,
     ) -> Result<Staged, DriveError> {
+        // KEY-1, KEY-2, REC-4: a call is bound with what the run's history, in the store,
+        // holds of its id and key.
+        let input = &self.stating_prior(&row.key, input)?;
         let result = lifecycle::step(&row.run, input);
         let key = self.config.key.as_ref();
         let (line, tail) = lifecycle::record_line(row.tail, &row.run, input, &result, key)
@@ -244,7 +265,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             result,
             line,
             after,
-            consumed: consumed.map(|id| (id, answer)),
+            consumed: consumed.map(|request| Consumed { request, answer }),
         })
     }
 
@@ -260,16 +281,15 @@ impl<S: Store, T: Tools> Driver<S, T> {
         self.config.crash.at(CrashPoint::BeforeCommit);
         let commit = Commit {
             key: &row.key,
-            expect: (row.run.revision(), row.tail.seq),
+            expect: Expect::of(row),
             run: &after.run,
             tail: after.tail,
             line: &line,
             checkpoint: after.checkpoint.as_ref(),
-            status: status_of(&after.run),
-            wake_at: after.run.deadline().map(|due| due.0),
             pc: after.pc,
             lease: &after.lease,
             consumed,
+            history: result.as_ref().ok().and_then(|t| t.effects.history()),
         };
         if self.store.commit(&commit)? == Cas::Conflict {
             return Ok(Fed::Conflict);

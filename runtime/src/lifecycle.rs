@@ -5,7 +5,9 @@
 
 use crate::store::RunKey;
 use resumable_audit::{self as audit, Record, RunHeader};
-use resumable_kernel::{Digest, Identity, Input, Name, PolicyError, Rejection, Run, Transition};
+use resumable_kernel::{
+    Digest, IdempotencyKey, Identity, Input, PolicyError, Rejection, Run, Transition,
+};
 use serde::{Deserialize, Serialize};
 
 /// The end of a run's audit log: the last record's number (0: the header alone) and the
@@ -41,14 +43,15 @@ pub fn run_key(identity: &Identity) -> RunKey {
 /// idempotency key bound to the run's identity, so that two runs using the same key (every
 /// run of one program does) are two keys to the tool. The kernel's `Dispatch` carries the
 /// same digest; this recomputes it for a call known only from the run.
-pub fn tool_key(identity: &Identity, key: &Name) -> String {
+pub fn tool_key(identity: &Identity, key: &IdempotencyKey) -> String {
     resumable_kernel::checkpoint::tool_key(identity, key).to_string()
 }
 
 pub use resumable_audit::{Key, ToolPolicy};
 
-/// Line 1 of a run's audit log (format 2: the run, its tool policy, sealed under `key`, or
-/// chained by SHA-256 without one), without its LF, and the anchor it leaves.
+/// Line 1 of a run's audit log (the format's header: the run, its tool policy and the kernel's
+/// rules, sealed under `key`, or chained by SHA-256 without one), without its LF, and the
+/// anchor it leaves.
 pub fn header_line(
     header: &RunHeader,
     tools: Vec<ToolPolicy>,
@@ -95,7 +98,9 @@ pub fn record_line(
 }
 
 /// Validates a whole log (lines with their LF) with the audit-log validator: every line's MAC
-/// under `key`, and the log's end against the anchor stored with the run.
+/// under `key`, and the log's end against the anchor stored with the run. A log whose records
+/// were not all judged (written under other rules) is not a conforming one, and is an error
+/// here too.
 pub fn validate_log(log: &[u8], anchor: Tail, key: Option<&Key>) -> Result<audit::Summary, String> {
     let options = audit::Options {
         key: key.cloned(),
@@ -105,8 +110,10 @@ pub fn validate_log(log: &[u8], anchor: Tail, key: Option<&Key>) -> Result<audit
         }),
         ..audit::Options::default()
     };
-    audit::validate(log, &options)
-        .map_err(|finding| audit::report_text("log", &Err(finding)).trim().to_string())
+    match audit::validate(log, &options) {
+        Ok(summary) if summary.conforming() => Ok(summary),
+        result => Err(audit::report_text("log", &result).trim().to_string()),
+    }
 }
 
 /// Reads an audit key file (64 hex digits); with `make`, first writes one with a fresh key

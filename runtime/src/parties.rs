@@ -4,7 +4,7 @@
 //! The answer is stored with the request, in the transaction that records it in the log.
 
 use crate::rng::now_ms;
-use crate::store::{Answer, Request, Row, RunKey, Status, Store, StoreError};
+use crate::store::{Answered, Request, Row, RunKey, Status, Store, StoreError};
 use resumable_kernel::{
     Approval, Checkpoint, Decision, Digest, Name, Phase, Reason, Resolution, Time,
 };
@@ -146,7 +146,7 @@ pub fn wait_answer(
     key: &RunKey,
     id: u64,
     timeout: Duration,
-) -> Result<Option<(Answer, u64)>, PartyError> {
+) -> Result<Option<Answered>, PartyError> {
     let started = Instant::now();
     loop {
         let found = store.inbox(key, false)?.into_iter().find(|r| r.id == id);

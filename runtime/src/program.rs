@@ -8,7 +8,7 @@
 
 use resumable_audit::{RunHeader, ToolPolicy};
 use resumable_kernel::{
-    Call, Digest, Event, Identity, Name, NameError, Policy, Time, ToolContract, Wait,
+    Call, Digest, Event, Identity, Name, NameError, Policy, Prior, Text, Time, ToolContract, Wait,
 };
 
 /// How long the suspensions of a program may wait, in milliseconds.
@@ -47,9 +47,9 @@ pub enum Program {
     Bench,
 }
 
-/// How many calls a [`Program::Bench`] run makes: as many as the kernel's per-run history of
-/// call keys holds (a run that proposes more is refused).
-pub const BENCH_CALLS: u32 = resumable_kernel::calls::CALL_LOG_CAPACITY as u32;
+/// How many calls a [`Program::Bench`] run makes. The run's history lives in the store, so
+/// any number would do; 32 keeps one run short enough to measure many.
+pub const BENCH_CALLS: u32 = 32;
 
 /// A tool this runtime's tool service offers, with the contract it honours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,9 +102,9 @@ pub const PAYMENTS: &str = "payments";
 /// The order's callback.
 pub const PAYMENT_SETTLED: &str = "payment-settled";
 
-fn name(s: &str) -> Name {
+fn name<const N: usize>(s: &str) -> Text<N> {
     // Every literal in this module is a valid name; a test checks each program's steps.
-    Name::new(s).unwrap_or(Name::lit("invalid"))
+    Text::new(s).unwrap_or(Text::lit("invalid"))
 }
 
 /// The contract a call to `tool` declares: the tool service's, and three attempts.
@@ -196,6 +196,8 @@ impl Program {
             wait: Wait::Approval {
                 call,
                 requester: name(REQUESTER),
+                // The driver states what the run's history holds before feeding it.
+                prior: Prior::NONE,
             },
             expires_at: Time(now.saturating_add(timing.approval_ms)),
             responsible: name(APPROVER),
@@ -214,6 +216,7 @@ impl Program {
             (Program::Seed, 1) => Some(done("published")),
             (Program::Order, 0) => Some(Event::Dispatch {
                 call: call("charge-1", "charge:card", "amount=42", "charge"),
+                prior: Prior::NONE,
             }),
             (Program::Order, 1) => Some(Event::Suspend {
                 wait: Wait::Callback {
@@ -226,12 +229,14 @@ impl Program {
             (Program::Order, 2) => Some(approval(call("ship-1", "ship:order", "order=7", "ship"))),
             (Program::Order, 3) => Some(Event::Dispatch {
                 call: call("notify-1", "notify:email", "to=buyer", "notify"),
+                prior: Prior::NONE,
             }),
             (Program::Order, 4) => Some(done("order done")),
             (Program::Bench, n) if n < BENCH_CALLS => {
                 let id = format!("call-{n}");
                 Some(Event::Dispatch {
                     call: call(&id, "publish:demo", &id, &id),
+                    prior: Prior::NONE,
                 })
             }
             (Program::Bench, BENCH_CALLS) => Some(done("bench done")),
@@ -243,7 +248,7 @@ impl Program {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resumable_kernel::{step, Input, Run};
+    use resumable_kernel::{step, IdempotencyKey, Input, Run};
 
     #[test]
     fn every_program_names_valid_names_and_declares_its_tools_contract() {
@@ -252,7 +257,7 @@ mod tests {
             Run::new(h.identity, h.policy, h.created_at).unwrap();
             for pc in 0..8 {
                 if let Some(
-                    Event::Dispatch { call }
+                    Event::Dispatch { call, .. }
                     | Event::Suspend {
                         wait: Wait::Approval { call, .. },
                         ..
@@ -279,7 +284,7 @@ mod tests {
         let cp = t.effects.checkpoint().unwrap();
         assert_eq!(cp.pending.unwrap().tool, Name::lit("publish:demo"));
         match t.next.suspension().unwrap().reason.call() {
-            Some((c, 0)) => assert_eq!(c.call.key, Name::lit("idem-run-approval")),
+            Some((c, 0)) => assert_eq!(c.call.key, IdempotencyKey::lit("idem-run-approval")),
             other => panic!("{other:?}"),
         }
         assert_eq!(Program::Order.step(5, 1, 1, &Timing::default()), None);

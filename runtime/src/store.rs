@@ -1,19 +1,28 @@
 //! Storage behind one small trait. A store keeps, per run: the run, its latest checkpoint,
-//! its audit log and its anchor, the agent program's position, and who holds it; and an
-//! inbox of requests (decisions, cancels) from people and outside systems.
+//! its audit log and its anchor, its call history, the agent program's position, and who
+//! holds it; and an inbox of requests (decisions, cancels) from people and outside systems.
 //!
 //! The one rule every backend keeps: [`Store::commit`] writes the next run, its audit record,
-//! its checkpoint and the verdict of the request it consumed in **one** durable transaction,
-//! and only if the run's revision and log position are still the ones the step started from
-//! (compare-and-set). Two backends: [`sqlite`] (embedded, one file, shared by worker
-//! processes) and [`postgres`] (many workers on many machines).
+//! its checkpoint, what it adds to the run's call history (which [`Store::prior`] looks up
+//! before the run binds another call) and the verdict of the request it consumed in **one**
+//! durable transaction, and only if the run's revision and log position are still the ones
+//! the step started from (compare-and-set). Two durable backends, [`sqlite`] (embedded, one file, shared by worker
+//! processes) and [`postgres`] (many workers on many machines), share one implementation in
+//! SQL ([`sql`]: every statement, written once) and one decoder of what it reads back
+//! ([`codec`]); each adds only its connection. [`memory`] keeps the same contract in one
+//! process's memory, for tests that need no files.
 
 use crate::lifecycle::Tail;
-use resumable_kernel::{Checkpoint, Decision, Name, Rejection, Revision, Run};
+use resumable_kernel::{
+    Call, Checkpoint, Decision, HistoryEntry, Name, Prior, Rejection, Revision, Run,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub mod codec;
+pub mod memory;
 pub mod postgres;
+pub mod sql;
 pub mod sqlite;
 
 /// A run's key in the store: `tenant/session/run`.
@@ -112,7 +121,7 @@ pub struct Lease {
 }
 
 /// Everything stored for one run.
-#[derive(Clone, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Row {
     /// The run's key.
     pub key: RunKey,
@@ -133,7 +142,7 @@ pub struct Row {
 }
 
 /// One line of the run-list a worker scans.
-#[derive(Clone, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Summary {
     /// The run.
     pub key: RunKey,
@@ -170,6 +179,10 @@ pub enum Request {
 }
 
 /// What the kernel answered to a request, recorded with it.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a refusal carries its evidence inline, as the kernel returns it"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
@@ -177,6 +190,16 @@ pub enum Answer {
     Accepted(Revision),
     /// Refused, with the kernel's evidence.
     Rejected(Rejection),
+}
+
+/// The kernel's answer to a request and the audit record that carries it, stored with the
+/// request once a commit consumed it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Answered {
+    /// The kernel's answer.
+    pub answer: Answer,
+    /// The `seq` of the audit record that carries it.
+    pub seq: u64,
 }
 
 /// A request in a run's inbox.
@@ -192,17 +215,50 @@ pub struct Inbox {
     pub submitted_ms: u64,
     /// The request.
     pub request: Request,
-    /// The kernel's answer and the audit record that carries it, once consumed.
-    pub answer: Option<(Answer, u64)>,
+    /// The kernel's answer, once consumed.
+    pub answer: Option<Answered>,
 }
 
-/// The write of one step: the run after it and everything that lands with it.
+/// Where a commit expects the run to be: the revision and the log's end the step started
+/// from. The revision alone is not enough: a refused input appends a record without moving
+/// it, so two workers recording refusals at once would both append record `seq + 1`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Expect {
+    /// The run's revision.
+    pub revision: Revision,
+    /// The `seq` of the last record of its log (0: the header alone).
+    pub seq: u64,
+}
+
+impl Expect {
+    /// Where `row` stands: what a step loaded from it expects to find at its commit.
+    pub fn of(row: &Row) -> Expect {
+        Expect {
+            revision: row.run.revision(),
+            seq: row.tail.seq,
+        }
+    }
+}
+
+/// The request a step consumed, and the kernel's answer to it, stored in the same commit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Consumed {
+    /// The request's number.
+    pub request: u64,
+    /// The kernel's answer.
+    pub answer: Answer,
+}
+
+/// The write of one step: the run after it and everything that lands with it (its audit
+/// record, its checkpoint, its history entry, the answer to the request it consumed), in one
+/// transaction, only if the run is still where the step found it ([`Expect`]). The store
+/// indexes the run itself ([`status_of`], [`wake_at`]).
 #[derive(Clone, Debug)]
 pub struct Commit<'a> {
     /// The run.
     pub key: &'a RunKey,
-    /// The revision and log position the step started from: the compare-and-set.
-    pub expect: (Revision, u64),
+    /// Where the step found the run: the compare-and-set.
+    pub expect: Expect,
     /// The run after the step (unchanged for a refused input).
     pub run: &'a Run,
     /// The log's new end.
@@ -211,16 +267,14 @@ pub struct Commit<'a> {
     pub line: &'a [u8],
     /// The checkpoint to persist (the latest one is kept while suspended, cleared otherwise).
     pub checkpoint: Option<&'a Checkpoint>,
-    /// What the run waits for after the step.
-    pub status: Status,
-    /// When its next timer input falls due: the kernel's `Run::deadline`, if suspended.
-    pub wake_at: Option<u64>,
     /// The program's position after the step.
     pub pc: u32,
     /// Who holds the run after the step.
     pub lease: &'a Lease,
     /// The request the step consumed, and the kernel's answer to it.
-    pub consumed: Option<(u64, Answer)>,
+    pub consumed: Option<Consumed>,
+    /// What the step added to the run's call history (a call bound, a key spent).
+    pub history: Option<&'a HistoryEntry>,
 }
 
 /// A new run: its first row and the header of its log.
@@ -265,6 +319,14 @@ pub enum StoreError {
         /// Why.
         why: String,
     },
+    /// A number too large for the store's 64-bit signed integers was to be written.
+    #[error("store: {what} {value} is larger than the store holds ({})", i64::MAX)]
+    TooLarge {
+        /// What was written.
+        what: &'static str,
+        /// Its value.
+        value: u64,
+    },
 }
 
 /// Durable storage for runs. Every method is one transaction.
@@ -273,9 +335,11 @@ pub trait Store {
     fn create(&mut self, new: &NewRun<'_>) -> Result<Cas, StoreError>;
     /// The run stored under `key`, if any.
     fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError>;
-    /// Writes one step, all of it or nothing, if the row is still at `commit.expect`.
+    /// Writes one step, all of it or nothing, if the row is still at `commit.expect` and the
+    /// request it consumed, if any, is still unanswered; [`Cas::Conflict`] otherwise.
     fn commit(&mut self, commit: &Commit<'_>) -> Result<Cas, StoreError>;
-    /// Every run that has not ended or has requests waiting; with `all`, every run.
+    /// Every run that has not ended or has requests waiting, ordered by key; with `all`,
+    /// every run.
     fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError>;
     /// Puts a request in a run's inbox and returns its number.
     fn submit(
@@ -289,9 +353,9 @@ pub trait Store {
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError>;
     /// A run's audit log, header first, each line without its LF.
     fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError>;
-    /// The yardstick: a raw durable compare-and-set of `value` in `slot`, in this store's
-    /// own terms (no kernel, no log): written only if the slot's version is `expect`.
-    fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError>;
+    /// What the run's call history holds about `call`'s id and key: the prior the driver
+    /// states when it binds the call (spec KEY-1, KEY-2, REC-4).
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError>;
 }
 
 impl<S: Store + ?Sized> Store for Box<S> {
@@ -322,18 +386,22 @@ impl<S: Store + ?Sized> Store for Box<S> {
     fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
         (**self).log(key)
     }
-    fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError> {
-        (**self).raw_cas(slot, expect, value)
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        (**self).prior(key, call)
     }
 }
 
-/// Which backend a store address names: `postgres://...` or `host=...` for PostgreSQL,
-/// anything else a path to an SQLite file.
-pub fn open(address: &str) -> Result<Box<dyn Store + Send>, StoreError> {
-    if address.starts_with("postgres://")
+/// Whether a store address names PostgreSQL: `postgres://...`, `postgresql://...` or a
+/// libpq connection string with `host=...`; anything else is a path to an SQLite file.
+pub fn is_postgres(address: &str) -> bool {
+    address.starts_with("postgres://")
         || address.starts_with("postgresql://")
         || address.contains("host=")
-    {
+}
+
+/// Opens the store an address names (see [`is_postgres`]).
+pub fn open(address: &str) -> Result<Box<dyn Store + Send>, StoreError> {
+    if is_postgres(address) {
         Ok(Box::new(postgres::PgStore::open(address)?))
     } else {
         Ok(Box::new(sqlite::SqliteStore::open(address)?))
@@ -361,20 +429,8 @@ pub fn status_of(run: &Run) -> Status {
     }
 }
 
-/// Serialises a stored value; the kernel's types always serialise.
-pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("encode: {e}")))
-}
-
-/// Reads a stored value back; the run's deserialiser checks every kernel invariant.
-pub(crate) fn from_json<T: for<'de> Deserialize<'de>>(
-    what: &'static str,
-    key: &str,
-    text: &str,
-) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
-        what,
-        key: key.to_string(),
-        why: e.to_string(),
-    })
+/// When the run's next timer input falls due, as the store indexes it: the kernel's
+/// [`Run::deadline`], if suspended.
+pub fn wake_at(run: &Run) -> Option<u64> {
+    run.deadline().map(|due| due.0)
 }

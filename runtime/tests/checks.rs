@@ -8,7 +8,7 @@ use resumable_runtime::lifecycle;
 use resumable_runtime::parties;
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::sqlite::SqliteStore;
-use resumable_runtime::store::{status_of, Answer, Cas, Commit, Lease, RunKey, Store};
+use resumable_runtime::store::{Answer, Cas, Commit, Consumed, Expect, Lease, RunKey, Store};
 use resumable_runtime::tool::service::Entry;
 use resumable_runtime::torture::checks::check;
 use std::path::PathBuf;
@@ -51,16 +51,18 @@ impl World {
         let t = result.expect("accepted");
         let commit = Commit {
             key: &self.key,
-            expect: (row.run.revision(), row.tail.seq),
+            expect: Expect::of(&row),
             run: &t.next,
             tail,
             line: &line,
             checkpoint: t.effects.checkpoint(),
-            status: status_of(&t.next),
-            wake_at: t.next.suspension().map(|s| s.expires_at.0),
             pc,
             lease: &Lease::default(),
-            consumed: consumed.map(|id| (id, Answer::Accepted(t.next.revision()))),
+            consumed: consumed.map(|request| Consumed {
+                request,
+                answer: Answer::Accepted(t.next.revision()),
+            }),
+            history: t.effects.history(),
         };
         assert_eq!(self.store.commit(&commit).unwrap(), Cas::Done);
     }
@@ -111,7 +113,7 @@ impl World {
                 .header("run-1", 0, &Timing::default())
                 .unwrap()
                 .identity,
-            &Name::lit("idem-run-approval"),
+            &resumable_kernel::IdempotencyKey::lit("idem-run-approval"),
         );
         let entry = Entry::Commit {
             tool: "publish:demo".into(),

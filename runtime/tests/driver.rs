@@ -1,23 +1,17 @@
-//! The driver in one process, with tools answered in memory: the seed's example end to end
-//! through the store (its refused attempts recorded, its approval applied once), and an
-//! unanswered dispatch recovered and reconciled by query on another worker.
+//! The driver in one process, on the in-memory store with tools answered in memory: the
+//! seed's example end to end (its refused attempts recorded, its approval applied once), and
+//! an unanswered dispatch recovered and reconciled by query on another worker.
 
 use resumable_kernel::{Name, Rejection};
 use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::lifecycle;
 use resumable_runtime::parties;
 use resumable_runtime::program::{Program, Timing};
+use resumable_runtime::store::memory::MemoryStore;
 use resumable_runtime::store::sqlite::SqliteStore;
 use resumable_runtime::store::{Answer, Status, Store};
 use resumable_runtime::tool::{MemoryTools, ToolReply, ToolRequest, Tools};
 use std::io;
-
-fn store(name: &str) -> SqliteStore {
-    let dir = std::env::temp_dir().join(format!("resumable-driver-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap()
-}
 
 fn config(owner: &str) -> Config {
     Config {
@@ -50,7 +44,7 @@ fn log_of(store: &mut dyn Store, key: &resumable_runtime::store::RunKey) -> Vec<
 
 #[test]
 fn the_seed_example_runs_end_to_end_and_its_refused_attempts_are_recorded() {
-    let mut d = Driver::new(store("seed"), MemoryTools::default(), config("w1"));
+    let mut d = Driver::new(MemoryStore::new(), MemoryTools::default(), config("w1"));
     let timing = Timing::default();
     let key = create_run(d.store(), Program::Seed, "run-approval", 0, &timing, None)
         .unwrap()
@@ -83,7 +77,7 @@ fn the_seed_example_runs_end_to_end_and_its_refused_attempts_are_recorded() {
         .inbox(&key, false)
         .unwrap()
         .into_iter()
-        .map(|r| r.answer.unwrap().0)
+        .map(|r| r.answer.unwrap().answer)
         .collect();
     let names: Vec<String> = answers
         .iter()
@@ -131,7 +125,8 @@ impl Tools for Silent {
 
 #[test]
 fn a_dispatch_without_an_answer_is_recovered_and_reconciled_by_query_never_retried_blindly() {
-    let mut lost = Driver::new(store("recover"), Silent, config("w1"));
+    let store = MemoryStore::new();
+    let mut lost = Driver::new(store.clone(), Silent, config("w1"));
     let timing = Timing::default();
     let key = create_run(lost.store(), Program::Order, "order-1", 0, &timing, None)
         .unwrap()
@@ -145,9 +140,7 @@ fn a_dispatch_without_an_answer_is_recovered_and_reconciled_by_query_never_retri
     );
     // Another worker asks the status query: not committed; the tool dedupes, so the retry
     // goes out under the same key and attempt, and the run moves on.
-    let dir = std::env::temp_dir().join(format!("resumable-driver-{}-recover", std::process::id()));
-    let again = SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap();
-    let mut d = Driver::new(again, MemoryTools::default(), config("w2"));
+    let mut d = Driver::new(store, MemoryTools::default(), config("w2"));
     d.turn(&key, false).unwrap();
     let row = d.store().load(&key).unwrap().unwrap();
     assert_eq!(
@@ -160,4 +153,36 @@ fn a_dispatch_without_an_answer_is_recovered_and_reconciled_by_query_never_retri
     // One resume: the answered query. The unanswered one was never fed as an answer.
     assert_eq!(text.matches("\"kind\":\"resume\"").count(), 1);
     lifecycle::validate_log(&log, row.tail, None).unwrap();
+}
+
+#[test]
+fn the_store_holds_runs_named_by_uuid_and_by_a_name_at_its_limit_and_refuses_one_over() {
+    // On a durable store: its columns hold the names whole.
+    let dir = std::env::temp_dir().join(format!("resumable-driver-{}-names", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap();
+    let mut d = Driver::new(store, MemoryTools::default(), config("w1"));
+    let timing = Timing::default();
+    let uuid = "6f1c2a9e-3b7d-4e8a-9c0f-2d5e7a1b3c4d";
+    let widest = "r".repeat(resumable_kernel::NAME_CAPACITY);
+    for name in [uuid, widest.as_str()] {
+        let key = create_run(d.store(), Program::Seed, name, 0, &timing, None)
+            .unwrap()
+            .expect("a new run");
+        settle(&mut d);
+        let row = parties::resolve(d.store(), name).unwrap();
+        assert_eq!(row.key, key);
+        assert_eq!(row.run.identity().run.as_str(), name);
+        assert_eq!(
+            resumable_runtime::store::status_of(&row.run),
+            Status::Approval
+        );
+    }
+    let over = "r".repeat(resumable_kernel::NAME_CAPACITY + 1);
+    let refused = create_run(d.store(), Program::Seed, &over, 0, &timing, None).unwrap_err();
+    assert!(
+        refused.to_string().contains("at most 64 bytes, got 65"),
+        "{refused}"
+    );
 }

@@ -52,6 +52,10 @@ pub struct Compared<RA, RB> {
 type RunOf<A, B> = PairRun<<A as Lifecycle>::Run, <B as Lifecycle>::Run>;
 
 /// Why the pair takes no step on an input.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a refusal carries the kernel's rejection inline, as the kernel returns it"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Refusal {
     /// Both machines refused it alike (or, replaying accepted traces, the second refused it).
@@ -213,7 +217,7 @@ impl<A: Observable, B: Observable> Pair<A, B> {
                 _ => None,
             },
         };
-        Effects::of(audit, None, None)
+        Effects::of(audit, None, None, None)
     }
 }
 

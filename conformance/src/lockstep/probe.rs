@@ -11,8 +11,8 @@
 
 use super::{Divergence, Observable, Pair, PairRun};
 use resumable_kernel::{
-    Approval, Checkpoint, Decision, Digest, Event, Facts, Input, Name, QueryAnswer, ReasonKind,
-    Resolution, Resume, Revision, Time, Wait, SCHEMA_VERSION,
+    Approval, Checkpoint, Decision, Digest, Event, Facts, Input, Name, Prior, QueryAnswer,
+    ReasonKind, Resolution, Resume, Revision, Time, Wait, SCHEMA_VERSION,
 };
 use resumable_model::world::Cast;
 
@@ -122,8 +122,36 @@ fn unprompted(cast: &Cast, updated_at: Time, now: Time) -> Vec<Input> {
             event: Event::Recover,
         },
     ];
-    // KEY-1, KEY-2, REC-4: every call the agent may propose, earlier ids and keys included.
-    v.extend((cast.proposals.iter()).map(|p| at(Event::Dispatch { call: p.call })));
+    // KEY-1, KEY-2, REC-4: every call the agent may propose, earlier ids and keys included,
+    // with every prior a driver may state of it: nothing known, the id used, the key bound to
+    // other arguments, the key spent.
+    let priors = |call: &resumable_kernel::Call| {
+        let other = resumable_kernel::Digest::of(b"other arguments");
+        let key = |args, committed| Some(resumable_kernel::KeyUse { args, committed });
+        [
+            Prior::NONE,
+            Prior {
+                call_id_used: true,
+                key: None,
+            },
+            Prior {
+                call_id_used: false,
+                key: key(other, false),
+            },
+            Prior {
+                call_id_used: false,
+                key: key(call.args, true),
+            },
+        ]
+    };
+    v.extend((cast.proposals.iter()).flat_map(|p| {
+        priors(&p.call).map(|prior| {
+            at(Event::Dispatch {
+                call: p.call,
+                prior,
+            })
+        })
+    }));
     // CLK-1: the same input a moment before the run's last one.
     if let Some(before) = updated_at.0.checked_sub(1) {
         v.push(Input {

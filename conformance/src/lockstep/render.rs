@@ -62,7 +62,9 @@ pub fn input(i: &Input) -> String {
             resource_version,
         } => {
             let wait = match wait {
-                Wait::Approval { call, requester } => format!(
+                Wait::Approval {
+                    call, requester, ..
+                } => format!(
                     "approval of {} (key {}, args {}) asked by {requester}",
                     call.call_id,
                     call.key,
@@ -76,7 +78,7 @@ pub fn input(i: &Input) -> String {
                 "suspend for {wait}, responsible {responsible}, until {expires_at}, resource v{resource_version}"
             )
         }
-        Event::Dispatch { call } => format!(
+        Event::Dispatch { call, .. } => format!(
             "dispatch {} (key {}, args {}, max {} attempts)",
             call.call_id,
             call.key,

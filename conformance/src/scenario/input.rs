@@ -24,9 +24,10 @@ pub(super) fn parse_input(line: usize, text: &str, value: Value) -> Result<Step,
     let expect = take_string(&mut obj, "expect", line)?;
     let mut written = Value::Object(obj);
     digests_from_text(&mut written, "").map_err(|m| ScenarioError::at(line, m))?;
-    let fill = resume_conveniences(&mut written).map_err(|m| ScenarioError::at(line, m))?;
-    let input: Input =
-        serde_json::from_value(written.clone()).map_err(|e| data_error(line, text, &e))?;
+    let mut fill = resume_conveniences(&mut written).map_err(|m| ScenarioError::at(line, m))?;
+    fill.prior = prior_convenience(&mut written);
+    let input: Input = serde_path_to_error::deserialize(written.clone())
+        .map_err(|e| data_error(line, text, &e))?;
     // Kernel types accept and ignore fields they do not know; a scenario must not, or a
     // misspelt field would silently take its default. Every field written must be one the
     // input, written back, also has.
@@ -44,13 +45,31 @@ pub(super) fn parse_input(line: usize, text: &str, value: Value) -> Result<Step,
 
 /// A type error found on the rewritten input. The rewritten value has no positions, so the
 /// line's own text is parsed again: where that meets the same error, its column is given.
-fn data_error(line: usize, text: &str, e: &serde_json::Error) -> ScenarioError {
-    let message = e.to_string();
+fn data_error(
+    line: usize,
+    text: &str,
+    e: &serde_path_to_error::Error<serde_json::Error>,
+) -> ScenarioError {
+    let inner = e.inner().to_string();
     let column = serde_json::from_str::<Input>(text)
         .err()
         .map(|raw| json_error(line, &raw))
-        .filter(|raw| raw.message == message)
+        .filter(|raw| raw.message == inner)
         .and_then(|raw| raw.column);
+    // The field the value sits in, as the line writes it (`wait.call.key`), unless the
+    // error is about the line as a whole.
+    let path = match e.path().to_string() {
+        path if path != "." => Some(path),
+        // A tagged or flattened part of the input hides the path from the deserialiser: find
+        // the identifier that fails with this very message.
+        _ => serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| identifier_failing_with(&v, "", &inner)),
+    };
+    let message = match path {
+        Some(path) => format!("`{path}`: {inner}"),
+        None => inner,
+    };
     ScenarioError {
         line,
         column,
@@ -111,5 +130,65 @@ fn known_fields(written: &Value, canonical: &Value, path: &str) -> Result<(), St
             Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+/// The path of the first string in `v` that, read as the identifier its field holds (an
+/// idempotency key under `key`, a name elsewhere), is refused with `message`.
+fn identifier_failing_with(v: &Value, path: &str, message: &str) -> Option<String> {
+    use resumable_kernel::{IdempotencyKey, Name};
+    let here = |key: &str| {
+        if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match v {
+        Value::Object(obj) => obj.iter().find_map(|(key, value)| {
+            let refused = match value {
+                Value::String(text) if key == "key" => IdempotencyKey::new(text).err(),
+                Value::String(text) => Name::new(text).err(),
+                _ => None,
+            };
+            match refused {
+                Some(e) if e.to_string() == message => Some(here(key)),
+                _ => identifier_failing_with(value, &here(key), message),
+            }
+        }),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| identifier_failing_with(item, &format!("{path}[{i}]"), message)),
+        _ => None,
+    }
+}
+
+/// A call the line proposes (a dispatch, or a suspension for approval) may leave out its
+/// `prior`: replay then states what the run's history holds, as a driver does. The line gets
+/// a placeholder until then; returns whether it did.
+fn prior_convenience(written: &mut Value) -> bool {
+    let Value::Object(obj) = written else {
+        return false;
+    };
+    let holder = match obj.get("kind").and_then(Value::as_str) {
+        Some("dispatch") => Some(obj),
+        Some("suspend") => match obj.get_mut("wait") {
+            Some(Value::Object(wait))
+                if wait.get("wait").and_then(Value::as_str) == Some("approval") =>
+            {
+                Some(wait)
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    match holder {
+        Some(holder) if !holder.contains_key("prior") => {
+            let none = serde_json::json!({"call_id_used": false, "key": null});
+            holder.insert("prior".to_string(), none);
+            true
+        }
+        _ => false,
     }
 }

@@ -159,7 +159,17 @@ fn parse_header(line: usize, text: &str, value: &Value) -> Result<Header, Scenar
         }
         _ => {} // missing or mistyped: serde says which, with a column
     }
-    let header: Header = serde_json::from_str(text).map_err(|e| json_error(line, &e))?;
+    let header: Header = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(
+        text,
+    ))
+    .map_err(|e| {
+        let mut error = json_error(line, e.inner());
+        let path = e.path().to_string();
+        if path != "." {
+            error.message = format!("`{path}`: {}", error.message);
+        }
+        error
+    })?;
     if header.scenario.trim().is_empty() {
         return Err(ScenarioError::at(line, "the scenario's name is empty"));
     }

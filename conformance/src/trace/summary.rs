@@ -50,7 +50,7 @@ pub(super) fn summarise(input: &Input, step: &Step) -> String {
                  {expires_at}, resource v{resource_version}"
             )
         }
-        Event::Dispatch { call: c } => format!("dispatch {}", call(c)),
+        Event::Dispatch { call: c, prior } => format!("dispatch {}{}", call(c), known(prior)),
         Event::ToolResult {
             call_id,
             attempt,
@@ -74,8 +74,16 @@ pub(super) fn summarise(input: &Input, step: &Step) -> String {
 /// What a suspension waits for, and the word for the party who answers it.
 fn awaiting(wait: &Wait) -> (String, &'static str) {
     match wait {
-        Wait::Approval { call: c, requester } => (
-            format!("approval of {}, requested by {requester}", call(c)),
+        Wait::Approval {
+            call: c,
+            requester,
+            prior,
+        } => (
+            format!(
+                "approval of {}, requested by {requester}{}",
+                call(c),
+                known(prior)
+            ),
             "approver",
         ),
         Wait::Callback { callback } => (format!("callback {callback}"), "responsible"),
@@ -175,5 +183,26 @@ fn facts(r: &Resume) -> String {
         String::new()
     } else {
         format!(" [facts: {}]", facts.join(", "))
+    }
+}
+
+/// What the driver stated the run's history holds about a call it proposes, when it holds
+/// anything (a first use says nothing).
+fn known(prior: &resumable_kernel::Prior) -> String {
+    let mut parts = Vec::new();
+    if prior.call_id_used {
+        parts.push("call id used before".to_string());
+    }
+    if let Some(k) = &prior.key {
+        parts.push(format!(
+            "key bound before to args {}{}",
+            short(&k.args),
+            if k.committed { ", spent" } else { "" }
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" [history: {}]", parts.join("; "))
     }
 }

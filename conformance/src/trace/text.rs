@@ -4,7 +4,9 @@
 use super::summary::short;
 use super::{rejection_name, Trace, TraceStep};
 use crate::scenario::Header;
-use resumable_kernel::{AuditRecord, Dispatch, Effect, EventKind, FailCause, Phase, Reason, Run};
+use resumable_kernel::{
+    AuditRecord, Dispatch, Effect, EventKind, FailCause, HistoryEntry, Phase, Reason, Run,
+};
 use std::fmt::Write as _;
 
 /// The phase with its reason, e.g. `suspended(pending_approval call-1)` or
@@ -116,6 +118,15 @@ fn call_target(d: &Dispatch) -> String {
 pub fn effect(e: &Effect) -> String {
     match e {
         Effect::Audit(a) => audit(a),
+        Effect::History(HistoryEntry::Bound { call_id, key, args }) => format!(
+            "history: call {} bound, key {} to args {}",
+            fingerprint(call_id),
+            fingerprint(key),
+            short(args)
+        ),
+        Effect::History(HistoryEntry::Settled { key }) => {
+            format!("history: key {} spent", fingerprint(key))
+        }
         Effect::PersistCheckpoint(c) => format!(
             "checkpoint {} digest {} (schema {})",
             c.revision,
@@ -127,11 +138,19 @@ pub fn effect(e: &Effect) -> String {
     }
 }
 
+/// A history fingerprint, as short as a digest is shown.
+fn fingerprint(f: &resumable_kernel::Fingerprint) -> String {
+    let mut text = f.to_string();
+    text.truncate(8);
+    text
+}
+
 /// The notation of the text trace, explained once at its top.
 const NOTATION: &str = "\
 reading this trace: t25 is a time, r3 the run's revision, call-1#0 attempt 0 of call-1,
   v1 a resource's version; a digest (arguments, result, checkpoint, tool key) shows its
   first 8 hex digits. A suspension expires at a time; an approval is valid until a time.
+  The run's history (calls bound, keys spent) lives in the driver's store, by fingerprint.
 ";
 
 /// Spec IDs as spec/ writes them, comma-separated.

@@ -1,7 +1,7 @@
 //! Checks shared by several handlers: identity, checkpoint, revision, approval, the
 //! re-checks of the present, the call log, and the suspensions the kernel opens itself.
 
-use crate::calls::CallLog;
+use crate::calls::Prior;
 use crate::checkpoint::{key_digest, Checkpoint, SCHEMA_VERSION};
 use crate::effect::Dispatch;
 use crate::ids::{Digest, Name, Revision, Time};
@@ -198,18 +198,17 @@ pub(super) fn recheck_policy(facts: &Facts) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// KEY-1, KEY-2, REC-4: accepts a new call into the run's call log, binding its key to its
-/// arguments.
-pub(super) fn bind(run: &Run, call: &Call) -> Result<(CallLog, BoundCall), Rejection> {
+/// REC-3, KEY-2, KEY-1, REC-4: a new call allows an attempt and, by what the run's history
+/// holds of its id and key, may be bound; its key is bound to its arguments.
+pub(super) fn bind(call: &Call, prior: &Prior) -> Result<BoundCall, Rejection> {
     if call.contract.max_attempts == 0 {
         return Err(Rejection::NoAttemptsAllowed);
     }
-    let calls = run.calls.admit(call)?;
-    let bound = BoundCall {
+    prior.admit(call)?;
+    Ok(BoundCall {
         call: *call,
         key_digest: key_digest(&call.key, &call.args),
-    };
-    Ok((calls, bound))
+    })
 }
 
 /// REC-4: records a call's committed result, to be reused, and spends its key.
@@ -221,7 +220,6 @@ pub(super) fn record(next: &mut Run, f: &InFlight, result: Digest) {
         args: call.args,
         result,
     });
-    next.calls.settle(&call.call_id);
 }
 
 /// KEY-3: the command for a call and attempt, under the key the tool must see.

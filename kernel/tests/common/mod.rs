@@ -45,7 +45,7 @@ pub fn call(call_id: &str, tool: &str, key: &str) -> Call {
         call_id: Name::new(call_id).unwrap(),
         tool: Name::new(tool).unwrap(),
         args: Digest::of(tool.as_bytes()),
-        key: Name::new(key).unwrap(),
+        key: IdempotencyKey::new(key).unwrap(),
         contract: contract(true, false),
     }
 }
@@ -59,6 +59,7 @@ pub fn suspend_for_approval(c: Call, expires_at: u64) -> Event {
         wait: Wait::Approval {
             call: c,
             requester: REQUESTER,
+            prior: Prior::NONE,
         },
         expires_at: Time(expires_at),
         responsible: APPROVER,
@@ -136,7 +137,16 @@ pub fn pending(c: Call) -> (Run, Checkpoint) {
 /// A run whose dispatch of `c` was in flight when the worker restarted.
 pub fn outcome_unknown(c: Call) -> (Run, Checkpoint) {
     let run = new_run("run-unknown");
-    let (run, _) = accept(&run, at(1, Event::Dispatch { call: c }));
+    let (run, _) = accept(
+        &run,
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
+    );
     let (run, fx) = accept(&run, at(2, Event::Recover));
     (run, *fx.checkpoint().unwrap())
 }
@@ -233,7 +243,13 @@ pub fn publish() -> Call {
 pub fn call_in_flight(c: Call) -> Run {
     accept(
         &new_run("run-in-flight"),
-        at(1, Event::Dispatch { call: c }),
+        at(
+            1,
+            Event::Dispatch {
+                call: c,
+                prior: Prior::NONE,
+            },
+        ),
     )
     .0
 }
@@ -328,7 +344,13 @@ pub fn one_of_each_kind(cp: Checkpoint, t: u64) -> Vec<Input> {
     let fresh = call("call-fresh", "notify:demo", "idem-fresh");
     vec![
         at(t, suspend_for_approval(fresh, t + 50)),
-        at(t, Event::Dispatch { call: fresh }),
+        at(
+            t,
+            Event::Dispatch {
+                call: fresh,
+                prior: Prior::NONE,
+            },
+        ),
         at(
             t,
             Event::ToolResult {
@@ -357,4 +379,79 @@ pub fn one_of_each_kind(cp: Checkpoint, t: u64) -> Vec<Input> {
             },
         ),
     ]
+}
+
+/// A run's call history as a driver's store keeps it, for tests that bind many calls: the
+/// entries the kernel emitted, and the prior they state for a call.
+#[derive(Default)]
+pub struct Index(pub Vec<HistoryEntry>);
+
+impl Index {
+    /// What the entries hold about `c`'s id and key.
+    pub fn prior(&self, c: &Call) -> Prior {
+        let (id, key) = (Fingerprint::call_id(&c.call_id), Fingerprint::key(&c.key));
+        let mut prior = Prior::NONE;
+        for e in &self.0 {
+            match *e {
+                HistoryEntry::Bound {
+                    call_id,
+                    key: k,
+                    args,
+                } => {
+                    prior.call_id_used |= call_id == id;
+                    if k == key && prior.key.is_none() {
+                        prior.key = Some(KeyUse {
+                            args,
+                            committed: false,
+                        });
+                    }
+                }
+                HistoryEntry::Settled { key: k } if k == key => {
+                    if let Some(u) = &mut prior.key {
+                        u.committed = true;
+                    }
+                }
+                HistoryEntry::Settled { .. } => {}
+            }
+        }
+        prior
+    }
+
+    /// A dispatch of `c` with the prior the entries state.
+    pub fn dispatch(&self, c: Call) -> Event {
+        Event::Dispatch {
+            call: c,
+            prior: self.prior(&c),
+        }
+    }
+
+    /// Steps, expecting acceptance, and keeps the entry the transition emitted.
+    pub fn accept(&mut self, run: &Run, input: Input) -> Run {
+        let (next, fx) = accept(run, input);
+        self.0.extend(fx.history().copied());
+        next
+    }
+
+    /// How many calls were bound.
+    pub fn bound(&self) -> usize {
+        (self.0.iter())
+            .filter(|e| matches!(e, HistoryEntry::Bound { .. }))
+            .count()
+    }
+}
+
+/// The history after `c` was dispatched and its result recorded (what `after_result_of`
+/// leaves in the driver's store).
+pub fn spent(c: &Call) -> Index {
+    Index(vec![HistoryEntry::bound(c), HistoryEntry::settled(&c.key)])
+}
+
+/// The history effect of binding `c` (spec KEY-1, KEY-2).
+pub fn binds(c: &Call) -> Effect {
+    Effect::History(HistoryEntry::bound(c))
+}
+
+/// The history effect of recording `c`'s result: its key is spent (spec REC-4).
+pub fn spends(c: &Call) -> Effect {
+    Effect::History(HistoryEntry::settled(&c.key))
 }

@@ -11,7 +11,7 @@ use super::{RecordedCall, RefRun, Reference, Status};
 use crate::variant::Variant;
 use resumable_kernel::{
     Call, Checkpoint, Command, Digest, Effects, Event, EventKind, FailCause, InFlight, Input, Name,
-    Reason, Rejection, Suspension, Time, Wait,
+    Prior, Reason, Rejection, Suspension, Time, Wait,
 };
 
 impl Reference {
@@ -41,7 +41,7 @@ impl Reference {
                 responsible,
                 resource_version,
             } => self.suspend(run, at, wait, *expires_at, *responsible, *resource_version),
-            Event::Dispatch { call } => self.dispatch(run, at, call),
+            Event::Dispatch { call, prior } => self.dispatch(run, at, call, prior),
             Event::ToolResult {
                 call_id,
                 attempt,
@@ -89,11 +89,11 @@ impl Reference {
 
     /// KEY-1, KEY-2, REC-4: the call bound against the run's whole history (or, in the broken
     /// variant, against its last recorded call only).
-    fn admit(&self, run: &RefRun, call: &Call) -> Result<super::History, Rejection> {
+    fn admit(&self, run: &RefRun, call: &Call, prior: &Prior) -> Result<(), Rejection> {
         if self.breaks(Variant::LastCallOnlyKeyCheck) {
             guard_new_call_against_last(run, call)
         } else {
-            guard_new_call(run, call)
+            guard_new_call(call, prior)
         }
     }
 
@@ -122,13 +122,18 @@ impl Reference {
             Status::Completed { .. } | Status::Failed(_) => return Err(terminal(run)),
         }
         guard_expiry(expires_at, at)?;
-        let mut history = None;
+        let mut binds = None;
         let reason = match *wait {
-            Wait::Approval { call, requester } => {
+            Wait::Approval {
+                call,
+                requester,
+                prior,
+            } => {
                 if !self.breaks(Variant::SelfNamedApprover) {
                     guard_requester_is_not_responsible(requester, responsible)?;
                 }
-                history = Some(self.admit(run, &call)?);
+                self.admit(run, &call, &prior)?;
+                binds = Some(call);
                 Reason::PendingApproval {
                     call: bind(&call),
                     requester,
@@ -149,23 +154,23 @@ impl Reference {
         }))
         // The suspend records the resource version it saw (RES-3).
         .observing(resource_version);
-        if let Some(history) = history {
-            mv = mv.binding(history);
+        if let Some(call) = binds {
+            mv = mv.binding(call);
         }
         finish_step(run, at, EventKind::Suspend, None, mv)
     }
 
     /// Dispatch an ungated call: write-ahead, the intent and the command together (WAL-1).
-    fn dispatch(&self, run: &RefRun, at: Time, call: &Call) -> Stepped {
+    fn dispatch(&self, run: &RefRun, at: Time, call: &Call, prior: &Prior) -> Stepped {
         guard_running_idle(run)?;
-        let history = self.admit(run, call)?;
+        self.admit(run, call, prior)?;
         let in_flight = InFlight {
             call: bind(call),
             attempt: 0,
             dispatches: 1,
         };
         let mv = Move::to(Status::AwaitingResult(in_flight))
-            .binding(history)
+            .binding(*call)
             .then(Command::Dispatch(command(run, &in_flight.call, 0)));
         finish_step(run, at, EventKind::Dispatch, None, mv)
     }
@@ -331,7 +336,12 @@ fn without_cancel(effects: &Effects) -> Effects {
         }
         .seal()
     });
-    Effects::of(*audit, checkpoint, effects.command())
+    Effects::of(
+        *audit,
+        effects.history().copied(),
+        checkpoint,
+        effects.command(),
+    )
 }
 
 /// Whether the input is a tool response to a finished run whose recorded call it names.

@@ -1,10 +1,10 @@
 //! Guards several inputs share, each citing the spec ID it enforces. A guard reads the run
 //! and the input and either passes or names the rejection, with its evidence.
 
-use super::{History, RefRun, Status};
+use super::{RefRun, Status};
 use resumable_kernel::{
-    Call, Checkpoint, CheckpointField, Facts, InFlight, Name, Rejection, Suspension, Time,
-    CALL_LOG_CAPACITY, SCHEMA_VERSION,
+    Call, Checkpoint, CheckpointField, Facts, InFlight, Name, Prior, Rejection, Suspension, Time,
+    SCHEMA_VERSION,
 };
 
 /// CLK-1: time never runs backwards within a run.
@@ -76,32 +76,28 @@ pub(super) fn guard_expiry(expires_at: Time, at: Time) -> Result<(), Rejection> 
 }
 
 /// REC-3, KEY-2, KEY-1, REC-4: a call allows at least one attempt; over the run's whole
-/// history its id was never used, its key never bound to other arguments nor spent by a
-/// recorded result; and the log has room. Returns the history with the call added.
-pub(super) fn guard_new_call(run: &RefRun, call: &Call) -> Result<History, Rejection> {
+/// history, as the store's index reports it, its id was never used, and its key was never
+/// bound to other arguments nor spent by a recorded result.
+pub(super) fn guard_new_call(call: &Call, prior: &Prior) -> Result<(), Rejection> {
     if call.contract.max_attempts == 0 {
         return Err(Rejection::NoAttemptsAllowed);
     }
-    if run.history.calls().any(|c| c.call_id == call.call_id) {
+    if prior.call_id_used {
         return Err(Rejection::CallIdReused {
             call_id: call.call_id,
         });
     }
-    let same_key = || run.history.calls().filter(|c| c.key == call.key);
-    if same_key().any(|c| c.args != call.args) {
-        return Err(Rejection::KeyConflict { key: call.key });
+    match prior.key {
+        Some(earlier) if earlier.args != call.args => Err(Rejection::KeyConflict { key: call.key }),
+        Some(earlier) if earlier.committed => Err(Rejection::KeyCommitted { key: call.key }),
+        _ => Ok(()),
     }
-    if same_key().any(|c| c.committed) {
-        return Err(Rejection::KeyCommitted { key: call.key });
-    }
-    run.history.with(call).ok_or(Rejection::CallLogFull {
-        capacity: CALL_LOG_CAPACITY as u8,
-    })
 }
 
-/// The broken variant's binding: reuse is looked for in the last recorded call only, as the
-/// kernel once did, so a call id or a key used before that slips through.
-pub(super) fn guard_new_call_against_last(run: &RefRun, call: &Call) -> Result<History, Rejection> {
+/// The broken variant's binding: the history the store reports is ignored and reuse is looked
+/// for in the last recorded call only, as the kernel once did, so a call id or a key used
+/// before that slips through.
+pub(super) fn guard_new_call_against_last(run: &RefRun, call: &Call) -> Result<(), Rejection> {
     if call.contract.max_attempts == 0 {
         return Err(Rejection::NoAttemptsAllowed);
     }
@@ -115,8 +111,7 @@ pub(super) fn guard_new_call_against_last(run: &RefRun, call: &Call) -> Result<H
             return Err(Rejection::KeyConflict { key: call.key });
         }
     }
-    // The log still records the call (the run keeps no more than its capacity).
-    Ok(run.history.with(call).unwrap_or(run.history))
+    Ok(())
 }
 
 /// APR-3: the party responsible for an approval is never its requester.

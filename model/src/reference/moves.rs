@@ -1,11 +1,11 @@
 //! The transition and its effects (spec 4 and 6): what every accepted input does alike once
 //! its handler has decided where the run goes.
 
-use super::{History, RecordedCall, RefRun, Status};
+use super::{RecordedCall, RefRun, Status};
 use resumable_kernel::checkpoint::{key_digest, tool_key};
 use resumable_kernel::{
-    AuditRecord, BoundCall, Call, Command, DecisionKind, Dispatch, Effects, EventKind, InFlight,
-    Phase, Reason, Rejection, Suspension, Time,
+    AuditRecord, BoundCall, Call, Command, DecisionKind, Dispatch, Effects, EventKind,
+    HistoryEntry, InFlight, Phase, Reason, Rejection, Suspension, Time,
 };
 
 /// The part of a transition a handler decides: the new status, a call bound or a result
@@ -13,8 +13,8 @@ use resumable_kernel::{
 /// added uniformly by [`finish_step`].
 pub(super) struct Move {
     pub(super) status: Status,
-    /// The call log with a newly bound call (KEY-1, KEY-2).
-    pub(super) history: Option<History>,
+    /// A call newly bound (KEY-1, KEY-2): the store adds it to the run's history.
+    pub(super) binds: Option<Call>,
     /// A committed result to record (REC-4).
     pub(super) record: Option<RecordedCall>,
     /// The resource version to record (a suspend's, or a resume's facts: RES-3).
@@ -26,14 +26,14 @@ impl Move {
     pub(super) fn to(status: Status) -> Move {
         Move {
             status,
-            history: None,
+            binds: None,
             record: None,
             resource_version: None,
             command: None,
         }
     }
-    pub(super) fn binding(mut self, history: History) -> Move {
-        self.history = Some(history);
+    pub(super) fn binding(mut self, call: Call) -> Move {
+        self.binds = Some(call);
         self
     }
     pub(super) fn recording(mut self, record: Option<RecordedCall>) -> Move {
@@ -108,24 +108,28 @@ pub(super) fn escalate(
 }
 
 /// REV-1 and CLK-1: the next run, one revision on, its clock at the input's time, with the
-/// call log, result and resource version the move carries.
-fn transition(run: &RefRun, at: Time, mv: Move) -> Result<(RefRun, Option<Command>), Rejection> {
+/// result and resource version the move carries; and what the store adds to the run's history
+/// in the same commit: the call the move binds, or the key a recorded result spends (REC-4).
+fn transition(
+    run: &RefRun,
+    at: Time,
+    mv: Move,
+) -> Result<(RefRun, Option<HistoryEntry>, Option<Command>), Rejection> {
     let revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
-    let mut history = mv.history.unwrap_or(run.history);
-    if let Some(done) = &mv.record {
-        // REC-4: the key is spent once its result is recorded.
-        history = history.committed(done.call.call.call_id);
-    }
+    let entry = match (&mv.binds, &mv.record) {
+        (Some(call), _) => Some(HistoryEntry::bound(call)),
+        (None, Some(done)) => Some(HistoryEntry::settled(&done.call.call.key)),
+        (None, None) => None,
+    };
     let next = RefRun {
         revision,
         clock: at,
         status: mv.status,
         last_call: mv.record.or(run.last_call),
-        history,
         resource_version: mv.resource_version.unwrap_or(run.resource_version),
         ..*run
     };
-    Ok((next, mv.command))
+    Ok((next, entry, mv.command))
 }
 
 /// The transition of a move, with its effects.
@@ -136,17 +140,18 @@ pub(super) fn finish_step(
     decision: Option<DecisionKind>,
     mv: Move,
 ) -> Stepped {
-    let (next, command) = transition(run, at, mv)?;
-    Ok((next, effects_of(&next, at, event, decision, command)))
+    let (next, entry, command) = transition(run, at, mv)?;
+    Ok((next, effects_of(&next, at, event, decision, entry, command)))
 }
 
-/// AUD-1, CKP-1, WAL-1: the audit record first, describing the new state; a sealed
-/// checkpoint at the new revision when the new state is suspended; then the command.
+/// AUD-1, CKP-1, WAL-1: the audit record first, describing the new state; the history entry;
+/// a sealed checkpoint at the new revision when the new state is suspended; then the command.
 pub(super) fn effects_of(
     next: &RefRun,
     at: Time,
     event: EventKind,
     decision: Option<DecisionKind>,
+    entry: Option<HistoryEntry>,
     command: Option<Command>,
 ) -> Effects {
     let phase = next.phase();
@@ -162,5 +167,5 @@ pub(super) fn effects_of(
         phase: phase.kind(),
         reason,
     };
-    Effects::of(audit, next.checkpoint().map(|cp| cp.seal()), command)
+    Effects::of(audit, entry, next.checkpoint().map(|cp| cp.seal()), command)
 }

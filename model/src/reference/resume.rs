@@ -74,6 +74,7 @@ impl Reference {
             };
             effects = Effects::of(
                 from_checkpoint,
+                effects.history().copied(),
                 effects.checkpoint().copied(),
                 effects.command(),
             );

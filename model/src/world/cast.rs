@@ -3,6 +3,7 @@
 
 use super::state::KEYS;
 use crate::config::{Config, Program};
+use resumable_kernel::IdempotencyKey;
 use resumable_kernel::{Call, Digest, Identity, Name, Policy, ToolContract};
 
 /// A call the agent may propose, and the index of its idempotency key among the world's keys.
@@ -129,7 +130,11 @@ impl Cast {
     }
 }
 
-const KEY_NAMES: [Name; KEYS] = [Name::lit("k0"), Name::lit("k1"), Name::lit("k2")];
+const KEY_NAMES: [IdempotencyKey; KEYS] = [
+    IdempotencyKey::lit("k0"),
+    IdempotencyKey::lit("k1"),
+    IdempotencyKey::lit("k2"),
+];
 
 /// One step of an agent program: a proposal, gated (suspend for approval) or not (dispatch).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

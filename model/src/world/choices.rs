@@ -141,13 +141,13 @@ impl<L: Lifecycle> World<L> {
             }
             _ => return,
         }
-        let position = usize::from(snap.calls);
+        let position = slot.run.history.len();
         out.push(Choice::Agent(match steps.get(position) {
             Some(Step::Gated(p)) => Intent::Suspend(*p),
             Some(Step::Ungated(p)) => Intent::Dispatch(*p),
             None => Intent::Complete,
         }));
-        if let Some(p) = self.self_approved_suspend(snap) {
+        if let Some(p) = self.self_approved_suspend(slot) {
             out.push(Choice::Agent(Intent::SuspendSelfApproved(p)));
         }
         if self.config.program.reuse_at() == Some(position) {
@@ -163,11 +163,12 @@ impl<L: Lifecycle> World<L> {
     /// APR-3): offered where the requester tries to approve itself, whenever the run is
     /// running idle with a gated call next. A correct lifecycle refuses it, and a refused
     /// agent request is no transition, so the offer costs no state.
-    pub(crate) fn self_approved_suspend(&self, snap: &Snapshot) -> Option<u8> {
-        if !self.config.self_approval || !matches!(snap.phase, Phase::Running { in_flight: None }) {
+    pub(crate) fn self_approved_suspend(&self, slot: &RunSlot<L::Run>) -> Option<u8> {
+        let view = &slot.run.view;
+        if !self.config.self_approval || view.phase != PhaseKind::Running || view.in_flight {
             return None;
         }
-        match self.config.program.steps().get(usize::from(snap.calls)) {
+        match self.config.program.steps().get(slot.run.history.len()) {
             Some(Step::Gated(p)) => Some(*p),
             _ => None,
         }

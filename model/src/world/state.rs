@@ -4,7 +4,10 @@
 //! outside, in [`crate::config::Config`].
 
 use super::intern::Shared;
-use resumable_kernel::{Checkpoint, PhaseKind, ReasonKind, SpecId, Time};
+use resumable_kernel::{
+    Call, Checkpoint, Digest, Fingerprint, HistoryEntry, KeyUse, PhaseKind, Prior, ReasonKind,
+    SpecId, Time,
+};
 use std::ops::{BitOr, BitOrAssign};
 
 /// The idempotency keys the world's calls use (`k0`, `k1`, `k2`): the tool's ledger and the
@@ -16,14 +19,79 @@ pub const KEYS: usize = 3;
 /// below it.
 pub const ATTEMPTS: u8 = 4;
 
-/// A run as the store holds it, with the [`RunView`] the world and the properties read of it.
-/// Interned as one value, so the view is computed once per distinct run.
+/// A run as the store holds it, with its call history and the [`RunView`] the world and the
+/// properties read of it. Interned as one value, so the view is computed once per distinct
+/// run.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Stored<R> {
     /// The lifecycle's run.
     pub run: R,
+    /// The run's call history, kept by the store beside the run and written in the same
+    /// commit (the run itself holds none: spec KEY-1, KEY-2, REC-4).
+    pub history: StoreHistory,
     /// What the world reads of it.
     pub view: RunView,
+}
+
+/// The most bindings the world's programs make in one run: three calls, the agent's
+/// re-proposals of them, and a second request for approval, with room to spare for the
+/// broken variants that bind a reused call again.
+pub const HISTORY_CAPACITY: usize = 8;
+
+/// One run's call history as the world's store keeps it: the driver's index, by the kernel's
+/// fingerprints of call ids and keys. A worker looks a call up here before binding it and
+/// passes what it found as the call's [`Prior`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct StoreHistory {
+    /// The bindings, oldest first: call id, key, argument digest, key spent.
+    bound: [Option<(Fingerprint, Fingerprint, Digest, bool)>; HISTORY_CAPACITY],
+}
+
+impl StoreHistory {
+    /// What the history holds about `call`'s id and key.
+    pub fn prior(&self, call: &Call) -> Prior {
+        let id = Fingerprint::call_id(&call.call_id);
+        let key = Fingerprint::key(&call.key);
+        let mut entries = self.bound.iter().flatten();
+        Prior {
+            call_id_used: entries.clone().any(|e| e.0 == id),
+            key: entries.find(|e| e.1 == key).map(|e| KeyUse {
+                args: e.2,
+                committed: self.bound.iter().flatten().any(|s| s.1 == key && s.3),
+            }),
+        }
+    }
+
+    /// How many calls the run has bound.
+    pub fn len(&self) -> usize {
+        self.bound.iter().flatten().count()
+    }
+
+    /// Whether the run has bound none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The history with `entry` written, or `None` if the world's capacity is exceeded
+    /// (the world then offers no such step: see [`HISTORY_CAPACITY`]).
+    pub fn with(&self, entry: Option<&HistoryEntry>) -> Option<StoreHistory> {
+        let mut next = *self;
+        match entry {
+            None => {}
+            Some(HistoryEntry::Bound { call_id, key, args }) => {
+                *next.bound.iter_mut().find(|e| e.is_none())? =
+                    Some((*call_id, *key, *args, false));
+            }
+            Some(HistoryEntry::Settled { key }) => {
+                for e in next.bound.iter_mut().flatten() {
+                    if e.1 == *key {
+                        e.3 = true;
+                    }
+                }
+            }
+        }
+        Some(next)
+    }
 }
 
 /// How a finished run ended.

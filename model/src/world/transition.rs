@@ -73,6 +73,8 @@ impl<L: Lifecycle> World<L> {
                 wait: Wait::Approval {
                     call: self.cast.proposal(p)?.call,
                     requester: self.cast.requester,
+                    // The worker looks the call up in the run's history, in the store.
+                    prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
                 },
                 expires_at: at.after(u64::from(self.config.suspend_for)),
                 responsible: match choice {
@@ -83,6 +85,7 @@ impl<L: Lifecycle> World<L> {
             },
             Choice::Agent(Intent::Dispatch(p) | Intent::Reuse(p)) => Event::Dispatch {
                 call: self.cast.proposal(p)?.call,
+                prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
             },
             Choice::Agent(Intent::Complete) => Event::Complete {
                 result: self.cast.final_result,
@@ -273,7 +276,10 @@ impl<L: Lifecycle> World<L> {
                 used.then_some(next)
             }
             Ok((run, effects)) => {
-                let staged = self.staged(r, &before, &input, choice, run, &effects)?;
+                // The history entry is written with the run, in the same commit.
+                let history = slot.run.history.with(effects.history())?;
+                let stored = self.store(run, history);
+                let staged = self.staged(r, &before, &input, choice, stored, &effects)?;
                 *next.workers.get_mut(w)? = Worker::Staged(staged);
                 Some(next)
             }
@@ -287,10 +293,9 @@ impl<L: Lifecycle> World<L> {
         before: &Snapshot,
         input: &Input,
         choice: Choice,
-        run: L::Run,
+        next: super::Shared<super::Stored<L::Run>>,
         effects: &Effects,
     ) -> Option<Staged<L::Run>> {
-        let next = self.store(run);
         let after = self.lifecycle.snapshot(&next.run);
         let mut raise = self.step_violations(r, before, &after, input, effects);
         let mut dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];

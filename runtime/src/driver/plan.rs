@@ -21,6 +21,10 @@ use resumable_kernel::{Dispatch, Event, Next};
 mod tests;
 
 /// What a worker does with a run now.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one action at a time, moved once: a request carries its checkpoint inline"
+)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
     /// Feed the oldest request waiting in the run's inbox (a party's decision, a cancel).

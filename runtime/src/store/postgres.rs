@@ -8,61 +8,32 @@
 //! Address: a libpq connection string or URL, optionally followed by `#SCHEMA` to keep the
 //! tables in a schema of their own (default `resumable`), e.g.
 //! `host=127.0.0.1 port=5432 user=resumable dbname=postgres#torture`.
+//!
+//! What this file holds is the connection: opening it, running a statement, a transaction.
+//! The statements and the store's logic are [`super::sql`]'s, shared with SQLite.
 
-use super::{
-    from_json, to_json, Cas, Commit, Inbox, Lease, NewRun, Request, Row, RunKey, Status, Store,
-    StoreError, Summary,
+use super::codec::{Cell, Value};
+use super::sql::{self, Dialect, Sql, SqlStore};
+use super::{Cas, StoreError};
+use postgres::types::{ToSql, Type};
+use postgres::{Client, GenericClient, NoTls};
+
+/// PostgreSQL's words for the column types.
+const DIALECT: Dialect = Dialect {
+    int: "BIGINT",
+    bytes: "BYTEA",
+    boolean: "BOOLEAN",
+    serial_key: "BIGSERIAL PRIMARY KEY",
+    keyed_options: "",
 };
-use crate::lifecycle::Tail;
-use postgres::{Client, NoTls};
-use resumable_kernel::Digest;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS runs (
-    key TEXT PRIMARY KEY,
-    revision BIGINT NOT NULL,
-    seq BIGINT NOT NULL,
-    tail TEXT NOT NULL,
-    run TEXT NOT NULL,
-    checkpoint TEXT,
-    status TEXT NOT NULL,
-    wake_at BIGINT,
-    owner TEXT,
-    lease_until BIGINT NOT NULL,
-    program TEXT NOT NULL,
-    pc BIGINT NOT NULL,
-    resource_version BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
-CREATE TABLE IF NOT EXISTS audit (
-    key TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    line BYTEA NOT NULL,
-    PRIMARY KEY (key, seq)
-);
-CREATE TABLE IF NOT EXISTS inbox (
-    id BIGSERIAL PRIMARY KEY,
-    key TEXT NOT NULL,
-    party TEXT NOT NULL,
-    submitted_ms BIGINT NOT NULL,
-    request TEXT NOT NULL,
-    answer TEXT,
-    seq BIGINT
-);
-CREATE INDEX IF NOT EXISTS inbox_pending ON inbox (key) WHERE answer IS NULL;
-CREATE TABLE IF NOT EXISTS raw_cas (
-    slot BIGINT PRIMARY KEY,
-    version BIGINT NOT NULL,
-    value BYTEA NOT NULL
-);
-";
-
-const ACTIVE: &str = "('ready','in_flight','approval','callback','resource','person','unknown')";
 
 /// A connection to a PostgreSQL store.
-pub struct PgStore {
+pub struct Postgres {
     db: Client,
 }
+
+/// The store on PostgreSQL.
+pub type PgStore = SqlStore<Postgres>;
 
 fn backend(e: postgres::Error) -> StoreError {
     StoreError::Backend(format!("postgres: {e}"))
@@ -76,31 +47,44 @@ pub fn split_address(address: &str) -> (&str, &str) {
     }
 }
 
-impl PgStore {
+/// Connects as the store does: to the address's server, in its schema (created if
+/// missing), with `work` run once in a transaction that holds the store's setup lock (so
+/// that workers starting together create the tables once). For anything that must measure
+/// or touch the store's schema under its own settings.
+pub fn connect(
+    address: &str,
+    work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<(), postgres::Error>,
+) -> Result<Client, StoreError> {
+    let (conn, schema) = split_address(address);
+    if !schema
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return Err(StoreError::Backend(format!(
+            "postgres: schema name {schema:?}: use lowercase letters, digits and _"
+        )));
+    }
+    let mut db = Client::connect(conn, NoTls).map_err(backend)?;
+    // Workers start together: one creates the tables, the others wait on the lock.
+    let mut tx = db.transaction().map_err(backend)?;
+    tx.execute("SELECT pg_advisory_xact_lock(7231)", &[])
+        .map_err(backend)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema}; SET LOCAL search_path TO {schema};"
+    ))
+    .map_err(backend)?;
+    work(&mut tx).map_err(backend)?;
+    tx.commit().map_err(backend)?;
+    db.batch_execute(&format!("SET search_path TO {schema}"))
+        .map_err(backend)?;
+    Ok(db)
+}
+
+impl SqlStore<Postgres> {
     /// Connects and creates the schema and tables if needed.
     pub fn open(address: &str) -> Result<PgStore, StoreError> {
-        let (conn, schema) = split_address(address);
-        if !schema
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        {
-            return Err(StoreError::Backend(format!(
-                "postgres: schema name {schema:?}: use lowercase letters, digits and _"
-            )));
-        }
-        let mut db = Client::connect(conn, NoTls).map_err(backend)?;
-        // Workers start together: one creates the tables, the others wait on the lock.
-        let mut tx = db.transaction().map_err(backend)?;
-        tx.execute("SELECT pg_advisory_xact_lock(7231)", &[])
-            .map_err(backend)?;
-        tx.batch_execute(&format!(
-            "CREATE SCHEMA IF NOT EXISTS {schema}; SET LOCAL search_path TO {schema}; {SCHEMA}"
-        ))
-        .map_err(backend)?;
-        tx.commit().map_err(backend)?;
-        db.batch_execute(&format!("SET search_path TO {schema}"))
-            .map_err(backend)?;
-        Ok(PgStore { db })
+        let db = connect(address, |tx| tx.batch_execute(&sql::schema(&DIALECT)))?;
+        Ok(SqlStore::new(Postgres { db }))
     }
 
     /// Drops a schema and everything in it (for tests and benchmarks that made their own).
@@ -112,234 +96,102 @@ impl PgStore {
     }
 }
 
-fn corrupt(what: &'static str, key: &str, why: String) -> StoreError {
-    StoreError::Corrupt {
-        what,
-        key: key.to_string(),
-        why,
+/// A statement in PostgreSQL's spelling: `$1` where the shared statements write `?1`.
+fn dollars(sql: &str) -> String {
+    sql.replace('?', "$")
+}
+
+fn params<'a>(values: &'a [Value<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
+    values
+        .iter()
+        .map(|v| -> &'a (dyn ToSql + Sync) {
+            match v {
+                Value::Int(i) => i,
+                Value::OptInt(i) => i,
+                Value::Text(t) => t,
+                Value::OptText(t) => t,
+                Value::Bytes(b) => b,
+                Value::Bool(b) => b,
+            }
+        })
+        .collect()
+}
+
+fn cells(row: &postgres::Row) -> Result<Vec<Cell>, StoreError> {
+    // The column types the store's tables use; a value of any other type is an error the
+    // driver reads (a schema edited by hand), never a panic.
+    let cell = |i: usize, ty: &Type| -> Result<Cell, postgres::Error> {
+        Ok(if *ty == Type::INT8 {
+            row.try_get::<_, Option<i64>>(i)?
+                .map_or(Cell::Null, Cell::Int)
+        } else if *ty == Type::BOOL {
+            row.try_get::<_, Option<bool>>(i)?
+                .map_or(Cell::Null, |b| Cell::Int(i64::from(b)))
+        } else if *ty == Type::BYTEA {
+            row.try_get::<_, Option<Vec<u8>>>(i)?
+                .map_or(Cell::Null, Cell::Bytes)
+        } else {
+            row.try_get::<_, Option<String>>(i)?
+                .map_or(Cell::Null, Cell::Text)
+        })
+    };
+    row.columns()
+        .iter()
+        .enumerate()
+        .map(|(i, column)| cell(i, column.type_()).map_err(backend))
+        .collect()
+}
+
+fn execute(
+    db: &mut impl GenericClient,
+    sql: &str,
+    values: &[Value<'_>],
+) -> Result<u64, StoreError> {
+    db.execute(&dollars(sql), &params(values)).map_err(backend)
+}
+
+fn query(
+    db: &mut impl GenericClient,
+    sql: &str,
+    values: &[Value<'_>],
+) -> Result<Vec<Vec<Cell>>, StoreError> {
+    let rows = db.query(&dollars(sql), &params(values)).map_err(backend)?;
+    rows.iter().map(cells).collect()
+}
+
+/// Statements inside a transaction.
+impl Sql for postgres::Transaction<'_> {
+    fn execute(&mut self, sql: &str, values: &[Value<'_>]) -> Result<u64, StoreError> {
+        execute(self, sql, values)
+    }
+
+    fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError> {
+        query(self, sql, values)
     }
 }
 
-impl Store for PgStore {
-    fn create(&mut self, new: &NewRun<'_>) -> Result<Cas, StoreError> {
-        let mut tx = self.db.transaction().map_err(backend)?;
-        let inserted = tx
-            .execute(
-                "INSERT INTO runs (key, revision, seq, tail, run, checkpoint, status, wake_at,
-                 owner, lease_until, program, pc, resource_version)
-                 VALUES ($1, $2, 0, $3, $4, NULL, $5, NULL, NULL, 0, $6, 0, $7)
-                 ON CONFLICT (key) DO NOTHING",
-                &[
-                    &new.key.0,
-                    &(new.run.revision().0 as i64),
-                    &new.tail.digest.to_string(),
-                    &to_json(new.run)?,
-                    &super::status_of(new.run).as_str(),
-                    &new.program,
-                    &(new.resource_version as i64),
-                ],
-            )
-            .map_err(backend)?;
-        if inserted == 0 {
-            return Ok(Cas::Conflict);
-        }
-        tx.execute(
-            "INSERT INTO audit (key, seq, line) VALUES ($1, 0, $2)",
-            &[&new.key.0, &new.header],
-        )
-        .map_err(backend)?;
-        tx.commit().map_err(backend)?;
-        Ok(Cas::Done)
+/// Statements outside a transaction: each is one on its own.
+impl Sql for Postgres {
+    fn execute(&mut self, sql: &str, values: &[Value<'_>]) -> Result<u64, StoreError> {
+        execute(&mut self.db, sql, values)
     }
 
-    fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError> {
-        let Some(r) = self
-            .db
-            .query_opt(
-                "SELECT seq, tail, run, checkpoint, owner, lease_until, program, pc,
-                 resource_version FROM runs WHERE key = $1",
-                &[&key.0],
-            )
-            .map_err(backend)?
-        else {
-            return Ok(None);
-        };
-        let tail: String = r.get(1);
-        let checkpoint: Option<String> = r.get(3);
-        Ok(Some(Row {
-            key: key.clone(),
-            run: from_json("run", &key.0, r.get(2))?,
-            tail: Tail {
-                seq: r.get::<_, i64>(0) as u64,
-                digest: Digest::from_hex(&tail)
-                    .map_err(|e| corrupt("anchor", &key.0, format!("{e:?}")))?,
-            },
-            checkpoint: match checkpoint {
-                Some(c) => Some(from_json("checkpoint", &key.0, &c)?),
-                None => None,
-            },
-            program: r.get(6),
-            pc: r.get::<_, i64>(7) as u32,
-            lease: Lease {
-                owner: r.get(4),
-                until_ms: r.get::<_, i64>(5) as u64,
-            },
-            resource_version: r.get::<_, i64>(8) as u64,
-        }))
+    fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError> {
+        query(&mut self.db, sql, values)
     }
+}
 
-    fn commit(&mut self, c: &Commit<'_>) -> Result<Cas, StoreError> {
-        let run = to_json(c.run)?;
-        let checkpoint = c.checkpoint.map(to_json).transpose()?;
-        let answer = c.consumed.map(|(_, a)| to_json(&a)).transpose()?;
-        let mut tx = self.db.transaction().map_err(backend)?;
-        let moved = tx
-            .execute(
-                "UPDATE runs SET revision = $1, seq = $2, tail = $3, run = $4, checkpoint = $5,
-                 status = $6, wake_at = $7, owner = $8, lease_until = $9, pc = $10
-                 WHERE key = $11 AND revision = $12 AND seq = $13",
-                &[
-                    &(c.run.revision().0 as i64),
-                    &(c.tail.seq as i64),
-                    &c.tail.digest.to_string(),
-                    &run,
-                    &checkpoint,
-                    &c.status.as_str(),
-                    &c.wake_at.map(|t| t as i64),
-                    &c.lease.owner,
-                    &(c.lease.until_ms as i64),
-                    &(c.pc as i64),
-                    &c.key.0,
-                    &(c.expect.0 .0 as i64),
-                    &(c.expect.1 as i64),
-                ],
-            )
-            .map_err(backend)?;
-        if moved == 0 {
-            return Ok(Cas::Conflict); // dropping the transaction rolls it back
-        }
-        tx.execute(
-            "INSERT INTO audit (key, seq, line) VALUES ($1, $2, $3)",
-            &[&c.key.0, &(c.tail.seq as i64), &c.line],
-        )
-        .map_err(backend)?;
-        if let (Some((id, _)), Some(answer)) = (c.consumed, answer) {
-            let took = tx
-                .execute(
-                    "UPDATE inbox SET answer = $1, seq = $2 WHERE id = $3 AND answer IS NULL",
-                    &[&answer, &(c.tail.seq as i64), &(id as i64)],
-                )
-                .map_err(backend)?;
-            if took == 0 {
-                return Ok(Cas::Conflict);
-            }
-        }
-        tx.commit().map_err(backend)?;
-        Ok(Cas::Done)
-    }
-
-    fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
-        let sql = format!(
-            "SELECT r.key, r.status, r.wake_at, r.owner, r.lease_until,
-             (SELECT COUNT(*) FROM inbox i WHERE i.key = r.key AND i.answer IS NULL)
-             FROM runs r WHERE $1 OR r.status IN {ACTIVE}
-             OR r.key IN (SELECT key FROM inbox WHERE answer IS NULL) ORDER BY r.key"
-        );
-        let rows = self.db.query(&sql, &[&all]).map_err(backend)?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let key: String = r.get(0);
-            let status: String = r.get(1);
-            let status =
-                Status::parse(&status).ok_or_else(|| corrupt("status", &key, status.clone()))?;
-            out.push(Summary {
-                key: RunKey(key),
-                status,
-                wake_at: r.get::<_, Option<i64>>(2).map(|t| t as u64),
-                lease: Lease {
-                    owner: r.get(3),
-                    until_ms: r.get::<_, i64>(4) as u64,
-                },
-                pending: r.get::<_, i64>(5) as u32,
-            });
-        }
-        Ok(out)
-    }
-
-    fn submit(
+impl sql::Connection for Postgres {
+    fn transaction(
         &mut self,
-        key: &RunKey,
-        party: &str,
-        at_ms: u64,
-        request: &Request,
-    ) -> Result<u64, StoreError> {
-        let r = self
-            .db
-            .query_one(
-                "INSERT INTO inbox (key, party, submitted_ms, request) VALUES ($1, $2, $3, $4)
-                 RETURNING id",
-                &[&key.0, &party, &(at_ms as i64), &to_json(request)?],
-            )
-            .map_err(backend)?;
-        Ok(r.get::<_, i64>(0) as u64)
-    }
-
-    fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
-        let rows = self
-            .db
-            .query(
-                "SELECT id, party, submitted_ms, request, answer, seq FROM inbox
-                 WHERE key = $1 AND (NOT $2 OR answer IS NULL) ORDER BY id",
-                &[&key.0, &pending],
-            )
-            .map_err(backend)?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let answer: Option<String> = r.get(4);
-            let seq: Option<i64> = r.get(5);
-            out.push(Inbox {
-                id: r.get::<_, i64>(0) as u64,
-                key: key.clone(),
-                party: r.get(1),
-                submitted_ms: r.get::<_, i64>(2) as u64,
-                request: from_json("request", &key.0, r.get(3))?,
-                answer: match (answer, seq) {
-                    (Some(a), Some(s)) => Some((from_json("answer", &key.0, &a)?, s as u64)),
-                    _ => None,
-                },
-            });
+        work: &mut dyn FnMut(&mut dyn Sql) -> Result<Cas, StoreError>,
+    ) -> Result<Cas, StoreError> {
+        let mut tx = self.db.transaction().map_err(backend)?;
+        let cas = work(&mut tx)?;
+        if cas == Cas::Done {
+            tx.commit().map_err(backend)?;
         }
-        Ok(out)
-    }
-
-    fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
-        let rows = self
-            .db
-            .query(
-                "SELECT line FROM audit WHERE key = $1 ORDER BY seq",
-                &[&key.0],
-            )
-            .map_err(backend)?;
-        Ok(rows.into_iter().map(|r| r.get(0)).collect())
-    }
-
-    fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError> {
-        let slot = slot as i64;
-        let moved = if expect == 0 {
-            self.db.execute(
-                "INSERT INTO raw_cas (slot, version, value) VALUES ($1, 1, $2)
-                 ON CONFLICT (slot) DO NOTHING",
-                &[&slot, &value],
-            )
-        } else {
-            self.db.execute(
-                "UPDATE raw_cas SET version = version + 1, value = $1
-                 WHERE slot = $2 AND version = $3",
-                &[&value, &slot, &(expect as i64)],
-            )
-        }
-        .map_err(backend)?;
-        Ok(if moved == 0 { Cas::Conflict } else { Cas::Done })
+        Ok(cas) // on a conflict, dropping the transaction rolls it back
     }
 }
 

@@ -7,366 +7,163 @@
 //! the next open). The file is opened in WAL mode with `synchronous = FULL`: every commit is
 //! fsync'd before it returns, so a committed step survives a kill and a power loss alike.
 //! (redb, pure Rust and crash-safe too, lets one process at a time open a file.)
+//!
+//! What this file holds is the connection: opening it, running a statement, a transaction.
+//! The statements and the store's logic are [`super::sql`]'s, shared with PostgreSQL.
 
-use super::{
-    from_json, to_json, Answer, Cas, Commit, Inbox, Lease, NewRun, Request, Row, RunKey, Status,
-    Store, StoreError, Summary,
-};
-use crate::lifecycle::Tail;
-use resumable_kernel::Digest;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use super::codec::{Cell, Value};
+use super::sql::{self, Dialect, Sql, SqlStore};
+use super::{Cas, StoreError};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{params_from_iter, TransactionBehavior};
 use std::time::Duration;
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS runs (
-    key TEXT PRIMARY KEY,
-    revision INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    tail TEXT NOT NULL,
-    run TEXT NOT NULL,
-    checkpoint TEXT,
-    status TEXT NOT NULL,
-    wake_at INTEGER,
-    owner TEXT,
-    lease_until INTEGER NOT NULL,
-    program TEXT NOT NULL,
-    pc INTEGER NOT NULL,
-    resource_version INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
-CREATE TABLE IF NOT EXISTS audit (
-    key TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    line BLOB NOT NULL,
-    PRIMARY KEY (key, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS inbox (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    key TEXT NOT NULL,
-    party TEXT NOT NULL,
-    submitted_ms INTEGER NOT NULL,
-    request TEXT NOT NULL,
-    answer TEXT,
-    seq INTEGER
-);
-CREATE INDEX IF NOT EXISTS inbox_pending ON inbox (key) WHERE answer IS NULL;
-CREATE TABLE IF NOT EXISTS raw_cas (
-    slot INTEGER PRIMARY KEY,
-    version INTEGER NOT NULL,
-    value BLOB NOT NULL
-);
-";
-
-const ACTIVE: &str = "('ready','in_flight','approval','callback','resource','person','unknown')";
+/// SQLite's words for the column types.
+const DIALECT: Dialect = Dialect {
+    int: "INTEGER",
+    bytes: "BLOB",
+    boolean: "INTEGER",
+    serial_key: "INTEGER PRIMARY KEY AUTOINCREMENT",
+    keyed_options: " WITHOUT ROWID",
+};
 
 /// A connection to an SQLite store file.
-pub struct SqliteStore {
-    db: Connection,
+pub struct Sqlite {
+    db: rusqlite::Connection,
 }
+
+/// The store on an SQLite file.
+pub type SqliteStore = SqlStore<Sqlite>;
 
 fn backend(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(format!("sqlite: {e}"))
 }
 
-impl SqliteStore {
+/// Opens (creating if needed) the SQLite file at `path` as the store opens it: in WAL mode
+/// with fsync'd commits, waiting up to 30 s for another process's write lock. For anything
+/// that must measure or touch the file under the store's own settings.
+pub fn connect(path: &str) -> Result<rusqlite::Connection, StoreError> {
+    let db = rusqlite::Connection::open(path).map_err(backend)?;
+    db.busy_timeout(Duration::from_secs(30)).map_err(backend)?;
+    // WAL lets readers proceed while one writer commits; FULL syncs the log on every
+    // commit, which is what makes a returned commit durable.
+    let mode: String = db
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(backend)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Backend(format!(
+            "sqlite: {path}: journal mode is {mode}, not wal"
+        )));
+    }
+    db.execute_batch("PRAGMA synchronous = FULL;")
+        .map_err(backend)?;
+    Ok(db)
+}
+
+impl SqlStore<Sqlite> {
     /// Opens (creating if needed) the store at `path`, in WAL mode with fsync'd commits.
     pub fn open(path: &str) -> Result<SqliteStore, StoreError> {
-        let db = Connection::open(path).map_err(backend)?;
-        db.busy_timeout(Duration::from_secs(30)).map_err(backend)?;
-        // WAL lets readers proceed while one writer commits; FULL syncs the log on every
-        // commit, which is what makes a returned commit durable.
-        let mode: String = db
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(backend)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Backend(format!(
-                "sqlite: {path}: journal mode is {mode}, not wal"
-            )));
-        }
-        db.execute_batch("PRAGMA synchronous = FULL;")
-            .map_err(backend)?;
-        db.execute_batch(SCHEMA).map_err(backend)?;
-        Ok(SqliteStore { db })
+        let db = connect(path)?;
+        db.execute_batch(&sql::schema(&DIALECT)).map_err(backend)?;
+        Ok(SqlStore::new(Sqlite { db }))
     }
 }
 
-fn tail_of(seq: i64, hex: &str, key: &str) -> Result<Tail, StoreError> {
-    let digest = Digest::from_hex(hex).map_err(|e| StoreError::Corrupt {
-        what: "anchor",
-        key: key.to_string(),
-        why: format!("{e:?}"),
-    })?;
-    Ok(Tail {
-        seq: seq as u64,
-        digest,
+impl rusqlite::ToSql for Value<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        let value = match *self {
+            Value::Int(i) | Value::OptInt(Some(i)) => ValueRef::Integer(i),
+            Value::OptInt(None) | Value::OptText(None) => ValueRef::Null,
+            Value::Text(t) | Value::OptText(Some(t)) => ValueRef::Text(t.as_bytes()),
+            Value::Bytes(b) => ValueRef::Blob(b),
+            Value::Bool(b) => ValueRef::Integer(i64::from(b)),
+        };
+        Ok(ToSqlOutput::Borrowed(value))
+    }
+}
+
+fn cell(value: ValueRef<'_>) -> Result<Cell, StoreError> {
+    Ok(match value {
+        ValueRef::Null => Cell::Null,
+        ValueRef::Integer(i) => Cell::Int(i),
+        ValueRef::Text(t) => Cell::Text(
+            String::from_utf8(t.to_vec())
+                .map_err(|e| StoreError::Backend(format!("sqlite: text that is not UTF-8: {e}")))?,
+        ),
+        ValueRef::Blob(b) => Cell::Bytes(b.to_vec()),
+        ValueRef::Real(r) => {
+            return Err(StoreError::Backend(format!(
+                "sqlite: a real number {r} where the store writes none"
+            )))
+        }
     })
 }
 
-fn answer_text(answer: &Answer) -> Result<String, StoreError> {
-    to_json(answer)
+fn execute(db: &rusqlite::Connection, sql: &str, values: &[Value<'_>]) -> Result<u64, StoreError> {
+    let mut statement = db.prepare_cached(sql).map_err(backend)?;
+    let changed = statement
+        .execute(params_from_iter(values))
+        .map_err(backend)?;
+    Ok(changed as u64)
 }
 
-impl Store for SqliteStore {
-    fn create(&mut self, new: &NewRun<'_>) -> Result<Cas, StoreError> {
-        let tx = self
-            .db
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
-        let inserted = tx
-            .execute(
-                "INSERT OR IGNORE INTO runs (key, revision, seq, tail, run, checkpoint, status,
-                 wake_at, owner, lease_until, program, pc, resource_version)
-                 VALUES (?1, ?2, 0, ?3, ?4, NULL, ?5, NULL, NULL, 0, ?6, 0, ?7)",
-                params![
-                    new.key.0,
-                    new.run.revision().0 as i64,
-                    new.tail.digest.to_string(),
-                    to_json(new.run)?,
-                    super::status_of(new.run).as_str(),
-                    new.program,
-                    new.resource_version as i64,
-                ],
-            )
-            .map_err(backend)?;
-        if inserted == 0 {
-            return Ok(Cas::Conflict);
-        }
-        tx.execute(
-            "INSERT INTO audit (key, seq, line) VALUES (?1, 0, ?2)",
-            params![new.key.0, new.header],
-        )
-        .map_err(backend)?;
-        tx.commit().map_err(backend)?;
-        Ok(Cas::Done)
+fn query(
+    db: &rusqlite::Connection,
+    sql: &str,
+    values: &[Value<'_>],
+) -> Result<Vec<Vec<Cell>>, StoreError> {
+    let mut statement = db.prepare_cached(sql).map_err(backend)?;
+    let columns = statement.column_count();
+    let mut rows = statement.query(params_from_iter(values)).map_err(backend)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(backend)? {
+        let cells = (0..columns)
+            .map(|i| cell(row.get_ref(i).map_err(backend)?))
+            .collect::<Result<_, _>>()?;
+        out.push(cells);
+    }
+    Ok(out)
+}
+
+/// Statements inside a transaction (which derefs to its connection).
+struct InTransaction<'c>(&'c rusqlite::Connection);
+
+impl Sql for InTransaction<'_> {
+    fn execute(&mut self, sql: &str, values: &[Value<'_>]) -> Result<u64, StoreError> {
+        execute(self.0, sql, values)
     }
 
-    fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError> {
-        type Raw = (i64, String, String, Option<String>, Option<String>, i64);
-        let raw: Option<(Raw, (String, i64, i64))> = self
-            .db
-            .query_row(
-                "SELECT seq, tail, run, checkpoint, owner, lease_until, program, pc,
-                 resource_version FROM runs WHERE key = ?1",
-                params![key.0],
-                |r| {
-                    Ok((
-                        (
-                            r.get(0)?,
-                            r.get(1)?,
-                            r.get(2)?,
-                            r.get(3)?,
-                            r.get(4)?,
-                            r.get(5)?,
-                        ),
-                        (r.get(6)?, r.get(7)?, r.get(8)?),
-                    ))
-                },
-            )
-            .optional()
-            .map_err(backend)?;
-        let Some(((seq, tail, run, checkpoint, owner, until), (program, pc, rv))) = raw else {
-            return Ok(None);
-        };
-        Ok(Some(Row {
-            key: key.clone(),
-            run: from_json("run", &key.0, &run)?,
-            tail: tail_of(seq, &tail, &key.0)?,
-            checkpoint: match checkpoint {
-                Some(c) => Some(from_json("checkpoint", &key.0, &c)?),
-                None => None,
-            },
-            program,
-            pc: pc as u32,
-            lease: Lease {
-                owner,
-                until_ms: until as u64,
-            },
-            resource_version: rv as u64,
-        }))
+    fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError> {
+        query(self.0, sql, values)
+    }
+}
+
+/// Statements outside a transaction: each is one on its own.
+impl Sql for Sqlite {
+    fn execute(&mut self, sql: &str, values: &[Value<'_>]) -> Result<u64, StoreError> {
+        execute(&self.db, sql, values)
     }
 
-    fn commit(&mut self, c: &Commit<'_>) -> Result<Cas, StoreError> {
-        let run = to_json(c.run)?;
-        let checkpoint = c.checkpoint.map(to_json).transpose()?;
-        let answer = c.consumed.map(|(_, a)| answer_text(&a)).transpose()?;
-        let tx = self
-            .db
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
-        let moved = tx
-            .execute(
-                "UPDATE runs SET revision = ?1, seq = ?2, tail = ?3, run = ?4, checkpoint = ?5,
-                 status = ?6, wake_at = ?7, owner = ?8, lease_until = ?9, pc = ?10
-                 WHERE key = ?11 AND revision = ?12 AND seq = ?13",
-                params![
-                    c.run.revision().0 as i64,
-                    c.tail.seq as i64,
-                    c.tail.digest.to_string(),
-                    run,
-                    checkpoint,
-                    c.status.as_str(),
-                    c.wake_at.map(|t| t as i64),
-                    c.lease.owner,
-                    c.lease.until_ms as i64,
-                    c.pc as i64,
-                    c.key.0,
-                    c.expect.0 .0 as i64,
-                    c.expect.1 as i64,
-                ],
-            )
-            .map_err(backend)?;
-        if moved == 0 {
-            return Ok(Cas::Conflict); // dropping the transaction rolls it back
-        }
-        tx.execute(
-            "INSERT INTO audit (key, seq, line) VALUES (?1, ?2, ?3)",
-            params![c.key.0, c.tail.seq as i64, c.line],
-        )
-        .map_err(backend)?;
-        if let (Some((id, _)), Some(answer)) = (c.consumed, answer) {
-            let took = tx
-                .execute(
-                    "UPDATE inbox SET answer = ?1, seq = ?2 WHERE id = ?3 AND answer IS NULL",
-                    params![answer, c.tail.seq as i64, id as i64],
-                )
-                .map_err(backend)?;
-            if took == 0 {
-                return Ok(Cas::Conflict);
-            }
-        }
-        tx.commit().map_err(backend)?;
-        Ok(Cas::Done)
+    fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError> {
+        query(&self.db, sql, values)
     }
+}
 
-    fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
-        let sql = format!(
-            "SELECT r.key, r.status, r.wake_at, r.owner, r.lease_until,
-             (SELECT COUNT(*) FROM inbox i WHERE i.key = r.key AND i.answer IS NULL)
-             FROM runs r WHERE ?1 OR r.status IN {ACTIVE}
-             OR r.key IN (SELECT key FROM inbox WHERE answer IS NULL) ORDER BY r.key"
-        );
-        let mut stmt = self.db.prepare_cached(&sql).map_err(backend)?;
-        let rows = stmt
-            .query_map(params![all], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<i64>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, i64>(5)?,
-                ))
-            })
-            .map_err(backend)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (key, status, wake_at, owner, until, pending) = row.map_err(backend)?;
-            let status = Status::parse(&status).ok_or_else(|| StoreError::Corrupt {
-                what: "status",
-                key: key.clone(),
-                why: status.clone(),
-            })?;
-            out.push(Summary {
-                key: RunKey(key),
-                status,
-                wake_at: wake_at.map(|t| t as u64),
-                lease: Lease {
-                    owner,
-                    until_ms: until as u64,
-                },
-                pending: pending as u32,
-            });
-        }
-        Ok(out)
-    }
-
-    fn submit(
+impl sql::Connection for Sqlite {
+    fn transaction(
         &mut self,
-        key: &RunKey,
-        party: &str,
-        at_ms: u64,
-        request: &Request,
-    ) -> Result<u64, StoreError> {
-        self.db
-            .execute(
-                "INSERT INTO inbox (key, party, submitted_ms, request) VALUES (?1, ?2, ?3, ?4)",
-                params![key.0, party, at_ms as i64, to_json(request)?],
-            )
-            .map_err(backend)?;
-        Ok(self.db.last_insert_rowid() as u64)
-    }
-
-    fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
-        let mut stmt = self
-            .db
-            .prepare_cached(
-                "SELECT id, party, submitted_ms, request, answer, seq FROM inbox
-                 WHERE key = ?1 AND (NOT ?2 OR answer IS NULL) ORDER BY id",
-            )
-            .map_err(backend)?;
-        let rows = stmt
-            .query_map(params![key.0, pending], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<i64>>(5)?,
-                ))
-            })
-            .map_err(backend)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, party, at, request, answer, seq) = row.map_err(backend)?;
-            out.push(Inbox {
-                id: id as u64,
-                key: key.clone(),
-                party,
-                submitted_ms: at as u64,
-                request: from_json("request", &key.0, &request)?,
-                answer: match (answer, seq) {
-                    (Some(a), Some(s)) => Some((from_json("answer", &key.0, &a)?, s as u64)),
-                    _ => None,
-                },
-            });
-        }
-        Ok(out)
-    }
-
-    fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
-        let mut stmt = self
-            .db
-            .prepare_cached("SELECT line FROM audit WHERE key = ?1 ORDER BY seq")
-            .map_err(backend)?;
-        let lines = stmt
-            .query_map(params![key.0], |r| r.get::<_, Vec<u8>>(0))
-            .map_err(backend)?;
-        lines.collect::<Result<_, _>>().map_err(backend)
-    }
-
-    fn raw_cas(&mut self, slot: u32, expect: u64, value: &[u8]) -> Result<Cas, StoreError> {
+        work: &mut dyn FnMut(&mut dyn Sql) -> Result<Cas, StoreError>,
+    ) -> Result<Cas, StoreError> {
+        // IMMEDIATE takes the write lock at the start: two writers never both read, then
+        // both try to upgrade, and one fails with a deadlock.
         let tx = self
             .db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(backend)?;
-        let moved = if expect == 0 {
-            tx.execute(
-                "INSERT OR IGNORE INTO raw_cas (slot, version, value) VALUES (?1, 1, ?2)",
-                params![slot, value],
-            )
-        } else {
-            tx.execute(
-                "UPDATE raw_cas SET version = version + 1, value = ?1
-                 WHERE slot = ?2 AND version = ?3",
-                params![value, slot, expect as i64],
-            )
+        let cas = work(&mut InTransaction(&tx))?;
+        if cas == Cas::Done {
+            tx.commit().map_err(backend)?;
         }
-        .map_err(backend)?;
-        if moved == 0 {
-            return Ok(Cas::Conflict);
-        }
-        tx.commit().map_err(backend)?;
-        Ok(Cas::Done)
+        Ok(cas) // on a conflict, dropping the transaction rolls it back
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::lifecycle::{self, Verdict};
 use crate::parties::describe;
-use crate::store::{Answer, Request, Status, Store, StoreError};
+use crate::store::{Answer, Answered, Request, Status, Store, StoreError};
 use crate::tool::service::{commits_per_key, read_ledger, Entry};
 use resumable_audit::Record;
 use resumable_kernel::{Event, EventKind, Resume};
@@ -172,7 +172,7 @@ fn decisions(
 ) {
     let mut claimed = HashSet::new();
     for request in inbox {
-        let Some((answer, seq)) = request.answer else {
+        let Some(Answered { answer, seq }) = request.answer else {
             violations.push(format!("{key}: request #{} was never answered", request.id));
             continue;
         };

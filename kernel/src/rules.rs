@@ -1,0 +1,48 @@
+//! The rules version: one number for every verdict and every serialised form of this kernel.
+//!
+//! Two kernels of the same rules version give every input on every run the same verdict (the
+//! same transition with the same effects, or the same rejection with the same evidence), and
+//! write and read every value (run, input, effect, rejection, checkpoint, digest) as the same
+//! bytes. Whenever one of these changes, the number goes up by one, in the change that makes
+//! it, with a line in the history below. A wording that no value carries (a comment, a
+//! `Display` message) is not a rule.
+//!
+//! An audit log names the rules it was written under in its header (`spec/audit-log.md`), so a
+//! validator of later rules knows whether it can judge the log or must say that it does not.
+//! `conformance/tests/rules_version.rs` fails when a file that shows a verdict changes (a
+//! trace snapshot, a scenario, an audit-log example) while this number stays the same.
+//!
+//! The checkpoint's schema version ([`crate::checkpoint::SCHEMA_VERSION`]) is narrower: it
+//! names the checkpoint's fields and digest. A new schema is a new rules version; a new rules
+//! version need not be a new schema.
+//!
+//! # History
+//!
+//! A release is a commit of the main line. Each version is named with the releases that ran
+//! it, the first and the last.
+//!
+//! - **1**, releases 2e29375 to ee837ca: the first kernel. Checkpoint schema 2; a resume of a
+//!   run that had ended was refused as `terminal` before its checkpoint was read. Those from
+//!   6485647 on write audit-log format 1.
+//! - **2**, releases a119106 to 7f7da14 (717b2db among them): a resume's checkpoint (schema,
+//!   digest, revision) is checked before the terminal check, so a decision whose reply was
+//!   lost learns that it won (`already_applied`) or lost (`already_resumed`) after the run
+//!   ended too (REJ-1). Audit-log format 1.
+//! - **3**, from release 0b6a243: checkpoint schema 3 (a pending cancel is carried through an
+//!   escalation, CAN-2); a dispatch and a query carry the tool key, the key bound to the run's
+//!   identity (KEY-3); a call log refuses a reused call id, a key with other arguments and a
+//!   committed key over the run's whole history (KEY-1, REC-4); answers that are facts about
+//!   the past are never refused for a moved resource, and every accepted resume records the
+//!   resource version (RES-3); expiries are bounded below the end of time; `reconcile_first`
+//!   is gone. Audit-log format 2, then 3 (which names this number).
+//! - **4**, this release: identifiers of real size (names of 64 bytes, idempotency keys of
+//!   255; a name of at most 31 bytes is encoded, and digested, as before); the run's call
+//!   history lives in the driver's store, not in the run: a dispatch and a suspension for
+//!   approval carry the `prior` the driver's history index holds for the call, and a
+//!   transition that binds a call or spends a key emits a `history` effect (the audit
+//!   record's verdict carries it); a run holds no `calls` and is never refused for having
+//!   made too many (`call_log_full` is gone). Audit-log format 3.
+
+/// The rules this kernel decides by (see the module docs for what the number names and its
+/// history).
+pub const RULES_VERSION: u16 = 4;

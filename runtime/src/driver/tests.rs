@@ -1,0 +1,539 @@
+//! The driving contract on the in-memory store: `feed` commits an accepted input, a refused
+//! one and a party's request with its answer, and loses a race cleanly; `carry_out` acts
+//! only after the commit and feeds every answer back; the broken flavours each break exactly
+//! the rule they are named for.
+
+use super::*;
+use crate::store::memory::MemoryStore;
+use crate::store::{Answered, Inbox, Request, Status, Summary};
+use crate::tool::MemoryTools;
+use resumable_kernel::{Call, Digest, Name, Prior, Rejection};
+use std::io;
+
+/// Tools that keep every request sent, answer dispatches and queries as [`MemoryTools`]
+/// does (a deduping tool), or leave either unanswered.
+#[derive(Default)]
+struct Recorder {
+    inner: MemoryTools,
+    sent: Vec<ToolRequest>,
+    dispatches_unanswered: bool,
+    queries_unanswered: bool,
+}
+
+impl Tools for Recorder {
+    fn send(&mut self, request: &ToolRequest) -> io::Result<()> {
+        self.sent.push(request.clone());
+        self.inner.send(request)
+    }
+
+    fn receive(&mut self) -> io::Result<ToolReply> {
+        let reply = self.inner.receive()?; // the tool commits, whether or not it answers
+        let unanswered = match self.sent.last() {
+            Some(ToolRequest::Dispatch { .. }) => self.dispatches_unanswered,
+            _ => self.queries_unanswered,
+        };
+        if unanswered {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer"));
+        }
+        Ok(reply)
+    }
+}
+
+impl Recorder {
+    fn kinds(&self) -> Vec<&'static str> {
+        self.sent
+            .iter()
+            .map(|r| match r {
+                ToolRequest::Dispatch { .. } => "dispatch",
+                ToolRequest::Query { .. } => "query",
+            })
+            .collect()
+    }
+}
+
+/// What another writer does on the store, just before a commit.
+type Race = Box<dyn FnOnce(&mut MemoryStore)>;
+
+/// A store whose next commit first lets another writer commit `race` on a clone of it.
+struct Racing {
+    inner: MemoryStore,
+    race: Option<Race>,
+}
+
+impl Store for Racing {
+    fn create(&mut self, new: &NewRun<'_>) -> Result<Cas, StoreError> {
+        self.inner.create(new)
+    }
+    fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError> {
+        self.inner.load(key)
+    }
+    fn commit(&mut self, commit: &Commit<'_>) -> Result<Cas, StoreError> {
+        if let Some(race) = self.race.take() {
+            race(&mut self.inner.clone());
+        }
+        self.inner.commit(commit)
+    }
+    fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
+        self.inner.scan(all)
+    }
+    fn submit(
+        &mut self,
+        key: &RunKey,
+        party: &str,
+        at_ms: u64,
+        request: &Request,
+    ) -> Result<u64, StoreError> {
+        self.inner.submit(key, party, at_ms, request)
+    }
+    fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
+        self.inner.inbox(key, pending)
+    }
+    fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.inner.log(key)
+    }
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        self.inner.prior(key, call)
+    }
+}
+
+fn config(flavor: Flavor) -> Config {
+    Config {
+        owner: "worker-1".to_string(),
+        lease_ms: 60_000,
+        timing: Timing::default(),
+        flavor,
+        crash: CrashPlan::none(),
+        key: None,
+    }
+}
+
+fn driver<S: Store>(store: S, tools: Recorder, flavor: Flavor) -> (Driver<S, Recorder>, RunKey) {
+    driver_of(store, tools, flavor, Program::Order)
+}
+
+fn new_order(store: &mut dyn Store) -> RunKey {
+    create_run(store, Program::Order, "run-1", 0, &Timing::default(), None)
+        .unwrap()
+        .unwrap()
+}
+
+fn driver_of<S: Store>(
+    mut store: S,
+    tools: Recorder,
+    flavor: Flavor,
+    program: Program,
+) -> (Driver<S, Recorder>, RunKey) {
+    let key = create_run(&mut store, program, "run-1", 0, &Timing::default(), None)
+        .unwrap()
+        .unwrap();
+    (Driver::new(store, tools, config(flavor)), key)
+}
+
+/// `event` as an input one time unit after the run's last.
+fn input(row: &Row, event: Event) -> Input {
+    Input {
+        at: Time(row.run.updated_at().0 + 1),
+        event,
+    }
+}
+
+fn program_event(row: &Row) -> Event {
+    let program = Program::parse(&row.program).unwrap();
+    let at = row.run.updated_at().0 + 1;
+    program.step(row.pc, at, 0, &Timing::default()).unwrap()
+}
+
+fn load<S: Store, T: Tools>(d: &mut Driver<S, T>, key: &RunKey) -> Row {
+    d.store.load(key).unwrap().unwrap()
+}
+
+/// The accepted input's transition and row, or a failed test.
+fn accepted(fed: Fed) -> Moved {
+    match fed {
+        Fed::Accepted(moved) => *moved,
+        Fed::Rejected => panic!("refused"),
+        Fed::Conflict => panic!("lost the compare-and-set"),
+    }
+}
+
+/// The program's own next step on `key`, fed and accepted.
+fn program_step<S: Store, T: Tools>(d: &mut Driver<S, T>, key: &RunKey) -> Moved {
+    let row = load(d, key);
+    let fed = d.feed(&row, &input(&row, program_event(&row)), row.pc + 1, None);
+    accepted(fed.unwrap())
+}
+
+/// The run's log, validated against its anchor: how many records it holds, accepted and
+/// refused.
+fn records<S: Store, T: Tools>(d: &mut Driver<S, T>, key: &RunKey) -> (u64, u64) {
+    let row = load(d, key);
+    let mut bytes = Vec::new();
+    for line in d.store.log(key).unwrap() {
+        bytes.extend_from_slice(&line);
+        bytes.push(b'\n');
+    }
+    let summary = lifecycle::validate_log(&bytes, row.tail, None).unwrap();
+    (summary.accepted, summary.rejected)
+}
+
+fn cancel(by: &str) -> Request {
+    Request::Cancel { by: Name::lit(by) }
+}
+
+#[test]
+fn feed_of_an_accepted_input_commits_the_row_it_returns() {
+    let (mut d, key) = driver_of(
+        MemoryStore::new(),
+        Recorder::default(),
+        Flavor::Correct,
+        Program::Seed,
+    );
+    let moved = program_step(&mut d, &key);
+    assert_eq!(
+        load(&mut d, &key),
+        moved.row,
+        "what feed returns is what is stored"
+    );
+    assert_eq!(moved.row.run, moved.transition.next);
+    assert_eq!((moved.row.pc, moved.row.tail.seq), (1, 1));
+    assert_eq!(
+        moved.row.checkpoint,
+        moved.transition.effects.checkpoint().copied()
+    );
+    assert_eq!(
+        moved.row.lease,
+        Lease::default(),
+        "a run waiting on its approver is held by nobody"
+    );
+    assert_eq!(d.commits(), 1);
+    assert_eq!(records(&mut d, &key), (1, 0));
+    assert!(d.tools.sent.is_empty(), "feed alone never reaches a tool");
+}
+
+#[test]
+fn feed_of_an_input_that_leaves_a_call_in_flight_leases_the_run_to_this_driver() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    let before = crate::rng::now_ms();
+    let moved = program_step(&mut d, &key);
+    assert_eq!(status_of(&moved.row.run), Status::InFlight);
+    assert_eq!(moved.row.lease.owner.as_deref(), Some("worker-1"));
+    assert!(moved.row.lease.until_ms >= before + 60_000);
+    assert!(
+        d.tools.sent.is_empty(),
+        "the dispatch is carry_out's, after the commit"
+    );
+}
+
+#[test]
+fn feed_of_a_refused_input_records_the_refusal_and_changes_nothing_else() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    let row = load(&mut d, &key);
+    // A tool's answer with no call in flight: the kernel refuses it (WAL-2).
+    let answer = Event::ToolResult {
+        call_id: Name::lit("charge-1"),
+        attempt: 0,
+        result: Digest::of(b"charged"),
+    };
+    assert!(matches!(
+        d.feed(&row, &input(&row, answer), 7, None).unwrap(),
+        Fed::Rejected
+    ));
+    let after = load(&mut d, &key);
+    assert_eq!(after.run, row.run, "the run is untouched (REJ-2)");
+    assert_eq!(
+        (after.pc, after.checkpoint, &after.lease),
+        (0, None, &row.lease)
+    );
+    assert_eq!(after.tail.seq, 1, "but the refusal is recorded (REJ-1)");
+    assert_eq!(records(&mut d, &key), (0, 1));
+}
+
+#[test]
+fn feed_after_another_writer_moved_the_run_is_a_conflict_and_writes_nothing() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    let stale = load(&mut d, &key);
+    let mut other = Driver::new(
+        d.store.clone(),
+        Recorder::default(),
+        config(Flavor::Correct),
+    );
+    let fresh = load(&mut other, &key);
+    let cancel = Event::Cancel {
+        by: Name::lit("ops"),
+    };
+    accepted(other.feed(&fresh, &input(&fresh, cancel), 0, None).unwrap());
+    let event = program_event(&stale);
+    assert!(matches!(
+        d.feed(&stale, &input(&stale, event), 1, None).unwrap(),
+        Fed::Conflict
+    ));
+    assert_eq!(d.commits(), 0);
+    assert_eq!(
+        records(&mut d, &key),
+        (1, 0),
+        "the other writer's record alone"
+    );
+    assert_eq!(status_of(&load(&mut d, &key).run), Status::Failed);
+}
+
+#[test]
+fn feed_of_a_party_request_stores_the_kernels_answer_with_the_record_accepted_or_refused() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    let first = d.store.submit(&key, "ops", 1, &cancel("ops")).unwrap();
+    let second = d.store.submit(&key, "ops", 2, &cancel("ops")).unwrap();
+    let row = load(&mut d, &key);
+    let event = Event::Cancel {
+        by: Name::lit("ops"),
+    };
+    let moved = accepted(d.feed(&row, &input(&row, event), 0, Some(first)).unwrap());
+    let row = moved.row;
+    assert!(matches!(
+        d.feed(&row, &input(&row, event), 0, Some(second)).unwrap(),
+        Fed::Rejected
+    ));
+    let answers: Vec<Option<Answered>> = d
+        .store
+        .inbox(&key, false)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.answer)
+        .collect();
+    let Some(Answered {
+        answer: Answer::Rejected(refusal),
+        seq: 2,
+    }) = answers[1]
+    else {
+        panic!("the second cancel is refused by record 2: {answers:?}");
+    };
+    assert!(matches!(refusal, Rejection::Terminal { .. }), "{refusal:?}");
+    assert_eq!(
+        answers[0],
+        Some(Answered {
+            answer: Answer::Accepted(row.run.revision()),
+            seq: 1
+        })
+    );
+}
+
+#[test]
+fn feed_of_a_request_answered_already_is_a_conflict() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    let id = d.store.submit(&key, "ops", 1, &cancel("ops")).unwrap();
+    let row = load(&mut d, &key);
+    let event = Event::Cancel {
+        by: Name::lit("ops"),
+    };
+    let moved = accepted(d.feed(&row, &input(&row, event), 0, Some(id)).unwrap());
+    // A second worker that read the same request feeds it again on the run as it now is.
+    let again = d.feed(&moved.row, &input(&moved.row, event), 0, Some(id));
+    assert!(matches!(again.unwrap(), Fed::Conflict));
+    assert_eq!(records(&mut d, &key), (1, 0));
+}
+
+#[test]
+fn carry_out_dispatches_after_the_commit_and_records_the_result() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    let moved = program_step(&mut d, &key);
+    let commanded = *moved.transition.effects.dispatch().unwrap();
+    d.carry_out(moved).unwrap();
+    // Exactly the commanded call, under the tool key bound to the run (KEY-3).
+    let expected = ToolRequest::Dispatch {
+        tool: "charge:card".to_string(),
+        key: commanded.tool_key.to_string(),
+        attempt: 0,
+        args: Digest::of(b"amount=42"),
+    };
+    assert_eq!(d.tools.sent, [expected]);
+    let after = load(&mut d, &key);
+    assert_eq!(status_of(&after.run), Status::Ready, "the answer landed");
+    assert_eq!(after.lease.owner.as_deref(), Some("worker-1"));
+    assert_eq!(records(&mut d, &key), (2, 0));
+}
+
+#[test]
+fn carry_out_without_an_answer_recovers_and_asks_the_query_never_dispatching_again() {
+    let tools = Recorder {
+        dispatches_unanswered: true,
+        queries_unanswered: true,
+        ..Recorder::default()
+    };
+    let (mut d, key) = driver(MemoryStore::new(), tools, Flavor::Correct);
+    let moved = program_step(&mut d, &key);
+    d.carry_out(moved).unwrap();
+    assert_eq!(d.tools.kinds(), ["dispatch", "query"]);
+    assert_eq!(
+        status_of(&load(&mut d, &key).run),
+        Status::Unknown,
+        "the query could not answer: the outcome stays unknown, for a later turn"
+    );
+    assert_eq!(
+        records(&mut d, &key),
+        (2, 0),
+        "the dispatch and the recover"
+    );
+}
+
+#[test]
+fn carry_out_reuses_a_result_the_query_reports_committed() {
+    let tools = Recorder {
+        dispatches_unanswered: true,
+        ..Recorder::default()
+    };
+    let (mut d, key) = driver(MemoryStore::new(), tools, Flavor::Correct);
+    let moved = program_step(&mut d, &key);
+    d.carry_out(moved).unwrap();
+    // The tool committed though its answer was lost; the query says so (REC-4).
+    assert_eq!(d.tools.kinds(), ["dispatch", "query"]);
+    let after = load(&mut d, &key);
+    assert_eq!(status_of(&after.run), Status::Ready);
+    // The memory tool commits the arguments' digest as the result: the one committed, reused.
+    let committed = after.run.last_call().map(|c| c.result);
+    assert_eq!(committed, Some(Digest::of(b"amount=42")));
+    assert_eq!(
+        records(&mut d, &key),
+        (3, 0),
+        "dispatch, recover, reconcile"
+    );
+}
+
+/// Another worker's refused input on `key`: the revision stays, the log moves.
+fn refusal_by_another_worker(key: RunKey) -> Race {
+    Box::new(move |other: &mut MemoryStore| {
+        let mut w = Driver::new(other.clone(), Recorder::default(), config(Flavor::Correct));
+        let row = load(&mut w, &key);
+        let stray = Event::ToolResult {
+            call_id: Name::lit("stray"),
+            attempt: 0,
+            result: Digest::of(b"stray"),
+        };
+        assert!(matches!(
+            w.feed(&row, &input(&row, stray), row.pc, None).unwrap(),
+            Fed::Rejected
+        ));
+    })
+}
+
+#[test]
+fn an_answer_that_loses_a_race_is_stepped_again_on_the_run_as_it_now_is() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    let moved = program_step(&mut d, &key);
+    // Before the tool's answer is committed, another worker records a refusal: the answer's
+    // first commit loses, and it is stepped again on the run as it now is (rule 4).
+    let racing = Racing {
+        inner: d.store.clone(),
+        race: Some(refusal_by_another_worker(key.clone())),
+    };
+    let mut d = Driver::new(racing, Recorder::default(), config(Flavor::Correct));
+    d.carry_out(moved).unwrap();
+    assert_eq!(
+        d.tools.kinds(),
+        ["dispatch"],
+        "sent once, whatever the race"
+    );
+    let after = load(&mut d, &key);
+    assert_eq!(status_of(&after.run), Status::Ready, "the answer landed");
+    assert_eq!(d.commits(), 1, "on its second try");
+    assert_eq!(
+        records(&mut d, &key),
+        (2, 1),
+        "dispatch, the other's refusal, result"
+    );
+}
+
+#[test]
+fn retry_unknown_blindly_dispatches_the_call_in_flight_again_where_the_correct_driver_queries() {
+    for (flavor, sent, recovered) in [
+        (Flavor::Correct, vec!["query", "dispatch"], true),
+        (Flavor::RetryUnknownBlindly, vec!["dispatch"], false),
+    ] {
+        // A worker committed the dispatch and died before sending it; its lease has lapsed.
+        let mut store = MemoryStore::new();
+        let key = new_order(&mut store);
+        let mut first = Driver::new(
+            store.clone(),
+            Recorder::default(),
+            Config {
+                lease_ms: 0,
+                ..config(Flavor::Correct)
+            },
+        );
+        program_step(&mut first, &key);
+        let mut next = Driver::new(
+            store,
+            Recorder::default(),
+            Config {
+                owner: "worker-2".to_string(),
+                ..config(flavor)
+            },
+        );
+        assert!(next.turn(&key, false).unwrap());
+        // The correct driver recovers and asks; the query says "not committed", and the
+        // kernel retries the deduping tool under the same key. The broken one just resends.
+        assert_eq!(next.tools.kinds(), sent, "{flavor:?}");
+        let log = next.store.log(&key).unwrap();
+        let recover = log
+            .iter()
+            .any(|line| String::from_utf8_lossy(line).contains("\"kind\":\"recover\""));
+        assert_eq!(recover, recovered, "{flavor:?}");
+        // Either way the charge settled, and the turn went on to the program's next step.
+        assert_eq!(status_of(&load(&mut next, &key).run), Status::Callback);
+    }
+}
+
+#[test]
+fn dispatch_before_commit_sends_the_call_even_when_its_commit_is_lost() {
+    for flavor in [Flavor::Correct, Flavor::DispatchBeforeCommit] {
+        let mut store = MemoryStore::new();
+        let key = new_order(&mut store);
+        // Another worker records a refusal between this worker's load and its commit.
+        let racing = Racing {
+            inner: store,
+            race: Some(refusal_by_another_worker(key.clone())),
+        };
+        let mut d = Driver::new(racing, Recorder::default(), config(flavor));
+        assert!(!d.turn(&key, false).unwrap(), "the commit was lost");
+        let sent = d.tools.kinds();
+        match flavor {
+            Flavor::DispatchBeforeCommit => assert_eq!(sent, ["dispatch"], "WAL-1 broken"),
+            _ => assert!(sent.is_empty(), "nothing leaves before its commit (WAL-1)"),
+        }
+        let row = load(&mut d, &key);
+        assert_eq!(
+            status_of(&row.run),
+            Status::Ready,
+            "the store never heard of it"
+        );
+    }
+}
+
+#[test]
+fn turn_serves_a_waiting_request_before_the_runs_own_work() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    let id = d.store.submit(&key, "ops", 1, &cancel("ops")).unwrap();
+    assert!(d.turn(&key, true).unwrap());
+    assert!(
+        d.tools.sent.is_empty(),
+        "the cancel came first: the charge never left"
+    );
+    let answered = d.store.inbox(&key, false).unwrap();
+    assert_eq!(
+        (answered[0].id, answered[0].answer.map(|a| a.seq)),
+        (id, Some(1))
+    );
+    assert_eq!(status_of(&load(&mut d, &key).run), Status::Failed);
+}
+
+#[test]
+fn work_until_quiescent_drives_the_order_to_its_callback_and_no_further() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    d.work(0, std::time::Duration::from_millis(1), true)
+        .unwrap();
+    assert_eq!(d.tools.kinds(), ["dispatch"]);
+    let row = load(&mut d, &key);
+    assert_eq!(status_of(&row.run), Status::Callback);
+    assert_eq!(row.lease, Lease::default(), "held by nobody while it waits");
+    assert!(Driver::<MemoryStore, Recorder>::quiescent(
+        &d.store.scan(false).unwrap(),
+        crate::rng::now_ms()
+    ));
+}

@@ -1,0 +1,74 @@
+//! A store written by an earlier release loads and resumes under this kernel: release
+//! 604adaf's SQLite store (`compat/604adaf/store/demo.db`, never regenerated) holds a run
+//! suspended for an approval, with its call log inline in the run, as rules 3 kept it.
+
+use resumable_kernel::{Approval, Decision, Event, Input, Prior, Resume, Time};
+use resumable_runtime::driver::facts;
+use resumable_runtime::lifecycle;
+use resumable_runtime::parties;
+use resumable_runtime::store::sqlite::SqliteStore;
+use resumable_runtime::store::Store;
+use std::path::Path;
+
+fn copy_of_the_old_store(name: &str) -> SqliteStore {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compat/604adaf/store/demo.db");
+    let dir = std::env::temp_dir().join(format!("resumable-compat-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("demo.db");
+    std::fs::copy(corpus, &db).expect("the corpus holds the store");
+    SqliteStore::open(db.to_str().unwrap()).unwrap()
+}
+
+#[test]
+fn a_run_stored_by_release_604adaf_loads_its_history_moves_to_the_store_and_it_resumes() {
+    let mut store = copy_of_the_old_store("resume");
+    let row = parties::resolve(&mut store, "run-approval").expect("the old run loads");
+    let cp = row.checkpoint.expect("suspended with its checkpoint");
+    let pending = row
+        .run
+        .suspension()
+        .and_then(|s| s.reason.call())
+        .unwrap()
+        .0;
+    // The inline call log moved to the history table: the pending call is known there.
+    let prior = store.prior(&row.key, &pending.call).unwrap();
+    assert!(prior.call_id_used, "{prior:?}");
+    assert_eq!(
+        prior.key.map(|k| (k.args, k.committed)),
+        Some((pending.call.args, false))
+    );
+    // The approval that run waits for, before its suspension expires, under this kernel.
+    let at = Time(cp.expires_at.0 - 1);
+    let approval = Approval {
+        call_id: pending.call.call_id,
+        args: pending.call.args,
+        requester: cp.requester.unwrap(),
+        approver: cp.responsible,
+        revision: cp.revision,
+        expires_at: at.after(1_000),
+    };
+    let input = Input {
+        at,
+        event: Event::Resume(Resume {
+            checkpoint: cp,
+            decision: Decision::Approve(approval),
+            facts: facts(&row),
+        }),
+    };
+    let t = lifecycle::step(&row.run, &input).expect("the old checkpoint resumes");
+    assert_eq!(
+        t.effects.dispatch().map(|d| d.call_id),
+        Some(pending.call.call_id)
+    );
+    // The same call proposed again is refused by its migrated history.
+    let again = Input {
+        at,
+        event: Event::Dispatch {
+            call: pending.call,
+            prior,
+        },
+    };
+    assert!(lifecycle::step(&t.next, &again).is_err());
+    assert_ne!(prior, Prior::NONE);
+}

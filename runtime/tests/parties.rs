@@ -1,0 +1,230 @@
+//! People and outside systems, on the in-memory store: a run found by its name, a decision
+//! bound to the checkpoint its party was handed, a request made of a run that does not wait
+//! for it refused as misuse before it reaches the inbox, the answer waited for, and the
+//! watching approver deciding once per suspension.
+
+use resumable_kernel::{Decision, Digest, Name, Resolution};
+use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
+use resumable_runtime::parties::{self, watch, PartyError};
+use resumable_runtime::program::{Program, Timing, APPROVER, PAYMENT_SETTLED, REQUESTER};
+use resumable_runtime::store::memory::MemoryStore;
+use resumable_runtime::store::{status_of, Answer, Request, Row, RunKey, Status, Store};
+use resumable_runtime::tool::MemoryTools;
+use std::time::Duration;
+
+fn config() -> Config {
+    Config {
+        owner: "worker-1".to_string(),
+        lease_ms: 0,
+        timing: Timing::default(),
+        flavor: Flavor::Correct,
+        crash: CrashPlan::none(),
+        key: None,
+    }
+}
+
+/// A store holding one run of `program` named `name`, driven until it waits on a party.
+fn waiting(store: &MemoryStore, program: Program, name: &str) -> RunKey {
+    let mut d = Driver::new(store.clone(), MemoryTools::default(), config());
+    let key = create_run(d.store(), program, name, 0, &Timing::default(), None)
+        .unwrap()
+        .unwrap();
+    while d.turn(&key, false).unwrap() {}
+    key
+}
+
+fn row(store: &mut MemoryStore, key: &RunKey) -> Row {
+    store.load(key).unwrap().unwrap()
+}
+
+fn misuse(result: Result<Request, PartyError>) -> String {
+    match result {
+        Err(PartyError::Misuse(why)) => why,
+        other => panic!("not a misuse: {other:?}"),
+    }
+}
+
+#[test]
+fn a_run_is_found_by_its_name_if_only_one_run_has_it_and_by_its_full_key_always() {
+    let mut store = MemoryStore::new();
+    let seed = waiting(&store, Program::Seed, "run-1");
+    assert_eq!(parties::resolve(&mut store, "run-1").unwrap().key, seed);
+    // Another tenant's run of the same name makes the short name ambiguous.
+    let order = waiting(&store, Program::Order, "run-1");
+    let err = parties::resolve(&mut store, "run-1")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("several runs are named run-1"), "{err}");
+    assert_eq!(parties::resolve(&mut store, &order.0).unwrap().key, order);
+    let err = parties::resolve(&mut store, "run-2")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no run named run-2"), "{err}");
+    let err = parties::resolve(&mut store, "tenant-a/session-1/run-2")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no run tenant-a/session-1/run-2"), "{err}");
+}
+
+#[test]
+fn an_approval_binds_the_call_arguments_requester_and_revision_of_the_checkpoint_handed() {
+    let mut store = MemoryStore::new();
+    let key = waiting(&store, Program::Seed, "run-1");
+    let row = row(&mut store, &key);
+    let handed = row.checkpoint.unwrap();
+    for approve in [true, false] {
+        let Request::Resume {
+            checkpoint,
+            decision,
+        } = parties::approval(&row, None, APPROVER, approve, 60_000).unwrap()
+        else {
+            panic!("an approval is a resume");
+        };
+        assert_eq!(checkpoint, handed);
+        let (Decision::Approve(a) | Decision::Deny(a)) = decision else {
+            panic!("{decision:?}");
+        };
+        assert_eq!(matches!(decision, Decision::Approve(_)), approve);
+        let call = handed.pending.unwrap();
+        assert_eq!((a.call_id, a.args), (call.call_id, call.args));
+        assert_eq!(a.requester, Name::lit(REQUESTER));
+        assert_eq!(a.approver, Name::lit(APPROVER));
+        assert_eq!(a.revision, handed.revision);
+    }
+}
+
+#[test]
+fn a_decision_of_a_run_that_does_not_wait_for_it_is_misuse_and_never_reaches_the_inbox() {
+    let mut store = MemoryStore::new();
+    let order = waiting(&store, Program::Order, "order-1");
+    let waits_for_payment = row(&mut store, &order);
+    assert_eq!(status_of(&waits_for_payment.run), Status::Callback);
+    let why = misuse(parties::approval(
+        &waits_for_payment,
+        None,
+        APPROVER,
+        true,
+        1,
+    ));
+    assert!(
+        why.contains("is callback, not waiting for approval"),
+        "{why}"
+    );
+    let why = misuse(parties::intervene(
+        &waits_for_payment,
+        "ops",
+        Resolution::Abandon,
+    ));
+    assert!(why.contains("not waiting for person"), "{why}");
+    let seed = waiting(&store, Program::Seed, "run-1");
+    let waits_for_approval = row(&mut store, &seed);
+    let why = misuse(parties::callback(&waits_for_approval, "settled"));
+    assert!(why.contains("not waiting for callback"), "{why}");
+    assert!(store.inbox(&order, false).unwrap().is_empty());
+    assert!(store.inbox(&seed, false).unwrap().is_empty());
+}
+
+#[test]
+fn a_callback_names_the_callback_the_run_waits_for_with_its_payload() {
+    let mut store = MemoryStore::new();
+    let key = waiting(&store, Program::Order, "order-1");
+    let row = row(&mut store, &key);
+    let Request::Resume { decision, .. } = parties::callback(&row, "settled").unwrap() else {
+        panic!("a callback is a resume");
+    };
+    assert_eq!(
+        decision,
+        Decision::Callback {
+            callback: Name::lit(PAYMENT_SETTLED),
+            payload: Digest::of(b"settled"),
+        }
+    );
+}
+
+#[test]
+fn a_party_whose_name_the_kernel_cannot_hold_is_refused_as_misuse() {
+    let mut store = MemoryStore::new();
+    let key = waiting(&store, Program::Seed, "run-1");
+    let row = row(&mut store, &key);
+    let long = "x".repeat(300);
+    let why = misuse(parties::approval(&row, None, &long, true, 1));
+    assert!(why.contains("party"), "{why}");
+    assert!(matches!(parties::cancel(&long), Err(PartyError::Misuse(_))));
+}
+
+#[test]
+fn waiting_for_an_answer_gives_the_kernels_answer_once_a_worker_fed_it_or_nothing_in_time() {
+    let mut store = MemoryStore::new();
+    let key = waiting(&store, Program::Seed, "run-1");
+    let row = row(&mut store, &key);
+    let request = parties::approval(&row, None, APPROVER, true, 600_000).unwrap();
+    let id = store.submit(&key, APPROVER, 0, &request).unwrap();
+    let none = parties::wait_answer(&mut store, &key, id, Duration::ZERO).unwrap();
+    assert_eq!(none, None, "no worker has fed it");
+    let mut d = Driver::new(store.clone(), MemoryTools::default(), config());
+    assert!(d.turn(&key, true).unwrap());
+    let answered = parties::wait_answer(&mut store, &key, id, Duration::ZERO)
+        .unwrap()
+        .unwrap();
+    assert!(matches!(answered.answer, Answer::Accepted(_)));
+    assert_eq!(answered.seq, 2, "the record after the suspension's");
+}
+
+#[test]
+fn a_runs_description_says_where_it_is_and_who_it_waits_on() {
+    let mut store = MemoryStore::new();
+    let key = waiting(&store, Program::Seed, "run-1");
+    let line = parties::describe(&row(&mut store, &key));
+    assert!(
+        line.starts_with("tenant-a/session-1/run-1 [seed] revision 1: suspended")
+            && line.contains("waits for approver to approve call-1 (publish:demo) asked by agent"),
+        "{line}"
+    );
+    let order = waiting(&store, Program::Order, "order-1");
+    let line = parties::describe(&row(&mut store, &order));
+    assert!(
+        line.contains("waits for callback payment-settled from payments"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_watching_approver_decides_each_suspension_once_and_sends_duplicates_when_told() {
+    for (duplicate_percent, expected) in [(0, 1), (100, 2)] {
+        let mut store = MemoryStore::new();
+        let key = waiting(&store, Program::Seed, "run-1");
+        let w = watch::Watch {
+            name: APPROVER.to_string(),
+            seed: 1,
+            deny_percent: 0,
+            duplicate_percent,
+            callbacks: false,
+            valid_ms: 600_000,
+            poll: Duration::ZERO,
+        };
+        // Three looks at an unchanged store: one decision (and its duplicate, if told).
+        assert_eq!(watch::watch(&mut store, &w, Some(3)).unwrap(), expected);
+        let sent = store.inbox(&key, false).unwrap();
+        assert_eq!(sent.len(), expected as usize);
+        assert!(sent.iter().all(|r| r.party == APPROVER));
+    }
+}
+
+#[test]
+fn the_watching_approver_sends_the_callback_only_when_told_to_play_the_payment_system() {
+    for (callbacks, expected) in [(false, 0), (true, 1)] {
+        let mut store = MemoryStore::new();
+        let key = waiting(&store, Program::Order, "order-1");
+        let w = watch::Watch {
+            name: APPROVER.to_string(),
+            seed: 1,
+            deny_percent: 0,
+            duplicate_percent: 0,
+            callbacks,
+            valid_ms: 600_000,
+            poll: Duration::ZERO,
+        };
+        assert_eq!(watch::watch(&mut store, &w, Some(2)).unwrap(), expected);
+        assert_eq!(store.inbox(&key, false).unwrap().len(), expected as usize);
+    }
+}

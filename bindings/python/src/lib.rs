@@ -16,7 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use resumable_audit::jcs::{self, Value};
 use resumable_audit::{Anchor, Key, RunHeader, ToolPolicy, Writer};
 use resumable_kernel::{
-    Checkpoint, Effect, Fingerprint, IdempotencyKey, Input, Name, Rejection, Run,
+    Checkpoint, Effect, Fingerprint, IdempotencyKey, Identity, Input, Name, Rejection, Run,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -119,6 +119,15 @@ fn call_id_fingerprint(call_id: &str) -> PyResult<String> {
 fn key_fingerprint(key: &str) -> PyResult<String> {
     let key = IdempotencyKey::new(key).map_err(|e| error(format!("key: {e}")))?;
     Ok(Fingerprint::key(&key).to_string())
+}
+
+/// The tool key the kernel dispatches a call under: its idempotency key bound to the run's
+/// identity (64 hex digits). A driver queries the tool under it after a crash.
+#[pyfunction]
+fn tool_key(identity: &str, key: &str) -> PyResult<String> {
+    let identity: Identity = parse("identity", identity)?;
+    let key = IdempotencyKey::new(key).map_err(|e| error(format!("key: {e}")))?;
+    Ok(resumable_kernel::checkpoint::tool_key(&identity, &key).to_string())
 }
 
 /// How deeply a Python value may nest before it is refused (a list holding itself, too).
@@ -297,6 +306,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(seal_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(call_id_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(key_fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(tool_key, m)?)?;
     m.add_function(wrap_pyfunction!(canonical, m)?)?;
     m.add_function(wrap_pyfunction!(digest, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;

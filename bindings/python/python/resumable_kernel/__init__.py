@@ -51,6 +51,7 @@ __all__ = [
     "seal_checkpoint",
     "step",
     "step_json",
+    "tool_key",
 ]
 
 Json = dict[str, Any]
@@ -142,6 +143,12 @@ def step(run: Union[Json, str], input: Union[Json, str]) -> Verdict:
 def seal_checkpoint(checkpoint: Union[Json, str]) -> Json:
     """The checkpoint with its digest recomputed over its other fields."""
     return json.loads(_native.seal_checkpoint(_text(checkpoint)))
+
+
+def tool_key(identity: Mapping[str, str], key: str) -> str:
+    """The tool key the kernel dispatches a call under: its idempotency key bound to the run's
+    identity. A driver queries the tool under it after a crash."""
+    return _native.tool_key(json.dumps(identity), key)
 
 
 @dataclass

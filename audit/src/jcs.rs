@@ -244,7 +244,7 @@ pub fn write_number(f: f64, out: &mut String) -> Result<(), Error> {
             out.push_str(rest);
         }
         out.push('e');
-        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        out.push(if n > 0 { '+' } else { '-' });
         out.push_str(&(n - 1).abs().to_string());
     }
     Ok(())

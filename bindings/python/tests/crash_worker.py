@@ -2,7 +2,8 @@
 STEP DIR`, MODE `plain` (the node commits to the tool itself) or `kernel` (through the gate),
 STEP `start` (run until the approval interrupt), `approve` (resume with the approval; with
 CRASH=1 the process kills itself right after the tool committed, before anything else is
-written) `restart` (go on from the graph's last checkpoint) or `resend` (plain: the approval sent
+written; with CRASH=before, in the kernel mode, after the kernel's commit and before the tool
+is reached) `restart` (go on from the graph's last checkpoint) or `resend` (plain: the approval sent
 again). The graph's checkpointer is
 SQLite in DIR, the tool's ledger a file in DIR."""
 
@@ -40,6 +41,9 @@ def crash_now() -> None:
 
 class CrashingTool(DedupingTool):
     def commit(self, tool_key: str, tool: str, args: Mapping[str, Any]) -> str:
+        if os.environ.get("CRASH") == "before":
+            # After the kernel's commit, before the tool is reached.
+            os.kill(os.getpid(), signal.SIGKILL)
         result = super().commit(tool_key, tool, args)
         crash_now()
         return result

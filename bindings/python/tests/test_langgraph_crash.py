@@ -17,8 +17,8 @@ from ledger import Ledger
 WORKER = pathlib.Path(__file__).with_name("crash_worker.py")
 
 
-def worker(mode: str, step: str, dir: pathlib.Path, crash: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CRASH="1" if crash else "0")
+def worker(mode: str, step: str, dir: pathlib.Path, crash: bool | str = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, CRASH=crash if isinstance(crash, str) else "1" if crash else "0")
     return subprocess.run([sys.executable, str(WORKER), mode, step, str(dir)], env=env,
                           capture_output=True, text=True, cwd=WORKER.parent, timeout=120)
 
@@ -56,4 +56,16 @@ def test_kernel_a_crash_after_the_commit_is_reconciled_not_repeated(tmp_path) ->
     assert Ledger(tmp_path / "tool.ledger").commits() == 1
     # Once more, for good measure: nothing left to do, nothing committed again.
     assert said(worker("kernel", "restart", tmp_path))["out"] == ["publish done #1"]
+    assert Ledger(tmp_path / "tool.ledger").commits() == 1
+
+
+def test_kernel_a_crash_between_its_commit_and_the_tool_retries_under_the_same_key(tmp_path) -> None:
+    assert said(worker("kernel", "start", tmp_path))["interrupted"]
+    killed = worker("kernel", "approve", tmp_path, crash="before")
+    assert killed.returncode == -signal.SIGKILL
+    assert Ledger(tmp_path / "tool.ledger").commits() == 0
+    # The tool answers that nothing was committed under the key; the kernel's contract for a
+    # deduping tool allows a retry under the same key: committed once.
+    out = said(worker("kernel", "restart", tmp_path))
+    assert out == {"out": ["publish done #1"], "interrupted": False}
     assert Ledger(tmp_path / "tool.ledger").commits() == 1

@@ -1,11 +1,11 @@
 """One process of a graph run that may be killed with SIGKILL: `python crash_worker.py MODE
-STEP DIR`, MODE `plain` (the node commits to the tool itself) or `kernel` (through the gate),
-STEP `start` (run until the approval interrupt), `approve` (resume with the approval; with
-CRASH=1 the process kills itself right after the tool committed, before anything else is
-written; with CRASH=before, in the kernel mode, after the kernel's commit and before the tool
-is reached) `restart` (go on from the graph's last checkpoint) or `resend` (plain: the approval sent
-again). The graph's checkpointer is
-SQLite in DIR, the tool's ledger a file in DIR."""
+STEP DIR`. MODE is `plain` (the node commits to the tool itself) or `kernel` (through the
+gate). STEP is `start` (run until the approval interrupt), `approve` (resume with the
+approval), `restart` (go on from the graph's last checkpoint) or `resend` (plain: the approval
+sent again). With CRASH=1 the process kills itself right after the tool committed, before
+anything else is written; with CRASH=before (kernel mode), after the kernel's commit and
+before the tool is reached. The graph's checkpointer is SQLite in DIR, the tool's ledger a
+file in DIR."""
 
 from __future__ import annotations
 

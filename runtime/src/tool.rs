@@ -7,12 +7,13 @@
 //! answers a repeat with the first result; a fencing tool's status query, once it answers
 //! "not committed" for a key and attempt, makes a late request under them fail.
 
+use crate::bounded;
 use resumable_kernel::{Digest, QueryAnswer};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Write};
-use std::net::TcpStream;
-use std::time::Duration;
+use std::io::{self, BufReader, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
 
 pub mod service;
 
@@ -96,7 +97,12 @@ pub struct TcpTools {
     address: String,
     timeout: Duration,
     conn: Option<(BufReader<TcpStream>, TcpStream)>,
+    /// Since when the service has been unreachable, and when that was last said.
+    unreachable: Option<(Instant, Instant)>,
 }
+
+/// How often a worker says, while the tool service stays unreachable, that it still is.
+pub const UNREACHABLE_NOTICE: Duration = Duration::from_secs(5);
 
 impl TcpTools {
     /// A client of the service at `address`; an answer later than `timeout` is not waited for.
@@ -105,14 +111,67 @@ impl TcpTools {
             address: address.to_string(),
             timeout,
             conn: None,
+            unreachable: None,
+        }
+    }
+
+    /// Connects within the timeout, to the first of the address's addresses that answers.
+    fn connect(&self) -> io::Result<TcpStream> {
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "the address names no host");
+        for address in self.address.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&address, self.timeout) {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// Says on stderr, at most every [`UNREACHABLE_NOTICE`], that the service is
+    /// unreachable and why; and once, when it answers again.
+    fn notice(&mut self, failure: Option<&io::Error>) {
+        let now = Instant::now();
+        match (failure, self.unreachable) {
+            (Some(e), None) => {
+                eprintln!(
+                    "tool service at {} unreachable: {e}; its calls fail until it answers",
+                    self.address
+                );
+                self.unreachable = Some((now, now));
+            }
+            (Some(e), Some((since, said))) if now - said >= UNREACHABLE_NOTICE => {
+                eprintln!(
+                    "tool service at {} still unreachable after {} s: {e}",
+                    self.address,
+                    (now - since).as_secs()
+                );
+                self.unreachable = Some((since, now));
+            }
+            (None, Some((since, _))) => {
+                eprintln!(
+                    "tool service at {} answers again after {} s",
+                    self.address,
+                    (now - since).as_secs()
+                );
+                self.unreachable = None;
+            }
+            _ => {}
         }
     }
 
     fn connection(&mut self) -> io::Result<&mut (BufReader<TcpStream>, TcpStream)> {
         if self.conn.is_none() {
-            let stream = TcpStream::connect(&self.address)?;
+            let stream = match self.connect() {
+                Ok(stream) => stream,
+                Err(e) => {
+                    self.notice(Some(&e));
+                    return Err(e);
+                }
+            };
+            self.notice(None);
             stream.set_nodelay(true)?;
             stream.set_read_timeout(Some(self.timeout))?;
+            stream.set_write_timeout(Some(self.timeout))?;
             self.conn = Some((BufReader::new(stream.try_clone()?), stream));
         }
         self.conn
@@ -133,14 +192,18 @@ impl Tools for TcpTools {
     }
 
     fn receive(&mut self) -> io::Result<ToolReply> {
-        let mut line = String::new();
-        let result = self.connection().and_then(|(r, _)| r.read_line(&mut line));
+        let mut line = Vec::new();
+        let result = self
+            .connection()
+            .and_then(|(r, _)| bounded::read_line(r, bounded::TOOL_LINE_BYTES, &mut line));
         let reply = match result {
-            Ok(0) => Err(io::Error::new(
+            Ok(bounded::Line::Cut(_)) => Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                "tool service closed",
+                "tool service closed the connection",
             )),
-            Ok(_) => serde_json::from_str(&line).map_err(io::Error::other),
+            Ok(bounded::Line::Whole) => {
+                serde_json::from_slice(&line[..line.len() - 1]).map_err(io::Error::other)
+            }
             Err(e) => Err(e),
         };
         if reply.is_err() {

@@ -82,6 +82,9 @@ pub struct Report {
     pub elapsed: Duration,
     /// What went wrong.
     pub violations: Vec<String>,
+    /// Why the torture did not finish, if it did not (its deadline passed): what it checked
+    /// is reported, and its verdict is "incomplete", not "passed".
+    pub incomplete: Option<String>,
 }
 
 impl Report {
@@ -135,12 +138,23 @@ impl Report {
         for w in t.waiting.iter().take(5) {
             let _ = writeln!(out, "waiting: {w}");
         }
+        if let Some(why) = &self.incomplete {
+            let _ = writeln!(out, "INCOMPLETE: {why}");
+        }
         if self.violations.is_empty() {
             let _ = writeln!(
                 out,
                 "checks: each key committed at most once; no accepted decision lost; no run stuck; every audit log validates and matches its anchor"
             );
-            let _ = writeln!(out, "result: 0 violations");
+            let _ = writeln!(
+                out,
+                "result: 0 violations{}",
+                if self.incomplete.is_some() {
+                    " in what ran (incomplete)"
+                } else {
+                    ""
+                }
+            );
         } else {
             for v in self.violations.iter().take(20) {
                 let _ = writeln!(out, "VIOLATION: {v}");
@@ -170,8 +184,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
     for chunk in bytes.chunks_mut(8) {
         chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
     }
-    let hex = resumable_kernel::Digest(bytes).to_string() + "\n";
-    std::fs::write(&key_file, hex).map_err(|e| format!("{}: {e}", key_file.display()))?;
+    crate::lifecycle::write_key(&key_file, bytes)?;
     let key = crate::lifecycle::read_key(&key_file, false)?;
     let (tools, address) = procs::tool_service(
         &o.exe,
@@ -222,9 +235,13 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
     drop(tools);
     outcome?;
     progress("checking");
-    let (tally, logs, violations) =
-        checks::check(&mut *store, &o.dir.join("tools.ledger"), Some(&key))
-            .map_err(|e| e.to_string())?;
+    let (tally, logs, violations) = checks::check(
+        &mut *store,
+        &o.dir.join("tools.ledger"),
+        Some(&key),
+        report.incomplete.is_none(),
+    )
+    .map_err(|e| e.to_string())?;
     report.tally = tally;
     report.violations.extend(violations);
     report.recovery_ms = recovery_times(&kills, &logs);
@@ -273,8 +290,8 @@ fn supervise(
         }
         if started.elapsed() > o.deadline {
             let list = store.scan(false).map_err(|e| e.to_string())?;
-            report.violations.push(format!(
-                "deadline of {} s passed with {} kills of {} and {} runs not settled",
+            report.incomplete = Some(format!(
+                "the deadline of {} s passed with {} kills of {} and {} runs not settled",
                 o.deadline.as_secs(),
                 report.total_kills(),
                 o.kills,

@@ -174,14 +174,14 @@ fn waiting_for_an_answer_gives_the_kernels_answer_once_a_worker_fed_it_or_nothin
 fn a_runs_description_says_where_it_is_and_who_it_waits_on() {
     let mut store = MemoryStore::new();
     let key = waiting(&store, Program::Seed, "run-1");
-    let line = parties::describe(&row(&mut store, &key));
+    let line = parties::describe(&row(&mut store, &key), 0);
     assert!(
         line.starts_with("tenant-a/session-1/run-1 [seed] revision 1: suspended")
             && line.contains("waits for approver to approve call-1 (publish:demo) asked by agent"),
         "{line}"
     );
     let order = waiting(&store, Program::Order, "order-1");
-    let line = parties::describe(&row(&mut store, &order));
+    let line = parties::describe(&row(&mut store, &order), 0);
     assert!(
         line.contains("waits for callback payment-settled from payments"),
         "{line}"

@@ -44,6 +44,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
     /// turn's budget is spent. `inbox` says whether requests may wait in its inbox (the scan
     /// counted some). Returns whether anything was committed.
     pub fn turn(&mut self, key: &RunKey, mut inbox: bool) -> Result<bool, DriveError> {
+        self.check_key(key)?;
         let mut progressed = false;
         for _ in 0..TURN_BUDGET {
             let Some(row) = self.store.load(key)? else {
@@ -143,15 +144,30 @@ impl<S: Store, T: Tools> Driver<S, T> {
     }
 
     /// Works until stopped; with `until_quiescent`, returns once nothing can move without
-    /// someone outside. Sleeps `poll` between passes that found nothing to do.
+    /// someone outside. Sleeps `poll` between passes that found nothing to do. A store that
+    /// fails is waited for with a bounded backoff (see [`crate::backoff`]), saying why.
     pub fn work(
         &mut self,
         offset: usize,
         poll: Duration,
         until_quiescent: bool,
     ) -> Result<(), DriveError> {
+        let mut backoff = crate::backoff::Backoff::new();
         loop {
-            let (progressed, quiet) = self.pass(offset)?;
+            let (progressed, quiet) = match self.pass(offset) {
+                Ok(outcome) => {
+                    backoff.succeeded(&self.config.owner);
+                    outcome
+                }
+                // The store failed (a PostgreSQL restart): what this worker was doing is as
+                // if it had been killed there, and the next pass starts from what the store
+                // holds. Wait, saying why, and try again.
+                Err(DriveError::Store(e)) if crate::backoff::transient(&e) => {
+                    backoff.failed(&self.config.owner, &e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if quiet && until_quiescent {
                 return Ok(());
             }

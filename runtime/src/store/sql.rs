@@ -138,6 +138,8 @@ pub const INBOX: &str = "SELECT id, party, submitted_ms, request, answer, seq FR
 
 /// A run's audit log, header first.
 pub const LOG: &str = "SELECT line FROM audit WHERE key = ?1 ORDER BY seq";
+/// Line 1 of a run's audit log: its header.
+pub const HEADER: &str = "SELECT line FROM audit WHERE key = ?1 AND seq = 0";
 
 /// One row of a run's history: key, kind, fingerprint, args, committed. A row written again
 /// keeps its arguments, and stays spent once spent.
@@ -308,6 +310,14 @@ impl<C: Connection> Store for SqlStore<C> {
         rows.into_iter()
             .map(|cells| codec::log_line(key, cells))
             .collect()
+    }
+
+    fn header(&mut self, key: &RunKey) -> Result<Option<Vec<u8>>, StoreError> {
+        let rows = self.connection.query(HEADER, &[Value::Text(&key.0)])?;
+        rows.into_iter()
+            .next()
+            .map(|cells| codec::log_line(key, cells))
+            .transpose()
     }
 
     fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {

@@ -4,7 +4,9 @@
 //! answer with it. With `--wait-ms`, the command waits for that answer and prints it.
 
 use crate::output::{self, status};
-use crate::runs::{ms, open_store, party_exit, DAY_MS, DEFAULT_STORE, MINUTE_MS};
+use crate::runs::{
+    ms, open_store, open_store_waiting, party_exit, DAY_MS, DEFAULT_STORE, MINUTE_MS,
+};
 
 /// A year in ms: the longest a decision stays valid.
 const YEAR_MS: u64 = 366 * DAY_MS;
@@ -248,7 +250,7 @@ pub fn cancel(args: &CancelArgs) -> ExitCode {
 
 /// Watches the store and decides on every approval (and callback) it sees.
 pub fn approver(args: &ApproverArgs) -> ExitCode {
-    let mut store = match open_store(&args.store) {
+    let mut store = match open_store_waiting(&args.store, &args.party) {
         Ok(s) => s,
         Err(code) => return code,
     };

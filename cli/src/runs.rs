@@ -3,6 +3,7 @@
 //! (`postgres://...` or `host=...`, optionally `#schema`).
 
 use crate::output::{self, status};
+use resumable_runtime::auth::SharedKey;
 use resumable_runtime::driver::{self, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::{self, Store};
@@ -37,6 +38,25 @@ pub fn open_read_only(address: &str) -> Result<Box<dyn Store + Send>, ExitCode> 
             _ => ExitCode::from(status::FAIL),
         }
     })
+}
+
+/// Opens the store for a process that runs until stopped (a worker, an approver): a server
+/// that is not there now (down, restarting) is waited for with a bounded backoff, saying
+/// why; any other failure is reported as [`open_store`] does.
+pub fn open_store_waiting(address: &str, who: &str) -> Result<Box<dyn Store + Send>, ExitCode> {
+    let mut backoff = resumable_runtime::backoff::Backoff::new();
+    loop {
+        match store::open(address) {
+            Ok(store) => {
+                backoff.succeeded(who);
+                return Ok(store);
+            }
+            Err(e @ store::StoreError::Unavailable(_)) => {
+                backoff.failed(who, &e);
+            }
+            Err(_) => return open_store(address),
+        }
+    }
 }
 
 /// Opens the store or says why not: exit status 2 for an address it cannot serve, 1 when
@@ -163,6 +183,9 @@ pub struct WorkerArgs {
     /// `retry-unknown-blindly`. For showing that the torture catches them.
     #[arg(long, default_value = "correct")]
     pub flavor: String,
+    /// The tool service's key file (its `--key`), to prove this worker may use it.
+    #[arg(long)]
+    pub tools_key: Option<PathBuf>,
     /// The audit key file that seals every record this worker writes (the runs' key).
     #[arg(long)]
     pub audit_key: Option<PathBuf>,
@@ -200,7 +223,15 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
             return ExitCode::from(status::MISUSE);
         }
     };
-    let store = match open_store(&args.store) {
+    let tools_key = match args.tools_key.as_deref().map(|p| SharedKey::read(p, false)) {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => {
+            eprintln!("error: tools key: {e}");
+            return ExitCode::from(status::MISUSE);
+        }
+    };
+    let store = match open_store_waiting(&args.store, &format!("worker {}", args.id)) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -222,7 +253,11 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
         crash,
         key,
     };
-    let mut driver = Driver::new(store, TcpTools::new(&args.tools, timeout), config);
+    let mut driver = Driver::new(
+        store,
+        TcpTools::new(&args.tools, timeout, tools_key),
+        config,
+    );
     let poll = Duration::from_millis(args.poll_ms);
     match driver.work(args.offset, poll, args.until_quiescent) {
         Ok(()) => match output::say(&format!(
@@ -445,11 +480,36 @@ pub struct ToolServiceArgs {
     /// Share of status queries, in percent, answered "unknown".
     #[arg(long, default_value_t = 0)]
     pub unknown_percent: u64,
+    /// The key file clients must prove they hold (64 hex digits; made, 0600, if it does not
+    /// exist): workers give it with `--tools-key`.
+    #[arg(long, required_unless_present = "no_auth")]
+    pub key: Option<PathBuf>,
+    /// Serve anyone who can connect, without a key: any local user could then commit under
+    /// any key. For a service only its workers can reach.
+    #[arg(long, conflicts_with = "key")]
+    pub no_auth: bool,
 }
 
 /// Serves tool calls until stopped.
 pub fn tool_service(args: &ToolServiceArgs) -> ExitCode {
+    let key = match &args.key {
+        None => None,
+        Some(path) => match SharedKey::read(path, true) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                eprintln!("error: tool service key: {e}");
+                return ExitCode::from(status::MISUSE);
+            }
+        },
+    };
+    if key.is_none() {
+        eprintln!(
+            "tool service: serving without authentication (--no-auth): anyone who can \
+             connect can commit under any key"
+        );
+    }
     let config = service::Config {
+        key,
         ledger: args.ledger.clone(),
         listen: args.listen.clone(),
         seed: args.seed,

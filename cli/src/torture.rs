@@ -54,6 +54,18 @@ pub struct Args {
     /// Share of status queries answered "unknown", in percent (those runs go to a person).
     #[arg(long, default_value_t = 3)]
     pub unknown_percent: u64,
+    /// How many times to kill the tool service with SIGKILL and start it again (at seeded
+    /// worker kills).
+    #[arg(long, default_value_t = 3)]
+    pub tool_kills: u32,
+    /// How many times to restart the database (at seeded worker kills), with
+    /// `--db-restart-cmd`.
+    #[arg(long, default_value_t = 0, requires = "db_restart_cmd")]
+    pub db_restarts: u32,
+    /// The shell command that restarts the database server, e.g.
+    /// `runtime/scripts/postgres.sh restart DIR PORT`.
+    #[arg(long)]
+    pub db_restart_cmd: Option<String>,
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 1200, value_parser = clap::value_parser!(u64).range(1..=DAY_MS / 1000))]
     pub deadline_s: u64,
@@ -127,6 +139,9 @@ pub fn run(args: &Args) -> ExitCode {
         max_tool_delay_ms: args.max_tool_delay_ms,
         unknown_percent: args.unknown_percent.min(100),
         deadline: Duration::from_secs(args.deadline_s),
+        tool_kills: args.tool_kills,
+        db_restarts: args.db_restarts,
+        db_restart: args.db_restart_cmd.clone(),
     };
     eprintln!("torture: logs and the tool's ledger in {}", dir.display());
     let mut progress = |line: &str| eprintln!("torture: {line}");

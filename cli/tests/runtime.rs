@@ -42,8 +42,8 @@ fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// A tool service on `ledger`, killed when dropped, and its address.
-struct Service(Child, String);
+/// A tool service on `ledger`, killed when dropped, its address and its key file.
+struct Service(Child, String, PathBuf);
 
 impl Drop for Service {
     fn drop(&mut self) {
@@ -53,9 +53,12 @@ impl Drop for Service {
 }
 
 fn service(ledger: &Path) -> Service {
+    let key = ledger.with_file_name("tools.key");
     let mut child = Command::new(EXE)
         .args(["tool-service", "--listen", "127.0.0.1:0", "--ledger"])
         .arg(ledger)
+        .arg("--key")
+        .arg(&key)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -70,7 +73,7 @@ fn service(ledger: &Path) -> Service {
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("not started: {line:?}"))
         .to_string();
-    Service(child, address)
+    Service(child, address, key)
 }
 
 fn commit_line(key: &str) -> String {
@@ -95,6 +98,7 @@ fn the_tool_service_refuses_a_ledger_with_a_damaged_line_naming_it_and_keeps_it_
     std::fs::write(&ledger, &text).unwrap();
     let (code, _, err) = run(&[
         "tool-service",
+        "--no-auth",
         "--listen",
         "127.0.0.1:0",
         "--ledger",
@@ -116,6 +120,7 @@ fn a_second_tool_service_on_one_ledger_is_refused() {
     let _first = service(&ledger);
     let (code, _, err) = run(&[
         "tool-service",
+        "--no-auth",
         "--listen",
         "127.0.0.1:0",
         "--ledger",
@@ -390,6 +395,8 @@ fn status_shows_who_must_act_filtered_with_dates_and_causes_in_words() {
         s,
         "--tools",
         &tools.1,
+        "--tools-key",
+        path(&tools.2),
         "--until-quiescent",
     ]);
     assert_eq!(code, 0, "{err}");
@@ -480,25 +487,36 @@ fn postgres_a_worker_waits_out_a_lost_session_and_goes_on() {
     };
     let d = dir("lost");
     let tools = service(&d.join("tools.ledger"));
+    // The worker's sessions carry a name of their own, so that only they are ended.
+    let name = format!("cli_lost_{}", std::process::id());
+    let (conn, schema) = resumable_runtime::store::postgres::split_address(&store);
+    let worker_store = format!("{conn} application_name={name}#{schema}");
     assert_eq!(run(&["start", "--store", &store]).0, 0);
     let mut worker = Command::new(EXE)
-        .args(["worker", "--store", &store, "--tools", &tools.1])
+        .args([
+            "worker",
+            "--store",
+            &worker_store,
+            "--tools",
+            &tools.1,
+            "--tools-key",
+        ])
+        .arg(&tools.2)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
-    // Every session of the server ends, as in a restart.
-    let (conn, _) = resumable_runtime::store::postgres::split_address(&store);
+    // Every session of the worker ends, as in a restart of the server.
     let mut admin = postgres::Client::connect(conn, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE pid <> pg_backend_pid() AND datname = current_database() \
-             AND backend_type = 'client backend'",
+    let ended = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&name],
         )
         .unwrap();
+    assert!(!ended.is_empty(), "the worker has a session");
     // The worker is still there, and drives the approved run to its end.
     let (code, _, err) = run(&[
         "approve",
@@ -515,4 +533,60 @@ fn postgres_a_worker_waits_out_a_lost_session_and_goes_on() {
     assert!(alive, "the worker died with its session");
     assert_eq!(code, 0, "{err}");
     let _ = resumable_runtime::store::postgres::PgStore::drop_schema(&store);
+}
+
+#[test]
+fn the_tool_service_serves_only_clients_that_prove_they_hold_its_key() {
+    use std::io::Write;
+    let d = dir("auth");
+    let ledger = d.join("tools.ledger");
+    let tools = service(&ledger);
+    let key = std::fs::metadata(&tools.2).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&key.permissions()) & 0o777,
+        0o600
+    );
+    let zeros = "0".repeat(64);
+    let dispatch = format!(
+        "{{\"op\":\"dispatch\",\"tool\":\"charge:card\",\"key\":\"k1\",\"attempt\":0,\"args\":\"{zeros}\"}}\n"
+    );
+    let wrong_proof = format!("{{\"op\":\"auth\",\"proof\":\"{}\"}}\n", "1".repeat(64));
+    for first in [&dispatch, &wrong_proof] {
+        let mut conn = std::net::TcpStream::connect(&tools.1).unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut challenge = String::new();
+        reader.read_line(&mut challenge).unwrap();
+        assert!(challenge.contains("\"challenge\""), "{challenge}");
+        conn.write_all(first.as_bytes()).unwrap();
+        let mut replies = String::new();
+        let _ = std::io::Read::read_to_string(&mut reader, &mut replies);
+        assert!(
+            replies.starts_with("{\"reply\":\"refused\",\"why\":\"not authenticated"),
+            "{replies}"
+        );
+        assert_eq!(replies.lines().count(), 1, "closed after it: {replies}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&ledger).unwrap(),
+        "",
+        "nothing committed"
+    );
+    // A worker without the key says why it cannot use the service.
+    let store = d.join("runs.db");
+    assert_eq!(
+        run(&["start", "--store", path(&store), "--program", "order"]).0,
+        0
+    );
+    let seen = stderr_until(
+        &["worker", "--store", path(&store), "--tools", &tools.1],
+        "authenticates its clients",
+        std::time::Duration::from_secs(20),
+    );
+    assert!(
+        seen.contains(&format!("tool service at {}", tools.1)),
+        "{seen}"
+    );
+    // Without a key, the service starts only when told to serve anyone.
+    let (code, _, err) = run(&["tool-service", "--ledger", path(&d.join("other.ledger"))]);
+    assert_eq!(code, 2, "{err}");
 }

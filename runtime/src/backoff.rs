@@ -73,7 +73,7 @@ impl Backoff {
 /// restarting, a lock held), rather than one that waiting cannot mend (a corrupt record, a
 /// misnamed store).
 pub fn transient(e: &StoreError) -> bool {
-    matches!(e, StoreError::Backend(_))
+    matches!(e, StoreError::Backend(_) | StoreError::Unavailable(_))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@
 //! starts workers, the tool service and approvers, kills workers at seeded points, and checks
 //! what must hold afterwards.
 
+pub mod auth;
 pub mod backoff;
 pub mod bounded;
 pub mod driver;

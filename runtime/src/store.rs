@@ -311,9 +311,13 @@ pub enum StoreError {
     /// to fix.
     #[error("store: {0}")]
     Misuse(String),
-    /// The backend failed (I/O, connection, SQL).
+    /// The backend failed (I/O, SQL).
     #[error("store: {0}")]
     Backend(String),
+    /// The server cannot be reached or is not taking connections now (down, restarting,
+    /// shutting down): waiting may mend it.
+    #[error("store: {0}")]
+    Unavailable(String),
     /// A stored value could not be read back (a corrupted or foreign record).
     #[error("store: stored {what} of {key} is unreadable: {why}")]
     Corrupt {

@@ -703,18 +703,24 @@ fn a_rejection_is_stored_with_its_evidence() {
     assert_eq!(answered.answer, Answer::Rejected(rejection));
 }
 
-/// Ends every other session of the PostgreSQL server at `address`, as a restart of the
-/// server does for its clients.
-fn terminate_sessions(address: &str) {
+/// `address` with its sessions named `name` (PostgreSQL's `application_name`), so that a test
+/// can end its own sessions and no other test's.
+fn named(address: &str, name: &str) -> String {
+    let (conn, schema) = resumable_runtime::store::postgres::split_address(address);
+    format!("{conn} application_name={name}#{schema}")
+}
+
+/// Ends every session named `name`, as a restart of the server does for its clients.
+fn terminate_sessions(address: &str, name: &str) {
     let (conn, _) = resumable_runtime::store::postgres::split_address(address);
     let mut admin = postgres::Client::connect(conn, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE pid <> pg_backend_pid() AND datname = current_database() \
-             AND backend_type = 'client backend'",
+    let ended = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&name],
         )
         .unwrap();
+    assert!(!ended.is_empty(), "no session named {name}");
 }
 
 #[test]
@@ -722,9 +728,10 @@ fn postgres_store_connects_again_after_the_server_dropped_its_session() {
     let Some(address) = test_address("reconnect") else {
         return;
     };
-    let mut store = PgStore::open(&address).unwrap();
+    let name = format!("reconnect_{}", std::process::id());
+    let mut store = PgStore::open(&named(&address, &name)).unwrap();
     let key = new_run(&mut store, Program::Seed, "run-1");
-    terminate_sessions(&address);
+    terminate_sessions(&address, &name);
     // The statement that meets the dropped session fails, with the server's words (unless
     // the client saw the session end first); the next one connects again and finds what was
     // committed.

@@ -46,6 +46,7 @@ impl Recorder {
             .map(|r| match r {
                 ToolRequest::Dispatch { .. } => "dispatch",
                 ToolRequest::Query { .. } => "query",
+                ToolRequest::Auth { .. } => "auth",
             })
             .collect()
     }

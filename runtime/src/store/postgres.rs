@@ -69,6 +69,17 @@ pub type PgStore = SqlStore<Postgres>;
 /// "error connecting to server"; the server's message (a wrong user, a missing database, a
 /// relation that does not exist) and the I/O cause are in its sources.
 pub(crate) fn backend(e: postgres::Error) -> StoreError {
+    // Connection exceptions (class 08) and operator intervention (57: a shutdown, a server
+    // still starting up), or no answer from a server at all: the server is not there now.
+    let unavailable = match e.as_db_error() {
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || code.starts_with("57")
+        }
+        None => {
+            e.is_closed() || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>())
+        }
+    };
     let mut text = format!("postgres: {e}");
     if let Some(db) = e.as_db_error() {
         text.push_str(&format!(
@@ -87,7 +98,11 @@ pub(crate) fn backend(e: postgres::Error) -> StoreError {
             source = cause.source();
         }
     }
-    StoreError::Backend(text)
+    if unavailable {
+        StoreError::Unavailable(text)
+    } else {
+        StoreError::Backend(text)
+    }
 }
 
 /// Splits `conninfo#schema` into its parts.

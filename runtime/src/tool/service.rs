@@ -6,7 +6,8 @@
 //! cut short by a crash of the service was never answered, and is ignored when the ledger is
 //! read back.
 
-use super::{ToolReply, ToolRequest};
+use super::{ToolReply, ToolRequest, NOT_AUTHENTICATED};
+use crate::auth::SharedKey;
 use crate::bounded;
 use crate::program::tool_spec;
 use crate::rng::Rng;
@@ -60,6 +61,9 @@ pub struct Config {
     /// The share of status queries, in percent, answered "unknown" (a status backend that
     /// cannot always tell).
     pub unknown_percent: u64,
+    /// The key a client must prove it holds before any request; `None` serves anyone who
+    /// can connect.
+    pub key: Option<SharedKey>,
 }
 
 /// The ledger in memory, and its file.
@@ -365,6 +369,15 @@ fn connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
     let mut out = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
+    if let Some(key) = &shared.config.key {
+        if let Err(why) = authenticate(key, &mut reader, &mut out, &mut line)? {
+            let refused = ToolReply::Refused {
+                why: format!("{NOT_AUTHENTICATED}: {why}"),
+            };
+            let _ = write_reply(&mut out, &refused);
+            return Ok(());
+        }
+    }
     loop {
         let reply = match bounded::read_line(&mut reader, bounded::TOOL_LINE_BYTES, &mut line) {
             Ok(bounded::Line::Whole) => {
@@ -390,6 +403,34 @@ fn connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
             return Ok(()); // the caller is gone; what it asked for is done all the same
         }
     }
+}
+
+/// Sends a fresh challenge and reads the client's answer: `Ok(Err(why))` if it does not
+/// prove the client holds `key`.
+fn authenticate(
+    key: &SharedKey,
+    reader: &mut BufReader<TcpStream>,
+    out: &mut TcpStream,
+    line: &mut Vec<u8>,
+) -> io::Result<Result<(), String>> {
+    let challenge = Digest(crate::auth::random().map_err(io::Error::other)?);
+    write_reply(out, &ToolReply::Challenge { challenge })?;
+    Ok(
+        match bounded::read_line(reader, bounded::TOOL_LINE_BYTES, line) {
+            Ok(bounded::Line::Whole) => {
+                match serde_json::from_slice::<ToolRequest>(&line[..line.len() - 1]) {
+                    Ok(ToolRequest::Auth { proof }) if key.verify(&challenge, &proof) => Ok(()),
+                    Ok(ToolRequest::Auth { .. }) => Err(
+                        "the proof does not answer the challenge under this service's key"
+                            .to_string(),
+                    ),
+                    _ => Err("answer the challenge first, with the service's key".to_string()),
+                }
+            }
+            Ok(bounded::Line::Cut(_)) => Err("the client hung up".to_string()),
+            Err(e) => Err(e.to_string()),
+        },
+    )
 }
 
 fn write_reply(out: &mut impl Write, reply: &ToolReply) -> io::Result<()> {
@@ -418,6 +459,9 @@ fn handle(shared: &Shared, request: &ToolRequest) -> io::Result<ToolReply> {
             let unknown = lock(&shared.rng).percent(shared.config.unknown_percent);
             lock(&shared.ledger).query(tool, key, *attempt, unknown)
         }
+        ToolRequest::Auth { .. } => Ok(ToolReply::Refused {
+            why: "no challenge to answer".to_string(),
+        }),
     }
 }
 
@@ -583,6 +627,7 @@ mod tests {
                 seed: 0,
                 max_delay_ms: 0,
                 unknown_percent: 0,
+                key: None,
             },
         });
         let server = std::thread::spawn(move || {

@@ -11,6 +11,7 @@ use crate::runs::{
 /// A year in ms: the longest a decision stays valid.
 const YEAR_MS: u64 = 366 * DAY_MS;
 use resumable_kernel::{Digest, Resolution};
+use resumable_runtime::auth::SharedKey;
 use resumable_runtime::bounded;
 use resumable_runtime::parties::{self, watch, PartyError};
 use resumable_runtime::rng::now_ms;
@@ -32,6 +33,10 @@ pub struct Target {
     /// no answer came in time).
     #[arg(long, default_value_t = 0, value_parser = ms(0, DAY_MS))]
     pub wait_ms: u64,
+    /// The party's own key file: the request is sealed with it, and a worker that checks
+    /// parties (`worker --party-keys DIR`) feeds only requests sealed by their sender.
+    #[arg(long)]
+    pub party_key: Option<PathBuf>,
 }
 
 /// Arguments of `approve` and `deny`.
@@ -118,6 +123,9 @@ pub struct ApproverArgs {
     /// Pause between looks, in ms.
     #[arg(long, default_value_t = 20, value_parser = ms(1, MINUTE_MS))]
     pub poll_ms: u64,
+    /// Its own key file, to seal each request with.
+    #[arg(long)]
+    pub party_key: Option<PathBuf>,
 }
 
 fn submit(
@@ -125,6 +133,18 @@ fn submit(
     party: &str,
     make: impl FnOnce(&Row) -> Result<Request, PartyError>,
 ) -> ExitCode {
+    let key = match target
+        .party_key
+        .as_deref()
+        .map(|p| SharedKey::read(p, false))
+    {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => {
+            eprintln!("error: party key: {e}");
+            return ExitCode::from(status::MISUSE);
+        }
+    };
     let mut store = match open_store(&target.store) {
         Ok(s) => s,
         Err(code) => return code,
@@ -132,7 +152,8 @@ fn submit(
     let submitted = (|| -> Result<(u64, RunKey), PartyError> {
         let row = parties::resolve(&mut *store, &target.run)?;
         let request = make(&row)?;
-        let id = store.submit(&row.key, party, now_ms(), &request)?;
+        let seal = key.as_ref().map(|k| k.seal(&row.key, party, &request));
+        let id = store.submit_sealed(&row.key, party, now_ms(), &request, seal)?;
         Ok((id, row.key))
     })();
     let (id, key) = match submitted {
@@ -180,6 +201,15 @@ fn submit(
                 rev.0
             ),
             status::PASS,
+        ),
+        Some(Some(Answered {
+            answer: Answer::Unauthenticated,
+            ..
+        })) => (
+            "refused: unauthenticated (not sealed with this party's key, or naming another \
+             party; no audit record)"
+                .to_string(),
+            status::FAIL,
         ),
         Some(Some(Answered {
             answer: Answer::Rejected(r),
@@ -250,6 +280,14 @@ pub fn cancel(args: &CancelArgs) -> ExitCode {
 
 /// Watches the store and decides on every approval (and callback) it sees.
 pub fn approver(args: &ApproverArgs) -> ExitCode {
+    let key = match args.party_key.as_deref().map(|p| SharedKey::read(p, false)) {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => {
+            eprintln!("error: party key: {e}");
+            return ExitCode::from(status::MISUSE);
+        }
+    };
     let mut store = match open_store_waiting(&args.store, &args.party) {
         Ok(s) => s,
         Err(code) => return code,
@@ -262,6 +300,7 @@ pub fn approver(args: &ApproverArgs) -> ExitCode {
         callbacks: args.callbacks,
         valid_ms: 600_000,
         poll: Duration::from_millis(args.poll_ms),
+        key,
     };
     match watch::watch(&mut *store, &w, args.rounds) {
         Ok(sent) => output::say(&format!("{sent} requests sent"))

@@ -3,7 +3,7 @@
 //! (`postgres://...` or `host=...`, optionally `#schema`).
 
 use crate::output::{self, status};
-use resumable_runtime::auth::SharedKey;
+use resumable_runtime::auth::{PartyKeys, SharedKey};
 use resumable_runtime::driver::{self, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::{self, Store};
@@ -183,6 +183,11 @@ pub struct WorkerArgs {
     /// `retry-unknown-blindly`. For showing that the torture catches them.
     #[arg(long, default_value = "correct")]
     pub flavor: String,
+    /// A directory of the parties' key files (`NAME.key`): with it, the worker feeds the
+    /// kernel only requests sealed by the party that sent them and naming no one else, and
+    /// answers any other `unauthenticated`, without a record.
+    #[arg(long)]
+    pub party_keys: Option<PathBuf>,
     /// The tool service's key file (its `--key`), to prove this worker may use it.
     #[arg(long)]
     pub tools_key: Option<PathBuf>,
@@ -231,6 +236,14 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
             return ExitCode::from(status::MISUSE);
         }
     };
+    let parties = match args.party_keys.as_deref().map(PartyKeys::load) {
+        None => None,
+        Some(Ok(keys)) => Some(keys),
+        Some(Err(e)) => {
+            eprintln!("error: party keys: {e}");
+            return ExitCode::from(status::MISUSE);
+        }
+    };
     let store = match open_store_waiting(&args.store, &format!("worker {}", args.id)) {
         Ok(s) => s,
         Err(code) => return code,
@@ -258,6 +271,9 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
         TcpTools::new(&args.tools, timeout, tools_key),
         config,
     );
+    if let Some(keys) = parties {
+        driver.authenticate_parties(keys);
+    }
     let poll = Duration::from_millis(args.poll_ms);
     match driver.work(args.offset, poll, args.until_quiescent) {
         Ok(()) => match output::say(&format!(
@@ -388,6 +404,11 @@ pub fn status(args: &StatusArgs) -> ExitCode {
 fn answer_words(answer: &store::Answer) -> String {
     match answer {
         store::Answer::Accepted(rev) => format!("accepted (revision {})", rev.0),
+        store::Answer::Unauthenticated => {
+            "refused: unauthenticated (not sealed with its sender's key, or naming another \
+             party; no audit record)"
+                .to_string()
+        }
         store::Answer::Rejected(r) => {
             let json = serde_json::to_value(r).unwrap_or_default();
             let name = json

@@ -590,3 +590,70 @@ fn the_tool_service_serves_only_clients_that_prove_they_hold_its_key() {
     let (code, _, err) = run(&["tool-service", "--ledger", path(&d.join("other.ledger"))]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn a_callback_typed_as_another_party_or_unsealed_never_reaches_the_kernel() {
+    let d = dir("parties");
+    let store = d.join("runs.db");
+    let s = path(&store);
+    let tools = service(&d.join("tools.ledger"));
+    let keys = d.join("parties");
+    std::fs::create_dir_all(&keys).unwrap();
+    for party in ["payments", "mallory"] {
+        let key = keys.join(format!("{party}.key"));
+        resumable_runtime::lifecycle::write_key(&key, [party.len() as u8; 32]).unwrap();
+    }
+    let worker = || {
+        let (code, _, err) = run(&[
+            "worker",
+            "--store",
+            s,
+            "--tools",
+            &tools.1,
+            "--tools-key",
+            path(&tools.2),
+            "--party-keys",
+            path(&keys),
+            "--until-quiescent",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        err
+    };
+    assert_eq!(run(&["start", "--store", s, "--program", "order"]).0, 0);
+    worker();
+    let mallory = keys.join("mallory.key");
+    let payments = keys.join("payments.key");
+    let callback = |party: &str, key: Option<&Path>| {
+        let mut args = vec!["callback", "--store", s, "--run", "order-1", "--as", party];
+        if let Some(key) = key {
+            args.extend(["--party-key", path(key)]);
+        }
+        assert_eq!(run(&args).0, 0, "{args:?}");
+    };
+    // Mallory, with her own key; someone typing "payments" without its key; payments with it.
+    callback("mallory", Some(&mallory));
+    callback("payments", None);
+    callback("payments", Some(&mallory));
+    let err = worker();
+    assert!(err.contains("speaks for payments"), "{err}");
+    let (_, out, _) = run(&["status", "--store", s, "--run", "order-1"]);
+    assert!(
+        out.contains("waits for callback payment-settled from payments"),
+        "{out}"
+    );
+    assert_eq!(out.matches("refused: unauthenticated").count(), 3, "{out}");
+    let (_, log, _) = run(&["log", "--store", s, "--run", "order-1"]);
+    callback("payments", Some(&payments));
+    worker();
+    let (_, out, _) = run(&["status", "--store", s, "--run", "order-1"]);
+    assert!(!out.contains("waits for callback"), "{out}");
+    assert!(
+        out.contains("request #4 from payments") && out.contains("accepted"),
+        "{out}"
+    );
+    let (_, after, _) = run(&["log", "--store", s, "--run", "order-1"]);
+    assert!(
+        after.starts_with(&log),
+        "the refused requests left no record"
+    );
+}

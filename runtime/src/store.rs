@@ -14,7 +14,7 @@
 
 use crate::lifecycle::Tail;
 use resumable_kernel::{
-    Call, Checkpoint, Decision, HistoryEntry, Name, Prior, Rejection, Revision, Run,
+    Call, Checkpoint, Decision, Digest, HistoryEntry, Name, Prior, Rejection, Revision, Run,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -190,6 +190,10 @@ pub enum Answer {
     Accepted(Revision),
     /// Refused, with the kernel's evidence.
     Rejected(Rejection),
+    /// Refused before the kernel saw it: the request was not sealed by the party that sent
+    /// it, or named another party ([`crate::auth::PartyKeys::check`]). No audit record
+    /// carries it (its record number is 0).
+    Unauthenticated,
 }
 
 /// The kernel's answer to a request and the audit record that carries it, stored with the
@@ -217,6 +221,20 @@ pub struct Inbox {
     pub request: Request,
     /// The kernel's answer, once consumed.
     pub answer: Option<Answered>,
+    /// The sender's seal ([`crate::auth::SharedKey::seal`]), if it sealed the request.
+    pub seal: Option<Digest>,
+}
+
+/// A request as the store keeps it: the request and its sender's seal, if any (a request
+/// stored before seals has none).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Sealed {
+    /// The request.
+    #[serde(flatten)]
+    pub request: Request,
+    /// The sender's seal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<Digest>,
 }
 
 /// Where a commit expects the run to be: the revision and the log's end the step started
@@ -357,7 +375,21 @@ pub trait Store {
         party: &str,
         at_ms: u64,
         request: &Request,
+    ) -> Result<u64, StoreError> {
+        self.submit_sealed(key, party, at_ms, request, None)
+    }
+    /// Puts a request in a run's inbox with its sender's seal and returns its number.
+    fn submit_sealed(
+        &mut self,
+        key: &RunKey,
+        party: &str,
+        at_ms: u64,
+        request: &Request,
+        seal: Option<Digest>,
     ) -> Result<u64, StoreError>;
+    /// Answers request `id` of run `key` [`Answer::Unauthenticated`], with no audit record,
+    /// if it is still unanswered; [`Cas::Conflict`] otherwise.
+    fn refuse_unauthenticated(&mut self, key: &RunKey, id: u64) -> Result<Cas, StoreError>;
     /// A run's requests, oldest first; with `pending`, only those not yet consumed.
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError>;
     /// A run's audit log, header first, each line without its LF.
@@ -385,14 +417,18 @@ impl<S: Store + ?Sized> Store for Box<S> {
     fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
         (**self).scan(all)
     }
-    fn submit(
+    fn submit_sealed(
         &mut self,
         key: &RunKey,
         party: &str,
         at_ms: u64,
         request: &Request,
+        seal: Option<Digest>,
     ) -> Result<u64, StoreError> {
-        (**self).submit(key, party, at_ms, request)
+        (**self).submit_sealed(key, party, at_ms, request, seal)
+    }
+    fn refuse_unauthenticated(&mut self, key: &RunKey, id: u64) -> Result<Cas, StoreError> {
+        (**self).refuse_unauthenticated(key, id)
     }
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
         (**self).inbox(key, pending)

@@ -77,14 +77,18 @@ impl Store for Racing {
     fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
         self.inner.scan(all)
     }
-    fn submit(
+    fn submit_sealed(
         &mut self,
         key: &RunKey,
         party: &str,
         at_ms: u64,
         request: &Request,
+        seal: Option<Digest>,
     ) -> Result<u64, StoreError> {
-        self.inner.submit(key, party, at_ms, request)
+        self.inner.submit_sealed(key, party, at_ms, request, seal)
+    }
+    fn refuse_unauthenticated(&mut self, key: &RunKey, id: u64) -> Result<Cas, StoreError> {
+        self.inner.refuse_unauthenticated(key, id)
     }
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
         self.inner.inbox(key, pending)

@@ -7,7 +7,7 @@ use super::{facts, DriveError, Driver, Fed, Flavor};
 use crate::rng::now_ms;
 use crate::store::{Request, Row, RunKey, Store, Summary};
 use crate::tool::Tools;
-use resumable_kernel::{Event, Input, Resume};
+use resumable_kernel::{Event, Input, Next, Resume};
 use std::time::Duration;
 
 /// Most actions one turn takes on one run before the worker moves on to the next.
@@ -87,7 +87,24 @@ impl<S: Store, T: Tools> Driver<S, T> {
             Action::Recover(_) => (Event::Recover, row.pc, None),
             Action::Expire => (Event::Expire, row.pc, None),
             Action::Program(event) => (event, row.pc.saturating_add(1), None),
-            Action::Request(r) => (request_event(&row, r.request), row.pc, Some(r.id)),
+            Action::Request(r) => {
+                if let Some(keys) = &self.parties {
+                    // The party the run waits on, as the kernel says: a callback names none.
+                    let responsible = match row.run.next() {
+                        Next::Decision { responsible, .. } => Some(responsible),
+                        _ => None,
+                    };
+                    if let Err(why) = keys.check(&row.key, &r, responsible.as_ref()) {
+                        eprintln!(
+                            "{}: request #{} refused, unauthenticated: {why}",
+                            row.key, r.id
+                        );
+                        self.store.refuse_unauthenticated(&row.key, r.id)?;
+                        return Ok(true);
+                    }
+                }
+                (request_event(&row, r.request), row.pc, Some(r.id))
+            }
         };
         let input = Input {
             at: Self::at(&row.run),

@@ -26,6 +26,8 @@ pub struct Watch {
     pub valid_ms: u64,
     /// Pause between looks at the store.
     pub poll: Duration,
+    /// Its key, to seal each request with (see [`crate::auth::SharedKey::seal`]).
+    pub key: Option<crate::auth::SharedKey>,
 }
 
 /// Decides on every suspension it sees, once, until the process is stopped (or, with
@@ -82,12 +84,13 @@ fn look(
         } else {
             callback(&row, "settled")?
         };
-        store.submit(&s.key, &w.name, now_ms(), &request)?;
+        let seal = w.key.as_ref().map(|k| k.seal(&s.key, &w.name, &request));
+        store.submit_sealed(&s.key, &w.name, now_ms(), &request, seal)?;
         // Decided once it is in the inbox: a submit the store lost is made again next look.
         decided.insert((s.key.clone(), cp.revision));
         *sent += 1;
         if rng.percent(w.duplicate_percent) {
-            store.submit(&s.key, &w.name, now_ms(), &request)?;
+            store.submit_sealed(&s.key, &w.name, now_ms(), &request, seal)?;
             *sent += 1;
         }
     }

@@ -36,19 +36,31 @@ pub struct Postgres {
     schema: String,
     /// Whether every transaction is read-only.
     read_only: bool,
+    /// Whether the last statement found the server gone: the next one connects again,
+    /// whether or not the driver has yet noticed the connection closed.
+    lost: bool,
 }
 
 impl Postgres {
     /// The client, connected again first if the server closed the connection: a statement
     /// that failed with the server gone failed, and the next one finds it back.
     fn client(&mut self) -> Result<&mut Client, StoreError> {
-        if self.db.is_closed() {
+        if self.lost || self.db.is_closed() {
             let mut db = Client::connect(&self.conn, NoTls).map_err(backend)?;
             db.batch_execute(&session(&self.schema, self.read_only))
                 .map_err(backend)?;
             self.db = db;
+            self.lost = false;
         }
         Ok(&mut self.db)
+    }
+
+    /// `result`, remembering whether it found the server gone.
+    fn noting<T>(&mut self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if matches!(result, Err(StoreError::Unavailable(_))) {
+            self.lost = true;
+        }
+        result
     }
 }
 
@@ -180,6 +192,7 @@ impl SqlStore<Postgres> {
             conn: conn.to_string(),
             schema: schema.to_string(),
             read_only: false,
+            lost: false,
         }))
     }
 
@@ -203,6 +216,7 @@ impl SqlStore<Postgres> {
             conn: conn.to_string(),
             schema: schema.to_string(),
             read_only: true,
+            lost: false,
         }))
     }
 
@@ -293,11 +307,13 @@ impl Sql for postgres::Transaction<'_> {
 /// Statements outside a transaction: each is one on its own.
 impl Sql for Postgres {
     fn execute(&mut self, sql: &str, values: &[Value<'_>]) -> Result<u64, StoreError> {
-        execute(self.client()?, sql, values)
+        let result = self.client().and_then(|db| execute(db, sql, values));
+        self.noting(result)
     }
 
     fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError> {
-        query(self.client()?, sql, values)
+        let result = self.client().and_then(|db| query(db, sql, values));
+        self.noting(result)
     }
 }
 
@@ -306,12 +322,15 @@ impl sql::Connection for Postgres {
         &mut self,
         work: &mut dyn FnMut(&mut dyn Sql) -> Result<Cas, StoreError>,
     ) -> Result<Cas, StoreError> {
-        let mut tx = self.client()?.transaction().map_err(backend)?;
-        let cas = work(&mut tx)?;
-        if cas == Cas::Done {
-            tx.commit().map_err(backend)?;
-        }
-        Ok(cas) // on a conflict, dropping the transaction rolls it back
+        let result = (|| {
+            let mut tx = self.client()?.transaction().map_err(backend)?;
+            let cas = work(&mut tx)?;
+            if cas == Cas::Done {
+                tx.commit().map_err(backend)?;
+            }
+            Ok(cas) // on a conflict, dropping the transaction rolls it back
+        })();
+        self.noting(result)
     }
 }
 

@@ -184,13 +184,16 @@ fn decisions(
             }
             continue;
         };
+        if answer == Answer::Unauthenticated {
+            continue; // refused before the kernel: no record carries it
+        }
         let record = records.iter().find(|r| r.seq == seq);
         let matches = match (record, answer) {
             (Some(r), Answer::Accepted(rev)) => {
                 matches!(r.verdict, Verdict::Accepted(_)) && r.revision == rev
             }
             (Some(r), Answer::Rejected(rej)) => r.verdict == Verdict::Rejected(rej),
-            (None, _) => false,
+            (Some(_), Answer::Unauthenticated) | (None, _) => false,
         };
         if !matches || !record.is_some_and(|r| same(&request.request, &r.input.event)) {
             violations.push(format!(

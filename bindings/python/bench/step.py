@@ -1,7 +1,7 @@
 """One Python `step` against `json.loads` + `json.dumps` of the same run and input, in the
 same process: the input the kernel spends most on (a resume approving a call, carrying its
-checkpoint) on the run suspended for that approval. Prints the medians of 21 rounds and the
-ratios. Run it on the release wheel: `python bench/step.py`."""
+checkpoint) on the run suspended for that approval. Prints the medians of 21 interleaved
+rounds and the ratios. Run it on the release wheel: `python bench/step.py`."""
 
 from __future__ import annotations
 
@@ -40,14 +40,17 @@ def scene() -> tuple[str, str]:
     return json.dumps(v.run), json.dumps(resume)
 
 
-def per_call_us(f) -> float:
-    samples = []
+def medians_us(forms: dict) -> dict:
+    """Median microseconds per call of each form. The rounds interleave the forms (round r
+    times every form in turn), so a change of load on the machine touches them alike."""
+    samples: dict = {name: [] for name in forms}
     for _ in range(ROUNDS):
-        t = time.perf_counter()
-        for _ in range(PER_ROUND):
-            f()
-        samples.append((time.perf_counter() - t) / PER_ROUND * 1e6)
-    return statistics.median(samples)
+        for name, f in forms.items():
+            t = time.perf_counter()
+            for _ in range(PER_ROUND):
+                f()
+            samples[name].append((time.perf_counter() - t) / PER_ROUND * 1e6)
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def main() -> None:
@@ -58,11 +61,11 @@ def main() -> None:
         json.dumps(json.loads(run_text))
         json.dumps(json.loads(input_text))
 
-    figures = {
-        "json.loads + json.dumps (run and input)": per_call_us(round_trip),
-        "step_json (JSON text in, JSON text out)": per_call_us(lambda: rk.step_json(run_text, input_text)),
-        "step (dicts in, Accepted out)": per_call_us(lambda: rk.step(run, input)),
-    }
+    figures = medians_us({
+        "json.loads + json.dumps (run and input)": round_trip,
+        "step_json (JSON text in, JSON text out)": lambda: rk.step_json(run_text, input_text),
+        "step (dicts in, Accepted out)": lambda: rk.step(run, input),
+    })
     base = figures["json.loads + json.dumps (run and input)"]
     print(f"python {sys.version.split()[0]}; run {len(run_text)} bytes, input {len(input_text)} bytes;"
           f" median of {ROUNDS} rounds of {PER_ROUND} calls")

@@ -684,4 +684,8 @@ fn a_fingerprint_is_exactly_16_hex_digits_on_the_wire() {
     assert!(read("+123456789abcdef").is_err());
     assert!(read("0123456789abcd\u{e9}").is_err());
     assert!(read("0123456789abcde").is_err());
+    // A refusal says what a fingerprint is; a debug print is the same hex as the wire's.
+    let short = read("0123456789abcde").unwrap_err().to_string();
+    assert!(short.contains("16 hex digits"), "{short}");
+    assert_eq!(format!("{print:?}"), "0123456789abcdef");
 }

@@ -39,6 +39,40 @@ fn dispatching_tool_result_records_the_result_with_the_next_revision() {
 }
 
 #[test]
+fn after_a_result_the_steps_that_record_none_spend_no_key_again() {
+    // REC-4: a key is spent once, by the step that records its result. The run keeps that
+    // result as its last call afterwards; no later step, which records no result, adds to the
+    // history.
+    let c = publish();
+    let (after, _) = accept(&call_in_flight(c), at(2, answer(&c, 0, b"ok")));
+    assert!(after.last_call().is_some());
+    let (waiting, fx) = accept(
+        &after,
+        at(
+            3,
+            Event::Suspend {
+                wait: Wait::Callback { callback: CALLBACK },
+                expires_at: Time(100),
+                responsible: OWNER,
+                resource_version: 0,
+            },
+        ),
+    );
+    assert_eq!(fx.history(), None);
+    assert_eq!(waiting.last_call(), after.last_call());
+    let (_, fx) = accept(
+        &after,
+        at(
+            3,
+            Event::Complete {
+                result: Digest::of(b"done"),
+            },
+        ),
+    );
+    assert_eq!(fx.history(), None);
+}
+
+#[test]
 fn dispatching_tool_result_for_another_call_is_rejected() {
     let c = publish();
     let other = call("call-2", "publish:demo", "idem-1");

@@ -67,10 +67,51 @@ pub(super) enum Stepped<R: 'static> {
 
 type Steps<R> = HashMap<StepKey, Stepped<R>, FastBuild>;
 
+/// Everything LIVE-2's question about one run depends on: whether the run, suspended and
+/// not past its expiry, accepts some answer its responsible party can honestly give now.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) struct AnswerKey {
+    /// The world, by id.
+    pub(super) world: u64,
+    /// The stored run, by address.
+    pub(super) run: usize,
+    /// The run's checkpoints, by address.
+    pub(super) checkpoints: usize,
+    /// The clock.
+    pub(super) now: u8,
+    /// The run's resource.
+    pub(super) resource: u8,
+    /// The tool's durable side for the run's calls.
+    pub(super) tool: (u16, u16, u16),
+    /// For a manual intervention, what an honest operator may say, as bits (0 otherwise).
+    pub(super) settlements: u8,
+}
+
 thread_local! {
     /// Per world (by id), this thread's remembered steps: a `Steps<R>` each.
     static STEPS: RefCell<HashMap<u64, Box<dyn Any>, FastBuild>> =
         RefCell::new(HashMap::default());
+    /// This thread's remembered answers to LIVE-2's question, for every world.
+    static ANSWERS: RefCell<HashMap<AnswerKey, bool, FastBuild>> =
+        RefCell::new(HashMap::default());
+}
+
+/// Whether the run of `key` accepts some honest answer: remembered, or computed by
+/// `compute` and remembered.
+pub(super) fn answered(key: AnswerKey, compute: impl FnOnce() -> bool) -> bool {
+    let known = ANSWERS.try_with(|answers| answers.borrow().get(&key).copied());
+    if let Ok(Some(answered)) = known {
+        return answered;
+    }
+    let answered = compute();
+    let _ = ANSWERS.try_with(|answers| {
+        let mut answers = answers.borrow_mut();
+        if answers.len() >= MAX_STEPS {
+            answers.clear();
+        }
+        answers.insert(key, answered);
+    });
+    answered
 }
 
 /// The step of `key` in world `world`: remembered, or computed by `compute` and remembered.

@@ -4,11 +4,18 @@
 //! answer with it. With `--wait-ms`, the command waits for that answer and prints it.
 
 use crate::output::{self, status};
-use crate::runs::{open_store, party_exit, DEFAULT_STORE};
+use crate::runs::{
+    ms, open_store, open_store_waiting, party_exit, DAY_MS, DEFAULT_STORE, MINUTE_MS,
+};
+
+/// A year in ms: the longest a decision stays valid.
+const YEAR_MS: u64 = 366 * DAY_MS;
 use resumable_kernel::{Digest, Resolution};
+use resumable_runtime::auth::SharedKey;
+use resumable_runtime::bounded;
 use resumable_runtime::parties::{self, watch, PartyError};
 use resumable_runtime::rng::now_ms;
-use resumable_runtime::store::{Answer, Answered, Request, Row, Store};
+use resumable_runtime::store::{Answer, Answered, Request, Row, RunKey, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -24,8 +31,12 @@ pub struct Target {
     pub run: String,
     /// Wait up to this many ms for a worker's answer and print it (exit 1 if refused, 3 if
     /// no answer came in time).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = ms(0, DAY_MS))]
     pub wait_ms: u64,
+    /// The party's own key file: the request is sealed with it, and a worker that checks
+    /// parties (`worker --party-keys DIR`) feeds only requests sealed by their sender.
+    #[arg(long)]
+    pub party_key: Option<PathBuf>,
 }
 
 /// Arguments of `approve` and `deny`.
@@ -36,8 +47,8 @@ pub struct ApproveArgs {
     /// Who decides.
     #[arg(long = "as", default_value = "approver")]
     pub party: String,
-    /// How long the decision stays valid, in ms.
-    #[arg(long, default_value_t = 600_000)]
+    /// How long the decision stays valid, in ms (at most a year).
+    #[arg(long, default_value_t = 600_000, value_parser = ms(1, YEAR_MS))]
     pub valid_ms: u64,
     /// Decide on this checkpoint (JSON, e.g. from `status --checkpoint`, perhaps an old or an
     /// edited one) instead of the one stored with the run.
@@ -110,8 +121,11 @@ pub struct ApproverArgs {
     #[arg(long)]
     pub rounds: Option<u64>,
     /// Pause between looks, in ms.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = ms(1, MINUTE_MS))]
     pub poll_ms: u64,
+    /// Its own key file, to seal each request with.
+    #[arg(long)]
+    pub party_key: Option<PathBuf>,
 }
 
 fn submit(
@@ -119,54 +133,98 @@ fn submit(
     party: &str,
     make: impl FnOnce(&Row) -> Result<Request, PartyError>,
 ) -> ExitCode {
+    let key = match target
+        .party_key
+        .as_deref()
+        .map(|p| SharedKey::read(p, false))
+    {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => {
+            eprintln!("error: party key: {e}");
+            return ExitCode::from(status::MISUSE);
+        }
+    };
     let mut store = match open_store(&target.store) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let mut waited = None;
-    let result = (|| -> Result<(), PartyError> {
+    let submitted = (|| -> Result<(u64, RunKey), PartyError> {
         let row = parties::resolve(&mut *store, &target.run)?;
         let request = make(&row)?;
-        let id = store.submit(&row.key, party, now_ms(), &request)?;
-        output::say(&format!("request #{id} for {} sent by {party}", row.key));
-        if target.wait_ms > 0 {
-            let wait = Duration::from_millis(target.wait_ms);
-            waited = Some(parties::wait_answer(
-                &mut *store as &mut dyn Store,
-                &row.key,
-                id,
-                wait,
-            )?);
-        }
-        Ok(())
+        let seal = key.as_ref().map(|k| k.seal(&row.key, party, &request));
+        let id = store.submit_sealed(&row.key, party, now_ms(), &request, seal)?;
+        Ok((id, row.key))
     })();
-    if result.is_err() {
-        return party_exit(result);
-    }
-    match waited {
-        None => ExitCode::SUCCESS,
-        Some(None) => {
-            output::say("no answer yet: is a worker running?");
-            ExitCode::from(status::INCOMPLETE)
+    let (id, key) = match submitted {
+        Ok(sent) => sent,
+        Err(e) => return party_exit(Err(e)),
+    };
+    let head = format!("request #{id} for {key} sent by {party}");
+    let mut waited = None;
+    if target.wait_ms > 0 {
+        // The request's number first: it is in the store whatever the wait brings.
+        let line = format!(
+            "{head}; waiting up to {} ms for a worker's answer",
+            target.wait_ms
+        );
+        if let Err(lost) = output::say(&line) {
+            return lost;
         }
+        let wait = Duration::from_millis(target.wait_ms);
+        match parties::wait_answer(&mut *store as &mut dyn Store, &key, id, wait) {
+            Ok(answer) => waited = Some(answer),
+            Err(e) => return party_exit(Err(e)),
+        }
+    }
+    let (line, code) = match waited {
+        None => (
+            format!(
+                "{head}: queued, not yet decided (a worker decides it: `status --run {key}` \
+                 shows the answer, --wait-ms waits for it)"
+            ),
+            status::PASS,
+        ),
+        Some(None) => (
+            format!(
+                "no answer within {} ms: is a worker running?",
+                target.wait_ms
+            ),
+            status::INCOMPLETE,
+        ),
         Some(Some(Answered {
             answer: Answer::Accepted(rev),
             seq,
-        })) => {
-            output::say(&format!(
+        })) => (
+            format!(
                 "accepted: the run is at revision {} (audit record {seq})",
                 rev.0
-            ));
-            ExitCode::SUCCESS
-        }
+            ),
+            status::PASS,
+        ),
+        Some(Some(Answered {
+            answer: Answer::Unauthenticated,
+            ..
+        })) => (
+            "refused: unauthenticated (not sealed with this party's key, or naming another \
+             party; no audit record)"
+                .to_string(),
+            status::FAIL,
+        ),
         Some(Some(Answered {
             answer: Answer::Rejected(r),
             seq,
         })) => {
             let evidence = serde_json::to_string(&r).unwrap_or_default();
-            output::say(&format!("refused: {evidence} (audit record {seq})"));
-            ExitCode::from(status::FAIL)
+            (
+                format!("refused: {evidence} (audit record {seq})"),
+                status::FAIL,
+            )
         }
+    };
+    match output::say(&line) {
+        Ok(()) => ExitCode::from(code),
+        Err(lost) => lost,
     }
 }
 
@@ -174,7 +232,7 @@ fn submit(
 pub fn approve(args: &ApproveArgs, approve: bool) -> ExitCode {
     let checkpoint = match &args.checkpoint {
         None => None,
-        Some(path) => match std::fs::read(path)
+        Some(path) => match bounded::read_file(path, bounded::CHECKPOINT_FILE_BYTES)
             .map_err(|e| e.to_string())
             .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
         {
@@ -222,7 +280,15 @@ pub fn cancel(args: &CancelArgs) -> ExitCode {
 
 /// Watches the store and decides on every approval (and callback) it sees.
 pub fn approver(args: &ApproverArgs) -> ExitCode {
-    let mut store = match open_store(&args.store) {
+    let key = match args.party_key.as_deref().map(|p| SharedKey::read(p, false)) {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => {
+            eprintln!("error: party key: {e}");
+            return ExitCode::from(status::MISUSE);
+        }
+    };
+    let mut store = match open_store_waiting(&args.store, &args.party) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -234,8 +300,11 @@ pub fn approver(args: &ApproverArgs) -> ExitCode {
         callbacks: args.callbacks,
         valid_ms: 600_000,
         poll: Duration::from_millis(args.poll_ms),
+        key,
     };
-    party_exit(watch::watch(&mut *store, &w, args.rounds).map(|sent| {
-        output::say(&format!("{sent} requests sent"));
-    }))
+    match watch::watch(&mut *store, &w, args.rounds) {
+        Ok(sent) => output::say(&format!("{sent} requests sent"))
+            .map_or_else(|lost| lost, |()| ExitCode::SUCCESS),
+        Err(e) => party_exit(Err(e)),
+    }
 }

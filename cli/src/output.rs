@@ -163,9 +163,15 @@ pub fn finish(format: Format, text: &str, status: u8) -> ExitCode {
     }
 }
 
-/// Prints one line of a runtime command's answer. Its effect is already in the store and its
-/// exit status says how it went, so a reader that went away or a failed write loses only the
-/// line, and never panics as `println!` would.
-pub fn say(line: &str) {
-    let _ = print(&format!("{line}\n"));
+/// Prints one line of a runtime command's answer. A reader that went away loses only the
+/// line; a failed write (a full disk) is reported on stderr and is exit status 2, never a
+/// silent success: the caller returns the `Err`.
+pub fn say(line: &str) -> Result<(), ExitCode> {
+    match print(&format!("{line}\n")) {
+        Ok(()) | Err(Ended::Closed) => Ok(()),
+        Err(Ended::Failed(e)) => Err(fail(
+            Format::Text,
+            &Error::new("cannot_write", format!("cannot write the answer: {e}")),
+        )),
+    }
 }

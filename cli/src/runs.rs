@@ -3,6 +3,7 @@
 //! (`postgres://...` or `host=...`, optionally `#schema`).
 
 use crate::output::{self, status};
+use resumable_runtime::auth::{PartyKeys, SharedKey};
 use resumable_runtime::driver::{self, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::{self, Store};
@@ -13,14 +14,60 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// A day in ms: the longest lease, tool timeout or wait a command takes.
+pub const DAY_MS: u64 = 86_400_000;
+/// A minute in ms: the longest pause between looks at the store.
+pub const MINUTE_MS: u64 = 60_000;
+
+/// A duration in ms from `min` to `max`: zero and absurd durations are misuse (exit 2,
+/// clap's own error), never a worker that waits for ever or times out at once.
+pub fn ms(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(min..=max)
+}
+
 /// The store used when none is named.
 pub const DEFAULT_STORE: &str = "resumable.db";
 
-/// Opens the store or says why not (exit status 1).
+/// Opens the store for reading only, or says why not (as [`open_store`]): a missing store
+/// is refused, never created.
+pub fn open_read_only(address: &str) -> Result<Box<dyn Store + Send>, ExitCode> {
+    store::open_read_only(address).map_err(|e| {
+        eprintln!("error: {}: {e}", store::redact(address));
+        match e {
+            store::StoreError::Misuse(_) => ExitCode::from(status::MISUSE),
+            _ => ExitCode::from(status::FAIL),
+        }
+    })
+}
+
+/// Opens the store for a process that runs until stopped (a worker, an approver): a server
+/// that is not there now (down, restarting) is waited for with a bounded backoff, saying
+/// why; any other failure is reported as [`open_store`] does.
+pub fn open_store_waiting(address: &str, who: &str) -> Result<Box<dyn Store + Send>, ExitCode> {
+    let mut backoff = resumable_runtime::backoff::Backoff::new();
+    loop {
+        match store::open(address) {
+            Ok(store) => {
+                backoff.succeeded(who);
+                return Ok(store);
+            }
+            Err(e @ store::StoreError::Unavailable(_)) => {
+                backoff.failed(who, &e);
+            }
+            Err(_) => return open_store(address),
+        }
+    }
+}
+
+/// Opens the store or says why not: exit status 2 for an address it cannot serve, 1 when
+/// the store fails. The message never shows a password.
 pub fn open_store(address: &str) -> Result<Box<dyn Store + Send>, ExitCode> {
     store::open(address).map_err(|e| {
-        eprintln!("error: {address}: {e}");
-        ExitCode::from(status::FAIL)
+        eprintln!("error: {}: {e}", store::redact(address));
+        match e {
+            store::StoreError::Misuse(_) => ExitCode::from(status::MISUSE),
+            _ => ExitCode::from(status::FAIL),
+        }
     })
 }
 
@@ -89,8 +136,10 @@ pub fn start(args: &StartArgs) -> ExitCode {
     );
     match made {
         Ok(Some(key)) => {
-            output::say(&format!("created {key} ({} program)", program.as_str()));
-            ExitCode::SUCCESS
+            match output::say(&format!("created {key} ({} program)", program.as_str())) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(lost) => lost,
+            }
         }
         Ok(None) => {
             eprintln!("error: a run named {name} of that tenant and session exists already");
@@ -117,10 +166,11 @@ pub struct WorkerArgs {
     pub id: String,
     /// How long a hold on a run lasts past its last commit, in ms. A worker whose lease
     /// lapsed is taken for dead: its runs are recovered by others.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = ms(1, DAY_MS))]
     pub lease_ms: u64,
-    /// How long to wait for a tool's answer, in ms (default: half the lease).
-    #[arg(long)]
+    /// How long to wait for a tool's answer, in ms: shorter than the lease (default: half
+    /// the lease).
+    #[arg(long, value_parser = ms(1, DAY_MS))]
     pub tool_timeout_ms: Option<u64>,
     /// Stop once nothing can move without someone outside (an approver, a callback, a person).
     #[arg(long)]
@@ -133,11 +183,19 @@ pub struct WorkerArgs {
     /// `retry-unknown-blindly`. For showing that the torture catches them.
     #[arg(long, default_value = "correct")]
     pub flavor: String,
+    /// A directory of the parties' key files (`NAME.key`): with it, the worker feeds the
+    /// kernel only requests sealed by the party that sent them and naming no one else, and
+    /// answers any other `unauthenticated`, without a record.
+    #[arg(long)]
+    pub party_keys: Option<PathBuf>,
+    /// The tool service's key file (its `--key`), to prove this worker may use it.
+    #[arg(long)]
+    pub tools_key: Option<PathBuf>,
     /// The audit key file that seals every record this worker writes (the runs' key).
     #[arg(long)]
     pub audit_key: Option<PathBuf>,
     /// Pause between passes that found nothing to do, in ms.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = ms(1, MINUTE_MS))]
     pub poll_ms: u64,
     /// Where in the run list this worker starts each pass (spreads workers out).
     #[arg(long, default_value_t = 0)]
@@ -170,11 +228,36 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
             return ExitCode::from(status::MISUSE);
         }
     };
-    let store = match open_store(&args.store) {
+    let tools_key = match args.tools_key.as_deref().map(|p| SharedKey::read(p, false)) {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => {
+            eprintln!("error: tools key: {e}");
+            return ExitCode::from(status::MISUSE);
+        }
+    };
+    let parties = match args.party_keys.as_deref().map(PartyKeys::load) {
+        None => None,
+        Some(Ok(keys)) => Some(keys),
+        Some(Err(e)) => {
+            eprintln!("error: party keys: {e}");
+            return ExitCode::from(status::MISUSE);
+        }
+    };
+    let store = match open_store_waiting(&args.store, &format!("worker {}", args.id)) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let timeout = Duration::from_millis(args.tool_timeout_ms.unwrap_or(args.lease_ms / 2));
+    let timeout_ms = args.tool_timeout_ms.unwrap_or(args.lease_ms / 2).max(1);
+    if timeout_ms >= args.lease_ms {
+        eprintln!(
+            "error: --tool-timeout-ms {timeout_ms} is not shorter than --lease-ms {}: a worker \
+             waiting that long for a tool would be taken for dead",
+            args.lease_ms
+        );
+        return ExitCode::from(status::MISUSE);
+    }
+    let timeout = Duration::from_millis(timeout_ms);
     let config = Config {
         owner: format!("{}.{}", args.id, std::process::id()),
         lease_ms: args.lease_ms,
@@ -183,15 +266,26 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
         crash,
         key,
     };
-    let mut driver = Driver::new(store, TcpTools::new(&args.tools, timeout), config);
+    let mut driver = Driver::new(
+        store,
+        TcpTools::new(&args.tools, timeout, tools_key),
+        config,
+    );
+    if let Some(keys) = parties {
+        driver.authenticate_parties(keys);
+    }
     let poll = Duration::from_millis(args.poll_ms);
     match driver.work(args.offset, poll, args.until_quiescent) {
-        Ok(()) => {
-            output::say(&format!(
-                "{} steps committed; every run has ended or waits on someone outside",
-                driver.commits()
-            ));
-            ExitCode::SUCCESS
+        Ok(()) => match output::say(&format!(
+            "{} steps committed; every run has ended or waits on someone outside",
+            driver.commits()
+        )) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(lost) => lost,
+        },
+        Err(e @ driver::DriveError::Key { .. }) => {
+            eprintln!("error: worker {} refuses run {e}", driver.config().owner);
+            ExitCode::from(status::MISUSE)
         }
         Err(e) => {
             eprintln!("error: worker {}: {e}", driver.config().owner);
@@ -203,7 +297,7 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
 /// Arguments of `status`.
 #[derive(clap::Args, Debug)]
 pub struct StatusArgs {
-    /// The store.
+    /// The store (opened for reading only: it must exist).
     #[arg(long, default_value = DEFAULT_STORE)]
     pub store: String,
     /// One run (its name or full key); all runs if absent.
@@ -212,15 +306,49 @@ pub struct StatusArgs {
     /// Print the run's stored checkpoint as JSON (what its responsible party was handed).
     #[arg(long, requires = "run")]
     pub checkpoint: bool,
+    /// Only runs that wait on a party outside the runtime: an approver, a callback's sender,
+    /// a person, a resource's owner.
+    #[arg(long)]
+    pub waiting: bool,
+    /// Only runs that wait on this party (e.g. `approver`, `payments`, `ops`).
+    #[arg(long = "party")]
+    pub party: Option<String>,
+    /// Only suspended runs whose suspension expires within this many ms (or has expired
+    /// and is not yet failed by a worker).
+    #[arg(long, value_parser = ms(0, 366 * DAY_MS))]
+    pub expiring_ms: Option<u64>,
+}
+
+/// Whether `row` passes the filters of `args` at `now`.
+fn shown(args: &StatusArgs, row: &store::Row, now: u64) -> bool {
+    let party = parties::waits_on(row);
+    if (args.waiting || args.party.is_some()) && party.is_none() {
+        return false;
+    }
+    if let Some(wanted) = &args.party {
+        if party.is_none_or(|p| p.as_str() != wanted) {
+            return false;
+        }
+    }
+    if let Some(within) = args.expiring_ms {
+        match row.run.phase() {
+            resumable_kernel::Phase::Suspended(s)
+                if s.expires_at.0 <= now.saturating_add(within) => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Shows where runs are and who they wait on.
 pub fn status(args: &StatusArgs) -> ExitCode {
-    let mut store = match open_store(&args.store) {
+    let mut store = match open_read_only(&args.store) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let result = (|| -> Result<(), parties::PartyError> {
+    let mut out = output::Out::stdout();
+    let now = resumable_runtime::rng::now_ms();
+    let result = (|| -> Result<Result<(), output::Ended>, parties::PartyError> {
         let rows = match &args.run {
             Some(run) => vec![parties::resolve(&mut *store, run)?],
             None => {
@@ -231,36 +359,65 @@ pub fn status(args: &StatusArgs) -> ExitCode {
                 rows
             }
         };
-        let mut out = std::io::stdout().lock();
-        for row in &rows {
-            // A closed pipe (`| head`) ends the listing quietly.
+        for row in rows.iter().filter(|r| shown(args, r, now)) {
             let line = if args.checkpoint {
                 let cp = row.checkpoint.map(|c| serde_json::to_string(&c));
                 cp.and_then(Result::ok).unwrap_or_else(|| "null".into())
             } else {
-                parties::describe(row)
+                parties::describe(row, now)
             };
-            if writeln!(out, "{line}").is_err() {
-                return Ok(());
+            if let Err(ended) = out.write(format!("{line}\n").as_bytes()) {
+                return Ok(Err(ended));
             }
             if args.checkpoint {
                 continue;
             }
             for r in store.inbox(&row.key, false)? {
                 let answer = match r.answer {
-                    None => "waiting for a worker".to_string(),
-                    Some(a) => format!(
-                        "{} (audit record {})",
-                        serde_json::to_string(&a.answer).unwrap_or_default(),
-                        a.seq
-                    ),
+                    None => "queued, not yet decided".to_string(),
+                    Some(a) => format!("{} (audit record {})", answer_words(&a.answer), a.seq),
                 };
-                let _ = writeln!(out, "  request #{} from {}: {answer}", r.id, r.party);
+                let line = format!(
+                    "  request #{} from {} at {}: {answer}\n",
+                    r.id,
+                    r.party,
+                    parties::date(r.submitted_ms)
+                );
+                if let Err(ended) = out.write(line.as_bytes()) {
+                    return Ok(Err(ended));
+                }
             }
         }
-        Ok(())
+        Ok(out.flush())
     })();
-    party_exit(result)
+    match result {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(ended)) => {
+            output::ended(output::Format::Text, ended, "the status", ExitCode::SUCCESS)
+        }
+        Err(e) => party_exit(Err(e)),
+    }
+}
+
+/// The kernel's answer to a request, in words: `accepted (revision N)` or
+/// `refused: NAME (why)`, NAME the kernel's snake_case name of the rejection.
+fn answer_words(answer: &store::Answer) -> String {
+    match answer {
+        store::Answer::Accepted(rev) => format!("accepted (revision {})", rev.0),
+        store::Answer::Unauthenticated => {
+            "refused: unauthenticated (not sealed with its sender's key, or naming another \
+             party; no audit record)"
+                .to_string()
+        }
+        store::Answer::Rejected(r) => {
+            let json = serde_json::to_value(r).unwrap_or_default();
+            let name = json
+                .get("rejection")
+                .and_then(|v| v.as_str())
+                .unwrap_or("?");
+            format!("refused: {name} ({r})")
+        }
+    }
 }
 
 /// The exit status of a party's command: 2 for misuse, 1 for a store failure.
@@ -298,7 +455,7 @@ pub struct LogArgs {
 
 /// Writes a run's audit log (format: spec/audit-log.md), ready for `validate`.
 pub fn log(args: &LogArgs) -> ExitCode {
-    let mut store = match open_store(&args.store) {
+    let mut store = match open_read_only(&args.store) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -344,11 +501,36 @@ pub struct ToolServiceArgs {
     /// Share of status queries, in percent, answered "unknown".
     #[arg(long, default_value_t = 0)]
     pub unknown_percent: u64,
+    /// The key file clients must prove they hold (64 hex digits; made, 0600, if it does not
+    /// exist): workers give it with `--tools-key`.
+    #[arg(long, required_unless_present = "no_auth")]
+    pub key: Option<PathBuf>,
+    /// Serve anyone who can connect, without a key: any local user could then commit under
+    /// any key. For a service only its workers can reach.
+    #[arg(long, conflicts_with = "key")]
+    pub no_auth: bool,
 }
 
 /// Serves tool calls until stopped.
 pub fn tool_service(args: &ToolServiceArgs) -> ExitCode {
+    let key = match &args.key {
+        None => None,
+        Some(path) => match SharedKey::read(path, true) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                eprintln!("error: tool service key: {e}");
+                return ExitCode::from(status::MISUSE);
+            }
+        },
+    };
+    if key.is_none() {
+        eprintln!(
+            "tool service: serving without authentication (--no-auth): anyone who can \
+             connect can commit under any key"
+        );
+    }
     let config = service::Config {
+        key,
         ledger: args.ledger.clone(),
         listen: args.listen.clone(),
         seed: args.seed,

@@ -1,8 +1,10 @@
 //! `resumable torture`: workers, the tool service and approvers on one store, workers killed
 //! with SIGKILL at seeded points and restarted, then the checks. Exit 0 when nothing was
-//! violated, 1 otherwise, 2 when it could not run.
+//! violated, 1 otherwise, 2 when it could not run, 3 when its deadline passed first
+//! (incomplete), 4 when asked for no kills (unexercised: it would test nothing).
 
 use crate::output::{self, status};
+use crate::runs::{ms, DAY_MS};
 use resumable_runtime::driver::Flavor;
 use resumable_runtime::store::postgres::PgStore;
 use resumable_runtime::torture::{self, Options};
@@ -32,7 +34,8 @@ pub struct Args {
     /// Runs kept going at once while killing.
     #[arg(long, default_value_t = 24)]
     pub active: u32,
-    /// Kills to reach before letting every run settle.
+    /// Kills to reach before letting every run settle (at least 1: a torture without kills
+    /// tests nothing, and exits 4, unexercised, as `check` does).
     #[arg(long, default_value_t = 1000)]
     pub kills: u32,
     /// The seed of every choice.
@@ -43,7 +46,7 @@ pub struct Args {
     #[arg(long, default_value = "correct")]
     pub flavor: String,
     /// The workers' lease, in ms: how soon a killed worker's runs are recovered.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = ms(1, DAY_MS))]
     pub lease_ms: u64,
     /// The tool's largest delay before a commit, in ms.
     #[arg(long, default_value_t = 40)]
@@ -51,10 +54,26 @@ pub struct Args {
     /// Share of status queries answered "unknown", in percent (those runs go to a person).
     #[arg(long, default_value_t = 3)]
     pub unknown_percent: u64,
+    /// How many times to kill the tool service with SIGKILL and start it again (at seeded
+    /// worker kills).
+    #[arg(long, default_value_t = 3)]
+    pub tool_kills: u32,
+    /// How many times to restart the database (at seeded worker kills), with
+    /// `--db-restart-cmd`.
+    #[arg(long, default_value_t = 0, requires = "db_restart_cmd")]
+    pub db_restarts: u32,
+    /// The shell command that restarts the database server, e.g.
+    /// `runtime/scripts/postgres.sh restart DIR PORT`.
+    #[arg(long)]
+    pub db_restart_cmd: Option<String>,
     /// Give up after this many seconds.
-    #[arg(long, default_value_t = 1200)]
+    #[arg(long, default_value_t = 1200, value_parser = clap::value_parser!(u64).range(1..=DAY_MS / 1000))]
     pub deadline_s: u64,
 }
+
+/// The exit status of a torture that would test nothing, as `check`'s for a property no
+/// state exercised.
+const UNEXERCISED: u8 = 4;
 
 fn is_postgres(store: &str) -> bool {
     store.starts_with("postgres") || store.contains("host=")
@@ -66,6 +85,13 @@ pub fn run(args: &Args) -> ExitCode {
         eprintln!("error: no driver flavour {:?}", args.flavor);
         return ExitCode::from(status::MISUSE);
     };
+    if args.kills == 0 {
+        eprintln!(
+            "error: --kills 0: a torture without kills tests nothing (unexercised); \
+             give at least 1"
+        );
+        return ExitCode::from(UNEXERCISED);
+    }
     let dir = args.dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("resumable-torture-{}", std::process::id()))
     });
@@ -113,16 +139,21 @@ pub fn run(args: &Args) -> ExitCode {
         max_tool_delay_ms: args.max_tool_delay_ms,
         unknown_percent: args.unknown_percent.min(100),
         deadline: Duration::from_secs(args.deadline_s),
+        tool_kills: args.tool_kills,
+        db_restarts: args.db_restarts,
+        db_restart: args.db_restart_cmd.clone(),
     };
     eprintln!("torture: logs and the tool's ledger in {}", dir.display());
     let mut progress = |line: &str| eprintln!("torture: {line}");
     match torture::run(&options, &mut progress) {
         Ok(report) => {
             let _ = output::print(&report.render());
-            if report.violations.is_empty() {
-                ExitCode::SUCCESS
-            } else {
+            if !report.violations.is_empty() {
                 ExitCode::from(status::FAIL)
+            } else if report.incomplete.is_some() {
+                ExitCode::from(status::INCOMPLETE)
+            } else {
+                ExitCode::SUCCESS
             }
         }
         Err(e) => {

@@ -38,10 +38,14 @@ fn torture(name: &str, extra: &[&str]) -> (i32, String) {
 
 #[test]
 fn the_correct_driver_survives_kills_with_no_violation() {
-    let (code, out) = torture("correct", &["--kills", "40"]);
+    let (code, out) = torture("correct", &["--kills", "40", "--tool-kills", "3"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("result: 0 violations"), "{out}");
     assert!(out.contains("kills: 4"), "at least 40 kills: {out}");
+    assert!(
+        out.contains("faults: corrupted ledger refused 1, tool service killed and restarted 3"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -69,12 +73,22 @@ fn postgres_the_correct_driver_survives_kills_with_no_violation() {
     let Some(store) = resumable_runtime::store::postgres::test_address("cli_torture") else {
         return;
     };
-    let (code, out) = torture("pg", &["--kills", "30", "--store", &store]);
+    // With a command that restarts the server (CI gives one), the database is restarted
+    // twice at seeded kills too.
+    let restart = std::env::var("RESUMABLE_TEST_POSTGRES_RESTART").ok();
+    let mut args = vec!["--kills", "30", "--store", &store];
+    if let Some(command) = &restart {
+        args.extend(["--db-restarts", "2", "--db-restart-cmd", command]);
+    }
+    let (code, out) = torture("pg", &args);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("postgres store") && out.contains("result: 0 violations"),
         "{out}"
     );
+    if restart.is_some() {
+        assert!(out.contains("database restarted 2"), "{out}");
+    }
     let _ = resumable_runtime::store::postgres::PgStore::drop_schema(&store);
 }
 

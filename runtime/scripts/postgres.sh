@@ -4,13 +4,16 @@
 #
 #   runtime/scripts/postgres.sh start DIR [PORT]   install Debian's postgresql if missing, start
 #   runtime/scripts/postgres.sh stop DIR           stop the cluster started in DIR
+#   runtime/scripts/postgres.sh restart DIR        stop it (fast: every session ends) and start
+#                                                  it again with the same settings (the
+#                                                  torture's database fault)
 #
 # PostgreSQL refuses to run as root: when run as root, the server runs as the `postgres`
 # user that Debian's package creates. Authentication is `trust`, on loopback only: a test
 # cluster, never a deployment.
 set -euo pipefail
-cmd=${1:?usage: postgres.sh start|stop DIR [PORT]}
-dir=${2:?usage: postgres.sh start|stop DIR [PORT]}
+cmd=${1:?usage: postgres.sh start|stop|restart DIR [PORT]}
+dir=${2:?usage: postgres.sh start|stop|restart DIR [PORT]}
 port=${3:-54329}
 
 as_server() {
@@ -41,8 +44,11 @@ start)
 stop)
     as_server "$(bindir)/pg_ctl" -D "$dir/data" -m fast -w stop >&2
     ;;
+restart)
+    as_server "$(bindir)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w restart >&2
+    ;;
 *)
-    echo "usage: postgres.sh start|stop DIR [PORT]" >&2
+    echo "usage: postgres.sh start|stop|restart DIR [PORT]" >&2
     exit 2
     ;;
 esac

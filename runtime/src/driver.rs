@@ -60,6 +60,35 @@ pub enum DriveError {
     /// The program or the run is not what the store says.
     #[error("{0}")]
     Invalid(String),
+    /// The run's log is sealed under a key this driver does not hold (or under none while
+    /// it holds one): every record it wrote would fail its MAC, so it writes none.
+    #[error("{run}: {}", key_mismatch(*.sealed, *.held))]
+    Key {
+        /// The run.
+        run: RunKey,
+        /// The key id its log's header names; `None`: the log is chained by SHA-256 alone.
+        sealed: Option<lifecycle::KeyId>,
+        /// The id of the key this driver holds, if any.
+        held: Option<lifecycle::KeyId>,
+    },
+}
+
+fn key_mismatch(sealed: Option<lifecycle::KeyId>, held: Option<lifecycle::KeyId>) -> String {
+    match (sealed, held) {
+        (Some(s), None) => format!(
+            "its log is sealed under audit key {s}, and this worker has no audit key \
+             (--audit-key FILE with that key)"
+        ),
+        (Some(s), Some(h)) => format!(
+            "its log is sealed under audit key {s}, and this worker holds key {h} \
+             (--audit-key FILE with key {s})"
+        ),
+        (None, Some(h)) => format!(
+            "its log is chained without a key, and this worker holds audit key {h}: \
+             drive it without --audit-key"
+        ),
+        (None, None) => "its log's key matches".to_string(),
+    }
 }
 
 /// The driver: a store, tools, and the contract between them.
@@ -68,6 +97,10 @@ pub struct Driver<S, T> {
     tools: T,
     config: Config,
     commits: u64,
+    /// The runs whose log's key this driver has checked against its own.
+    sealed_by_mine: std::collections::HashSet<RunKey>,
+    /// The parties' keys, if requests must be sealed by their senders.
+    parties: Option<crate::auth::PartyKeys>,
 }
 
 /// An accepted input, committed: the kernel's transition, and the row as now stored.
@@ -130,6 +163,14 @@ pub fn create_run(
     timing: &Timing,
     audit_key: Option<&lifecycle::Key>,
 ) -> Result<Option<RunKey>, DriveError> {
+    // The store's key is `tenant/session/run`: a `/` in the name would make a key that
+    // names another run, or none.
+    if name.contains('/') {
+        return Err(DriveError::Invalid(format!(
+            "run name {name:?}: a run's name holds no '/' (the store's keys are \
+             tenant/session/run)"
+        )));
+    }
     let header = program
         .header(name, now_ms(), timing)
         .map_err(|e| DriveError::Invalid(format!("run name {name:?}: {e}")))?;
@@ -160,7 +201,16 @@ impl<S: Store, T: Tools> Driver<S, T> {
             tools,
             config,
             commits: 0,
+            sealed_by_mine: std::collections::HashSet::new(),
+            parties: None,
         }
+    }
+
+    /// Feeds the kernel only requests sealed by the party that sent them and naming no one
+    /// else (see [`crate::auth::PartyKeys::check`]); any other is answered `unauthenticated`
+    /// without reaching the kernel.
+    pub fn authenticate_parties(&mut self, keys: crate::auth::PartyKeys) {
+        self.parties = Some(keys);
     }
 
     /// How many steps (accepted or refused) this driver has committed.
@@ -176,6 +226,29 @@ impl<S: Store, T: Tools> Driver<S, T> {
     /// The settings.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Checks, once per run, that the key its log's header names is the one this driver
+    /// seals with (or that neither has one), before anything is written to it.
+    pub fn check_key(&mut self, key: &RunKey) -> Result<(), DriveError> {
+        if self.sealed_by_mine.contains(key) {
+            return Ok(());
+        }
+        let Some(header) = self.store.header(key)? else {
+            return Ok(()); // no such run: nothing will be written to it
+        };
+        let sealed = lifecycle::header_key_id(&header)
+            .map_err(|e| DriveError::Invalid(format!("{key}: {e}")))?;
+        let held = self.config.key.as_ref().map(lifecycle::Key::id);
+        if sealed != held {
+            return Err(DriveError::Key {
+                run: key.clone(),
+                sealed,
+                held,
+            });
+        }
+        self.sealed_by_mine.insert(key.clone());
+        Ok(())
     }
 
     /// The time stamped on an input: the clock, never before the run's last input (CLK-1:

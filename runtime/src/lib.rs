@@ -17,6 +17,9 @@
 //! starts workers, the tool service and approvers, kills workers at seeded points, and checks
 //! what must hold afterwards.
 
+pub mod auth;
+pub mod backoff;
+pub mod bounded;
 pub mod driver;
 pub mod lifecycle;
 pub mod parties;

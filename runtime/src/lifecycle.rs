@@ -47,7 +47,20 @@ pub fn tool_key(identity: &Identity, key: &IdempotencyKey) -> String {
     resumable_kernel::checkpoint::tool_key(identity, key).to_string()
 }
 
-pub use resumable_audit::{Key, ToolPolicy};
+pub use resumable_audit::{Key, KeyId, ToolPolicy};
+
+/// The id of the key that seals a log, as its header (line 1, without its LF) names it;
+/// `None` for a log chained by SHA-256 alone.
+pub fn header_key_id(header: &[u8]) -> Result<Option<KeyId>, String> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        key_id: Option<KeyId>,
+    }
+    serde_json::from_slice::<Probe>(header)
+        .map(|p| p.key_id)
+        .map_err(|e| format!("the log's header is unreadable: {e}"))
+}
 
 /// Line 1 of a run's audit log (the format's header: the run, its tool policy and the kernel's
 /// rules, sealed under `key`, or chained by SHA-256 without one), without its LF, and the
@@ -116,21 +129,43 @@ pub fn validate_log(log: &[u8], anchor: Tail, key: Option<&Key>) -> Result<audit
     }
 }
 
-/// Reads an audit key file (64 hex digits); with `make`, first writes one with a fresh key
-/// from the operating system's random source if the file does not exist.
+/// Reads an audit key file (64 hex digits, at most [`crate::bounded::KEY_FILE_BYTES`]
+/// bytes read); with `make`, first writes one with a fresh key from the operating system's
+/// random source if the file does not exist, readable and writable by its owner alone (0600).
 pub fn read_key(path: &std::path::Path, make: bool) -> Result<Key, String> {
     let shown = path.display();
     if make && !path.exists() {
-        let mut bytes = [0u8; 32];
         use std::io::Read;
+        let mut bytes = [0u8; 32];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(&mut bytes))
             .map_err(|e| format!("/dev/urandom: {e}"))?;
-        let hex = Digest(bytes).to_string() + "\n";
-        std::fs::write(path, hex).map_err(|e| format!("{shown}: {e}"))?;
+        write_key(path, bytes)?;
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+    let bytes = crate::bounded::read_file(path, crate::bounded::KEY_FILE_BYTES)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{shown}: not text"))?;
     Key::from_hex(&text).map_err(|e| format!("{shown}: {e}"))
+}
+
+/// Writes a key file holding `key` as 64 hex digits, readable and writable by its owner
+/// alone (0600; an existing file is made so before the key is written to it).
+pub fn write_key(path: &std::path::Path, key: [u8; 32]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let shown = path.display();
+    let hex = Digest(key).to_string() + "\n";
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| file.write_all(hex.as_bytes()))
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("{shown}: {e}"))
 }
 
 pub use resumable_audit::{Accepted, Verdict};

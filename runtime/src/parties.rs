@@ -6,7 +6,7 @@
 use crate::rng::now_ms;
 use crate::store::{Answered, Request, Row, RunKey, Status, Store, StoreError};
 use resumable_kernel::{
-    Approval, Checkpoint, Decision, Digest, Name, Phase, Reason, Resolution, Time,
+    Approval, Checkpoint, Decision, Digest, FailCause, Name, Phase, Reason, Resolution, Time,
 };
 use std::time::{Duration, Instant};
 
@@ -95,7 +95,11 @@ pub fn approval(
         requester,
         approver: party(approver)?,
         revision: checkpoint.revision,
-        expires_at: Time(now_ms() + valid_ms),
+        expires_at: Time(now_ms().checked_add(valid_ms).ok_or_else(|| {
+            PartyError::Misuse(format!(
+                "a decision valid for {valid_ms} ms expires past time's end"
+            ))
+        })?),
     };
     let decision = if approve {
         Decision::Approve(approval)
@@ -160,8 +164,63 @@ pub fn wait_answer(
     }
 }
 
-/// One line about a run for people: where it is and who it waits on.
-pub fn describe(row: &Row) -> String {
+/// A time of the runtime's clock (ms since the Unix epoch) as a date people read:
+/// `2026-12-01 10:04:38 UTC`.
+pub fn date(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, day_secs) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (the proleptic Gregorian calendar), by eras of
+    // 400 years, each 146,097 days.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        day_secs / 3600,
+        day_secs / 60 % 60,
+        day_secs % 60
+    )
+}
+
+/// How far `at` is from `now` (both ms), in words: `in 9m 58s`, `2h 3m ago`.
+pub fn from_now(now: u64, at: u64) -> String {
+    let span = |ms: u64| {
+        let s = ms / 1000;
+        match s {
+            0..60 => format!("{s}s"),
+            60..3600 => format!("{}m {}s", s / 60, s % 60),
+            3600..86_400 => format!("{}h {}m", s / 3600, s / 60 % 60),
+            _ => format!("{}d {}h", s / 86_400, s / 3600 % 24),
+        }
+    };
+    if at >= now {
+        format!("in {}", span(at - now))
+    } else {
+        format!("{} ago", span(now - at))
+    }
+}
+
+/// The party a run waits on, if it waits on one outside the runtime: an approver, a
+/// callback's sender, a person (manual intervention) or whoever frees a resource. A run whose
+/// outcome is being reconciled waits on a worker, not a party.
+pub fn waits_on(row: &Row) -> Option<&Name> {
+    match row.run.phase() {
+        Phase::Suspended(s) if !matches!(s.reason, Reason::OutcomeUnknown { .. }) => {
+            Some(&s.responsible)
+        }
+        _ => None,
+    }
+}
+
+/// One line about a run for people at time `now`: where it is, who it waits on, and until
+/// when; a failed run's cause in the project's words.
+pub fn describe(row: &Row, now: u64) -> String {
     let run = &row.run;
     let head = format!(
         "{} [{}] revision {}",
@@ -169,12 +228,17 @@ pub fn describe(row: &Row) -> String {
         row.program,
         run.revision().0
     );
+    let call = |f: &resumable_kernel::InFlight| {
+        format!(
+            "{} ({}) attempt {}",
+            f.call.call.call_id, f.call.call.tool, f.attempt
+        )
+    };
     match run.phase() {
         Phase::Running { in_flight: None } => format!("{head}: running"),
-        Phase::Running { in_flight: Some(f) } => format!(
-            "{head}: running, call {} ({}) in flight, attempt {}",
-            f.call.call.call_id, f.call.call.tool, f.attempt
-        ),
+        Phase::Running { in_flight: Some(f) } => {
+            format!("{head}: running, call {} in flight", call(f))
+        }
         Phase::Suspended(s) => {
             let what = match s.reason {
                 Reason::PendingApproval { call, requester } => format!(
@@ -184,23 +248,61 @@ pub fn describe(row: &Row) -> String {
                 Reason::ExternalCallback { callback } => {
                     format!("waits for callback {callback} from {}", s.responsible)
                 }
-                Reason::ResourceWait { resource } => format!("waits for resource {resource}"),
+                Reason::ResourceWait { resource } => {
+                    format!("waits for resource {resource} ({})", s.responsible)
+                }
                 Reason::ManualIntervention { unresolved, .. } => format!(
                     "waits on a person ({}){}",
                     s.responsible,
                     unresolved.map_or(String::new(), |f| format!(
-                        ": the outcome of {} ({}) attempt {} is unknown",
-                        f.call.call.call_id, f.call.call.tool, f.attempt
+                        ": the outcome of {} is unknown",
+                        call(&f)
                     ))
                 ),
                 Reason::OutcomeUnknown { in_flight, .. } => format!(
                     "outcome of {} unknown, reconciling by query",
-                    in_flight.call.call.call_id
+                    call(&in_flight)
                 ),
             };
-            format!("{head}: suspended, {what}, until {}", s.expires_at)
+            format!(
+                "{head}: suspended, {what}, expires {} ({})",
+                date(s.expires_at.0),
+                from_now(now, s.expires_at.0)
+            )
         }
         Phase::Completed { .. } => format!("{head}: completed"),
-        Phase::Failed(cause) => format!("{head}: failed ({cause:?})"),
+        Phase::Failed(cause) => format!("{head}: failed, {}", cause_words(cause)),
+    }
+}
+
+/// Why a run failed, in the project's snake_case words and its evidence.
+pub fn cause_words(cause: &FailCause) -> String {
+    match cause {
+        FailCause::Denied { call_id } => format!("denied: call {call_id}"),
+        FailCause::Expired { unresolved: None } => "expired".to_string(),
+        FailCause::Expired {
+            unresolved: Some(f),
+        } => format!(
+            "expired: the outcome of call {} ({}) attempt {} was never settled",
+            f.call.call.call_id, f.call.call.tool, f.attempt
+        ),
+        FailCause::Cancelled { by } => format!("cancelled by {by}"),
+        FailCause::Error { code } => format!("error: {code}"),
+        FailCause::Abandoned { by } => format!("abandoned by {by}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_dates_and_time_left() {
+        assert_eq!(date(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(date(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(date(1_796_100_629_504), "2026-12-01 04:50:29 UTC");
+        assert_eq!(from_now(1_000, 599_000), "in 9m 58s");
+        assert_eq!(from_now(7_380_000, 0), "2h 3m ago");
+        assert_eq!(from_now(0, 90_000_000), "in 1d 1h");
     }
 }

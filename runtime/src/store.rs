@@ -14,7 +14,7 @@
 
 use crate::lifecycle::Tail;
 use resumable_kernel::{
-    Call, Checkpoint, Decision, HistoryEntry, Name, Prior, Rejection, Revision, Run,
+    Call, Checkpoint, Decision, Digest, HistoryEntry, Name, Prior, Rejection, Revision, Run,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -190,6 +190,10 @@ pub enum Answer {
     Accepted(Revision),
     /// Refused, with the kernel's evidence.
     Rejected(Rejection),
+    /// Refused before the kernel saw it: the request was not sealed by the party that sent
+    /// it, or named another party ([`crate::auth::PartyKeys::check`]). No audit record
+    /// carries it (its record number is 0).
+    Unauthenticated,
 }
 
 /// The kernel's answer to a request and the audit record that carries it, stored with the
@@ -217,6 +221,20 @@ pub struct Inbox {
     pub request: Request,
     /// The kernel's answer, once consumed.
     pub answer: Option<Answered>,
+    /// The sender's seal ([`crate::auth::SharedKey::seal`]), if it sealed the request.
+    pub seal: Option<Digest>,
+}
+
+/// A request as the store keeps it: the request and its sender's seal, if any (a request
+/// stored before seals has none).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Sealed {
+    /// The request.
+    #[serde(flatten)]
+    pub request: Request,
+    /// The sender's seal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<Digest>,
 }
 
 /// Where a commit expects the run to be: the revision and the log's end the step started
@@ -306,9 +324,18 @@ pub enum Cas {
 /// Why a store call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The backend failed (I/O, connection, SQL).
+    /// The store was named or asked for in a way it cannot serve (a schema name PostgreSQL
+    /// would shorten or that is its own, a missing file opened for reading): the caller's
+    /// to fix.
+    #[error("store: {0}")]
+    Misuse(String),
+    /// The backend failed (I/O, SQL).
     #[error("store: {0}")]
     Backend(String),
+    /// The server cannot be reached or is not taking connections now (down, restarting,
+    /// shutting down): waiting may mend it.
+    #[error("store: {0}")]
+    Unavailable(String),
     /// A stored value could not be read back (a corrupted or foreign record).
     #[error("store: stored {what} of {key} is unreadable: {why}")]
     Corrupt {
@@ -348,11 +375,30 @@ pub trait Store {
         party: &str,
         at_ms: u64,
         request: &Request,
+    ) -> Result<u64, StoreError> {
+        self.submit_sealed(key, party, at_ms, request, None)
+    }
+    /// Puts a request in a run's inbox with its sender's seal and returns its number.
+    fn submit_sealed(
+        &mut self,
+        key: &RunKey,
+        party: &str,
+        at_ms: u64,
+        request: &Request,
+        seal: Option<Digest>,
     ) -> Result<u64, StoreError>;
+    /// Answers request `id` of run `key` [`Answer::Unauthenticated`], with no audit record,
+    /// if it is still unanswered; [`Cas::Conflict`] otherwise.
+    fn refuse_unauthenticated(&mut self, key: &RunKey, id: u64) -> Result<Cas, StoreError>;
     /// A run's requests, oldest first; with `pending`, only those not yet consumed.
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError>;
     /// A run's audit log, header first, each line without its LF.
     fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError>;
+    /// Line 1 of a run's audit log (its header, which names the key that seals the log),
+    /// without its LF.
+    fn header(&mut self, key: &RunKey) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.log(key)?.into_iter().next())
+    }
     /// What the run's call history holds about `call`'s id and key: the prior the driver
     /// states when it binds the call (spec KEY-1, KEY-2, REC-4).
     fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError>;
@@ -371,20 +417,27 @@ impl<S: Store + ?Sized> Store for Box<S> {
     fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
         (**self).scan(all)
     }
-    fn submit(
+    fn submit_sealed(
         &mut self,
         key: &RunKey,
         party: &str,
         at_ms: u64,
         request: &Request,
+        seal: Option<Digest>,
     ) -> Result<u64, StoreError> {
-        (**self).submit(key, party, at_ms, request)
+        (**self).submit_sealed(key, party, at_ms, request, seal)
+    }
+    fn refuse_unauthenticated(&mut self, key: &RunKey, id: u64) -> Result<Cas, StoreError> {
+        (**self).refuse_unauthenticated(key, id)
     }
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
         (**self).inbox(key, pending)
     }
     fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
         (**self).log(key)
+    }
+    fn header(&mut self, key: &RunKey) -> Result<Option<Vec<u8>>, StoreError> {
+        (**self).header(key)
     }
     fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
         (**self).prior(key, call)
@@ -399,12 +452,57 @@ pub fn is_postgres(address: &str) -> bool {
         || address.contains("host=")
 }
 
+/// The address as it may be shown in a message: a password in it (`password=...` in a
+/// connection string, `user:...@` in a URL) replaced by `***`.
+pub fn redact(address: &str) -> String {
+    let mut out = String::with_capacity(address.len());
+    let mut rest = address;
+    // Connection string: `password=VALUE` or `password='VALUE'`, up to the next space.
+    while let Some(at) = rest.find("password=") {
+        let (before, after) = rest.split_at(at + "password=".len());
+        out.push_str(before);
+        out.push_str("***");
+        let end = if let Some(quoted) = after.strip_prefix('\'') {
+            quoted.find('\'').map_or(after.len(), |i| i + 2)
+        } else {
+            after.find(char::is_whitespace).unwrap_or(after.len())
+        };
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    // URL: `scheme://user:PASSWORD@host`.
+    if let Some(scheme) = out.find("://") {
+        let authority_start = scheme + 3;
+        let authority_end = out[authority_start..]
+            .find('/')
+            .map_or(out.len(), |i| authority_start + i);
+        if let Some(at) = out[authority_start..authority_end].rfind('@') {
+            let userinfo = &out[authority_start..authority_start + at];
+            if let Some(colon) = userinfo.find(':') {
+                let from = authority_start + colon + 1;
+                out.replace_range(from..authority_start + at, "***");
+            }
+        }
+    }
+    out
+}
+
 /// Opens the store an address names (see [`is_postgres`]).
 pub fn open(address: &str) -> Result<Box<dyn Store + Send>, StoreError> {
     if is_postgres(address) {
         Ok(Box::new(postgres::PgStore::open(address)?))
     } else {
         Ok(Box::new(sqlite::SqliteStore::open(address)?))
+    }
+}
+
+/// Opens the store an address names for reading only (see the backends'
+/// `open_read_only`): nothing is created or written, and a missing store is refused.
+pub fn open_read_only(address: &str) -> Result<Box<dyn Store + Send>, StoreError> {
+    if is_postgres(address) {
+        Ok(Box::new(postgres::PgStore::open_read_only(address)?))
+    } else {
+        Ok(Box::new(sqlite::SqliteStore::open_read_only(address)?))
     }
 }
 
@@ -433,4 +531,27 @@ pub fn status_of(run: &Run) -> Status {
 /// [`Run::deadline`], if suspended.
 pub fn wake_at(run: &Run) -> Option<u64> {
     run.deadline().map(|due| due.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn a_password_in_an_address_is_never_shown() {
+        assert_eq!(
+            redact("host=db user=ops password=s3cret dbname=runs#torture"),
+            "host=db user=ops password=*** dbname=runs#torture"
+        );
+        assert_eq!(
+            redact("host=db password='a b' user=ops"),
+            "host=db password=*** user=ops"
+        );
+        assert_eq!(
+            redact("postgres://ops:s3cret@db:5432/runs"),
+            "postgres://ops:***@db:5432/runs"
+        );
+        assert_eq!(redact("postgres://ops@db/runs"), "postgres://ops@db/runs");
+        assert_eq!(redact("runs.db"), "runs.db");
+    }
 }

@@ -7,12 +7,14 @@
 //! answers a repeat with the first result; a fencing tool's status query, once it answers
 //! "not committed" for a key and attempt, makes a late request under them fail.
 
+use crate::auth::SharedKey;
+use crate::bounded;
 use resumable_kernel::{Digest, QueryAnswer};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Write};
-use std::net::TcpStream;
-use std::time::Duration;
+use std::io::{self, BufReader, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
 
 pub mod service;
 
@@ -40,6 +42,11 @@ pub enum ToolRequest {
         /// The attempt.
         attempt: u8,
     },
+    /// The answer to the service's challenge: the client holds the service's key.
+    Auth {
+        /// The HMAC of the challenge under the shared key ([`crate::auth::SharedKey`]).
+        proof: Digest,
+    },
 }
 
 /// The service's answer: one JSON line.
@@ -57,10 +64,17 @@ pub enum ToolReply {
     Unknown,
     /// A dispatch under a fenced key and attempt: it did not commit and never will.
     Fenced,
-    /// The service refused the request (an unknown tool, a malformed line).
+    /// The service refused the request (an unknown tool, a malformed line, a client that
+    /// did not prove it holds the service's key).
     Refused {
         /// Why.
         why: String,
+    },
+    /// The first line of a connection to a service that authenticates its clients: answer
+    /// with [`ToolRequest::Auth`] before any other request.
+    Challenge {
+        /// Fresh random bytes, never sent twice.
+        challenge: Digest,
     },
 }
 
@@ -95,25 +109,117 @@ pub trait Tools {
 pub struct TcpTools {
     address: String,
     timeout: Duration,
+    key: Option<SharedKey>,
     conn: Option<(BufReader<TcpStream>, TcpStream)>,
+    /// Since when the service has been unreachable, and when that was last said.
+    unreachable: Option<(Instant, Instant)>,
 }
+
+/// How often a worker says, while the tool service stays unreachable, that it still is.
+pub const UNREACHABLE_NOTICE: Duration = Duration::from_secs(5);
 
 impl TcpTools {
     /// A client of the service at `address`; an answer later than `timeout` is not waited for.
-    pub fn new(address: &str, timeout: Duration) -> TcpTools {
+    /// With `key`, it answers the service's challenge on each connection.
+    pub fn new(address: &str, timeout: Duration, key: Option<SharedKey>) -> TcpTools {
         TcpTools {
             address: address.to_string(),
             timeout,
+            key,
             conn: None,
+            unreachable: None,
         }
+    }
+
+    /// Connects within the timeout, to the first of the address's addresses that answers.
+    fn connect(&self) -> io::Result<TcpStream> {
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "the address names no host");
+        for address in self.address.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&address, self.timeout) {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// Says on stderr, at most every [`UNREACHABLE_NOTICE`], that the service is
+    /// unreachable and why; and once, when it answers again.
+    fn notice(&mut self, failure: Option<&io::Error>) {
+        let now = Instant::now();
+        match (failure, self.unreachable) {
+            (Some(e), None) => {
+                eprintln!(
+                    "tool service at {} unreachable: {e}; its calls fail until it answers",
+                    self.address
+                );
+                self.unreachable = Some((now, now));
+            }
+            (Some(e), Some((since, said))) if now - said >= UNREACHABLE_NOTICE => {
+                eprintln!(
+                    "tool service at {} still unreachable after {} s: {e}",
+                    self.address,
+                    (now - since).as_secs()
+                );
+                self.unreachable = Some((since, now));
+            }
+            (None, Some((since, _))) => {
+                eprintln!(
+                    "tool service at {} answers again after {} s",
+                    self.address,
+                    (now - since).as_secs()
+                );
+                self.unreachable = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Answers the service's challenge, if this client holds a key.
+    fn authenticate(&self, conn: &mut (BufReader<TcpStream>, TcpStream)) -> io::Result<()> {
+        let Some(key) = &self.key else {
+            return Ok(());
+        };
+        let challenge = match read_reply(&mut conn.0) {
+            Ok(ToolReply::Challenge { challenge }) => challenge,
+            Ok(other) => {
+                return Err(io::Error::other(format!(
+                    "sent no challenge but {other:?}: is it started with --key?"
+                )))
+            }
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("sent no challenge ({e}): is it started with --key?"),
+                ))
+            }
+        };
+        let mut line = serde_json::to_vec(&ToolRequest::Auth {
+            proof: key.prove(&challenge),
+        })?;
+        line.push(b'\n');
+        conn.1.write_all(&line)
     }
 
     fn connection(&mut self) -> io::Result<&mut (BufReader<TcpStream>, TcpStream)> {
         if self.conn.is_none() {
-            let stream = TcpStream::connect(&self.address)?;
+            let stream = match self.connect() {
+                Ok(stream) => stream,
+                Err(e) => {
+                    self.notice(Some(&e));
+                    return Err(e);
+                }
+            };
             stream.set_nodelay(true)?;
             stream.set_read_timeout(Some(self.timeout))?;
-            self.conn = Some((BufReader::new(stream.try_clone()?), stream));
+            stream.set_write_timeout(Some(self.timeout))?;
+            let mut conn = (BufReader::new(stream.try_clone()?), stream);
+            if let Err(e) = self.authenticate(&mut conn) {
+                self.notice(Some(&e));
+                return Err(e);
+            }
+            self.notice(None);
+            self.conn = Some(conn);
         }
         self.conn
             .as_mut()
@@ -133,20 +239,42 @@ impl Tools for TcpTools {
     }
 
     fn receive(&mut self) -> io::Result<ToolReply> {
-        let mut line = String::new();
-        let result = self.connection().and_then(|(r, _)| r.read_line(&mut line));
-        let reply = match result {
-            Ok(0) => Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "tool service closed",
+        let reply = match self.connection().and_then(|(r, _)| read_reply(r)) {
+            Ok(ToolReply::Challenge { .. }) => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the tool service authenticates its clients: give its key (--tools-key)",
             )),
-            Ok(_) => serde_json::from_str(&line).map_err(io::Error::other),
-            Err(e) => Err(e),
+            Ok(ToolReply::Refused { why }) if why.starts_with(NOT_AUTHENTICATED) => {
+                Err(io::Error::new(io::ErrorKind::PermissionDenied, why))
+            }
+            reply => reply,
         };
+        if let Err(e) = &reply {
+            if e.kind() == io::ErrorKind::PermissionDenied {
+                self.notice(Some(e));
+            }
+        }
         if reply.is_err() {
             self.conn = None;
         }
         reply
+    }
+}
+
+/// The start of the service's refusal of a client that did not prove it holds its key.
+pub const NOT_AUTHENTICATED: &str = "not authenticated";
+
+/// Reads one reply line, bounded.
+fn read_reply(reader: &mut impl io::BufRead) -> io::Result<ToolReply> {
+    let mut line = Vec::new();
+    match bounded::read_line(reader, bounded::TOOL_LINE_BYTES, &mut line)? {
+        bounded::Line::Cut(_) => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "tool service closed the connection",
+        )),
+        bounded::Line::Whole => {
+            serde_json::from_slice(&line[..line.len() - 1]).map_err(io::Error::other)
+        }
     }
 }
 
@@ -173,6 +301,9 @@ impl Tools for MemoryTools {
             Some(ToolRequest::Query { key, .. }) => Ok(match self.committed.get(&key) {
                 Some(result) => ToolReply::Committed { result: *result },
                 None => ToolReply::NotCommitted,
+            }),
+            Some(ToolRequest::Auth { .. }) => Ok(ToolReply::Refused {
+                why: "no authentication in memory".to_string(),
             }),
             None => Err(io::Error::other("nothing sent")),
         }

@@ -48,6 +48,14 @@ pub struct Options {
     pub unknown_percent: u64,
     /// The whole torture's limit.
     pub deadline: Duration,
+    /// How many times the tool service is killed with SIGKILL (at seeded worker kills) and
+    /// started again on its address and ledger.
+    pub tool_kills: u32,
+    /// How many times the database is restarted (at seeded worker kills), by `db_restart`.
+    pub db_restarts: u32,
+    /// The shell command that restarts the database server (stop, then start), e.g.
+    /// `runtime/scripts/postgres.sh restart DIR PORT`.
+    pub db_restart: Option<String>,
 }
 
 /// One kill, and what the killed worker held.
@@ -74,6 +82,9 @@ pub struct Report {
     pub workers: u32,
     /// Kills by point (`random` for kills at a random instant).
     pub kills: BTreeMap<String, u32>,
+    /// The other faults: the tool service killed and restarted, the database restarted, a
+    /// corrupted ledger refused.
+    pub faults: BTreeMap<String, u32>,
     /// The counts from the logs and the ledger.
     pub tally: checks::Tally,
     /// Time from each kill to the next commit on a run the killed worker held, in ms.
@@ -82,6 +93,9 @@ pub struct Report {
     pub elapsed: Duration,
     /// What went wrong.
     pub violations: Vec<String>,
+    /// Why the torture did not finish, if it did not (its deadline passed): what it checked
+    /// is reported, and its verdict is "incomplete", not "passed".
+    pub incomplete: Option<String>,
 }
 
 impl Report {
@@ -109,6 +123,14 @@ impl Report {
             self.elapsed.as_secs_f64()
         );
         let _ = writeln!(out, "kills: {} ({})", self.total_kills(), kills.join(", "));
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .map(|(f, n)| format!("{f} {n}"))
+            .collect();
+        if !faults.is_empty() {
+            let _ = writeln!(out, "faults: {}", faults.join(", "));
+        }
         let _ = writeln!(
             out,
             "runs: {} ({} completed, {} failed, {} waiting on a person)",
@@ -135,12 +157,23 @@ impl Report {
         for w in t.waiting.iter().take(5) {
             let _ = writeln!(out, "waiting: {w}");
         }
+        if let Some(why) = &self.incomplete {
+            let _ = writeln!(out, "INCOMPLETE: {why}");
+        }
         if self.violations.is_empty() {
             let _ = writeln!(
                 out,
                 "checks: each key committed at most once; no accepted decision lost; no run stuck; every audit log validates and matches its anchor"
             );
-            let _ = writeln!(out, "result: 0 violations");
+            let _ = writeln!(
+                out,
+                "result: 0 violations{}",
+                if self.incomplete.is_some() {
+                    " in what ran (incomplete)"
+                } else {
+                    ""
+                }
+            );
         } else {
             for v in self.violations.iter().take(20) {
                 let _ = writeln!(out, "VIOLATION: {v}");
@@ -170,17 +203,23 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
     for chunk in bytes.chunks_mut(8) {
         chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
     }
-    let hex = resumable_kernel::Digest(bytes).to_string() + "\n";
-    std::fs::write(&key_file, hex).map_err(|e| format!("{}: {e}", key_file.display()))?;
+    crate::lifecycle::write_key(&key_file, bytes)?;
+    // The tool service's key, from the seed too.
+    for chunk in bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    crate::lifecycle::write_key(&o.dir.join("tools.key"), bytes)?;
     let key = crate::lifecycle::read_key(&key_file, false)?;
-    let (tools, address) = procs::tool_service(
+    let (proc, address) = procs::tool_service(
         &o.exe,
         &o.dir,
+        "127.0.0.1:0",
         o.seed,
         o.max_tool_delay_ms,
         o.unknown_percent,
     )
     .map_err(|e| e.to_string())?;
+    let mut tools = Some(proc);
     let mut approvers = Vec::new();
     for i in 0..o.approvers {
         approvers
@@ -209,22 +248,41 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
         ..Report::default()
     };
     let mut kills = Vec::new();
+    let mut faults = Faults {
+        tools: &mut tools,
+        address: &address,
+        schedule: schedule(o),
+    };
     let outcome = supervise(
         o,
         &spec,
         &mut *store,
         &mut report,
         &mut kills,
+        &mut faults,
         started,
         progress,
     );
     drop(approvers);
     drop(tools);
     outcome?;
+    corrupted_ledger_refused(o, &mut report);
     progress("checking");
-    let (tally, logs, violations) =
-        checks::check(&mut *store, &o.dir.join("tools.ledger"), Some(&key))
-            .map_err(|e| e.to_string())?;
+    // After a database restart the supervisor's own session may be gone: the first
+    // statement finds it so, and the store connects again.
+    for _ in 0..100 {
+        if store.scan(true).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (tally, logs, violations) = checks::check(
+        &mut *store,
+        &o.dir.join("tools.ledger"),
+        Some(&key),
+        report.incomplete.is_none(),
+    )
+    .map_err(|e| e.to_string())?;
     report.tally = tally;
     report.violations.extend(violations);
     report.recovery_ms = recovery_times(&kills, &logs);
@@ -232,14 +290,158 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
     Ok(report)
 }
 
+/// A fault other than a worker's kill, due once this many workers were killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// SIGKILL the tool service, then start it again on its address and ledger.
+    KillTools,
+    /// Restart the database server.
+    RestartDb,
+}
+
+/// The tool service and the faults still due, in order of the worker kill they follow.
+struct Faults<'a> {
+    tools: &'a mut Option<procs::Proc>,
+    address: &'a str,
+    schedule: Vec<(u32, Fault)>,
+}
+
+/// When each fault falls due, drawn from the seed: at worker kills spread over the run.
+fn schedule(o: &Options) -> Vec<(u32, Fault)> {
+    let mut rng = Rng::fork(o.seed, 3);
+    let mut due = Vec::new();
+    let span = u64::from(o.kills.max(1));
+    for _ in 0..o.tool_kills {
+        due.push((1 + rng.below(span) as u32, Fault::KillTools));
+    }
+    if o.db_restart.is_some() {
+        for _ in 0..o.db_restarts {
+            due.push((1 + rng.below(span) as u32, Fault::RestartDb));
+        }
+    }
+    due.sort_by_key(|(at, _)| *at);
+    due
+}
+
+/// Injects the faults due at this many worker kills.
+fn inject(
+    o: &Options,
+    faults: &mut Faults<'_>,
+    report: &mut Report,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), String> {
+    let killed = report.total_kills();
+    while faults.schedule.first().is_some_and(|(at, _)| *at <= killed) {
+        let (_, fault) = faults.schedule.remove(0);
+        match fault {
+            Fault::KillTools => {
+                // Dropping the process kills it with SIGKILL and reaps it.
+                drop(faults.tools.take());
+                let started = procs::tool_service_again(
+                    &o.exe,
+                    &o.dir,
+                    faults.address,
+                    o.seed.wrapping_add(u64::from(killed)),
+                    o.max_tool_delay_ms,
+                    o.unknown_percent,
+                )
+                .map_err(|e| format!("the tool service did not start again: {e}"))?;
+                *faults.tools = Some(started);
+                *report
+                    .faults
+                    .entry("tool service killed and restarted".into())
+                    .or_insert(0) += 1;
+            }
+            Fault::RestartDb => {
+                let command = o.db_restart.as_deref().unwrap_or("false");
+                progress(&format!("restarting the database: {command}"));
+                let status = std::process::Command::new("sh")
+                    .args(["-c", command])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .map_err(|e| format!("{command}: {e}"))?;
+                if !status.success() {
+                    return Err(format!("{command}: {status}"));
+                }
+                *report
+                    .faults
+                    .entry("database restarted".into())
+                    .or_insert(0) += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The last check: a copy of the ledger with a line in its middle damaged must be refused by
+/// the tool service, naming the line, and left as it was.
+fn corrupted_ledger_refused(o: &Options, report: &mut Report) {
+    let ledger = o.dir.join("tools.ledger");
+    let copy = o.dir.join("tools.ledger.corrupted");
+    let Ok(text) = std::fs::read_to_string(&ledger) else {
+        report
+            .violations
+            .push("the tool ledger cannot be read".into());
+        return;
+    };
+    let mut lines: Vec<&str> = text.lines().collect();
+    if lines.len() < 3 {
+        return;
+    }
+    let middle = lines.len() / 2;
+    lines[middle] = "{\"entry\":\"commit\",\"tool\"";
+    let damaged = lines.join("\n") + "\n";
+    if std::fs::write(&copy, &damaged).is_err() {
+        report
+            .violations
+            .push("cannot write the corrupted ledger".into());
+        return;
+    }
+    let out = std::process::Command::new(&o.exe)
+        .args([
+            "tool-service",
+            "--no-auth",
+            "--listen",
+            "127.0.0.1:0",
+            "--ledger",
+        ])
+        .arg(&copy)
+        .stdin(std::process::Stdio::null())
+        .output();
+    let refused = out.as_ref().is_ok_and(|out| {
+        !out.status.success()
+            && String::from_utf8_lossy(&out.stderr)
+                .contains(&format!("line {} is not a ledger entry", middle + 1))
+    });
+    let kept = std::fs::read_to_string(&copy).is_ok_and(|t| t == damaged);
+    if refused && kept {
+        *report
+            .faults
+            .entry("corrupted ledger refused".into())
+            .or_insert(0) += 1;
+    } else {
+        report.violations.push(format!(
+            "the tool service did not refuse a ledger damaged at line {} (or changed it)",
+            middle + 1
+        ));
+    }
+    let _ = std::fs::remove_file(&copy);
+}
+
 /// The supervisor's loop: start runs, kill and restart workers, until the kills are reached
 /// and every run has ended or waits on a person. Workers are stopped when it returns.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the supervisor's whole state, passed once"
+)]
 fn supervise(
     o: &Options,
     spec: &WorkerSpec<'_>,
     store: &mut dyn Store,
     report: &mut Report,
     kills: &mut Vec<Kill>,
+    faults: &mut Faults<'_>,
     started: Instant,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), String> {
@@ -256,10 +458,19 @@ fn supervise(
         for slot in slots.iter_mut() {
             tend(slot, o, spec, store, report, kills, &mut rng)?;
         }
+        inject(o, faults, report, progress)?;
         if last_look.elapsed() >= Duration::from_millis(20) {
             last_look = Instant::now();
             let killing = report.total_kills() < o.kills;
-            let live = top_up(store, o, killing, &mut made, &mut rng, spec.key)?;
+            let live = match top_up(store, o, killing, &mut made, &mut rng, spec.key) {
+                Ok(live) => live,
+                // The database is restarting: look again soon.
+                Err(TopUp::Store(e)) if crate::backoff::transient(&e) => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                Err(e) => return Err(e.to_string()),
+            };
             if !killing && live == 0 {
                 return Ok(());
             }
@@ -272,9 +483,9 @@ fn supervise(
             }
         }
         if started.elapsed() > o.deadline {
-            let list = store.scan(false).map_err(|e| e.to_string())?;
-            report.violations.push(format!(
-                "deadline of {} s passed with {} kills of {} and {} runs not settled",
+            let list = store.scan(false).unwrap_or_default();
+            report.incomplete = Some(format!(
+                "the deadline of {} s passed with {} kills of {} and {} runs not settled",
                 o.deadline.as_secs(),
                 report.total_kills(),
                 o.kills,
@@ -340,8 +551,8 @@ fn top_up(
     made: &mut u32,
     rng: &mut Rng,
     key: &crate::lifecycle::Key,
-) -> Result<usize, String> {
-    let list = store.scan(false).map_err(|e| e.to_string())?;
+) -> Result<usize, TopUp> {
+    let list = store.scan(false)?;
     let live = list
         .iter()
         .filter(|s| s.status != Status::Person || s.pending > 0)
@@ -355,11 +566,28 @@ fn top_up(
                 Program::Order
             };
             let name = format!("{}-{:06}", &program.as_str()[..1], *made);
-            create_run(store, program, &name, 0, &Timing::default(), Some(key))
-                .map_err(|e| e.to_string())?;
+            create_run(store, program, &name, 0, &Timing::default(), Some(key))?;
         }
     }
     Ok(live)
+}
+
+/// Why runs could not be started.
+#[derive(Debug, thiserror::Error)]
+enum TopUp {
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error(transparent)]
+    Drive(crate::driver::DriveError),
+}
+
+impl From<crate::driver::DriveError> for TopUp {
+    fn from(e: crate::driver::DriveError) -> TopUp {
+        match e {
+            crate::driver::DriveError::Store(e) => TopUp::Store(e),
+            e => TopUp::Drive(e),
+        }
+    }
 }
 
 /// The runs `owner` held when it died, with their log position.

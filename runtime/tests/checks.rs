@@ -150,7 +150,7 @@ impl World {
     }
 
     fn violations(&mut self) -> Vec<String> {
-        check(&mut self.store, &self.dir.join("ledger"), None)
+        check(&mut self.store, &self.dir.join("ledger"), None, true)
             .unwrap()
             .2
     }

@@ -84,6 +84,7 @@ fn the_seed_example_runs_end_to_end_and_its_refused_attempts_are_recorded() {
         .map(|a| match a {
             Answer::Accepted(_) => "accepted".to_string(),
             Answer::Rejected(r) => serde_json::to_value(r).unwrap()["rejection"].to_string(),
+            Answer::Unauthenticated => "unauthenticated".to_string(),
         })
         .collect();
     assert_eq!(

@@ -174,14 +174,14 @@ fn waiting_for_an_answer_gives_the_kernels_answer_once_a_worker_fed_it_or_nothin
 fn a_runs_description_says_where_it_is_and_who_it_waits_on() {
     let mut store = MemoryStore::new();
     let key = waiting(&store, Program::Seed, "run-1");
-    let line = parties::describe(&row(&mut store, &key));
+    let line = parties::describe(&row(&mut store, &key), 0);
     assert!(
         line.starts_with("tenant-a/session-1/run-1 [seed] revision 1: suspended")
             && line.contains("waits for approver to approve call-1 (publish:demo) asked by agent"),
         "{line}"
     );
     let order = waiting(&store, Program::Order, "order-1");
-    let line = parties::describe(&row(&mut store, &order));
+    let line = parties::describe(&row(&mut store, &order), 0);
     assert!(
         line.contains("waits for callback payment-settled from payments"),
         "{line}"
@@ -201,6 +201,7 @@ fn the_watching_approver_decides_each_suspension_once_and_sends_duplicates_when_
             callbacks: false,
             valid_ms: 600_000,
             poll: Duration::ZERO,
+            key: None,
         };
         // Three looks at an unchanged store: one decision (and its duplicate, if told).
         assert_eq!(watch::watch(&mut store, &w, Some(3)).unwrap(), expected);
@@ -223,6 +224,7 @@ fn the_watching_approver_sends_the_callback_only_when_told_to_play_the_payment_s
             callbacks,
             valid_ms: 600_000,
             poll: Duration::ZERO,
+            key: None,
         };
         assert_eq!(watch::watch(&mut store, &w, Some(2)).unwrap(), expected);
         assert_eq!(store.inbox(&key, false).unwrap().len(), expected as usize);

@@ -702,3 +702,59 @@ fn a_rejection_is_stored_with_its_evidence() {
     let answered = store.inbox(&key, false).unwrap()[0].answer.unwrap();
     assert_eq!(answered.answer, Answer::Rejected(rejection));
 }
+
+/// `address` with its sessions named `name` (PostgreSQL's `application_name`), so that a test
+/// can end its own sessions and no other test's.
+fn named(address: &str, name: &str) -> String {
+    let (conn, schema) = resumable_runtime::store::postgres::split_address(address);
+    format!("{conn} application_name={name}#{schema}")
+}
+
+/// Ends every session named `name`, as a restart of the server does for its clients.
+fn terminate_sessions(address: &str, name: &str) {
+    let (conn, _) = resumable_runtime::store::postgres::split_address(address);
+    let mut admin = postgres::Client::connect(conn, postgres::NoTls).unwrap();
+    let ended = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&name],
+        )
+        .unwrap();
+    assert!(!ended.is_empty(), "no session named {name}");
+}
+
+#[test]
+fn postgres_store_connects_again_after_the_server_dropped_its_session() {
+    let Some(address) = test_address("reconnect") else {
+        return;
+    };
+    let name = format!("reconnect_{}", std::process::id());
+    let mut store = PgStore::open(&named(&address, &name)).unwrap();
+    let key = new_run(&mut store, Program::Seed, "run-1");
+    terminate_sessions(&address, &name);
+    // The statement that meets the dropped session fails, with the server's words (unless
+    // the client saw the session end first); the next one connects again and finds what was
+    // committed.
+    if let Err(e) = store.load(&key) {
+        let failed = e.to_string();
+        assert!(failed.starts_with("store: postgres: "), "{failed}");
+        assert!(failed.len() > "store: postgres: db error".len(), "{failed}");
+    }
+    assert_eq!(store.load(&key).unwrap().unwrap().key, key);
+    drop(store);
+    PgStore::drop_schema(&address).unwrap();
+}
+
+#[test]
+fn postgres_errors_carry_the_servers_message() {
+    let Some(address) = test_address("message") else {
+        return;
+    };
+    let (conn, _) = resumable_runtime::store::postgres::split_address(&address);
+    let missing = format!("{conn} dbname=no_such_database#message");
+    let err = PgStore::open(&missing).err().unwrap().to_string();
+    assert!(
+        err.contains("database \"no_such_database\" does not exist"),
+        "{err}"
+    );
+}

@@ -46,6 +46,7 @@ impl Recorder {
             .map(|r| match r {
                 ToolRequest::Dispatch { .. } => "dispatch",
                 ToolRequest::Query { .. } => "query",
+                ToolRequest::Auth { .. } => "auth",
             })
             .collect()
     }
@@ -76,14 +77,18 @@ impl Store for Racing {
     fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
         self.inner.scan(all)
     }
-    fn submit(
+    fn submit_sealed(
         &mut self,
         key: &RunKey,
         party: &str,
         at_ms: u64,
         request: &Request,
+        seal: Option<Digest>,
     ) -> Result<u64, StoreError> {
-        self.inner.submit(key, party, at_ms, request)
+        self.inner.submit_sealed(key, party, at_ms, request, seal)
+    }
+    fn refuse_unauthenticated(&mut self, key: &RunKey, id: u64) -> Result<Cas, StoreError> {
+        self.inner.refuse_unauthenticated(key, id)
     }
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
         self.inner.inbox(key, pending)
@@ -536,4 +541,65 @@ fn work_until_quiescent_drives_the_order_to_its_callback_and_no_further() {
         &d.store.scan(false).unwrap(),
         crate::rng::now_ms()
     ));
+}
+
+#[test]
+fn a_run_sealed_under_another_key_or_none_is_refused_before_anything_is_written() {
+    let (key_a, key_b) = (
+        lifecycle::Key::from_bytes([1; 32]),
+        lifecycle::Key::from_bytes([2; 32]),
+    );
+    let mut store = MemoryStore::new();
+    let keyed = create_run(
+        &mut store,
+        Program::Order,
+        "keyed",
+        0,
+        &Timing::default(),
+        Some(&key_a),
+    )
+    .unwrap()
+    .unwrap();
+    let plain = new_order(&mut store);
+    for (held, run, sealed) in [
+        (None, &keyed, Some(key_a.id())),
+        (Some(&key_b), &keyed, Some(key_a.id())),
+        (Some(&key_a), &plain, None),
+    ] {
+        let mut d = Driver::new(
+            store.clone(),
+            Recorder::default(),
+            Config {
+                key: held.cloned(),
+                ..config(Flavor::Correct)
+            },
+        );
+        match d.turn(run, false) {
+            Err(DriveError::Key {
+                run: r,
+                sealed: s,
+                held: h,
+            }) => {
+                assert_eq!((&r, s, h), (run, sealed, held.map(lifecycle::Key::id)));
+            }
+            other => panic!("driven with the wrong key: {:?}", other.map(|_| ())),
+        }
+        let message = d.turn(run, false).err().unwrap().to_string();
+        if let Some(sealed) = sealed {
+            assert!(message.contains(&sealed.to_string()), "{message}");
+        }
+        assert_eq!(d.store.log(run).unwrap().len(), 1, "the header alone");
+        assert!(d.tools.sent.is_empty());
+    }
+    // With its own key, each is driven.
+    let mut d = Driver::new(
+        store,
+        Recorder::default(),
+        Config {
+            key: Some(key_a),
+            ..config(Flavor::Correct)
+        },
+    );
+    assert!(d.turn(&keyed, false).unwrap());
+    assert!(d.store.log(&keyed).unwrap().len() > 1);
 }

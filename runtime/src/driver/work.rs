@@ -7,7 +7,7 @@ use super::{facts, DriveError, Driver, Fed, Flavor};
 use crate::rng::now_ms;
 use crate::store::{Request, Row, RunKey, Store, Summary};
 use crate::tool::Tools;
-use resumable_kernel::{Event, Input, Resume};
+use resumable_kernel::{Event, Input, Next, Resume};
 use std::time::Duration;
 
 /// Most actions one turn takes on one run before the worker moves on to the next.
@@ -44,6 +44,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
     /// turn's budget is spent. `inbox` says whether requests may wait in its inbox (the scan
     /// counted some). Returns whether anything was committed.
     pub fn turn(&mut self, key: &RunKey, mut inbox: bool) -> Result<bool, DriveError> {
+        self.check_key(key)?;
         let mut progressed = false;
         for _ in 0..TURN_BUDGET {
             let Some(row) = self.store.load(key)? else {
@@ -86,7 +87,24 @@ impl<S: Store, T: Tools> Driver<S, T> {
             Action::Recover(_) => (Event::Recover, row.pc, None),
             Action::Expire => (Event::Expire, row.pc, None),
             Action::Program(event) => (event, row.pc.saturating_add(1), None),
-            Action::Request(r) => (request_event(&row, r.request), row.pc, Some(r.id)),
+            Action::Request(r) => {
+                if let Some(keys) = &self.parties {
+                    // The party the run waits on, as the kernel says: a callback names none.
+                    let responsible = match row.run.next() {
+                        Next::Decision { responsible, .. } => Some(responsible),
+                        _ => None,
+                    };
+                    if let Err(why) = keys.check(&row.key, &r, responsible.as_ref()) {
+                        eprintln!(
+                            "{}: request #{} refused, unauthenticated: {why}",
+                            row.key, r.id
+                        );
+                        self.store.refuse_unauthenticated(&row.key, r.id)?;
+                        return Ok(true);
+                    }
+                }
+                (request_event(&row, r.request), row.pc, Some(r.id))
+            }
         };
         let input = Input {
             at: Self::at(&row.run),
@@ -143,15 +161,30 @@ impl<S: Store, T: Tools> Driver<S, T> {
     }
 
     /// Works until stopped; with `until_quiescent`, returns once nothing can move without
-    /// someone outside. Sleeps `poll` between passes that found nothing to do.
+    /// someone outside. Sleeps `poll` between passes that found nothing to do. A store that
+    /// fails is waited for with a bounded backoff (see [`crate::backoff`]), saying why.
     pub fn work(
         &mut self,
         offset: usize,
         poll: Duration,
         until_quiescent: bool,
     ) -> Result<(), DriveError> {
+        let mut backoff = crate::backoff::Backoff::new();
         loop {
-            let (progressed, quiet) = self.pass(offset)?;
+            let (progressed, quiet) = match self.pass(offset) {
+                Ok(outcome) => {
+                    backoff.succeeded(&self.config.owner);
+                    outcome
+                }
+                // The store failed (a PostgreSQL restart): what this worker was doing is as
+                // if it had been killed there, and the next pass starts from what the store
+                // holds. Wait, saying why, and try again.
+                Err(DriveError::Store(e)) if crate::backoff::transient(&e) => {
+                    backoff.failed(&self.config.owner, &e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if quiet && until_quiescent {
                 return Ok(());
             }

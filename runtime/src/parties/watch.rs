@@ -4,7 +4,8 @@
 
 use super::{approval, callback, PartyError};
 use crate::rng::{now_ms, Rng};
-use crate::store::{Status, Store};
+use crate::store::{RunKey, Status, Store};
+use resumable_kernel::Revision;
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -25,6 +26,8 @@ pub struct Watch {
     pub valid_ms: u64,
     /// Pause between looks at the store.
     pub poll: Duration,
+    /// Its key, to seal each request with (see [`crate::auth::SharedKey::seal`]).
+    pub key: Option<crate::auth::SharedKey>,
 }
 
 /// Decides on every suspension it sees, once, until the process is stopped (or, with
@@ -34,38 +37,62 @@ pub fn watch(store: &mut dyn Store, w: &Watch, rounds: Option<u64>) -> Result<u6
     let mut decided = HashSet::new();
     let mut sent = 0;
     let mut round = 0;
+    let mut backoff = crate::backoff::Backoff::new();
     while rounds.is_none_or(|r| round < r) {
         round += 1;
-        for s in store.scan(false)? {
-            let wanted = match s.status {
-                Status::Approval => true,
-                Status::Callback => w.callbacks,
-                _ => false,
-            };
-            if !wanted || s.pending > 0 {
+        match look(store, w, &mut rng, &mut decided, &mut sent) {
+            Ok(()) => backoff.succeeded(&w.name),
+            // The store failed (a PostgreSQL restart): wait, saying why, and look again.
+            Err(PartyError::Store(e)) if crate::backoff::transient(&e) => {
+                backoff.failed(&w.name, &e);
                 continue;
             }
-            let Some(row) = store.load(&s.key)? else {
-                continue;
-            };
-            let Some(cp) = row.checkpoint else { continue };
-            if !decided.insert((s.key.clone(), cp.revision)) {
-                continue;
-            }
-            let request = if s.status == Status::Approval {
-                let approve = !rng.percent(w.deny_percent);
-                approval(&row, None, &w.name, approve, w.valid_ms)?
-            } else {
-                callback(&row, "settled")?
-            };
-            store.submit(&s.key, &w.name, now_ms(), &request)?;
-            sent += 1;
-            if rng.percent(w.duplicate_percent) {
-                store.submit(&s.key, &w.name, now_ms(), &request)?;
-                sent += 1;
-            }
+            Err(e) => return Err(e),
         }
         std::thread::sleep(w.poll);
     }
     Ok(sent)
+}
+
+/// One look at the store: a decision on each suspension not yet decided.
+fn look(
+    store: &mut dyn Store,
+    w: &Watch,
+    rng: &mut Rng,
+    decided: &mut HashSet<(RunKey, Revision)>,
+    sent: &mut u64,
+) -> Result<(), PartyError> {
+    for s in store.scan(false)? {
+        let wanted = match s.status {
+            Status::Approval => true,
+            Status::Callback => w.callbacks,
+            _ => false,
+        };
+        if !wanted || s.pending > 0 {
+            continue;
+        }
+        let Some(row) = store.load(&s.key)? else {
+            continue;
+        };
+        let Some(cp) = row.checkpoint else { continue };
+        if decided.contains(&(s.key.clone(), cp.revision)) {
+            continue;
+        }
+        let request = if s.status == Status::Approval {
+            let approve = !rng.percent(w.deny_percent);
+            approval(&row, None, &w.name, approve, w.valid_ms)?
+        } else {
+            callback(&row, "settled")?
+        };
+        let seal = w.key.as_ref().map(|k| k.seal(&s.key, &w.name, &request));
+        store.submit_sealed(&s.key, &w.name, now_ms(), &request, seal)?;
+        // Decided once it is in the inbox: a submit the store lost is made again next look.
+        decided.insert((s.key.clone(), cp.revision));
+        *sent += 1;
+        if rng.percent(w.duplicate_percent) {
+            store.submit_sealed(&s.key, &w.name, now_ms(), &request, seal)?;
+            *sent += 1;
+        }
+    }
+    Ok(())
 }

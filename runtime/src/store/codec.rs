@@ -8,7 +8,7 @@
 //! writes fits (times are milliseconds since the Unix epoch); one that would not is refused
 //! when written ([`StoreError::TooLarge`]), and a negative one read back is corrupt.
 
-use super::{Answer, Answered, Inbox, Lease, Request, Row, RunKey, Status, StoreError, Summary};
+use super::{Answer, Answered, Inbox, Lease, Row, RunKey, Sealed, Status, StoreError, Summary};
 use crate::lifecycle::Tail;
 use resumable_kernel::{Digest, HistoryEntry, KeyUse, LoggedCall, Prior, Run};
 use serde::{Deserialize, Serialize};
@@ -250,7 +250,7 @@ pub fn request(key: &RunKey, cells: Vec<Cell>) -> Result<Inbox, StoreError> {
     let id = c.uint("request id")?;
     let party = c.text("party")?;
     let submitted_ms = c.uint("submitted_ms")?;
-    let request: Request = c.the_json("request")?;
+    let Sealed { request, seal } = c.the_json("request")?;
     let answer: Option<Answer> = c.opt_json("answer")?;
     let seq = c.opt_uint("answer's record")?;
     c.end()?;
@@ -269,6 +269,7 @@ pub fn request(key: &RunKey, cells: Vec<Cell>) -> Result<Inbox, StoreError> {
         submitted_ms,
         request,
         answer,
+        seal,
     })
 }
 

@@ -7,11 +7,11 @@
 //! its clone, race on the same runs.
 
 use super::{
-    status_of, wake_at, Answered, Cas, Commit, Inbox, NewRun, Request, Row, RunKey, Store,
+    status_of, wake_at, Answer, Answered, Cas, Commit, Inbox, NewRun, Request, Row, RunKey, Store,
     StoreError, Summary,
 };
 use resumable_audit::history::History;
-use resumable_kernel::{Call, Prior};
+use resumable_kernel::{Call, Digest, Prior};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -147,12 +147,13 @@ impl Store for MemoryStore {
         Ok(list)
     }
 
-    fn submit(
+    fn submit_sealed(
         &mut self,
         key: &RunKey,
         party: &str,
         at_ms: u64,
         request: &Request,
+        seal: Option<Digest>,
     ) -> Result<u64, StoreError> {
         let mut memory = self.memory()?;
         let id = memory.inbox.len() as u64 + 1;
@@ -163,8 +164,27 @@ impl Store for MemoryStore {
             submitted_ms: at_ms,
             request: *request,
             answer: None,
+            seal,
         });
         Ok(id)
+    }
+
+    fn refuse_unauthenticated(&mut self, key: &RunKey, id: u64) -> Result<Cas, StoreError> {
+        let mut memory = self.memory()?;
+        let found = memory
+            .inbox
+            .iter_mut()
+            .find(|r| r.id == id && &r.key == key && r.answer.is_none());
+        Ok(match found {
+            Some(request) => {
+                request.answer = Some(Answered {
+                    answer: Answer::Unauthenticated,
+                    seq: 0,
+                });
+                Cas::Done
+            }
+            None => Cas::Conflict,
+        })
     }
 
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {

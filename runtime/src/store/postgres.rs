@@ -27,16 +27,94 @@ const DIALECT: Dialect = Dialect {
     keyed_options: "",
 };
 
-/// A connection to a PostgreSQL store.
+/// A connection to a PostgreSQL store, made again when the server closed it (a restart).
 pub struct Postgres {
     db: Client,
+    /// The connection string, to connect again.
+    conn: String,
+    /// The store's schema.
+    schema: String,
+    /// Whether every transaction is read-only.
+    read_only: bool,
+    /// Whether the last statement found the server gone: the next one connects again,
+    /// whether or not the driver has yet noticed the connection closed.
+    lost: bool,
+}
+
+impl Postgres {
+    /// The client, connected again first if the server closed the connection: a statement
+    /// that failed with the server gone failed, and the next one finds it back.
+    fn client(&mut self) -> Result<&mut Client, StoreError> {
+        if self.lost || self.db.is_closed() {
+            let mut db = Client::connect(&self.conn, NoTls).map_err(backend)?;
+            db.batch_execute(&session(&self.schema, self.read_only))
+                .map_err(backend)?;
+            self.db = db;
+            self.lost = false;
+        }
+        Ok(&mut self.db)
+    }
+
+    /// `result`, remembering whether it found the server gone.
+    fn noting<T>(&mut self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if matches!(result, Err(StoreError::Unavailable(_))) {
+            self.lost = true;
+        }
+        result
+    }
+}
+
+/// The settings of a store's session: its schema, and whether it only reads.
+fn session(schema: &str, read_only: bool) -> String {
+    let read_only = if read_only {
+        "SET default_transaction_read_only = on; "
+    } else {
+        ""
+    };
+    format!("{read_only}SET search_path TO {schema}")
 }
 
 /// The store on PostgreSQL.
 pub type PgStore = SqlStore<Postgres>;
 
-fn backend(e: postgres::Error) -> StoreError {
-    StoreError::Backend(format!("postgres: {e}"))
+/// The error with the server's own words: the driver's `Display` says only "db error" or
+/// "error connecting to server"; the server's message (a wrong user, a missing database, a
+/// relation that does not exist) and the I/O cause are in its sources.
+pub(crate) fn backend(e: postgres::Error) -> StoreError {
+    // Connection exceptions (class 08) and operator intervention (57: a shutdown, a server
+    // still starting up), or no answer from a server at all: the server is not there now.
+    let unavailable = match e.as_db_error() {
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || code.starts_with("57")
+        }
+        None => {
+            e.is_closed() || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>())
+        }
+    };
+    let mut text = format!("postgres: {e}");
+    if let Some(db) = e.as_db_error() {
+        text.push_str(&format!(
+            ": {} {}: {}",
+            db.severity(),
+            db.code().code(),
+            db.message()
+        ));
+        if let Some(detail) = db.detail() {
+            text.push_str(&format!(" ({detail})"));
+        }
+    } else {
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+    }
+    if unavailable {
+        StoreError::Unavailable(text)
+    } else {
+        StoreError::Backend(text)
+    }
 }
 
 /// Splits `conninfo#schema` into its parts.
@@ -45,6 +123,38 @@ pub fn split_address(address: &str) -> (&str, &str) {
         Some((conn, schema)) if !schema.is_empty() => (conn, schema),
         _ => (address, "resumable"),
     }
+}
+
+/// Most bytes of an identifier PostgreSQL keeps (`NAMEDATALEN - 1`); it silently shortens a
+/// longer one, so that two long schema names could name one schema.
+pub const MAX_SCHEMA_BYTES: usize = 63;
+
+/// Whether `schema` can name the store's own schema: lowercase letters, digits and `_`,
+/// starting with a letter or `_`, at most [`MAX_SCHEMA_BYTES`] bytes, and none of
+/// PostgreSQL's own (`pg_...`, `information_schema`, `public`).
+pub fn check_schema(schema: &str) -> Result<(), String> {
+    let why = if schema.len() > MAX_SCHEMA_BYTES {
+        format!(
+            "is {} bytes; PostgreSQL keeps {MAX_SCHEMA_BYTES} and would shorten it",
+            schema.len()
+        )
+    } else if !schema
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        "use lowercase letters, digits and _".to_string()
+    } else if !schema
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
+    {
+        "starts with a letter or _".to_string()
+    } else if schema.starts_with("pg_") || schema == "information_schema" || schema == "public" {
+        "is PostgreSQL's own; name a schema of the store's own".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(format!("postgres: schema name {schema:?} {why}"))
 }
 
 /// Connects as the store does: to the address's server, in its schema (created if
@@ -56,14 +166,7 @@ pub fn connect(
     work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<(), postgres::Error>,
 ) -> Result<Client, StoreError> {
     let (conn, schema) = split_address(address);
-    if !schema
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
-        return Err(StoreError::Backend(format!(
-            "postgres: schema name {schema:?}: use lowercase letters, digits and _"
-        )));
-    }
+    check_schema(schema).map_err(StoreError::Misuse)?;
     let mut db = Client::connect(conn, NoTls).map_err(backend)?;
     // Workers start together: one creates the tables, the others wait on the lock.
     let mut tx = db.transaction().map_err(backend)?;
@@ -75,8 +178,7 @@ pub fn connect(
     .map_err(backend)?;
     work(&mut tx).map_err(backend)?;
     tx.commit().map_err(backend)?;
-    db.batch_execute(&format!("SET search_path TO {schema}"))
-        .map_err(backend)?;
+    db.batch_execute(&session(schema, false)).map_err(backend)?;
     Ok(db)
 }
 
@@ -84,12 +186,44 @@ impl SqlStore<Postgres> {
     /// Connects and creates the schema and tables if needed.
     pub fn open(address: &str) -> Result<PgStore, StoreError> {
         let db = connect(address, |tx| tx.batch_execute(&sql::schema(&DIALECT)))?;
-        Ok(SqlStore::new(Postgres { db }))
+        let (conn, schema) = split_address(address);
+        Ok(SqlStore::new(Postgres {
+            db,
+            conn: conn.to_string(),
+            schema: schema.to_string(),
+            read_only: false,
+            lost: false,
+        }))
+    }
+
+    /// Connects for reading only: every transaction is read-only, nothing is created, and a
+    /// schema that does not exist is refused rather than made.
+    pub fn open_read_only(address: &str) -> Result<PgStore, StoreError> {
+        let (conn, schema) = split_address(address);
+        check_schema(schema).map_err(StoreError::Misuse)?;
+        let mut db = Client::connect(conn, NoTls).map_err(backend)?;
+        let found = db
+            .query("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])
+            .map_err(backend)?;
+        if found.is_empty() {
+            return Err(StoreError::Misuse(format!(
+                "postgres: no store in schema {schema} (a reading command never creates one)"
+            )));
+        }
+        db.batch_execute(&session(schema, true)).map_err(backend)?;
+        Ok(SqlStore::new(Postgres {
+            db,
+            conn: conn.to_string(),
+            schema: schema.to_string(),
+            read_only: true,
+            lost: false,
+        }))
     }
 
     /// Drops a schema and everything in it (for tests and benchmarks that made their own).
     pub fn drop_schema(address: &str) -> Result<(), StoreError> {
         let (conn, schema) = split_address(address);
+        check_schema(schema).map_err(StoreError::Misuse)?;
         let mut db = Client::connect(conn, NoTls).map_err(backend)?;
         db.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
             .map_err(backend)
@@ -173,11 +307,13 @@ impl Sql for postgres::Transaction<'_> {
 /// Statements outside a transaction: each is one on its own.
 impl Sql for Postgres {
     fn execute(&mut self, sql: &str, values: &[Value<'_>]) -> Result<u64, StoreError> {
-        execute(&mut self.db, sql, values)
+        let result = self.client().and_then(|db| execute(db, sql, values));
+        self.noting(result)
     }
 
     fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError> {
-        query(&mut self.db, sql, values)
+        let result = self.client().and_then(|db| query(db, sql, values));
+        self.noting(result)
     }
 }
 
@@ -186,12 +322,15 @@ impl sql::Connection for Postgres {
         &mut self,
         work: &mut dyn FnMut(&mut dyn Sql) -> Result<Cas, StoreError>,
     ) -> Result<Cas, StoreError> {
-        let mut tx = self.db.transaction().map_err(backend)?;
-        let cas = work(&mut tx)?;
-        if cas == Cas::Done {
-            tx.commit().map_err(backend)?;
-        }
-        Ok(cas) // on a conflict, dropping the transaction rolls it back
+        let result = (|| {
+            let mut tx = self.client()?.transaction().map_err(backend)?;
+            let cas = work(&mut tx)?;
+            if cas == Cas::Done {
+                tx.commit().map_err(backend)?;
+            }
+            Ok(cas) // on a conflict, dropping the transaction rolls it back
+        })();
+        self.noting(result)
     }
 }
 
@@ -220,4 +359,28 @@ pub fn test_address(test: &str) -> Option<String> {
     let address = format!("{conn}#{schema}");
     PgStore::drop_schema(&address).ok()?;
     Some(address)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_postgres_would_shorten_or_owns_are_refused() {
+        assert!(check_schema("torture").is_ok());
+        assert!(check_schema(&"a".repeat(63)).is_ok());
+        let long = check_schema(&"a".repeat(64)).unwrap_err();
+        assert!(long.contains("64 bytes"), "{long}");
+        for bad in [
+            "information_schema",
+            "pg_catalog",
+            "public",
+            "Caps",
+            "9lives",
+            "a-b",
+            "",
+        ] {
+            assert!(check_schema(bad).is_err(), "{bad}");
+        }
+    }
 }

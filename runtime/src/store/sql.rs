@@ -8,10 +8,10 @@
 
 use super::codec::{self, history_rows, int, time, to_json, Cell, HistoryRow, Value};
 use super::{
-    status_of, wake_at, Cas, Commit, Inbox, NewRun, Request, Row, RunKey, Status, Store,
-    StoreError, Summary,
+    status_of, wake_at, Answer, Cas, Commit, Inbox, NewRun, Request, Row, RunKey, Sealed, Status,
+    Store, StoreError, Summary,
 };
-use resumable_kernel::{Call, Fingerprint, Prior};
+use resumable_kernel::{Call, Digest, Fingerprint, Prior};
 
 /// The words for the column types the two dialects spell differently.
 #[derive(Clone, Copy, Debug)]
@@ -131,6 +131,10 @@ pub fn scan() -> String {
 pub const SUBMIT: &str = "INSERT INTO inbox (key, party, submitted_ms, request)
     VALUES (?1, ?2, ?3, ?4) RETURNING id";
 
+/// A request refused before the kernel saw it: answered with no audit record (`seq` 0).
+pub const REFUSE: &str =
+    "UPDATE inbox SET answer = ?1, seq = 0 WHERE id = ?2 AND key = ?3 AND answer IS NULL";
+
 /// A run's requests (with `?2`, only those unanswered), oldest first; the columns
 /// [`codec::request`] reads.
 pub const INBOX: &str = "SELECT id, party, submitted_ms, request, answer, seq FROM inbox
@@ -138,6 +142,8 @@ pub const INBOX: &str = "SELECT id, party, submitted_ms, request, answer, seq FR
 
 /// A run's audit log, header first.
 pub const LOG: &str = "SELECT line FROM audit WHERE key = ?1 ORDER BY seq";
+/// Line 1 of a run's audit log: its header.
+pub const HEADER: &str = "SELECT line FROM audit WHERE key = ?1 AND seq = 0";
 
 /// One row of a run's history: key, kind, fingerprint, args, committed. A row written again
 /// keeps its arguments, and stays spent once spent.
@@ -274,14 +280,18 @@ impl<C: Connection> Store for SqlStore<C> {
         rows.into_iter().map(codec::summary).collect()
     }
 
-    fn submit(
+    fn submit_sealed(
         &mut self,
         key: &RunKey,
         party: &str,
         at_ms: u64,
         request: &Request,
+        seal: Option<Digest>,
     ) -> Result<u64, StoreError> {
-        let request = to_json(request)?;
+        let request = to_json(&Sealed {
+            request: *request,
+            seal,
+        })?;
         let values = [
             Value::Text(&key.0),
             Value::Text(party),
@@ -293,6 +303,19 @@ impl<C: Connection> Store for SqlStore<C> {
             return Err(StoreError::Backend("submit: no id returned".to_string()));
         };
         codec::number(key, "request id", cells)
+    }
+
+    fn refuse_unauthenticated(&mut self, key: &RunKey, id: u64) -> Result<Cas, StoreError> {
+        let answer = to_json(&Answer::Unauthenticated)?;
+        let values = [
+            Value::Text(&answer),
+            Value::Int(int("request id", id)?),
+            Value::Text(&key.0),
+        ];
+        Ok(match self.connection.execute(REFUSE, &values)? {
+            0 => Cas::Conflict,
+            _ => Cas::Done,
+        })
     }
 
     fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
@@ -308,6 +331,14 @@ impl<C: Connection> Store for SqlStore<C> {
         rows.into_iter()
             .map(|cells| codec::log_line(key, cells))
             .collect()
+    }
+
+    fn header(&mut self, key: &RunKey) -> Result<Option<Vec<u8>>, StoreError> {
+        let rows = self.connection.query(HEADER, &[Value::Text(&key.0)])?;
+        rows.into_iter()
+            .next()
+            .map(|cells| codec::log_line(key, cells))
+            .transpose()
     }
 
     fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {

@@ -69,6 +69,36 @@ impl SqlStore<Sqlite> {
     }
 }
 
+impl SqlStore<Sqlite> {
+    /// Opens the store at `path` for reading only: nothing is created or written, so a
+    /// reader needs no write access, and a path that names no store is refused rather than
+    /// made into an empty one.
+    pub fn open_read_only(path: &str) -> Result<SqliteStore, StoreError> {
+        if !std::path::Path::new(path).is_file() {
+            return Err(StoreError::Misuse(format!(
+                "sqlite: no store at {path} (a reading command never creates one)"
+            )));
+        }
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let db = rusqlite::Connection::open_with_flags(path, flags).map_err(backend)?;
+        db.busy_timeout(Duration::from_secs(30)).map_err(backend)?;
+        // A file that is not a store (or not yet one) has no runs table: say so now.
+        let tables: i64 = db
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
+        if tables == 0 {
+            return Err(StoreError::Misuse(format!("sqlite: {path} holds no store")));
+        }
+        Ok(SqlStore::new(Sqlite { db }))
+    }
+}
+
 impl rusqlite::ToSql for Value<'_> {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         let value = match *self {

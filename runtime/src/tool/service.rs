@@ -6,14 +6,16 @@
 //! cut short by a crash of the service was never answered, and is ignored when the ledger is
 //! read back.
 
-use super::{ToolReply, ToolRequest};
+use super::{ToolReply, ToolRequest, NOT_AUTHENTICATED};
+use crate::auth::SharedKey;
+use crate::bounded;
 use crate::program::tool_spec;
 use crate::rng::Rng;
 use resumable_kernel::Digest;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -59,6 +61,9 @@ pub struct Config {
     /// The share of status queries, in percent, answered "unknown" (a status backend that
     /// cannot always tell).
     pub unknown_percent: u64,
+    /// The key a client must prove it holds before any request; `None` serves anyone who
+    /// can connect.
+    pub key: Option<SharedKey>,
 }
 
 /// The ledger in memory, and its file.
@@ -71,23 +76,103 @@ struct Ledger {
     fences: HashSet<(String, u8)>,
 }
 
-/// Reads a ledger back: its complete lines, in order.
-pub fn read_ledger(path: &Path) -> io::Result<Vec<Entry>> {
+/// A ledger read back: its entries, in order, and the torn last line, if there is one.
+#[derive(Clone, Debug, Default)]
+pub struct Read {
+    /// The entries of its whole lines.
+    pub entries: Vec<Entry>,
+    /// The length of its whole lines, in bytes: where a torn last line starts.
+    pub whole_bytes: u64,
+    /// The bytes of a last line without its LF (the service died writing it), if any.
+    pub torn_bytes: u64,
+}
+
+/// Why a ledger cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The file could not be read or written.
+    #[error("ledger {path}: {source}")]
+    Io {
+        /// The ledger.
+        path: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// A whole line is not an entry: the ledger was edited or damaged, and the service
+    /// refuses it rather than forget what it committed.
+    #[error(
+        "ledger {path}: line {line} is not a ledger entry ({why}); the ledger is damaged: \
+             repair or restore it, the service does not start on it"
+    )]
+    Corrupt {
+        /// The ledger.
+        path: String,
+        /// The line's number, from 1.
+        line: u64,
+        /// Why.
+        why: String,
+    },
+    /// Another tool service holds the ledger.
+    #[error(
+        "ledger {path} is held by another tool service (its lock is taken); \
+             one service per ledger"
+    )]
+    Held {
+        /// The ledger.
+        path: String,
+    },
+}
+
+impl From<LedgerError> for io::Error {
+    fn from(e: LedgerError) -> io::Error {
+        io::Error::other(e.to_string())
+    }
+}
+
+/// Reads a ledger back. Every whole line must be an entry; only the last line may be torn
+/// (no LF: the service died writing it, and it was never answered).
+pub fn read(path: &Path) -> Result<Read, LedgerError> {
+    let shown = path.display().to_string();
+    let io_error = |source| LedgerError::Io {
+        path: shown.clone(),
+        source,
+    };
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Read::default()),
+        Err(e) => return Err(io_error(e)),
     };
-    let mut out = Vec::new();
-    for line in BufReader::new(file).split(b'\n') {
-        let line = line?;
-        // A torn last line was never acknowledged; any other bad line is corruption.
-        match serde_json::from_slice(&line) {
-            Ok(entry) => out.push(entry),
-            Err(_) => break,
+    let mut reader = BufReader::new(file);
+    let mut out = Read::default();
+    let mut buf = Vec::new();
+    for number in 1.. {
+        let line = bounded::read_line(&mut reader, bounded::TOOL_LINE_BYTES, &mut buf);
+        let corrupt = |why: String| LedgerError::Corrupt {
+            path: shown.clone(),
+            line: number,
+            why,
+        };
+        match line {
+            Ok(bounded::Line::Whole) => {
+                let entry = serde_json::from_slice(&buf[..buf.len() - 1])
+                    .map_err(|e| corrupt(e.to_string()))?;
+                out.entries.push(entry);
+                out.whole_bytes += buf.len() as u64;
+            }
+            Ok(bounded::Line::Cut(n)) => {
+                out.torn_bytes = n as u64;
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Err(corrupt(e.to_string())),
+            Err(e) => return Err(io_error(e)),
         }
     }
     Ok(out)
+}
+
+/// Reads a ledger back: the entries of its whole lines, in order (see [`read`]).
+pub fn read_ledger(path: &Path) -> io::Result<Vec<Entry>> {
+    Ok(read(path)?.entries)
 }
 
 /// What a ledger shows: commits per key.
@@ -102,19 +187,40 @@ pub fn commits_per_key(entries: &[Entry]) -> BTreeMap<String, u32> {
 }
 
 impl Ledger {
-    fn open(path: &Path) -> io::Result<Ledger> {
-        let entries = read_ledger(path)?;
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
-        // A torn last line (the service died writing it) was never answered: cut it off, so
-        // the next entry starts on a line of its own. The service wrote every entry as serde_json
-        // writes it, so the complete lines are exactly the entries, re-encoded.
-        let mut valid = 0;
-        for e in &entries {
-            valid += serde_json::to_vec(e)?.len() as u64 + 1;
+    /// Opens the ledger for one service: takes its lock (a second service on it is
+    /// refused), reads it back (a damaged line is refused, naming it) and cuts a torn last
+    /// line, saying so on stderr.
+    fn open(path: &Path) -> Result<Ledger, LedgerError> {
+        let shown = path.display().to_string();
+        let io_error = |source| LedgerError::Io {
+            path: shown.clone(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(io_error)?;
+        // The lock lives as long as the file stays open, that is, as long as the service;
+        // the kernel releases it when the process dies, however it dies.
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(LedgerError::Held { path: shown })
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_error(e)),
         }
-        if file.metadata()?.len() > valid {
-            file.set_len(valid)?;
-            file.sync_data()?;
+        let read = read(path)?;
+        if read.torn_bytes > 0 {
+            // A torn last line (the service died writing it) was never answered: cut it off,
+            // so the next entry starts on a line of its own.
+            eprintln!(
+                "ledger {shown}: cut a torn last line of {} bytes at byte {} (written by a \
+                 service that died before answering it)",
+                read.torn_bytes, read.whole_bytes
+            );
+            file.set_len(read.whole_bytes).map_err(io_error)?;
+            file.sync_data().map_err(io_error)?;
         }
         let mut ledger = Ledger {
             file,
@@ -122,7 +228,7 @@ impl Ledger {
             attempts: HashSet::new(),
             fences: HashSet::new(),
         };
-        for e in entries {
+        for e in read.entries {
             ledger.remember(&e);
         }
         Ok(ledger)
@@ -234,9 +340,11 @@ struct Shared {
 /// Runs the service until the process is stopped. Prints `listening on ADDRESS` on stdout
 /// once it accepts connections.
 pub fn serve(config: Config) -> io::Result<()> {
+    // The ledger first: a service refused its ledger never listens.
+    let ledger = Ledger::open(&config.ledger)?;
     let listener = TcpListener::bind(&config.listen)?;
     let shared = Arc::new(Shared {
-        ledger: Mutex::new(Ledger::open(&config.ledger)?),
+        ledger: Mutex::new(ledger),
         rng: Mutex::new(Rng::new(config.seed)),
         config,
     });
@@ -254,24 +362,81 @@ pub fn serve(config: Config) -> io::Result<()> {
 
 /// Serves one connection: each request in turn. A dispatch commits after its delay even if
 /// the caller has gone: the answer is written after the commit, and a failed write is ignored.
+/// A request line longer than [`bounded::TOOL_LINE_BYTES`] is refused and the connection
+/// closed, having read no more than the limit of it.
 fn connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut out = stream.try_clone()?;
-    for line in BufReader::new(stream).lines() {
-        let line = line?;
-        let reply = match serde_json::from_str::<ToolRequest>(&line) {
-            Err(e) => ToolReply::Refused {
-                why: format!("malformed request: {e}"),
-            },
-            Ok(request) => handle(shared, &request)?,
+    let mut reader = BufReader::new(stream);
+    let mut line = Vec::new();
+    if let Some(key) = &shared.config.key {
+        if let Err(why) = authenticate(key, &mut reader, &mut out, &mut line)? {
+            let refused = ToolReply::Refused {
+                why: format!("{NOT_AUTHENTICATED}: {why}"),
+            };
+            let _ = write_reply(&mut out, &refused);
+            return Ok(());
+        }
+    }
+    loop {
+        let reply = match bounded::read_line(&mut reader, bounded::TOOL_LINE_BYTES, &mut line) {
+            Ok(bounded::Line::Whole) => {
+                match serde_json::from_slice::<ToolRequest>(&line[..line.len() - 1]) {
+                    Err(e) => ToolReply::Refused {
+                        why: format!("malformed request: {e}"),
+                    },
+                    Ok(request) => handle(shared, &request)?,
+                }
+            }
+            // The caller hung up, perhaps in the middle of a line: nothing to answer.
+            Ok(bounded::Line::Cut(_)) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                let refused = ToolReply::Refused {
+                    why: format!("request refused: {e}"),
+                };
+                let _ = write_reply(&mut out, &refused);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
         };
-        let mut bytes = serde_json::to_vec(&reply)?;
-        bytes.push(b'\n');
-        if out.write_all(&bytes).is_err() {
+        if write_reply(&mut out, &reply).is_err() {
             return Ok(()); // the caller is gone; what it asked for is done all the same
         }
     }
-    Ok(())
+}
+
+/// Sends a fresh challenge and reads the client's answer: `Ok(Err(why))` if it does not
+/// prove the client holds `key`.
+fn authenticate(
+    key: &SharedKey,
+    reader: &mut BufReader<TcpStream>,
+    out: &mut TcpStream,
+    line: &mut Vec<u8>,
+) -> io::Result<Result<(), String>> {
+    let challenge = Digest(crate::auth::random().map_err(io::Error::other)?);
+    write_reply(out, &ToolReply::Challenge { challenge })?;
+    Ok(
+        match bounded::read_line(reader, bounded::TOOL_LINE_BYTES, line) {
+            Ok(bounded::Line::Whole) => {
+                match serde_json::from_slice::<ToolRequest>(&line[..line.len() - 1]) {
+                    Ok(ToolRequest::Auth { proof }) if key.verify(&challenge, &proof) => Ok(()),
+                    Ok(ToolRequest::Auth { .. }) => Err(
+                        "the proof does not answer the challenge under this service's key"
+                            .to_string(),
+                    ),
+                    _ => Err("answer the challenge first, with the service's key".to_string()),
+                }
+            }
+            Ok(bounded::Line::Cut(_)) => Err("the client hung up".to_string()),
+            Err(e) => Err(e.to_string()),
+        },
+    )
+}
+
+fn write_reply(out: &mut impl Write, reply: &ToolReply) -> io::Result<()> {
+    let mut bytes = serde_json::to_vec(reply)?;
+    bytes.push(b'\n');
+    out.write_all(&bytes)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -294,6 +459,9 @@ fn handle(shared: &Shared, request: &ToolRequest) -> io::Result<ToolReply> {
             let unknown = lock(&shared.rng).percent(shared.config.unknown_percent);
             lock(&shared.ledger).query(tool, key, *attempt, unknown)
         }
+        ToolRequest::Auth { .. } => Ok(ToolReply::Refused {
+            why: "no challenge to answer".to_string(),
+        }),
     }
 }
 
@@ -336,6 +504,7 @@ mod tests {
             ToolReply::Committed { .. }
         ));
         // Read back after a restart: the fence and the commit are both there.
+        drop(l);
         let mut again = Ledger::open(&path).unwrap();
         assert_eq!(
             again
@@ -365,13 +534,116 @@ mod tests {
     }
 
     #[test]
-    fn a_torn_last_line_was_never_answered_and_is_ignored() {
+    fn a_torn_last_line_was_never_answered_and_is_cut_on_open() {
         let (mut l, path) = ledger("torn");
         l.dispatch("charge:card", "k", 0, Digest::of(b"x")).unwrap();
         drop(l);
+        let whole = std::fs::metadata(&path).unwrap().len();
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(b"{\"entry\":\"commit\",\"tool\":\"cha")
             .unwrap();
-        assert_eq!(read_ledger(&path).unwrap().len(), 1);
+        let read = read(&path).unwrap();
+        assert_eq!((read.entries.len(), read.whole_bytes), (1, whole));
+        assert_eq!(read.torn_bytes, 29);
+        let mut again = Ledger::open(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
+        again
+            .dispatch("charge:card", "k2", 0, Digest::of(b"x"))
+            .unwrap();
+        assert_eq!(read_ledger(&path).unwrap().len(), 2);
+    }
+
+    /// A ledger of `n` commits of keys `k0`, `k1`...
+    fn ledger_of(name: &str, n: u32) -> PathBuf {
+        let (mut l, path) = ledger(name);
+        for i in 0..n {
+            l.dispatch("charge:card", &format!("k{i}"), 0, Digest::of(b"x"))
+                .unwrap();
+        }
+        path
+    }
+
+    #[test]
+    fn a_damaged_line_in_the_middle_is_refused_naming_it_and_nothing_is_cut() {
+        let path = ledger_of("damaged", 280);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[9] = "{\"entry\":\"commit\",\"tool\":\"charge:card\",\"key\":";
+        let edited = lines.join("\n") + "\n";
+        std::fs::write(&path, &edited).unwrap();
+        let e = Ledger::open(&path)
+            .err()
+            .expect("a damaged ledger is refused");
+        assert!(matches!(e, LedgerError::Corrupt { line: 10, .. }), "{e}");
+        assert!(
+            e.to_string().contains("line 10 is not a ledger entry"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
+    }
+
+    #[test]
+    fn a_valid_line_spaced_differently_is_kept_whole() {
+        let path = ledger_of("spaced", 3);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let spaced = text.replacen("\"entry\":\"commit\"", "\"entry\" :  \"commit\"", 1);
+        std::fs::write(&path, &spaced).unwrap();
+        let mut l = Ledger::open(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), spaced);
+        // The key of the spaced line is still committed: a repeat answers the first result.
+        assert_eq!(l.commits["k0"].0, 1);
+        l.dispatch("charge:card", "k0", 0, Digest::of(b"x"))
+            .unwrap();
+        assert_eq!(commits_per_key(&read_ledger(&path).unwrap())["k0"], 1);
+    }
+
+    #[test]
+    fn a_second_service_on_a_held_ledger_is_refused() {
+        let (first, path) = ledger("held");
+        let e = Ledger::open(&path).err().expect("the ledger is held");
+        assert!(matches!(e, LedgerError::Held { .. }), "{e}");
+        assert!(
+            e.to_string().contains("held by another tool service"),
+            "{e}"
+        );
+        drop(first);
+        assert!(
+            Ledger::open(&path).is_ok(),
+            "free again once the first is gone"
+        );
+    }
+
+    #[test]
+    fn a_request_line_longer_than_the_limit_is_refused_unread() {
+        let path = ledger_of("long", 0);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let shared = Arc::new(Shared {
+            ledger: Mutex::new(Ledger::open(&path).unwrap()),
+            rng: Mutex::new(Rng::new(0)),
+            config: Config {
+                ledger: path,
+                listen: address.to_string(),
+                seed: 0,
+                max_delay_ms: 0,
+                unknown_percent: 0,
+                key: None,
+            },
+        });
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            connection(&shared, stream)
+        });
+        let mut client = TcpStream::connect(address).unwrap();
+        // One byte past the limit, with no line end: the service answers having read no
+        // further, and closes. (A longer line would be refused the same; sending exactly
+        // this much keeps the close orderly, with nothing left unread to reset it.)
+        client
+            .write_all(&vec![b'x'; bounded::TOOL_LINE_BYTES + 1])
+            .unwrap();
+        let mut reply = String::new();
+        let _ = io::Read::read_to_string(&mut client, &mut reply);
+        assert!(reply.contains("longer than 16384 bytes"), "{reply}");
+        server.join().unwrap().unwrap();
     }
 }

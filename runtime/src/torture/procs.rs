@@ -26,17 +26,21 @@ fn log_file(dir: &Path, name: &str) -> std::io::Result<File> {
         .open(dir.join(format!("{name}.log")))
 }
 
-/// Starts the tool service and returns it with the address it listens on.
+/// Starts the tool service on `listen` (port 0: any free port), its clients authenticated by
+/// the key in `tools.key`, and returns it with the address it listens on.
 pub fn tool_service(
     exe: &Path,
     dir: &Path,
+    listen: &str,
     seed: u64,
     max_delay_ms: u64,
     unknown_percent: u64,
 ) -> std::io::Result<(Proc, String)> {
     let mut child = Command::new(exe)
-        .args(["tool-service", "--listen", "127.0.0.1:0", "--ledger"])
+        .args(["tool-service", "--listen", listen, "--ledger"])
         .arg(dir.join("tools.ledger"))
+        .arg("--key")
+        .arg(dir.join("tools.key"))
         .args(["--seed", &seed.to_string()])
         .args(["--max-delay-ms", &max_delay_ms.to_string()])
         .args(["--unknown-percent", &unknown_percent.to_string()])
@@ -56,6 +60,27 @@ pub fn tool_service(
             dir.join("tool-service.log").display()
         ))),
     }
+}
+
+/// Starts the tool service again on `address`, where the one killed listened, trying for a
+/// few seconds while the address is still taken.
+pub fn tool_service_again(
+    exe: &Path,
+    dir: &Path,
+    address: &str,
+    seed: u64,
+    max_delay_ms: u64,
+    unknown_percent: u64,
+) -> std::io::Result<Proc> {
+    let mut last = None;
+    for _ in 0..50 {
+        match tool_service(exe, dir, address, seed, max_delay_ms, unknown_percent) {
+            Ok((proc, _)) => return Ok(proc),
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("not started")))
 }
 
 /// Starts an approver that also sends callbacks.
@@ -168,7 +193,9 @@ pub fn worker(spec: &WorkerSpec<'_>, index: u32, fate: Fate) -> std::io::Result<
         .args(["--flavor", spec.flavor.as_str(), "--poll-ms", "5"])
         .args(["--offset", &(index * 7).to_string()])
         .arg("--audit-key")
-        .arg(spec.key_file);
+        .arg(spec.key_file)
+        .arg("--tools-key")
+        .arg(spec.dir.join("tools.key"));
     if let Some((point, nth)) = fate.plan {
         let plan = CrashPlan::at_visit(point, nth);
         debug_assert_eq!(plan.target(), Some((point, nth)));

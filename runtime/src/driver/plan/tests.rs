@@ -26,6 +26,7 @@ fn cancel_request(row: &Row) -> Inbox {
             by: Name::lit("ops"),
         },
         answer: None,
+        seal: None,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::program::Program;
-use crate::store::Status;
+use crate::store::{Request, Status};
 use crate::testing::{awaiting_approval, fresh, in_flight};
 use resumable_kernel::{Name, Rejection, Revision};
 

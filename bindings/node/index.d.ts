@@ -1,0 +1,349 @@
+// Types of @resumable/kernel: the kernel's JSON forms as the addon reads and writes them
+// (spec/ in the repository names every field). Digests are 64 lowercase hex digits, names
+// 1 to 64 bytes, idempotency keys 1 to 255 bytes, times and revisions non-negative integers.
+
+/** 64 lowercase hex digits: a SHA-256 digest. */
+export type Digest = string;
+/** A name of 1 to 64 bytes (tenant, session, call id, tool, approver...). */
+export type Name = string;
+/** An idempotency key of 1 to 255 bytes. */
+export type IdempotencyKey = string;
+/**
+ * An unsigned 64-bit integer: a number up to 2^53 - 1, a BigInt beyond it (`parse` reads
+ * such integers as BigInt and `stringify` writes them back, so nothing is rounded).
+ */
+export type U64 = number | bigint;
+/** A logical time, supplied by the driver (the kernel reads no clock). */
+export type Time = U64;
+/** A run's revision: each accepted input advances it by one. */
+export type Revision = U64;
+
+/** Any JSON value, as `canonical` and `digest` accept it. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [name: string]: JsonValue };
+
+export interface Identity {
+  tenant: Name;
+  session: Name;
+  run: Name;
+  definition: Name;
+}
+
+export interface Policy {
+  /** Who may resolve an unknown outcome by intervention. */
+  operator: Name;
+  /** How long an unknown outcome may be reconciled before it needs an operator. */
+  reconcile_window: U64;
+}
+
+export interface ToolContract {
+  dedupes: boolean;
+  query_fences: boolean;
+  max_attempts: number;
+}
+
+export interface Call {
+  call_id: Name;
+  tool: Name;
+  args: Digest;
+  key: IdempotencyKey;
+  contract: ToolContract;
+}
+
+export interface BoundCall {
+  call: Call;
+  key_digest: Digest;
+}
+
+export interface InFlight {
+  call: BoundCall;
+  attempt: number;
+  dispatches: number;
+}
+
+/** What the run's history holds of a call before it is bound (see `History.prior`). */
+export interface Prior {
+  call_id_used: boolean;
+  key: { args: Digest; committed: boolean } | null;
+}
+
+export type Reason =
+  | { reason: 'pending_approval'; call: BoundCall; requester: Name }
+  | { reason: 'external_callback'; callback: Name }
+  | { reason: 'manual_intervention'; unresolved: InFlight | null; cancelled_by: Name | null }
+  | { reason: 'resource_wait'; resource: Name }
+  | { reason: 'outcome_unknown'; in_flight: InFlight };
+
+export type ReasonKind = Reason['reason'];
+
+export type FailCause =
+  | { cause: 'denied'; call_id: Name }
+  | { cause: 'expired'; unresolved: InFlight | null }
+  | { cause: 'cancelled'; by: Name }
+  | { cause: 'error'; code: Name }
+  | { cause: 'abandoned'; by: Name };
+
+export type Phase =
+  | { phase: 'running'; in_flight: InFlight | null }
+  | { phase: 'suspended'; reason: Reason; since: Time; expires_at: Time; responsible: Name }
+  | { phase: 'completed'; result: Digest }
+  | ({ phase: 'failed' } & FailCause);
+
+export type PhaseKind = Phase['phase'];
+
+export interface CallOutcome {
+  call_id: Name;
+  key: IdempotencyKey;
+  args: Digest;
+  result: Digest;
+}
+
+export interface Approval {
+  call_id: Name;
+  args: Digest;
+  requester: Name;
+  approver: Name;
+  revision: Revision;
+  expires_at: Time;
+}
+
+export type Resolution =
+  | { resolution: 'committed'; result: Digest }
+  | { resolution: 'continue' }
+  | { resolution: 'abandon' };
+
+export type QueryAnswer =
+  | { answer: 'committed'; result: Digest }
+  | { answer: 'not_committed' }
+  | { answer: 'unknown' };
+
+export type Decision =
+  | ({ decision: 'approve' } & Approval)
+  | ({ decision: 'deny' } & Approval)
+  | { decision: 'callback'; callback: Name; payload: Digest }
+  | { decision: 'resource_ready'; resource: Name }
+  | { decision: 'intervene'; by: Name; resolution: Resolution }
+  | ({ decision: 'reconcile' } & QueryAnswer);
+
+export type DecisionKind = Decision['decision'];
+
+export interface ResumeReceipt {
+  from: Revision;
+  to: Revision;
+  checkpoint: Digest;
+  decision: Decision;
+}
+
+/** A run: the whole state the kernel decides on. Store it as it is returned. */
+export interface Run {
+  identity: Identity;
+  policy: Policy;
+  revision: Revision;
+  resource_version: U64;
+  updated_at: Time;
+  phase: Phase;
+  last_call: CallOutcome | null;
+  last_resume: ResumeReceipt | null;
+}
+
+/** A sealed checkpoint (spec/checkpoint.md): what a suspension persists and a resume cites. */
+export interface Checkpoint {
+  schema_version: number;
+  identity: Identity;
+  revision: Revision;
+  resource_version: U64;
+  reason: ReasonKind;
+  next_intent: string;
+  pending: { call_id: Name; tool: Name; args: Digest; attempt: number } | null;
+  key_digest: Digest | null;
+  requester: Name | null;
+  waiting_on: Name | null;
+  expires_at: Time;
+  responsible: Name;
+  created_at: Time;
+  cancel_requested_by: Name | null;
+  digest: Digest;
+}
+
+export type Wait =
+  | { wait: 'approval'; call: Call; requester: Name; prior: Prior }
+  | { wait: 'callback'; callback: Name }
+  | { wait: 'intervention' }
+  | { wait: 'resource'; resource: Name };
+
+export interface Facts {
+  resource_version: U64;
+  permitted: boolean;
+  within_budget: boolean;
+}
+
+export type Event =
+  | { kind: 'suspend'; wait: Wait; expires_at: Time; responsible: Name; resource_version: number }
+  | { kind: 'dispatch'; call: Call; prior: Prior }
+  | { kind: 'tool_result'; call_id: Name; attempt: number; result: Digest }
+  | { kind: 'recover' }
+  | { kind: 'resume'; checkpoint: Checkpoint; decision: Decision; facts: Facts }
+  | { kind: 'expire' }
+  | { kind: 'cancel'; by: Name }
+  | { kind: 'complete'; result: Digest }
+  | { kind: 'fail'; code: Name };
+
+export type EventKind = Event['kind'];
+
+/** One input to the kernel: a fact or request from outside, with its time. */
+export type Input = { at: Time } & Event;
+
+export interface AuditRecord {
+  revision: Revision;
+  at: Time;
+  event: EventKind;
+  decision: DecisionKind | null;
+  phase: PhaseKind;
+  reason: ReasonKind | null;
+}
+
+export interface Dispatch {
+  call_id: Name;
+  tool: Name;
+  args: Digest;
+  key: IdempotencyKey;
+  /** The key the tool is called under: the idempotency key bound to the run's identity. */
+  tool_key: Digest;
+  attempt: number;
+}
+
+/** A history entry; `call_id` and `key` are fingerprints (16 hex digits). */
+export type HistoryEntry =
+  | { entry: 'bound'; call_id: string; key: string; args: Digest }
+  | { entry: 'settled'; key: string };
+
+/** What the driver carries out after the commit that stores the run, in order. */
+export type Effect =
+  | ({ effect: 'audit' } & AuditRecord)
+  | ({ effect: 'history' } & HistoryEntry)
+  | ({ effect: 'persist_checkpoint' } & Checkpoint)
+  | ({ effect: 'dispatch' } & Dispatch)
+  | ({ effect: 'query' } & Dispatch);
+
+export type EffectKind = Effect['effect'];
+
+/** The names of the kernel's rejections (spec/lifecycle.md lists each with its evidence). */
+export type RejectionKind =
+  | 'terminal' | 'identity_mismatch' | 'clock_regressed' | 'schema_too_new' | 'unknown_schema'
+  | 'migration_required' | 'digest_mismatch' | 'stale_revision' | 'future_revision'
+  | 'already_applied' | 'already_resumed' | 'resource_changed' | 'not_suspended'
+  | 'checkpoint_mismatch' | 'expired' | 'decision_mismatch' | 'approval_mismatch'
+  | 'approval_expired' | 'self_approval' | 'unauthorised' | 'wait_mismatch'
+  | 'permission_revoked' | 'budget_exhausted' | 'not_running' | 'already_suspended'
+  | 'expiry_not_in_future' | 'expiry_unreachable' | 'clock_exhausted' | 'no_attempts_allowed'
+  | 'key_conflict' | 'key_committed' | 'call_id_reused' | 'dispatch_in_flight'
+  | 'no_dispatch_in_flight' | 'result_mismatch' | 'nothing_in_flight' | 'nothing_unresolved'
+  | 'not_expired' | 'cancel_pending' | 'revision_exhausted';
+
+/** A rejection in the kernel's form: its name, and its evidence as further fields. */
+export interface Rejection {
+  rejection: RejectionKind;
+  [evidence: string]: unknown;
+}
+
+/** The kernel accepted the input: store `run`, then carry out `effects` in order. */
+export interface Accepted {
+  verdict: 'accepted';
+  accepted: true;
+  run: Run;
+  effects: Effect[];
+}
+
+/** The kernel refused the input; the run is unchanged. A value, never thrown. */
+export interface Rejected {
+  verdict: RejectionKind;
+  accepted: false;
+  rejection: Rejection;
+  /** The kernel's sentence. */
+  message: string;
+}
+
+export type Verdict = Accepted | Rejected;
+
+/**
+ * The one error class: input that is not the kernel's JSON form (malformed JSON, a repeated
+ * key, a field the kernel does not have, a name too long, a run that breaks an invariant), or
+ * a value with no canonical form. The message is the kernel's. A rejection is not an error.
+ */
+export class ResumableError extends Error {
+  name: 'ResumableError';
+}
+
+/** JSON.parse, with every integer beyond 2^53 - 1 in magnitude read as a BigInt. */
+export function parse(json: string): any;
+/** JSON.stringify, with every BigInt written as its digits. */
+export function stringify(value: unknown): string;
+
+/** The version of the kernel's rules. */
+export const RULES_VERSION: number;
+/** The version of the audit-log format written by `AuditLog`. */
+export const AUDIT_FORMAT_VERSION: number;
+
+/** A new run at revision 0, running. */
+export function newRun(identity: Identity, policy: Policy, createdAt: Time): Run;
+/** One kernel step: a rejection is returned, never thrown, and changes nothing. */
+export function step(run: Run | string, input: Input | string): Verdict;
+/** One kernel step over JSON text, the fastest form: the verdict as JSON text. */
+export function stepJson(run: string, input: string): string;
+/** The effect of this kind an accepted verdict carries, if any. */
+export function effect<K extends EffectKind>(
+  verdict: Verdict,
+  kind: K,
+): Extract<Effect, { effect: K }> | undefined;
+/** The checkpoint to persist (without its `effect` tag) of an accepted verdict, if any. */
+export function checkpointOf(verdict: Verdict): Checkpoint | undefined;
+/** The checkpoint with its digest recomputed over its other fields. */
+export function sealCheckpoint(checkpoint: Checkpoint | string): Checkpoint;
+/** The tool key the kernel dispatches a call under (64 hex digits). */
+export function toolKey(identity: Identity, key: IdempotencyKey): Digest;
+/** The RFC 8785 canonical form of a value. */
+export function canonical(value: JsonValue): string;
+/** The argument digest of a value: SHA-256 over its RFC 8785 canonical form. */
+export function digest(value: JsonValue): Digest;
+/** The RFC 8785 canonical form of one JSON text, read strictly (I-JSON). */
+export function canonicalJson(text: string): string;
+/** The argument digest of one JSON text, as `resumable digest` prints it. */
+export function digestJson(text: string): Digest;
+
+/** A run's call history as a driver keeps it (in memory): feed it effects, ask it priors. */
+export class History {
+  constructor();
+  readonly callIds: Set<string>;
+  readonly keys: Map<string, { args: Digest; committed: boolean }>;
+  /** What the history holds about the call's id and key: the `prior` to state. */
+  prior(call: { call_id: Name; key: IdempotencyKey }): Prior;
+  /** Writes the history entry an accepted transition's effects carry, if any. */
+  apply(effects: readonly Effect[]): void;
+}
+
+/** Where an audit log stands: its sequence number and the last record's seal. */
+export type Anchor = { [field: string]: JsonValue };
+
+/** A tool's policy as an audit log's header declares it (spec/audit-log.md). */
+export type ToolPolicy = { [field: string]: JsonValue };
+
+/** An audit log being written (spec/audit-log.md), as three values a runtime stores. */
+export class AuditLog {
+  constructor(run: Run, anchor: Anchor, lines: string[], key?: string | null);
+  run: Run;
+  anchor: Anchor;
+  readonly lines: string[];
+  readonly key: string | null;
+  /** Starts a log for a new run; `key` (64 hex digits) makes its seals HMAC-SHA-256. */
+  static open(
+    identity: Identity,
+    policy: Policy,
+    createdAt: Time,
+    options?: { key?: string | null; tools?: ToolPolicy[] | null },
+  ): AuditLog;
+  /** Steps the log's run with `input`, appends the sealed record, returns the verdict. */
+  record(input: Input | string): Verdict;
+  /** The log as written: JSON lines. */
+  text(): string;
+  /** The anchor file's contents, for `resumable validate --anchor FILE`. */
+  anchorJson(): string;
+}

@@ -63,6 +63,9 @@ test('a run or input that is not an object is refused with the one error class',
   assert.throws(() => rk.step(JSON.parse(RUN_TEXT), null), rk.ResumableError);
   assert.throws(() => rk.newRun(IDENTITY, { operator: 'ops' }, 0), rk.ResumableError);
   assert.throws(() => rk.toolKey(IDENTITY, ''), rk.ResumableError);
+  const loop = { at: 1, kind: 'recover' };
+  loop.self = loop;
+  assert.throws(() => rk.step(JSON.parse(RUN_TEXT), loop), rk.ResumableError);
 });
 
 test('the history states a bound call as used, with its argument digest', () => {

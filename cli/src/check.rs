@@ -13,7 +13,7 @@ mod suite;
 pub use crate::output::Format;
 use crate::output::{self, Error};
 use clap::ValueEnum;
-use resumable_model::checker::{self, memory, world::config_json, Options, Report};
+use resumable_model::checker::{self, memory, world::config_json, Options, Reduction, Report};
 use resumable_model::config::{Config, Program};
 use resumable_model::reference::Reference;
 use resumable_model::variant::Variant;
@@ -39,6 +39,17 @@ pub enum TraceFormat {
     /// The Informal Trace Format of Apalache and Quint (JSON), for tools: in the text
     /// report in place of the numbered steps, in the JSON report as each trace's `itf`.
     Itf,
+}
+
+/// Which reduction of the interleavings the search applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReductionArg {
+    /// Every enabled action in every state.
+    None,
+    /// Partial-order reduction: where the world shows an action that commutes with
+    /// everything that can come before it and that no property tells, only that action
+    /// (spec/check-output.md, "Partial-order reduction").
+    Por,
 }
 
 /// The agent program each run executes.
@@ -182,6 +193,10 @@ pub struct Args {
     /// Symmetry reduction over interchangeable workers.
     #[arg(long)]
     pub symmetry: bool,
+    /// Reduction of interleavings: none, or partial-order reduction (same verdicts,
+    /// counterexamples as short; fewer states where the world has actions to take alone).
+    #[arg(long, value_enum, default_value_t = ReductionArg::None)]
+    pub reduction: ReductionArg,
     /// Also print a shortest witness for each `sometimes` property.
     #[arg(long)]
     pub witnesses: bool,
@@ -214,6 +229,7 @@ impl Args {
             || self.max_memory.is_some()
             || self.keep_going
             || self.symmetry
+            || self.reduction != ReductionArg::None
             || self.witnesses
             || self.trace_format != TraceFormat::Text
     }
@@ -435,6 +451,10 @@ pub(crate) fn check_world<L: Lifecycle>(
         keep_going: args.keep_going,
         witnesses: args.witnesses,
         itf: args.trace_format == TraceFormat::Itf,
+        reduction: match args.reduction {
+            ReductionArg::None => Reduction::None,
+            ReductionArg::Por => Reduction::PartialOrder,
+        },
         ..Options::default()
     };
     if let Some(bytes) = args.max_memory {

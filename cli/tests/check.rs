@@ -213,6 +213,7 @@ fn json_output_parses_with_the_documented_fields() {
     for field in [
         "threads",
         "symmetry",
+        "reduction",
         "keep_going",
         "depth",
         "max_states",
@@ -351,6 +352,41 @@ fn keep_going_judges_every_property_past_the_first_violation() {
     let (ended, unjudged) = judged(&["--keep-going"]);
     assert_ne!(ended, "stopped");
     assert_eq!(unjudged, 0);
+}
+
+#[test]
+fn partial_order_reduction_judges_alike_and_is_reported() {
+    // A cancel while the call is in flight, no crash: the reduction applies, the variant is
+    // caught either way, with the same verdict for every property and as short a trace.
+    let report = |reduction: &str| {
+        let o = check(&[
+            "--variant",
+            "cancel-ends-unsettled",
+            "--keep-going",
+            "--reduction",
+            reduction,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("JSON")
+    };
+    let (none, por) = (report("none"), report("por"));
+    assert_eq!(none["options"]["reduction"], "none");
+    assert_eq!(por["options"]["reduction"], "por");
+    let properties = |r: &serde_json::Value| r["properties"].as_array().expect("an array").clone();
+    for (a, b) in properties(&none).iter().zip(&properties(&por)) {
+        assert_eq!(a["name"], b["name"]);
+        assert_eq!(a["verdict"], b["verdict"], "{}", a["name"]);
+        if let Some(before) = a["counterexample"]["steps"].as_u64() {
+            let after = b["counterexample"]["steps"]
+                .as_u64()
+                .expect("a counterexample");
+            assert!(after <= before, "{}", a["name"]);
+        }
+    }
+    let unique = |r: &serde_json::Value| r["stats"]["unique"].as_u64().expect("a count");
+    assert!(unique(&por) < unique(&none));
 }
 
 // --- The default check -------------------------------------------------------------------------

@@ -97,6 +97,42 @@ pub trait Checkable: Summarize {
 
     /// The properties, or why they cannot be judged honestly (see [`list`]).
     fn property_list(&self) -> Result<PropertyList<Self, Self::Key>, ListError>;
+
+    /// Under [`Reduction::PartialOrder`], narrows `actions`, the actions enabled in `state`
+    /// in the model's order, to a persistent subset: one such that no sequence of actions
+    /// outside it, taken from `state`, contains an action that disables or does not commute
+    /// with one inside it. The search then expands only that subset. The model must also
+    /// keep the subset's actions from changing any property's interesting value (a
+    /// violating state stays violating, a witness stays a witness, once the action is
+    /// taken) and make each action it singles out strictly decrease a measure of the state,
+    /// so that no cycle is made of reduced steps alone (see `spec/check-output.md`). The
+    /// default keeps every action: no reduction.
+    fn persistent(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
+        let _ = (state, actions);
+    }
+}
+
+/// Which reduction of the interleavings the search applies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reduction {
+    /// Every enabled action is expanded in every state.
+    #[default]
+    None,
+    /// Partial-order reduction: in each state only the persistent subset the model gives
+    /// ([`Checkable::persistent`]) is expanded.
+    #[serde(rename = "por")]
+    PartialOrder,
+}
+
+impl Reduction {
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::None => "none",
+            Reduction::PartialOrder => "por",
+        }
+    }
 }
 
 /// How to run a check. [`Options::default`] is one thread, no bounds but the default memory
@@ -119,6 +155,8 @@ pub struct Options<S> {
     pub keep_going: bool,
     /// Identify states by this representative (symmetry reduction).
     pub symmetry: Option<fn(&S) -> S>,
+    /// Expand only a persistent subset of each state's actions ([`Reduction`]).
+    pub reduction: Reduction,
     /// Also find and report a shortest witness for each `sometimes` property reached.
     pub witnesses: bool,
     /// Also give each trace in the Informal Trace Format ([`Trace::itf`]).
@@ -147,6 +185,7 @@ impl<S> Default for Options<S> {
             max_memory_bytes: memory::default_bound(),
             keep_going: false,
             symmetry: None,
+            reduction: Reduction::None,
             witnesses: false,
             itf: false,
             progress_every: Duration::from_millis(2500),
@@ -232,8 +271,18 @@ where
         started,
         progress_every: options.progress_every,
     };
-    let found = search::search(&model, &targets, options.symmetry, &limits, &mut progress)
-        .map_err(|Panicked| CheckError::ModelPanicked)?;
+    let persistent: search::Persistent<M> = match options.reduction {
+        Reduction::None => None,
+        Reduction::PartialOrder => Some(M::persistent),
+    };
+    let found = search::search(
+        &model,
+        &targets,
+        (options.symmetry, persistent),
+        &limits,
+        &mut progress,
+    )
+    .map_err(|Panicked| CheckError::ModelPanicked)?;
 
     let names: Vec<&str> = properties.iter().map(|p| p.name).collect();
     let kinds: Vec<Kind> = (targets.iter())
@@ -326,6 +375,7 @@ fn report<M: Model>(
         options: RunOptions {
             threads: options.threads,
             symmetry: options.symmetry.is_some(),
+            reduction: options.reduction,
             keep_going: options.keep_going,
             depth: options.depth,
             max_states: options.max_states,

@@ -31,7 +31,8 @@
 //!
 //! The world's rooms: `cast` (names, calls, programs), `choices` (what is on offer in a
 //! state), `transition` (how each action changes the world), `ledger` (the books the
-//! properties read), `describe` (words for traces), `intern` (shared runs and checkpoints).
+//! properties read), `describe` (words for traces), `intern` (shared runs and checkpoints),
+//! `memo` (the steps workers compute, remembered), `reduce` (the actions the checker may take alone, under partial-order reduction).
 
 mod cast;
 mod choices;
@@ -39,6 +40,8 @@ mod describe;
 mod honest;
 mod intern;
 mod ledger;
+mod memo;
+mod reduce;
 mod state;
 mod transition;
 
@@ -60,6 +63,9 @@ pub struct World<L: Lifecycle> {
     runs: &'static Interner<Stored<L::Run>>,
     checkpoints: &'static Interner<Checkpoint>,
     logs: &'static Interner<Vec<Shared<Checkpoint>>>,
+    /// Names this world in each thread's memo of steps (`memo.rs`); a clone keeps it, since
+    /// it steps alike.
+    id: u64,
 }
 
 impl<L: Lifecycle> World<L> {
@@ -73,6 +79,10 @@ impl<L: Lifecycle> World<L> {
             runs: Interner::global(),
             checkpoints: Interner::global(),
             logs: Interner::global(),
+            id: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         })
     }
 

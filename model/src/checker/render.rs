@@ -3,6 +3,7 @@
 //! result with what it rests on.
 
 use super::report::{Cut, Ended, Kind, Outcome, Report, Trace, Verdict};
+use super::Reduction;
 use std::fmt::Write;
 
 pub(crate) fn kind_word(kind: Kind) -> &'static str {
@@ -129,12 +130,16 @@ pub(crate) fn text(report: &Report) -> String {
     };
     let _ = writeln!(
         out,
-        "time: {:.3} s, {:.0} states/s ({} thread{}, symmetry {}){memory}",
+        "time: {:.3} s, {:.0} states/s ({} thread{}, symmetry {}{reduction}){memory}",
         stats.elapsed_secs,
         stats.states_per_second,
         options.threads,
         if options.threads == 1 { "" } else { "s" },
-        if options.symmetry { "on" } else { "off" }
+        if options.symmetry { "on" } else { "off" },
+        reduction = match options.reduction {
+            Reduction::None => String::new(),
+            other => format!(", reduction {}", other.name()),
+        },
     );
     for p in &report.properties {
         if let Some(trace) = &p.counterexample {

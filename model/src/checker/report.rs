@@ -159,6 +159,9 @@ pub struct RunOptions {
     pub threads: usize,
     /// Symmetry reduction was on.
     pub symmetry: bool,
+    /// The reduction of interleavings applied (`none` in reports written before it existed).
+    #[serde(default)]
+    pub reduction: super::Reduction,
     /// The search went on past the first violation.
     pub keep_going: bool,
     /// The depth bound, in steps.

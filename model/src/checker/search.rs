@@ -43,6 +43,10 @@ const STOP_STATES: u8 = 2;
 const STOP_MEMORY: u8 = 4;
 const STOP_PANIC: u8 = 8;
 
+/// The model's persistent subsets, under partial-order reduction.
+pub(crate) type Persistent<M> =
+    Option<fn(&M, &<M as Model>::State, &mut Vec<<M as Model>::Action>)>;
+
 /// The bounds and settings of a search.
 pub(crate) struct Limits {
     pub(crate) threads: usize,
@@ -142,6 +146,7 @@ struct Shared<'a, M: Model> {
     model: &'a M,
     targets: &'a [Target<M>],
     symmetry: Symmetry<M::State>,
+    persistent: Persistent<M>,
     keep_going: bool,
     max_states: Option<usize>,
     deadline: Option<Instant>,
@@ -192,11 +197,20 @@ where
         }
     }
 
+    /// The actions the search takes in `state`: every enabled one, or under partial-order
+    /// reduction the model's persistent subset of them.
+    fn actions(&self, state: &M::State, actions: &mut Vec<M::Action>) {
+        self.model.actions(state, actions);
+        if let Some(persistent) = self.persistent {
+            persistent(self.model, state, actions);
+        }
+    }
+
     /// Generates the successors of `state` and keeps the new ones. Without `may`, the state
     /// bound is reached: a state with successors fires it instead.
     fn expand(&self, state: &M::State, may: bool, out: &mut Output<'_, M>) {
         let mut actions = std::mem::take(&mut out.actions);
-        self.model.actions(state, &mut actions);
+        self.actions(state, &mut actions);
         if !actions.is_empty() && !may {
             actions.clear();
             self.fire(STOP_STATES);
@@ -224,7 +238,7 @@ where
 
     /// Looks for a successor of `state` not yet visited: a state past the depth bound.
     fn probe(&self, state: &M::State, actions: &mut Vec<M::Action>) {
-        self.model.actions(state, actions);
+        self.actions(state, actions);
         for action in actions.drain(..) {
             let Some(next) = self.model.next_state(state, action) else {
                 continue;
@@ -436,7 +450,7 @@ fn level_of<S>(chunks: Vec<Vec<Vec<S>>>, depth: usize, bound: Option<usize>) -> 
 pub(crate) fn search<M>(
     model: &M,
     targets: &[Target<M>],
-    symmetry: Symmetry<M::State>,
+    (symmetry, persistent): (Symmetry<M::State>, Persistent<M>),
     limits: &Limits,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Found, Panicked>
@@ -449,6 +463,7 @@ where
         model,
         targets,
         symmetry,
+        persistent,
         keep_going: limits.keep_going,
         decided: targets.iter().map(|_| AtomicUsize::new(NONE)).collect(),
         undecided: AtomicUsize::new(targets.len()),

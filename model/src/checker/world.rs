@@ -76,6 +76,11 @@ impl<L: Lifecycle> Checkable for World<L> {
     fn property_list(&self) -> Result<PropertyList<Self, SpecId>, ListError> {
         crate::properties::properties(self)
     }
+
+    /// A dispatch sent alone where nothing else can interfere with it (`world/reduce.rs`).
+    fn persistent(&self, state: &WorldState<L::Run>, actions: &mut Vec<Action>) {
+        World::persistent(self, state, actions);
+    }
 }
 
 /// A run's durable side as an ITF record.

@@ -2,10 +2,12 @@
 //! whether the lifecycle accepts any of them. A run whose suspension has not expired and
 //! accepts none of them is stuck with honest facts.
 
+use super::memo::{self, AnswerKey};
 use super::{Answer, Settle, World, WorldState};
 use crate::Lifecycle;
 use resumable_kernel::{
-    Approval, Decision, Digest, Event, Input, Phase, QueryAnswer, Reason, Resolution, Resume,
+    Approval, Decision, Digest, Event, Input, Phase, QueryAnswer, Reason, ReasonKind, Resolution,
+    Resume,
 };
 
 impl<L: Lifecycle> World<L> {
@@ -23,11 +25,56 @@ impl<L: Lifecycle> World<L> {
             if !waiting || view.revision >= u64::from(self.config.max_revision) {
                 return false;
             }
-            let answers = self.honest_answers(state, r);
-            !answers.into_iter().any(|event| {
-                let input = Input { at, event };
-                self.lifecycle.step(&slot.run.run, &input).is_ok()
+            // An intervention's honest answers also depend on the requests in flight and to
+            // be sent, through what the operator may say: the key holds that instead.
+            let settlements = if view.reason == Some(ReasonKind::ManualIntervention) {
+                self.settlement_bits(state, r)
+            } else {
+                0
+            };
+            let key = AnswerKey {
+                world: self.id,
+                run: slot.run.addr(),
+                checkpoints: slot.checkpoints.addr(),
+                now: state.now,
+                resource: slot.resource,
+                tool: (
+                    slot.tool.committed,
+                    slot.tool.fenced,
+                    slot.tool.denied_commit,
+                ),
+                settlements,
+            };
+            let answered = memo::answered(key, || {
+                let answers = self.honest_answers(state, r);
+                answers.into_iter().any(|event| {
+                    let input = Input { at, event };
+                    self.lifecycle.step(&slot.run.run, &input).is_ok()
+                })
+            });
+            !answered
+        })
+    }
+
+    /// What an honest operator may say of run `r`'s intervention, as bits of [`Settle`]: the
+    /// part of its honest answers that depends on more than the run and its tool.
+    fn settlement_bits(&self, state: &WorldState<L::Run>, r: usize) -> u8 {
+        let snap = state
+            .runs
+            .get(r)
+            .map(|slot| self.lifecycle.snapshot(&slot.run.run));
+        let call = (snap.as_ref())
+            .and_then(|snap| match &snap.phase {
+                Phase::Suspended(s) => s.reason.call(),
+                _ => None,
             })
+            .and_then(|(c, _)| self.cast.proposal_by_id(&c.call.call_id));
+        (self.honest_settlements(state, r, call).iter()).fold(0, |bits, settle| {
+            bits | match settle {
+                Settle::Committed => 1,
+                Settle::Continue => 2,
+                Settle::Abandon => 4,
+            }
         })
     }
 

@@ -59,6 +59,13 @@ impl<T> Ord for Shared<T> {
     }
 }
 
+impl<T> Shared<T> {
+    /// The value's address: its identity, since interning makes equal values one.
+    pub fn addr(&self) -> usize {
+        std::ptr::from_ref(self.0) as usize
+    }
+}
+
 impl<T> Hash for Shared<T> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         std::ptr::hash(self.0, state);

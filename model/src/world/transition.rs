@@ -3,9 +3,10 @@
 //! (see `ledger`).
 
 use super::cast::GATED;
+use super::memo::{self, StepKey, Stepped};
 use super::{
-    witness, Answer, Choice, DecisionMsg, Intent, Party, Settle, Staged, ToolMsg, ToolOutcome,
-    ToolSide, Verdict, Worker, World, WorldState,
+    witness, Answer, Choice, DecisionMsg, Intent, Party, RunView, Settle, Staged, ToolMsg,
+    ToolOutcome, ToolSide, Verdict, Worker, World, WorldState,
 };
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
@@ -170,19 +171,17 @@ impl<L: Lifecycle> World<L> {
         &self,
         next: &mut WorldState<L::Run>,
         r: usize,
-        before: &Snapshot,
-        input: &Input,
+        before: &RunView,
+        at: Time,
+        moved: bool,
         choice: Choice,
     ) -> Option<bool> {
-        if before.phase.is_terminal()
-            && matches!(choice, Choice::Decision(_) | Choice::Result { .. })
+        if before.ending.is_some() && matches!(choice, Choice::Decision(_) | Choice::Result { .. })
         {
             next.seen |= witness::LATE_TO_TERMINAL;
         }
-        if let Event::Resume(res) = &input.event {
-            if res.facts.resource_version != res.checkpoint.resource_version {
-                next.seen |= witness::RESOURCE_MOVED;
-            }
+        if moved {
+            next.seen |= witness::RESOURCE_MOVED;
         }
         Some(match choice {
             Choice::Decision(m) => {
@@ -192,13 +191,14 @@ impl<L: Lifecycle> World<L> {
                 }
                 taken.delivered = taken.delivered.saturating_add(1);
                 insert_sorted(&mut next.decisions, taken);
-                if m.target == m.source && u64::from(m.revision) < before.revision.0 {
+                if m.target == m.source && u64::from(m.revision) < before.revision {
                     next.seen |= witness::STALE_ARRIVED;
                 }
-                if input.at > Time(u64::from(m.expires_at)) {
+                if at > Time(u64::from(m.expires_at)) {
                     next.seen |= witness::EXPIRED_APPROVAL;
                 }
-                if matches!(&before.phase, Phase::Suspended(s) if input.at > s.expires_at) {
+                // Only a suspended run has an expiry.
+                if before.expires_at.is_some_and(|expires_at| at > expires_at) {
                     next.seen |= witness::AFTER_EXPIRY;
                 }
                 true
@@ -255,33 +255,78 @@ impl<L: Lifecycle> World<L> {
             return None;
         }
         let slot = state.runs.get(r)?;
-        let before = self.lifecycle.snapshot(&slot.run.run);
-        let input = Input {
-            at: Self::time(state),
-            event: self.event_of(state, r, &choice)?,
+        let source = match choice {
+            Choice::Decision(m) => (state.runs.get(usize::from(m.source)))
+                .map_or(0, |source| source.checkpoints.addr()),
+            _ => 0,
+        };
+        let key = StepKey {
+            r: super::index(r),
+            run: slot.run.addr(),
+            choice,
+            now: state.now,
+            resource: slot.resource,
+            checkpoints: slot.checkpoints.addr(),
+            source,
+        };
+        let stepped = memo::step(self.id, key, || self.step_afresh(state, r, choice));
+        let moved = match &stepped {
+            Stepped::Impossible => return None,
+            Stepped::Refused { moved, .. } | Stepped::Accepted { moved, .. } => *moved,
         };
         let mut next = state.clone();
-        let mut used = self.consume(&mut next, r, &before, &input, choice)?;
-        match self.lifecycle.step(&slot.run.run, &input) {
-            Err(rejection) => {
-                if let Event::Resume(res) = &input.event {
-                    // ID-1: a foreign checkpoint must be refused for its identity, first.
-                    if self.foreign(&res.checkpoint.identity, r)
-                        && !matches!(rejection, Rejection::IdentityMismatch { .. })
-                    {
-                        next.violated |= SpecId::Id1;
-                        used = true;
-                    }
+        let at = Self::time(state);
+        let mut used = self.consume(&mut next, r, &slot.run.view, at, moved, choice)?;
+        match stepped {
+            Stepped::Impossible => None,
+            Stepped::Refused { id1, .. } => {
+                if id1 {
+                    next.violated |= SpecId::Id1;
+                    used = true;
                 }
                 used.then_some(next)
             }
-            Ok((run, effects)) => {
-                // The history entry is written with the run, in the same commit.
-                let history = slot.run.history.with(effects.history())?;
-                let stored = self.store(run, history);
-                let staged = self.staged(r, &before, &input, choice, stored, &effects)?;
+            Stepped::Accepted { staged, .. } => {
                 *next.workers.get_mut(w)? = Worker::Staged(staged);
                 Some(next)
+            }
+        }
+    }
+
+    /// What a worker's step of run `r` with `choice` comes to in `state`, computed: a function
+    /// of the values [`StepKey`] names, which [`memo::step`] remembers it by.
+    fn step_afresh(&self, state: &WorldState<L::Run>, r: usize, choice: Choice) -> Stepped<L::Run> {
+        let Some(slot) = state.runs.get(r) else {
+            return Stepped::Impossible;
+        };
+        let Some(event) = self.event_of(state, r, &choice) else {
+            return Stepped::Impossible;
+        };
+        let input = Input {
+            at: Self::time(state),
+            event,
+        };
+        let moved = matches!(&input.event, Event::Resume(res)
+            if res.facts.resource_version != res.checkpoint.resource_version);
+        match self.lifecycle.step(&slot.run.run, &input) {
+            Err(rejection) => {
+                // ID-1: a foreign checkpoint must be refused for its identity, first.
+                let id1 = matches!(&input.event, Event::Resume(res)
+                    if self.foreign(&res.checkpoint.identity, r)
+                        && !matches!(rejection, Rejection::IdentityMismatch { .. }));
+                Stepped::Refused { moved, id1 }
+            }
+            Ok((run, effects)) => {
+                let before = self.lifecycle.snapshot(&slot.run.run);
+                // The history entry is written with the run, in the same commit.
+                let Some(history) = slot.run.history.with(effects.history()) else {
+                    return Stepped::Impossible;
+                };
+                let stored = self.store(run, history);
+                match self.staged(r, &before, &input, choice, stored, &effects) {
+                    Some(staged) => Stepped::Accepted { moved, staged },
+                    None => Stepped::Impossible,
+                }
             }
         }
     }

@@ -1,0 +1,147 @@
+//! What a worker's step computes, remembered: the lifecycle's `step` and everything the world
+//! derives from it (the stored run, the checkpoint, the dispatches, the rules the step
+//! breaks) are a function of a few values the state holds by reference, so a step met again
+//! in another state (the same run, the same input, at the same time, with the same resource
+//! and checkpoints, whatever the other run, the workers or the messages are doing) is looked
+//! up instead of computed. This is the kernel's step, with its copies and its checkpoint
+//! digests, taken out of most transitions.
+//!
+//! The key holds the interned run and checkpoint logs by address, which interning makes the
+//! same as by value, so a remembered step is exactly the step that would be computed. Each
+//! thread keeps its own memo, per world, so threads never wait on each other, and a memo
+//! that grows past its bound is emptied and starts again: a bound on memory, never a change
+//! in what is computed.
+
+use super::intern::FastHasher;
+use super::{Choice, Staged};
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+type FastBuild = std::hash::BuildHasherDefault<FastHasher>;
+
+/// Steps remembered per thread and world before the memo is emptied.
+const MAX_STEPS: usize = 1 << 18;
+/// Worlds a thread keeps memos for before it drops them all.
+const MAX_WORLDS: usize = 4;
+
+/// Everything a worker's step depends on.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) struct StepKey {
+    /// The run's index.
+    pub(super) r: u8,
+    /// The stored run (with its call history), by address.
+    pub(super) run: usize,
+    /// The input as the world chose it.
+    pub(super) choice: Choice,
+    /// The clock.
+    pub(super) now: u8,
+    /// The run's resource, which resumes are fed as their facts.
+    pub(super) resource: u8,
+    /// The run's checkpoints, by address.
+    pub(super) checkpoints: usize,
+    /// For a decision, the checkpoints of the run it was made on, by address.
+    pub(super) source: usize,
+}
+
+/// What a worker's step came to, before the world's messages and budgets are touched.
+#[derive(Clone, Debug)]
+pub(super) enum Stepped<R: 'static> {
+    /// No such step: the input cannot be built, or the step overflows the world's bounds.
+    Impossible,
+    /// The lifecycle refused the input.
+    Refused {
+        /// The input was a resume whose facts differ from its checkpoint's resource.
+        moved: bool,
+        /// ID-1 is broken: a foreign checkpoint was refused for something else first.
+        id1: bool,
+    },
+    /// The lifecycle accepted it: the step the worker holds.
+    Accepted {
+        /// As above.
+        moved: bool,
+        /// The step.
+        staged: Staged<R>,
+    },
+}
+
+type Steps<R> = HashMap<StepKey, Stepped<R>, FastBuild>;
+
+/// Everything LIVE-2's question about one run depends on: whether the run, suspended and
+/// not past its expiry, accepts some answer its responsible party can honestly give now.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) struct AnswerKey {
+    /// The world, by id.
+    pub(super) world: u64,
+    /// The stored run, by address.
+    pub(super) run: usize,
+    /// The run's checkpoints, by address.
+    pub(super) checkpoints: usize,
+    /// The clock.
+    pub(super) now: u8,
+    /// The run's resource.
+    pub(super) resource: u8,
+    /// The tool's durable side for the run's calls.
+    pub(super) tool: (u16, u16, u16),
+    /// For a manual intervention, what an honest operator may say, as bits (0 otherwise).
+    pub(super) settlements: u8,
+}
+
+thread_local! {
+    /// Per world (by id), this thread's remembered steps: a `Steps<R>` each.
+    static STEPS: RefCell<HashMap<u64, Box<dyn Any>, FastBuild>> =
+        RefCell::new(HashMap::default());
+    /// This thread's remembered answers to LIVE-2's question, for every world.
+    static ANSWERS: RefCell<HashMap<AnswerKey, bool, FastBuild>> =
+        RefCell::new(HashMap::default());
+}
+
+/// Whether the run of `key` accepts some honest answer: remembered, or computed by
+/// `compute` and remembered.
+pub(super) fn answered(key: AnswerKey, compute: impl FnOnce() -> bool) -> bool {
+    let known = ANSWERS.try_with(|answers| answers.borrow().get(&key).copied());
+    if let Ok(Some(answered)) = known {
+        return answered;
+    }
+    let answered = compute();
+    let _ = ANSWERS.try_with(|answers| {
+        let mut answers = answers.borrow_mut();
+        if answers.len() >= MAX_STEPS {
+            answers.clear();
+        }
+        answers.insert(key, answered);
+    });
+    answered
+}
+
+/// The step of `key` in world `world`: remembered, or computed by `compute` and remembered.
+pub(super) fn step<R: Clone + 'static>(
+    world: u64,
+    key: StepKey,
+    compute: impl FnOnce() -> Stepped<R>,
+) -> Stepped<R> {
+    // During a thread's teardown its memo may be gone: the step is then computed.
+    let known = STEPS.try_with(|steps| {
+        let steps = steps.borrow();
+        let memo = steps.get(&world)?.downcast_ref::<Steps<R>>()?;
+        memo.get(&key).cloned()
+    });
+    if let Ok(Some(stepped)) = known {
+        return stepped;
+    }
+    let stepped = compute();
+    let _ = STEPS.try_with(|steps| {
+        let mut steps = steps.borrow_mut();
+        if !steps.contains_key(&world) && steps.len() >= MAX_WORLDS {
+            steps.clear();
+        }
+        let entry = (steps.entry(world)).or_insert_with(|| Box::new(Steps::<R>::default()));
+        if let Some(memo) = entry.downcast_mut::<Steps<R>>() {
+            if memo.len() >= MAX_STEPS {
+                memo.clear();
+            }
+            memo.insert(key, stepped.clone());
+        }
+    });
+    stepped
+}

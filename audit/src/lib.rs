@@ -73,6 +73,7 @@ mod finding;
 pub mod forge;
 mod header;
 pub mod history;
+pub mod jcs;
 pub mod json;
 mod properties;
 mod report;

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 mod check;
 mod decide;
+mod digest;
 mod explore;
 mod output;
 mod replay;
@@ -34,6 +35,8 @@ enum Command {
     Replay(replay::Args),
     /// Check a runtime's audit log (JSON lines) against the kernel and the safety properties.
     Validate(validate::Args),
+    /// Print the argument digest of one JSON document: SHA-256 of its RFC 8785 canonical form.
+    Digest(digest::Args),
     /// Runtime: create a run of an agent program in a store.
     Start(runs::StartArgs),
     /// Runtime: drive runs (step, commit, dispatch, recover, reconcile, expire).
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Explore(args) => explore::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Validate(args) => validate::run(&args),
+        Command::Digest(args) => digest::run(&args),
         Command::Start(args) => runs::start(&args),
         Command::Worker(args) => runs::worker(&args),
         Command::Status(args) => runs::status(&args),

@@ -1,0 +1,317 @@
+//! `resumable_kernel._native`: the lifecycle kernel for Python, as pure functions over the
+//! project's JSON forms (runs, inputs, transitions, checkpoints, rejections with their kind and
+//! evidence, audit records), with the RFC 8785 argument digest.
+//!
+//! Every function takes and returns JSON text in the kernel's serde form, holds no state
+//! between calls and reads no clock: the module has no global state. A rejection is a value
+//! (`{"verdict": NAME, "rejection": {...}, "message": ...}`); input that is not the kernel's
+//! form (malformed JSON, a repeated key, a field the kernel does not have, a run that breaks an
+//! invariant) raises the one exception class, `ResumableError`, carrying the kernel's message.
+//! The typed layer on top is Python (`resumable_kernel/__init__.py`).
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use resumable_audit::jcs::{self, Value};
+use resumable_audit::{Anchor, Key, RunHeader, ToolPolicy, Writer};
+use resumable_kernel::{
+    Checkpoint, Effect, Fingerprint, IdempotencyKey, Identity, Input, Name, Rejection, Run,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+create_exception!(
+    _native,
+    ResumableError,
+    PyValueError,
+    "Input that is not the kernel's JSON form, or a value with no canonical form; the message is the kernel's."
+);
+
+fn error(message: impl Into<String>) -> PyErr {
+    ResumableError::new_err(message.into())
+}
+
+/// Parses `text` as `what` in the kernel's serde form, refusing a repeated key first: JSON
+/// readers disagree on which of two equal keys counts, so the project refuses both.
+fn parse<T: DeserializeOwned>(what: &str, text: &str) -> PyResult<T> {
+    if let Some(d) = resumable_audit::json::duplicate_key(text) {
+        return Err(error(format!(
+            "{what}: the key {:?} appears twice in one object; readers disagree on which one counts",
+            d.key
+        )));
+    }
+    serde_json::from_str(text).map_err(|e| error(format!("{what}: {e}")))
+}
+
+fn to_json<T: Serialize>(value: &T) -> PyResult<String> {
+    serde_json::to_string(value).map_err(|e| error(format!("cannot write JSON: {e}")))
+}
+
+/// What a step answered, in JSON: accepted with the next run and its effects, or the rejection.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Verdict<'a> {
+    Accepted {
+        verdict: &'static str,
+        run: &'a Run,
+        effects: Vec<Effect>,
+    },
+    Rejected {
+        verdict: &'static str,
+        rejection: &'a Rejection,
+        message: String,
+    },
+}
+
+impl<'a> Verdict<'a> {
+    fn of(result: &'a Result<resumable_kernel::Transition, Rejection>) -> Verdict<'a> {
+        match result {
+            Ok(t) => Verdict::Accepted {
+                verdict: "accepted",
+                run: &t.next,
+                effects: t.effects.iter().copied().collect(),
+            },
+            Err(r) => Verdict::Rejected {
+                verdict: r.kind().name(),
+                rejection: r,
+                message: r.to_string(),
+            },
+        }
+    }
+}
+
+/// A new run at revision 0 from `{"identity": ..., "policy": ..., "created_at": T}`.
+#[pyfunction]
+fn new_run(spec: &str) -> PyResult<String> {
+    let header: RunHeader = parse("run spec", spec)?;
+    let run = header.run().map_err(|e| error(format!("run spec: {e}")))?;
+    to_json(&run)
+}
+
+/// One kernel step: `run` and `input` in the kernel's serde form. Returns
+/// `{"verdict": "accepted", "run": NEXT, "effects": [...]}` or
+/// `{"verdict": NAME, "rejection": {...}, "message": ...}`; a rejection changes nothing.
+#[pyfunction]
+fn step(run: &str, input: &str) -> PyResult<String> {
+    let run: Run = parse("run", run)?;
+    let input: Input = parse("input", input)?;
+    let result = resumable_kernel::step(&run, &input);
+    to_json(&Verdict::of(&result))
+}
+
+/// The checkpoint with its digest recomputed over its other fields (what the kernel seals).
+#[pyfunction]
+fn seal_checkpoint(checkpoint: &str) -> PyResult<String> {
+    let checkpoint: Checkpoint = parse("checkpoint", checkpoint)?;
+    to_json(&checkpoint.seal())
+}
+
+/// The fingerprint the run's history indexes a call id by (16 hex digits).
+#[pyfunction]
+fn call_id_fingerprint(call_id: &str) -> PyResult<String> {
+    let name = Name::new(call_id).map_err(|e| error(format!("call id: {e}")))?;
+    Ok(Fingerprint::call_id(&name).to_string())
+}
+
+/// The fingerprint the run's history indexes an idempotency key by (16 hex digits).
+#[pyfunction]
+fn key_fingerprint(key: &str) -> PyResult<String> {
+    let key = IdempotencyKey::new(key).map_err(|e| error(format!("key: {e}")))?;
+    Ok(Fingerprint::key(&key).to_string())
+}
+
+/// The tool key the kernel dispatches a call under: its idempotency key bound to the run's
+/// identity (64 hex digits). A driver queries the tool under it after a crash.
+#[pyfunction]
+fn tool_key(identity: &str, key: &str) -> PyResult<String> {
+    let identity: Identity = parse("identity", identity)?;
+    let key = IdempotencyKey::new(key).map_err(|e| error(format!("key: {e}")))?;
+    Ok(resumable_kernel::checkpoint::tool_key(&identity, &key).to_string())
+}
+
+/// How deeply a Python value may nest before it is refused (a list holding itself, too).
+const MAX_DEPTH: usize = jcs::MAX_DEPTH;
+
+/// A Python value as JSON: `None`, `bool`, `int` (magnitude at most 2^53 - 1), finite
+/// `float`, `str`, `list` or `tuple`, `dict` with `str` keys. Anything else is refused.
+fn value_of(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+    if depth > MAX_DEPTH {
+        return Err(error(format!(
+            "nested deeper than {MAX_DEPTH} levels (or a container holds itself)"
+        )));
+    }
+    let refuse = |e: jcs::Error| error(e.what);
+    if obj.is_none() {
+        Ok(Value::Null)
+    } else if let Ok(b) = obj.cast::<PyBool>() {
+        Ok(Value::Bool(b.is_true()))
+    } else if let Ok(i) = obj.cast::<PyInt>() {
+        match i.extract::<i64>() {
+            Ok(i) => Value::integer(i.into()).map_err(refuse),
+            Err(_) => Err(error(format!(
+                "the integer {i} is outside I-JSON's exact range (magnitude at most 2^53 - 1)"
+            ))),
+        }
+    } else if let Ok(f) = obj.cast::<PyFloat>() {
+        Value::number(f.value()).map_err(refuse)
+    } else if let Ok(s) = obj.cast::<PyString>() {
+        let s = s
+            .to_str()
+            .map_err(|_| error("a string holds a lone surrogate, which is not text"))?;
+        Ok(Value::String(s.to_owned()))
+    } else if let Ok(list) = obj.cast::<PyList>() {
+        let items = list.iter().map(|item| value_of(&item, depth + 1));
+        Ok(Value::Array(items.collect::<PyResult<_>>()?))
+    } else if let Ok(tuple) = obj.cast::<PyTuple>() {
+        let items = tuple.iter().map(|item| value_of(&item, depth + 1));
+        Ok(Value::Array(items.collect::<PyResult<_>>()?))
+    } else if let Ok(dict) = obj.cast::<PyDict>() {
+        let mut members = Vec::with_capacity(dict.len());
+        for (k, v) in dict.iter() {
+            let Ok(name) = k.cast::<PyString>() else {
+                let kind = k.get_type().name()?;
+                return Err(error(format!("an object's names are strings, not {kind}")));
+            };
+            let name = name
+                .to_str()
+                .map_err(|_| error("a name holds a lone surrogate, which is not text"))?;
+            members.push((name.to_owned(), value_of(&v, depth + 1)?));
+        }
+        Ok(Value::Object(members))
+    } else {
+        let kind = obj.get_type().name()?;
+        Err(error(format!("a {kind} is not a JSON value")))
+    }
+}
+
+/// The RFC 8785 canonical form of a Python value (see `digest`).
+#[pyfunction]
+fn canonical(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    value_of(value, 0)?.canonical().map_err(|e| error(e.what))
+}
+
+/// The argument digest of a Python value: SHA-256 over its RFC 8785 canonical form, in hex.
+#[pyfunction]
+fn digest(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let canonical = canonical(value)?;
+    Ok(resumable_kernel::Digest::of(canonical.as_bytes()).to_string())
+}
+
+/// The RFC 8785 canonical form of one JSON text.
+#[pyfunction]
+fn canonical_json(text: &str) -> PyResult<String> {
+    jcs::canonical(text).map_err(|e| error(e.to_string()))
+}
+
+/// The argument digest of one JSON text, as `resumable digest` prints it.
+#[pyfunction]
+fn digest_json(text: &str) -> PyResult<String> {
+    jcs::digest(text)
+        .map(|d| d.to_string())
+        .map_err(|e| error(e.to_string()))
+}
+
+fn key_of(key: Option<&str>) -> PyResult<Option<Key>> {
+    key.map(|k| Key::from_hex(k.trim()).map_err(|e| error(format!("audit key: {e}"))))
+        .transpose()
+}
+
+/// An audit log's header as a runtime declares it: the run, and its tool policy if any.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogHeader {
+    run: RunHeader,
+    #[serde(default)]
+    tools: Option<Vec<ToolPolicy>>,
+}
+
+/// Where a log stands after a line: the run it describes and its anchor.
+#[derive(Serialize)]
+struct Appended<'a> {
+    line: String,
+    run: &'a Run,
+    anchor: Anchor,
+}
+
+/// Where a log stands after a record: the line, the run, the anchor, and the kernel's verdict.
+#[derive(Serialize)]
+struct Recorded<'a> {
+    line: String,
+    run: &'a Run,
+    anchor: Anchor,
+    verdict: Verdict<'a>,
+}
+
+fn line_of(bytes: Vec<u8>) -> PyResult<String> {
+    String::from_utf8(bytes).map_err(|e| error(format!("the audit line is not UTF-8: {e}")))
+}
+
+/// Starts an audit log (spec/audit-log.md): `header` is `{"run": {"identity", "policy",
+/// "created_at"}, "tools": [...] | null}`, `key` 64 hex digits (HMAC-SHA-256) or `None`
+/// (plain SHA-256). Returns `{"line": HEADER_LINE, "run": RUN, "anchor": ANCHOR}`.
+#[pyfunction]
+#[pyo3(signature = (header, key=None))]
+fn audit_open(header: &str, key: Option<&str>) -> PyResult<String> {
+    let h: LogHeader = parse("audit header", header)?;
+    let key = key_of(key)?;
+    let header = resumable_audit::Header {
+        run: h.run,
+        tools: h.tools,
+    };
+    let writer = Writer::new(Vec::new(), &header, key.as_ref())
+        .map_err(|e| error(format!("audit header: {e}")))?;
+    let (run, anchor) = (*writer.run(), writer.anchor());
+    let line = line_of(writer.into_inner().map_err(|e| error(e.to_string()))?)?;
+    to_json(&Appended {
+        line,
+        run: &run,
+        anchor,
+    })
+}
+
+/// Appends one record to a log that stands at `run` and `anchor` (as the last call returned
+/// them): steps the run with `input`, seals the record under `key`, and returns `{"line",
+/// "run", "anchor", "verdict"}`, the verdict as `step` gives it. Refused inputs are recorded
+/// too.
+#[pyfunction]
+#[pyo3(signature = (run, anchor, input, key=None))]
+fn audit_append(run: &str, anchor: &str, input: &str, key: Option<&str>) -> PyResult<String> {
+    let run: Run = parse("run", run)?;
+    let anchor = Anchor::from_json(anchor.as_bytes()).map_err(|e| error(format!("anchor: {e}")))?;
+    let input: Input = parse("input", input)?;
+    let key = key_of(key)?;
+    let mut writer = Writer::resume(Vec::new(), run, key.as_ref(), anchor);
+    let result = writer
+        .step(&input)
+        .map_err(|e| error(format!("audit record: {e}")))?;
+    let (next, anchor) = (*writer.run(), writer.anchor());
+    let line = line_of(writer.into_inner().map_err(|e| error(e.to_string()))?)?;
+    to_json(&Recorded {
+        line,
+        run: &next,
+        anchor,
+        verdict: Verdict::of(&result),
+    })
+}
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ResumableError", m.py().get_type::<ResumableError>())?;
+    m.add("RULES_VERSION", resumable_kernel::RULES_VERSION)?;
+    m.add("AUDIT_FORMAT_VERSION", resumable_audit::VERSION)?;
+    m.add_function(wrap_pyfunction!(new_run, m)?)?;
+    m.add_function(wrap_pyfunction!(step, m)?)?;
+    m.add_function(wrap_pyfunction!(seal_checkpoint, m)?)?;
+    m.add_function(wrap_pyfunction!(call_id_fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(key_fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(tool_key, m)?)?;
+    m.add_function(wrap_pyfunction!(canonical, m)?)?;
+    m.add_function(wrap_pyfunction!(digest, m)?)?;
+    m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
+    m.add_function(wrap_pyfunction!(digest_json, m)?)?;
+    m.add_function(wrap_pyfunction!(audit_open, m)?)?;
+    m.add_function(wrap_pyfunction!(audit_append, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,75 @@
+"""One process of an agent run whose `needs_approval` tool is gated by the kernel:
+`python agents_worker.py STEP DIR [APPROVER]`, STEP `start` (run the turn until the approval,
+suspend the kernel's run and store the SDK's state with it) or `approve` (read the stored run
+and state, decide through the kernel as APPROVER, run the tool and finish the turn). The model
+is the SDK's own ScriptedModel; nothing leaves the machine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import sys
+import time
+from typing import Optional
+
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.tool_context import ToolContext
+
+from ledger import DedupingTool, Ledger
+from resumable_kernel import agents_sdk, gate
+
+set_tracing_disabled(True)
+IDENTITY = {"tenant": "acme", "session": "chat-1", "run": "run-1", "definition": "writer@1"}
+DESK: Optional[agents_sdk.ApprovalDesk] = None
+TOOL: Optional[DedupingTool] = None
+
+
+@function_tool(needs_approval=True)
+def publish(ctx: ToolContext, post: int) -> str:
+    """Publish a post."""
+    assert DESK is not None and TOOL is not None
+    dispatch = DESK.dispatch_for(ctx.tool_call_id)
+    if dispatch is None:
+        return "refused: the kernel has not dispatched this call"
+    result = TOOL.commit(dispatch["tool_key"], "publish", {"post": post})
+    DESK.record(ctx.tool_call_id, dispatch["attempt"], result)
+    return result
+
+
+def clock() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def agent(model: ScriptedModel) -> Agent:
+    return Agent(name="writer", model=model, tools=[publish])
+
+
+async def main(step: str, dir: pathlib.Path, approver: str) -> None:
+    global DESK, TOOL
+    DESK = agents_sdk.ApprovalDesk(agents_sdk.TurnStore(str(dir / "turns.db")), "run-1",
+                                   IDENTITY, clock)
+    TOOL = DedupingTool(Ledger(dir / "tool.ledger"))
+    if step == "start":
+        model = ScriptedModel([[function_call("publish", {"post": 42}, call_id="call_42")]])
+        result = await Runner.run(agent(model), "publish post 42")
+        request = DESK.suspend(result, requester="writer", approver="alice", expires_in=600_000)
+        (dir / "request.json").write_text(json.dumps(request))
+        print(json.dumps({"suspended": request["call"]["call_id"]}))
+        return
+    request = json.loads((dir / "request.json").read_text())
+    model = ScriptedModel([[assistant_message("done")]])
+    now = clock()
+    try:
+        state = await DESK.decide(agent(model), gate.approve(request, approver, now + 60_000, now))
+    except gate.Refused as refused:
+        print(json.dumps({"refused": refused.rejection.kind}))
+        return
+    result = await Runner.run(agent(model), state)
+    print(json.dumps({"final": result.final_output}))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], pathlib.Path(sys.argv[2]),
+                     sys.argv[3] if len(sys.argv) > 3 else "alice"))

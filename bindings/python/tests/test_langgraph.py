@@ -1,0 +1,261 @@
+"""Inside LangGraph (a real StateGraph, the in-memory and the SQLite checkpointers): for each
+pain of its tracker that a single-call approval meets, one test that shows it happen with
+plain LangGraph (it asserts the bad outcome) and the same flow through the kernel's gate,
+where the kernel refuses it or it cannot happen. The tool's ledger is a file, outside the
+graph's state, so commits are counted as the world would see them."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+from ledger import DedupingTool, Ledger
+from resumable_kernel import gate
+
+IDENTITY = {"tenant": "acme", "session": "thread-1", "run": "run-1", "definition": "graph@1"}
+POST = gate.Call("call-1", "publish", {"post": 42}, "idem-post-42")
+DELETE = gate.Call("call-2", "delete", {"account": 7}, "idem-delete-7")
+
+
+class State(TypedDict, total=False):
+    out: list[str]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def saver(request, tmp_path):
+    if request.param == "memory":
+        yield InMemorySaver()
+    else:
+        conn = sqlite3.connect(str(tmp_path / "graph.db"), check_same_thread=False)
+        yield SqliteSaver(conn)
+        conn.close()
+
+
+def compile(node, saver):
+    g = StateGraph(State)
+    g.add_node("work", node)
+    g.add_edge(START, "work")
+    g.add_edge("work", END)
+    return g.compile(checkpointer=saver)
+
+
+CFG = {"configurable": {"thread_id": "thread-1"}}
+
+
+def plain_commit(ledger: Ledger, call: gate.Call, approval: Any) -> str:
+    ledger.append({"tool": call.tool, "args": dict(call.args), "approval": repr(approval)})
+    return f"{call.tool} done"
+
+
+class Kernel:
+    """The gate and its clock for one test."""
+
+    def __init__(self, tmp_path) -> None:
+        self.ledger = Ledger(tmp_path / "tool.ledger")
+        self.store = gate.RunStore(str(tmp_path / "kernel.db"))
+        self.ticks = itertools.count(1)
+
+    def clock(self) -> int:
+        return next(self.ticks)
+
+    def gate(self) -> gate.ApprovalGate:
+        return gate.ApprovalGate(self.store, "run-1", IDENTITY, DedupingTool(self.ledger),
+                                 interrupt, self.clock)
+
+    def approve(self, request: dict, approver: str = "alice", valid_for: int = 100) -> dict:
+        now = self.clock()
+        return gate.approve(request, approver, expires_at=now + valid_for, at=now)
+
+
+def request_of(result: dict) -> dict:
+    return result["__interrupt__"][0].value
+
+
+# --- #6792, #6208: tasks before an interrupt run again on resume --------------------------
+
+
+def test_plain_a_commit_before_a_second_interrupt_runs_again_on_resume(saver, tmp_path) -> None:
+    ledger = Ledger(tmp_path / "tool.ledger")
+
+    def work(state: State) -> State:
+        first = interrupt({"call": POST.tool})
+        plain_commit(ledger, POST, first)
+        second = interrupt({"call": DELETE.tool})
+        plain_commit(ledger, DELETE, second)
+        return {"out": ["both"]}
+
+    app = compile(work, saver)
+    app.invoke({"out": []}, CFG)
+    app.invoke(Command(resume="approve"), CFG)
+    app.invoke(Command(resume="approve"), CFG)
+    # The node ran again from its start on the second resume: the post was published twice.
+    assert ledger.commits("publish") == 2
+
+
+def test_kernel_a_call_recorded_before_a_second_interrupt_is_not_made_again(saver, tmp_path) -> None:
+    k = Kernel(tmp_path)
+
+    def work(state: State) -> State:
+        g = k.gate()
+        first = g.call(POST, requester="agent", approver="alice", expires_in=1000)
+        second = g.call(DELETE, requester="agent", approver="alice", expires_in=1000)
+        return {"out": [first, second]}
+
+    app = compile(work, saver)
+    r = app.invoke({"out": []}, CFG)
+    r = app.invoke(Command(resume=k.approve(request_of(r))), CFG)
+    assert request_of(r)["call"]["call_id"] == "call-2"
+    r = app.invoke(Command(resume=k.approve(request_of(r))), CFG)
+    assert r["out"] == ["publish done #1", "delete done #2"]
+    assert (k.ledger.commits("publish"), k.ledger.commits("delete")) == (1, 1)
+
+
+# --- #8836: a resume whose ids match no pending interrupt ----------------------------------
+
+
+def test_plain_a_resume_for_no_pending_interrupt_is_taken_as_the_answer(saver, tmp_path) -> None:
+    ledger = Ledger(tmp_path / "tool.ledger")
+
+    def work(state: State) -> State:
+        answer = interrupt({"call": POST.tool})
+        if answer:
+            plain_commit(ledger, POST, answer)
+        return {"out": ["done"]}
+
+    app = compile(work, saver)
+    app.invoke({"out": []}, CFG)
+    app.invoke(Command(resume={"no-such-interrupt": "approve"}), CFG)
+    # Nothing matched, nothing was refused: the map itself became the approval.
+    assert ledger.commits("publish") == 1
+    assert "no-such-interrupt" in ledger.entries()[0]["approval"]
+
+
+def test_kernel_a_decision_for_another_call_is_refused(saver, tmp_path) -> None:
+    k = Kernel(tmp_path)
+
+    def work(state: State) -> State:
+        return {"out": [k.gate().call(POST, requester="agent", approver="alice", expires_in=1000)]}
+
+    app = compile(work, saver)
+    r = app.invoke({"out": []}, CFG)
+    request = request_of(r)
+    other = dict(request, call=DELETE.kernel_form())
+    r = app.invoke(Command(resume=k.approve(other)), CFG)
+    # Refused by the kernel, with its evidence; the graph asks again.
+    assert request_of(r)["refused"] == {"rejection": "approval_mismatch", "field": "call_id"}
+    r = app.invoke(Command(resume={"no-such-interrupt": "approve"}), CFG)
+    assert request_of(r)["refused"]["rejection"] == "not_a_decision"
+    assert k.ledger.commits() == 0
+    # The run still waits on its call; the right approval goes through, once.
+    r = app.invoke(Command(resume=k.approve(request)), CFG)
+    assert r["out"] == ["publish done #1"] and k.ledger.commits() == 1
+
+
+# --- #8837: a consumed resume value delivered again to a later interrupt -------------------
+
+
+def test_plain_an_approval_for_one_call_answers_the_next_interrupt(saver, tmp_path) -> None:
+    ledger = Ledger(tmp_path / "tool.ledger")
+
+    def work(state: State) -> State:
+        for call in (POST, DELETE):
+            if interrupt({"call": call.tool}) == "approve":
+                plain_commit(ledger, call, "approve")
+        return {"out": ["done"]}
+
+    app = compile(work, saver)
+    app.invoke({"out": []}, CFG)
+    decision_about_the_post = Command(resume="approve")
+    app.invoke(decision_about_the_post, CFG)
+    app.invoke(decision_about_the_post, CFG)  # delivered again: no one approved the delete
+    assert ledger.commits("delete") == 1
+
+
+def test_kernel_an_approval_for_one_call_cannot_answer_the_next(saver, tmp_path) -> None:
+    k = Kernel(tmp_path)
+
+    def work(state: State) -> State:
+        g = k.gate()
+        return {"out": [g.call(c, requester="agent", approver="alice", expires_in=1000)
+                        for c in (POST, DELETE)]}
+
+    app = compile(work, saver)
+    r = app.invoke({"out": []}, CFG)
+    decision_about_the_post = Command(resume=k.approve(request_of(r)))
+    r = app.invoke(decision_about_the_post, CFG)
+    assert request_of(r)["call"]["call_id"] == "call-2"
+    r = app.invoke(decision_about_the_post, CFG)
+    # The post's approval, delivered to the delete's interrupt, is refused: it was spent.
+    assert request_of(r)["call"]["call_id"] == "call-2"
+    assert request_of(r)["refused"]["rejection"] == "already_applied"
+    assert (k.ledger.commits("publish"), k.ledger.commits("delete")) == (1, 0)
+
+
+# --- #6663: the same interrupt resumed again from an old config, with other values ---------
+
+
+def test_plain_resuming_again_from_an_old_config_commits_again(saver, tmp_path) -> None:
+    ledger = Ledger(tmp_path / "tool.ledger")
+
+    def work(state: State) -> State:
+        answer = interrupt({"call": POST.tool})
+        plain_commit(ledger, POST, answer)
+        return {"out": [str(answer)]}
+
+    app = compile(work, saver)
+    app.invoke({"out": []}, CFG)
+    old = app.get_state(CFG).config
+    app.invoke(Command(resume="approve by alice"), CFG)
+    app.invoke(Command(resume="approve by mallory"), old)
+    assert ledger.commits("publish") == 2
+
+
+def test_kernel_resuming_again_from_an_old_config_does_not_commit_again(saver, tmp_path) -> None:
+    k = Kernel(tmp_path)
+
+    def work(state: State) -> State:
+        return {"out": [k.gate().call(POST, requester="agent", approver="alice", expires_in=1000)]}
+
+    app = compile(work, saver)
+    r = app.invoke({"out": []}, CFG)
+    old, request = app.get_state(CFG).config, request_of(r)
+    app.invoke(Command(resume=k.approve(request)), CFG)
+    r = app.invoke(Command(resume=k.approve(request, approver="mallory")), old)
+    # The call's result is recorded in the run: the node returns it, the tool is not called.
+    assert r["out"] == ["publish done #1"] and k.ledger.commits() == 1
+    # The other decision, fed to the kernel directly, is refused with its evidence.
+    with pytest.raises(gate.Refused) as refused:
+        k.gate()._resume(k.approve(request, approver="mallory"), POST)
+    assert refused.value.rejection.kind == "already_resumed"
+
+
+# --- the approval's other bindings: requester, expiry, arguments ---------------------------
+
+
+def test_kernel_refuses_self_approval_an_expired_approval_and_other_arguments(saver, tmp_path) -> None:
+    k = Kernel(tmp_path)
+
+    def work(state: State) -> State:
+        return {"out": [k.gate().call(POST, requester="agent", approver="alice", expires_in=1000)]}
+
+    app = compile(work, saver)
+    r = app.invoke({"out": []}, CFG)
+    request = request_of(r)
+    other_args = dict(request, call=dict(request["call"], args=gate.rk.digest({"post": 43})))
+    for decision, kind in [
+        (k.approve(request, approver="agent"), "self_approval"),
+        (k.approve(request, valid_for=-1), "approval_expired"),
+        (k.approve(other_args), "approval_mismatch"),
+    ]:
+        r = app.invoke(Command(resume=decision), CFG)
+        assert request_of(r)["refused"]["rejection"] == kind, request_of(r)["message"]
+    assert k.ledger.commits() == 0
+    r = app.invoke(Command(resume=k.approve(request)), CFG)
+    assert r["out"] == ["publish done #1"] and k.ledger.commits() == 1

@@ -1,0 +1,184 @@
+"""Inside the OpenAI Agents SDK (offline, with the SDK's own ScriptedModel): `needs_approval`
+tools gated by the kernel. The SDK's state is stored in the same commit as the kernel's run;
+the decision goes through the kernel first and may arrive in a new process; an approval the
+kernel refuses changes nothing. Plain-SDK tests show what the SDK alone lets through."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.tool_context import ToolContext
+
+import resumable_kernel as rk
+from ledger import DedupingTool, Ledger
+from resumable_kernel import agents_sdk, gate
+
+set_tracing_disabled(True)
+WORKER = pathlib.Path(__file__).with_name("agents_worker.py")
+IDENTITY = {"tenant": "acme", "session": "chat-1", "run": "run-1", "definition": "writer@1"}
+
+
+def worker(step: str, dir: pathlib.Path, approver: str = "alice") -> dict:
+    p = subprocess.run([sys.executable, str(WORKER), step, str(dir), approver],
+                       capture_output=True, text=True, cwd=WORKER.parent, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def test_kernel_the_decision_arrives_in_a_new_process_and_is_honoured_once(tmp_path) -> None:
+    assert worker("start", tmp_path) == {"suspended": "call_42"}
+    # The kernel's run and the SDK's state were stored in one commit, in one row.
+    turn = agents_sdk.TurnStore(str(tmp_path / "turns.db")).load("run-1")
+    assert turn is not None and turn.state is not None
+    assert turn.run["phase"]["reason"]["reason"] == "pending_approval"
+    assert "call_42" in json.dumps(turn.state)
+    # Each decision in a new process, after the first one ended.
+    assert worker("approve", tmp_path, approver="writer") == {"refused": "self_approval"}
+    assert Ledger(tmp_path / "tool.ledger").commits() == 0
+    assert worker("approve", tmp_path) == {"final": "done"}
+    assert worker("approve", tmp_path) == {"refused": "already_resumed"}
+    assert Ledger(tmp_path / "tool.ledger").commits() == 1
+
+
+class Scene:
+    """An agent whose publish tool needs approval, the kernel's desk, and a ledger."""
+
+    def __init__(self, tmp_path: pathlib.Path) -> None:
+        self.ledger = Ledger(tmp_path / "tool.ledger")
+        self.ticks = itertools.count(1)
+        self.desk = agents_sdk.ApprovalDesk(agents_sdk.TurnStore(str(tmp_path / "turns.db")),
+                                            "run-1", IDENTITY, self.clock)
+        tool, desk = DedupingTool(self.ledger), self.desk
+
+        @function_tool(needs_approval=True)
+        def publish(ctx: ToolContext, post: int) -> str:
+            """Publish a post."""
+            dispatch = desk.dispatch_for(ctx.tool_call_id)
+            if dispatch is None:
+                return "refused: the kernel has not dispatched this call"
+            result = tool.commit(dispatch["tool_key"], "publish", {"post": post})
+            desk.record(ctx.tool_call_id, dispatch["attempt"], result)
+            return result
+
+        self.publish = publish
+
+    def clock(self) -> int:
+        return next(self.ticks)
+
+    def agent(self, *steps) -> Agent:
+        return Agent(name="writer", model=ScriptedModel(list(steps)), tools=[self.publish])
+
+    def turn(self, post: int, call_id: str) -> dict:
+        agent = self.agent([function_call("publish", {"post": post}, call_id=call_id)])
+        result = asyncio.run(Runner.run(agent, f"publish post {post}"))
+        return self.desk.suspend(result, requester="writer", approver="alice", expires_in=1000)
+
+    def decide(self, request: dict, approver: str = "alice", valid_for: int = 100):
+        now = self.clock()
+        decision = gate.approve(request, approver, now + valid_for, now)
+        agent = self.agent([assistant_message("done")])
+        state = asyncio.run(self.desk.decide(agent, decision))
+        return asyncio.run(Runner.run(agent, state)).final_output
+
+
+def test_plain_anyone_approves_at_any_time_even_the_requester(tmp_path) -> None:
+    ledger = Ledger(tmp_path / "tool.ledger")
+
+    @function_tool(needs_approval=True)
+    def publish(post: int) -> str:
+        """Publish a post."""
+        ledger.append({"tool": "publish", "post": post})
+        return "published"
+
+    model = ScriptedModel([[function_call("publish", {"post": 42}, call_id="c1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="writer", model=model, tools=[publish])
+    result = asyncio.run(Runner.run(agent, "publish"))
+    state = result.to_state()
+    # The approval names no approver, no requester, no expiry, no revision: the requester's
+    # own approval, given whenever, runs the tool.
+    state.approve(result.interruptions[0])
+    assert asyncio.run(Runner.run(agent, state)).final_output == "done"
+    assert ledger.commits() == 1
+
+
+def test_kernel_refuses_the_requester_an_expired_approval_and_other_arguments(tmp_path) -> None:
+    s = Scene(tmp_path)
+    request = s.turn(42, "call_42")
+    other_args = dict(request, call=dict(request["call"], args=rk.digest({"post": 666})))
+    for kwargs, kind in [
+        ({"approver": "writer"}, "self_approval"),
+        ({"valid_for": -1}, "approval_expired"),
+    ]:
+        with pytest.raises(gate.Refused) as refused:
+            s.decide(request, **kwargs)
+        assert refused.value.rejection.kind == kind
+    with pytest.raises(gate.Refused) as refused:
+        s.decide(other_args)
+    assert refused.value.rejection.kind == "approval_mismatch"
+    assert s.ledger.commits() == 0
+    assert s.desk.turn().run["phase"]["phase"] == "suspended"
+    assert s.decide(request) == "done" and s.ledger.commits() == 1
+
+
+def test_plain_an_approval_given_once_covers_later_calls_with_other_arguments(tmp_path) -> None:
+    ledger = Ledger(tmp_path / "tool.ledger")
+
+    @function_tool(needs_approval=True)
+    def publish(post: int) -> str:
+        """Publish a post."""
+        ledger.append({"tool": "publish", "post": post})
+        return "published"
+
+    model = ScriptedModel([[function_call("publish", {"post": 42}, call_id="c1")],
+                           [function_call("publish", {"post": 666}, call_id="c2")],
+                           [assistant_message("done")]])
+    agent = Agent(name="writer", model=model, tools=[publish])
+    result = asyncio.run(Runner.run(agent, "publish"))
+    state = result.to_state()
+    state.approve(result.interruptions[0], always_approve=True)
+    assert asyncio.run(Runner.run(agent, state)).final_output == "done"
+    # Post 666 was published on the approval given for post 42.
+    assert [e["post"] for e in ledger.entries()] == [42, 666]
+
+
+def test_kernel_an_approval_replayed_for_another_call_is_refused(tmp_path) -> None:
+    s = Scene(tmp_path)
+    first = s.turn(42, "call_42")
+    assert s.decide(first) == "done"
+    second = s.turn(666, "call_666")
+    with pytest.raises(gate.Refused) as refused:
+        s.decide(first)  # the approval given for post 42, replayed
+    assert refused.value.rejection.kind == "already_resumed"
+    assert [e["args"]["post"] for e in s.ledger.entries()] == [42]
+    assert s.decide(second) == "done"
+    assert [e["args"]["post"] for e in s.ledger.entries()] == [42, 666]
+
+
+def test_kernel_a_call_id_reused_with_other_arguments_is_refused(tmp_path) -> None:
+    s = Scene(tmp_path)
+    assert s.decide(s.turn(42, "call_42")) == "done"
+    # A later turn whose model reuses the call id with other arguments: the SDK's new run
+    # does not know the id, the kernel's history does.
+    with pytest.raises(gate.Refused) as refused:
+        s.turn(666, "call_42")
+    assert refused.value.rejection.kind == "call_id_reused"
+    assert s.ledger.commits() == 1
+
+
+def test_several_approvals_in_one_turn_wait_on_the_kernels_batches(tmp_path) -> None:
+    s = Scene(tmp_path)
+    agent = s.agent([function_call("publish", {"post": 1}, call_id="c1"),
+                     function_call("publish", {"post": 2}, call_id="c2")])
+    result = asyncio.run(Runner.run(agent, "publish two"))
+    assert len(result.interruptions) == 2
+    with pytest.raises(agents_sdk.NotBuilt):
+        s.desk.suspend(result, requester="writer", approver="alice", expires_in=1000)

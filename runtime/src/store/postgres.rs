@@ -219,7 +219,7 @@ impl SqlStore<Postgres> {
             )));
         }
         db.batch_execute(&session(schema, true)).map_err(backend)?;
-        Ok(SqlStore::new(Postgres {
+        Ok(SqlStore::reading(Postgres {
             db,
             conn: conn.to_string(),
             schema: schema.to_string(),

@@ -126,6 +126,12 @@ pub struct ApproverArgs {
     /// Its own key file, to seal each request with.
     #[arg(long)]
     pub party_key: Option<PathBuf>,
+    /// Send the callbacks as this party (the payment system) instead of as itself.
+    #[arg(long, requires = "callbacks")]
+    pub callback_as: Option<String>,
+    /// That party's key file, to seal the callbacks with.
+    #[arg(long, requires = "callback_as")]
+    pub callback_key: Option<PathBuf>,
 }
 
 fn submit(
@@ -280,13 +286,21 @@ pub fn cancel(args: &CancelArgs) -> ExitCode {
 
 /// Watches the store and decides on every approval (and callback) it sees.
 pub fn approver(args: &ApproverArgs) -> ExitCode {
-    let key = match args.party_key.as_deref().map(|p| SharedKey::read(p, false)) {
-        None => None,
-        Some(Ok(key)) => Some(key),
+    let read = |path: Option<&std::path::Path>| match path.map(|p| SharedKey::read(p, false)) {
+        None => Ok(None),
+        Some(Ok(key)) => Ok(Some(key)),
         Some(Err(e)) => {
             eprintln!("error: party key: {e}");
-            return ExitCode::from(status::MISUSE);
+            Err(ExitCode::from(status::MISUSE))
         }
+    };
+    let key = match read(args.party_key.as_deref()) {
+        Ok(key) => key,
+        Err(code) => return code,
+    };
+    let callback_key = match read(args.callback_key.as_deref()) {
+        Ok(key) => key,
+        Err(code) => return code,
     };
     let mut store = match open_store_waiting(&args.store, &args.party) {
         Ok(s) => s,
@@ -301,6 +315,7 @@ pub fn approver(args: &ApproverArgs) -> ExitCode {
         valid_ms: 600_000,
         poll: Duration::from_millis(args.poll_ms),
         key,
+        callback_as: args.callback_as.clone().map(|name| (name, callback_key)),
     };
     match watch::watch(&mut *store, &w, args.rounds) {
         Ok(sent) => output::say(&format!("{sent} requests sent"))

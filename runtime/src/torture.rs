@@ -209,6 +209,15 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
         chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
     }
     crate::lifecycle::write_key(&o.dir.join("tools.key"), bytes)?;
+    // The parties' keys, from the seed too: the workers check every request against them.
+    std::fs::create_dir_all(o.dir.join("parties"))
+        .map_err(|e| format!("{}: {e}", o.dir.display()))?;
+    for party in [crate::program::APPROVER, crate::program::PAYMENTS] {
+        for chunk in bytes.chunks_mut(8) {
+            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        crate::lifecycle::write_key(&procs::party_key(&o.dir, party), bytes)?;
+    }
     let key = crate::lifecycle::read_key(&key_file, false)?;
     let (proc, address) = procs::tool_service(
         &o.exe,

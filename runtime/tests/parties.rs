@@ -202,6 +202,7 @@ fn the_watching_approver_decides_each_suspension_once_and_sends_duplicates_when_
             valid_ms: 600_000,
             poll: Duration::ZERO,
             key: None,
+            callback_as: None,
         };
         // Three looks at an unchanged store: one decision (and its duplicate, if told).
         assert_eq!(watch::watch(&mut store, &w, Some(3)).unwrap(), expected);
@@ -225,6 +226,7 @@ fn the_watching_approver_sends_the_callback_only_when_told_to_play_the_payment_s
             valid_ms: 600_000,
             poll: Duration::ZERO,
             key: None,
+            callback_as: None,
         };
         assert_eq!(watch::watch(&mut store, &w, Some(2)).unwrap(), expected);
         assert_eq!(store.inbox(&key, false).unwrap().len(), expected as usize);

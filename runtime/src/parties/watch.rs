@@ -28,6 +28,8 @@ pub struct Watch {
     pub poll: Duration,
     /// Its key, to seal each request with (see [`crate::auth::SharedKey::seal`]).
     pub key: Option<crate::auth::SharedKey>,
+    /// Who it sends callbacks as (the payment system's name and key), when not as itself.
+    pub callback_as: Option<(String, Option<crate::auth::SharedKey>)>,
 }
 
 /// Decides on every suspension it sees, once, until the process is stopped (or, with
@@ -84,13 +86,17 @@ fn look(
         } else {
             callback(&row, "settled")?
         };
-        let seal = w.key.as_ref().map(|k| k.seal(&s.key, &w.name, &request));
-        store.submit_sealed(&s.key, &w.name, now_ms(), &request, seal)?;
+        let (party, key) = match (&w.callback_as, s.status) {
+            (Some((name, key)), Status::Callback) => (name, key),
+            _ => (&w.name, &w.key),
+        };
+        let seal = key.as_ref().map(|k| k.seal(&s.key, party, &request));
+        store.submit_sealed(&s.key, party, now_ms(), &request, seal)?;
         // Decided once it is in the inbox: a submit the store lost is made again next look.
         decided.insert((s.key.clone(), cp.revision));
         *sent += 1;
         if rng.percent(w.duplicate_percent) {
-            store.submit_sealed(&s.key, &w.name, now_ms(), &request, seal)?;
+            store.submit_sealed(&s.key, party, now_ms(), &request, seal)?;
             *sent += 1;
         }
     }

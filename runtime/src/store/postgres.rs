@@ -39,7 +39,13 @@ pub struct Postgres {
     /// Whether the last statement found the server gone: the next one connects again,
     /// whether or not the driver has yet noticed the connection closed.
     lost: bool,
+    /// Each statement prepared once per connection: a statement given as text is parsed by
+    /// the server, a round trip, every time it runs.
+    prepared: Prepared,
 }
+
+/// The statements prepared on the current connection, by their text.
+type Prepared = std::collections::HashMap<String, postgres::Statement>;
 
 impl Postgres {
     /// The client, connected again first if the server closed the connection: a statement
@@ -51,6 +57,7 @@ impl Postgres {
                 .map_err(backend)?;
             self.db = db;
             self.lost = false;
+            self.prepared.clear();
         }
         Ok(&mut self.db)
     }
@@ -193,6 +200,7 @@ impl SqlStore<Postgres> {
             schema: schema.to_string(),
             read_only: false,
             lost: false,
+            prepared: Prepared::new(),
         }))
     }
 
@@ -211,12 +219,13 @@ impl SqlStore<Postgres> {
             )));
         }
         db.batch_execute(&session(schema, true)).map_err(backend)?;
-        Ok(SqlStore::new(Postgres {
+        Ok(SqlStore::reading(Postgres {
             db,
             conn: conn.to_string(),
             schema: schema.to_string(),
             read_only: true,
             lost: false,
+            prepared: Prepared::new(),
         }))
     }
 
@@ -276,43 +285,68 @@ fn cells(row: &postgres::Row) -> Result<Vec<Cell>, StoreError> {
         .collect()
 }
 
+/// `sql` prepared on `db`'s connection, once.
+fn statement(
+    db: &mut impl GenericClient,
+    prepared: &mut Prepared,
+    sql: &str,
+) -> Result<postgres::Statement, StoreError> {
+    if let Some(statement) = prepared.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = db.prepare(&dollars(sql)).map_err(backend)?;
+    prepared.insert(sql.to_string(), statement.clone());
+    Ok(statement)
+}
+
 fn execute(
     db: &mut impl GenericClient,
+    prepared: &mut Prepared,
     sql: &str,
     values: &[Value<'_>],
 ) -> Result<u64, StoreError> {
-    db.execute(&dollars(sql), &params(values)).map_err(backend)
+    let statement = statement(db, prepared, sql)?;
+    db.execute(&statement, &params(values)).map_err(backend)
 }
 
 fn query(
     db: &mut impl GenericClient,
+    prepared: &mut Prepared,
     sql: &str,
     values: &[Value<'_>],
 ) -> Result<Vec<Vec<Cell>>, StoreError> {
-    let rows = db.query(&dollars(sql), &params(values)).map_err(backend)?;
+    let statement = statement(db, prepared, sql)?;
+    let rows = db.query(&statement, &params(values)).map_err(backend)?;
     rows.iter().map(cells).collect()
 }
 
-/// Statements inside a transaction.
-impl Sql for postgres::Transaction<'_> {
+/// Statements inside a transaction, prepared once on its connection.
+struct InTransaction<'t, 'c> {
+    tx: postgres::Transaction<'c>,
+    prepared: &'t mut Prepared,
+}
+
+impl Sql for InTransaction<'_, '_> {
     fn execute(&mut self, sql: &str, values: &[Value<'_>]) -> Result<u64, StoreError> {
-        execute(self, sql, values)
+        execute(&mut self.tx, self.prepared, sql, values)
     }
 
     fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError> {
-        query(self, sql, values)
+        query(&mut self.tx, self.prepared, sql, values)
     }
 }
 
 /// Statements outside a transaction: each is one on its own.
 impl Sql for Postgres {
     fn execute(&mut self, sql: &str, values: &[Value<'_>]) -> Result<u64, StoreError> {
-        let result = self.client().and_then(|db| execute(db, sql, values));
+        let result = self.client().map(|_| ());
+        let result = result.and_then(|()| execute(&mut self.db, &mut self.prepared, sql, values));
         self.noting(result)
     }
 
     fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError> {
-        let result = self.client().and_then(|db| query(db, sql, values));
+        let result = self.client().map(|_| ());
+        let result = result.and_then(|()| query(&mut self.db, &mut self.prepared, sql, values));
         self.noting(result)
     }
 }
@@ -323,10 +357,15 @@ impl sql::Connection for Postgres {
         work: &mut dyn FnMut(&mut dyn Sql) -> Result<Cas, StoreError>,
     ) -> Result<Cas, StoreError> {
         let result = (|| {
-            let mut tx = self.client()?.transaction().map_err(backend)?;
+            self.client()?;
+            let tx = self.db.transaction().map_err(backend)?;
+            let mut tx = InTransaction {
+                tx,
+                prepared: &mut self.prepared,
+            };
             let cas = work(&mut tx)?;
             if cas == Cas::Done {
-                tx.commit().map_err(backend)?;
+                tx.tx.commit().map_err(backend)?;
             }
             Ok(cas) // on a conflict, dropping the transaction rolls it back
         })();

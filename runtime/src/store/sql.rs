@@ -178,12 +178,27 @@ pub trait Connection: Sql {
 /// The store over a SQL connection: the [`Store`] contract, once, for every backend.
 pub struct SqlStore<C> {
     connection: C,
+    /// Opened for reading only: a run stored by an earlier release is read as it is, its
+    /// inline call log left for the first writer to move (a reader writes nothing, and the
+    /// earlier release's store may not even have the history table yet).
+    reading: bool,
 }
 
 impl<C: Connection> SqlStore<C> {
     /// The store over `connection`, whose tables exist.
     pub fn new(connection: C) -> SqlStore<C> {
-        SqlStore { connection }
+        SqlStore {
+            connection,
+            reading: false,
+        }
+    }
+
+    /// The store over `connection`, for reading only: loading a run never writes.
+    pub fn reading(connection: C) -> SqlStore<C> {
+        SqlStore {
+            connection,
+            reading: true,
+        }
     }
 }
 
@@ -220,7 +235,7 @@ impl<C: Connection> Store for SqlStore<C> {
             return Ok(None);
         };
         let (row, legacy) = codec::run_row(key, cells)?;
-        if !legacy.is_empty() {
+        if !legacy.is_empty() && !self.reading {
             // A run stored under rules 2 kept its call log inline: its history moves to the
             // history table (idempotently), and the next commit stores the run without it.
             let rows: Vec<HistoryRow> = legacy.iter().flat_map(history_rows).collect();

@@ -95,7 +95,7 @@ impl SqlStore<Sqlite> {
         if tables == 0 {
             return Err(StoreError::Misuse(format!("sqlite: {path} holds no store")));
         }
-        Ok(SqlStore::new(Sqlite { db }))
+        Ok(SqlStore::reading(Sqlite { db }))
     }
 }
 

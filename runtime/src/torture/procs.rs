@@ -83,7 +83,13 @@ pub fn tool_service_again(
     Err(last.unwrap_or_else(|| std::io::Error::other("not started")))
 }
 
-/// Starts an approver that also sends callbacks.
+/// The key file of `party` in the torture's directory of parties' keys.
+pub fn party_key(dir: &Path, party: &str) -> PathBuf {
+    dir.join("parties").join(format!("{party}.key"))
+}
+
+/// Starts an approver that also sends callbacks (as the payment system), each request
+/// sealed with the key of the party it speaks as.
 pub fn approver(
     exe: &Path,
     dir: &Path,
@@ -102,6 +108,10 @@ pub fn approver(
         ])
         .args(["--seed", &seed.wrapping_add(u64::from(index)).to_string()])
         .args(["--deny-percent", "5", "--duplicate-percent", "20"])
+        .args(["--as", crate::program::APPROVER, "--party-key"])
+        .arg(party_key(dir, crate::program::APPROVER))
+        .args(["--callback-as", crate::program::PAYMENTS, "--callback-key"])
+        .arg(party_key(dir, crate::program::PAYMENTS))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log_file(dir, &format!("approver-{index}"))?)
@@ -195,7 +205,9 @@ pub fn worker(spec: &WorkerSpec<'_>, index: u32, fate: Fate) -> std::io::Result<
         .arg("--audit-key")
         .arg(spec.key_file)
         .arg("--tools-key")
-        .arg(spec.dir.join("tools.key"));
+        .arg(spec.dir.join("tools.key"))
+        .arg("--party-keys")
+        .arg(spec.dir.join("parties"));
     if let Some((point, nth)) = fate.plan {
         let plan = CrashPlan::at_visit(point, nth);
         debug_assert_eq!(plan.target(), Some((point, nth)));

@@ -71,6 +71,7 @@ mod examples;
 mod finding;
 #[cfg(feature = "fixtures")]
 pub mod forge;
+pub mod forms;
 mod header;
 pub mod history;
 pub mod jcs;

@@ -13,13 +13,8 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use resumable_audit::forms;
 use resumable_audit::jcs::{self, Value};
-use resumable_audit::{Anchor, Key, RunHeader, ToolPolicy, Writer};
-use resumable_kernel::{
-    Checkpoint, Effect, Fingerprint, IdempotencyKey, Identity, Input, Name, Rejection, Run,
-};
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
 create_exception!(
     _native,
@@ -32,61 +27,15 @@ fn error(message: impl Into<String>) -> PyErr {
     ResumableError::new_err(message.into())
 }
 
-/// Parses `text` as `what` in the kernel's serde form, refusing a repeated key first: JSON
-/// readers disagree on which of two equal keys counts, so the project refuses both.
-fn parse<T: DeserializeOwned>(what: &str, text: &str) -> PyResult<T> {
-    if let Some(d) = resumable_audit::json::duplicate_key(text) {
-        return Err(error(format!(
-            "{what}: the key {:?} appears twice in one object; readers disagree on which one counts",
-            d.key
-        )));
-    }
-    serde_json::from_str(text).map_err(|e| error(format!("{what}: {e}")))
-}
-
-fn to_json<T: Serialize>(value: &T) -> PyResult<String> {
-    serde_json::to_string(value).map_err(|e| error(format!("cannot write JSON: {e}")))
-}
-
-/// What a step answered, in JSON: accepted with the next run and its effects, or the rejection.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Verdict<'a> {
-    Accepted {
-        verdict: &'static str,
-        run: &'a Run,
-        effects: Vec<Effect>,
-    },
-    Rejected {
-        verdict: &'static str,
-        rejection: &'a Rejection,
-        message: String,
-    },
-}
-
-impl<'a> Verdict<'a> {
-    fn of(result: &'a Result<resumable_kernel::Transition, Rejection>) -> Verdict<'a> {
-        match result {
-            Ok(t) => Verdict::Accepted {
-                verdict: "accepted",
-                run: &t.next,
-                effects: t.effects.iter().copied().collect(),
-            },
-            Err(r) => Verdict::Rejected {
-                verdict: r.kind().name(),
-                rejection: r,
-                message: r.to_string(),
-            },
-        }
-    }
+/// A function of `resumable_audit::forms` as Python sees it: its error as `ResumableError`.
+fn native(result: forms::Result<String>) -> PyResult<String> {
+    result.map_err(error)
 }
 
 /// A new run at revision 0 from `{"identity": ..., "policy": ..., "created_at": T}`.
 #[pyfunction]
 fn new_run(spec: &str) -> PyResult<String> {
-    let header: RunHeader = parse("run spec", spec)?;
-    let run = header.run().map_err(|e| error(format!("run spec: {e}")))?;
-    to_json(&run)
+    native(forms::new_run(spec))
 }
 
 /// One kernel step: `run` and `input` in the kernel's serde form. Returns
@@ -94,40 +43,32 @@ fn new_run(spec: &str) -> PyResult<String> {
 /// `{"verdict": NAME, "rejection": {...}, "message": ...}`; a rejection changes nothing.
 #[pyfunction]
 fn step(run: &str, input: &str) -> PyResult<String> {
-    let run: Run = parse("run", run)?;
-    let input: Input = parse("input", input)?;
-    let result = resumable_kernel::step(&run, &input);
-    to_json(&Verdict::of(&result))
+    native(forms::step(run, input))
 }
 
 /// The checkpoint with its digest recomputed over its other fields (what the kernel seals).
 #[pyfunction]
 fn seal_checkpoint(checkpoint: &str) -> PyResult<String> {
-    let checkpoint: Checkpoint = parse("checkpoint", checkpoint)?;
-    to_json(&checkpoint.seal())
+    native(forms::seal_checkpoint(checkpoint))
 }
 
 /// The fingerprint the run's history indexes a call id by (16 hex digits).
 #[pyfunction]
 fn call_id_fingerprint(call_id: &str) -> PyResult<String> {
-    let name = Name::new(call_id).map_err(|e| error(format!("call id: {e}")))?;
-    Ok(Fingerprint::call_id(&name).to_string())
+    native(forms::call_id_fingerprint(call_id))
 }
 
 /// The fingerprint the run's history indexes an idempotency key by (16 hex digits).
 #[pyfunction]
 fn key_fingerprint(key: &str) -> PyResult<String> {
-    let key = IdempotencyKey::new(key).map_err(|e| error(format!("key: {e}")))?;
-    Ok(Fingerprint::key(&key).to_string())
+    native(forms::key_fingerprint(key))
 }
 
 /// The tool key the kernel dispatches a call under: its idempotency key bound to the run's
 /// identity (64 hex digits). A driver queries the tool under it after a crash.
 #[pyfunction]
 fn tool_key(identity: &str, key: &str) -> PyResult<String> {
-    let identity: Identity = parse("identity", identity)?;
-    let key = IdempotencyKey::new(key).map_err(|e| error(format!("key: {e}")))?;
-    Ok(resumable_kernel::checkpoint::tool_key(&identity, &key).to_string())
+    native(forms::tool_key(identity, key))
 }
 
 /// How deeply a Python value may nest before it is refused (a list holding itself, too).
@@ -195,56 +136,19 @@ fn canonical(value: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyfunction]
 fn digest(value: &Bound<'_, PyAny>) -> PyResult<String> {
     let canonical = canonical(value)?;
-    Ok(resumable_kernel::Digest::of(canonical.as_bytes()).to_string())
+    Ok(forms::digest_of_canonical(&canonical))
 }
 
 /// The RFC 8785 canonical form of one JSON text.
 #[pyfunction]
 fn canonical_json(text: &str) -> PyResult<String> {
-    jcs::canonical(text).map_err(|e| error(e.to_string()))
+    native(forms::canonical_json(text))
 }
 
 /// The argument digest of one JSON text, as `resumable digest` prints it.
 #[pyfunction]
 fn digest_json(text: &str) -> PyResult<String> {
-    jcs::digest(text)
-        .map(|d| d.to_string())
-        .map_err(|e| error(e.to_string()))
-}
-
-fn key_of(key: Option<&str>) -> PyResult<Option<Key>> {
-    key.map(|k| Key::from_hex(k.trim()).map_err(|e| error(format!("audit key: {e}"))))
-        .transpose()
-}
-
-/// An audit log's header as a runtime declares it: the run, and its tool policy if any.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LogHeader {
-    run: RunHeader,
-    #[serde(default)]
-    tools: Option<Vec<ToolPolicy>>,
-}
-
-/// Where a log stands after a line: the run it describes and its anchor.
-#[derive(Serialize)]
-struct Appended<'a> {
-    line: String,
-    run: &'a Run,
-    anchor: Anchor,
-}
-
-/// Where a log stands after a record: the line, the run, the anchor, and the kernel's verdict.
-#[derive(Serialize)]
-struct Recorded<'a> {
-    line: String,
-    run: &'a Run,
-    anchor: Anchor,
-    verdict: Verdict<'a>,
-}
-
-fn line_of(bytes: Vec<u8>) -> PyResult<String> {
-    String::from_utf8(bytes).map_err(|e| error(format!("the audit line is not UTF-8: {e}")))
+    native(forms::digest_json(text))
 }
 
 /// Starts an audit log (spec/audit-log.md): `header` is `{"run": {"identity", "policy",
@@ -253,21 +157,7 @@ fn line_of(bytes: Vec<u8>) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (header, key=None))]
 fn audit_open(header: &str, key: Option<&str>) -> PyResult<String> {
-    let h: LogHeader = parse("audit header", header)?;
-    let key = key_of(key)?;
-    let header = resumable_audit::Header {
-        run: h.run,
-        tools: h.tools,
-    };
-    let writer = Writer::new(Vec::new(), &header, key.as_ref())
-        .map_err(|e| error(format!("audit header: {e}")))?;
-    let (run, anchor) = (*writer.run(), writer.anchor());
-    let line = line_of(writer.into_inner().map_err(|e| error(e.to_string()))?)?;
-    to_json(&Appended {
-        line,
-        run: &run,
-        anchor,
-    })
+    native(forms::audit_open(header, key))
 }
 
 /// Appends one record to a log that stands at `run` and `anchor` (as the last call returned
@@ -277,22 +167,7 @@ fn audit_open(header: &str, key: Option<&str>) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (run, anchor, input, key=None))]
 fn audit_append(run: &str, anchor: &str, input: &str, key: Option<&str>) -> PyResult<String> {
-    let run: Run = parse("run", run)?;
-    let anchor = Anchor::from_json(anchor.as_bytes()).map_err(|e| error(format!("anchor: {e}")))?;
-    let input: Input = parse("input", input)?;
-    let key = key_of(key)?;
-    let mut writer = Writer::resume(Vec::new(), run, key.as_ref(), anchor);
-    let result = writer
-        .step(&input)
-        .map_err(|e| error(format!("audit record: {e}")))?;
-    let (next, anchor) = (*writer.run(), writer.anchor());
-    let line = line_of(writer.into_inner().map_err(|e| error(e.to_string()))?)?;
-    to_json(&Recorded {
-        line,
-        run: &next,
-        anchor,
-        verdict: Verdict::of(&result),
-    })
+    native(forms::audit_append(run, anchor, input, key))
 }
 
 /// The extension module.

@@ -84,7 +84,8 @@ fn suite_world(index: usize, symmetry: bool) {
     agree(name, world, symmetry);
 }
 
-fn variant_caught(variant: Variant, symmetry: bool) {
+/// The world that exposes `variant`, and the names of the properties it must break.
+fn exposing(variant: Variant) -> (World<Reference>, Vec<&'static str>) {
     let world = World::new(
         Reference {
             variant: Some(variant),
@@ -93,9 +94,14 @@ fn variant_caught(variant: Variant, symmetry: bool) {
     )
     .expect("the exposing configuration is valid");
     let list = world.property_list().expect("partnered");
-    let targets: Vec<&str> = (variant.targets().iter())
+    let targets = (variant.targets().iter())
         .flat_map(|id| list.names_of(*id, Expectation::Always))
         .collect();
+    (world, targets)
+}
+
+fn variant_caught(variant: Variant, symmetry: bool) {
+    let (world, targets) = exposing(variant);
     let [none, por] = agree(variant.name(), world, symmetry);
     for report in [&none, &por] {
         caught_in(variant, &targets, report);
@@ -120,17 +126,7 @@ fn caught_in(variant: Variant, targets: &[&str], report: &Report) {
 /// user runs it (stopping at the end of the depth of the first violation): caught with and
 /// without the reduction, each property violated in both with a counterexample no longer.
 fn variant_caught_at_first(variant: Variant) {
-    let world = World::new(
-        Reference {
-            variant: Some(variant),
-        },
-        Config::exposing(variant),
-    )
-    .expect("the exposing configuration is valid");
-    let list = world.property_list().expect("partnered");
-    let targets: Vec<&str> = (variant.targets().iter())
-        .flat_map(|id| list.names_of(*id, Expectation::Always))
-        .collect();
+    let (world, targets) = exposing(variant);
     let first = |reduction| {
         let options = Options {
             reduction,

@@ -82,6 +82,8 @@ fn claimed(identity: &Identity, input: &Input, key: IdempotencyKey) -> Option<Ve
         query: None,
         committed: None,
         history: None,
+        dispatch_more: Default::default(),
+        history_more: Default::default(),
     };
     Some(Verdict::Accepted(match input.event {
         Event::Dispatch { call, .. } => Accepted {
@@ -258,7 +260,11 @@ fn stating_priors(header: &Header, inputs: &mut [Input]) {
     let mut history = History::new();
     for input in inputs.iter_mut() {
         match &mut input.event {
-            Event::Dispatch { call, prior }
+            Event::Dispatch {
+                call,
+                prior,
+                resource_version: None,
+            }
             | Event::Suspend {
                 wait: resumable_kernel::Wait::Approval { call, prior, .. },
                 ..
@@ -302,7 +308,7 @@ pub fn all() -> io::Result<Vec<Forgery>> {
         forgery("approval-erased", "the suspension and its approval erased, and the gated call recorded as dispatched directly", &a, |_, i| {
             let Event::Suspend { wait: resumable_kernel::Wait::Approval { call, .. }, .. } = i.first()?.event else { return None };
             let rest = i.split_off(7);
-            *i = vec![at(Input { at: Time(0), event: Event::Dispatch { call, prior: Prior::NONE } }, 1)];
+            *i = vec![at(Input { at: Time(0), event: Event::Dispatch { call, prior: Prior::NONE, resource_version: None } }, 1)];
             i.extend(rest);
             Some(())
         }, Some(SpecId::Apr1))?,
@@ -342,7 +348,7 @@ fn reconcile_forgeries(r: &Original) -> io::Result<Vec<Forgery>> {
             let call = notify_call(i)?;
             let again = resumable_kernel::Call { call_id: Name::lit("call-9"), ..call };
             let done = i.pop()?;
-            i.push(at(done, 9).with_event(Event::Dispatch { call: again, prior: Prior::NONE }));
+            i.push(at(done, 9).with_event(Event::Dispatch { call: again, prior: Prior::NONE, resource_version: None }));
             i.push(at(done, 10).with_event(Event::ToolResult { call_id: again.call_id, attempt: 0, result: call.args }));
             i.push(at(done, 11));
             Some(())
@@ -352,9 +358,9 @@ fn reconcile_forgeries(r: &Original) -> io::Result<Vec<Forgery>> {
             let call = resumable_kernel::Call { call_id: Name::lit("call-8"), tool: STORE.tool, args: Digest::of(b"{}"), key: IdempotencyKey::lit("idem-8"), contract: STORE.contract };
             let again = resumable_kernel::Call { call_id: Name::lit("call-9"), ..call };
             for (t, event) in [
-                (9, Event::Dispatch { call, prior: Prior::NONE }),
+                (9, Event::Dispatch { call, prior: Prior::NONE, resource_version: None }),
                 (10, Event::ToolResult { call_id: call.call_id, attempt: 0, result: call.args }),
-                (11, Event::Dispatch { call: again, prior: Prior::NONE }),
+                (11, Event::Dispatch { call: again, prior: Prior::NONE, resource_version: None }),
                 (12, Event::ToolResult { call_id: again.call_id, attempt: 0, result: call.args }),
             ] {
                 i.push(at(done, t).with_event(event));
@@ -368,7 +374,7 @@ fn reconcile_forgeries(r: &Original) -> io::Result<Vec<Forgery>> {
             resume.decision = Decision::Intervene { by: OPERATOR, resolution: Resolution::Continue };
             let again = resumable_kernel::Call { call_id: Name::lit("call-9"), ..call };
             let done = i.pop()?;
-            i.push(at(done, 9).with_event(Event::Dispatch { call: again, prior: Prior::NONE }));
+            i.push(at(done, 9).with_event(Event::Dispatch { call: again, prior: Prior::NONE, resource_version: None }));
             i.push(at(done, 10).with_event(Event::ToolResult { call_id: again.call_id, attempt: 0, result: call.args }));
             i.push(at(done, 11));
             Some(())

@@ -52,7 +52,7 @@ impl<'a> Verdict<'a> {
             Ok(t) => Verdict::Accepted {
                 verdict: "accepted",
                 run: &t.next,
-                effects: t.effects.iter().copied().collect(),
+                effects: t.effects.iter().collect(),
             },
             Err(r) => Verdict::Rejected {
                 verdict: r.kind().name(),

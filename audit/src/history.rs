@@ -76,6 +76,7 @@ mod tests {
                 dedupes: true,
                 query_fences: false,
                 max_attempts: 1,
+                ..ToolContract::default()
             },
         }
     }

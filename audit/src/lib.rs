@@ -37,7 +37,7 @@
 //!             run: Name::lit("run-1"),
 //!             definition: Name::lit("flow@1"),
 //!         },
-//!         policy: Policy { operator: Name::lit("ops"), reconcile_window: 100 },
+//!         policy: Policy { operator: Name::lit("ops"), reconcile_window: 100, allowed: resumable_kernel::Allowed::ALL },
 //!         created_at: Time(0),
 //!     },
 //!     tools: Some(Vec::new()),
@@ -59,8 +59,9 @@
 
 use resumable_kernel::IdempotencyKey;
 use resumable_kernel::{
-    DecisionKind, Digest, Dispatch, Effect, EventKind, HistoryEntry, Identity, Input, Name,
+    DecisionKind, Digest, Dispatch, Effect, EventKind, HistoryEntry, Identity, Input, List, Name,
     PhaseKind, Policy, ReasonKind, Rejection, Revision, Run, Time, ToolContract, Transition,
+    BATCH_CAPACITY,
 };
 use serde::{Deserialize, Serialize};
 
@@ -220,6 +221,12 @@ pub struct Accepted {
     /// What the transition added to the run's call history (KEY-1, KEY-2, REC-4), if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryEntry>,
+    /// A batch's further dispatches, after `dispatch`, in order (spec 5.5).
+    #[serde(default, skip_serializing_if = "List::is_empty")]
+    pub dispatch_more: List<Dispatch, BATCH_CAPACITY>,
+    /// A batch's further history entries, after `history`, in order (spec 5.5).
+    #[serde(default, skip_serializing_if = "List::is_empty")]
+    pub history_more: List<HistoryEntry, BATCH_CAPACITY>,
 }
 
 /// A result recorded as committed, under the key and attempt the tool saw.
@@ -255,6 +262,8 @@ pub fn verdict_of(before: &Run, result: &Result<Transition, Rejection>) -> Verdi
                 query: None,
                 committed: None,
                 history: None,
+                dispatch_more: List::new(),
+                history_more: List::new(),
             };
             for effect in t.effects.iter() {
                 match effect {
@@ -264,10 +273,16 @@ pub fn verdict_of(before: &Run, result: &Result<Transition, Rejection>) -> Verdi
                         accepted.phase = r.phase;
                         accepted.reason = r.reason;
                     }
-                    Effect::History(h) => accepted.history = Some(*h),
+                    Effect::History(h) if accepted.history.is_some() => {
+                        let _ = accepted.history_more.push(h);
+                    }
+                    Effect::History(h) => accepted.history = Some(h),
                     Effect::PersistCheckpoint(cp) => accepted.checkpoint = Some(cp.digest),
-                    Effect::Dispatch(d) => accepted.dispatch = Some(*d),
-                    Effect::Query(d) => accepted.query = Some(*d),
+                    Effect::Dispatch(d) if accepted.dispatch.is_some() => {
+                        let _ = accepted.dispatch_more.push(d);
+                    }
+                    Effect::Dispatch(d) => accepted.dispatch = Some(d),
+                    Effect::Query(d) => accepted.query = Some(d),
                 }
             }
             accepted.committed = committed(before, &t.next);
@@ -288,6 +303,12 @@ fn committed(before: &Run, after: &Run) -> Option<Commit> {
             .suspension()
             .and_then(|s| s.reason.call())
             .map(|c| c.1)
+    });
+    // A batch's call answered while in flight with others (spec BAT-4); a person's answer in
+    // the tool's place commits nothing at the tool.
+    let attempt = attempt.or_else(|| match before.batch()?.slot(&outcome.call_id)?.state {
+        resumable_kernel::SlotState::InFlight { attempt, .. } => Some(attempt),
+        _ => None,
     })?;
     Some(Commit {
         call_id: outcome.call_id,

@@ -102,7 +102,7 @@ pub(super) enum Broken {
 /// the runtime's own words about its tool and its history.
 fn proposed_call(record: &Record) -> Option<(&Call, &Prior)> {
     match &record.input.event {
-        Event::Dispatch { call, prior } => Some((call, prior)),
+        Event::Dispatch { call, prior, .. } => Some((call, prior)),
         Event::Suspend {
             wait: Wait::Approval { call, prior, .. },
             ..

@@ -215,6 +215,8 @@ impl VerdictR2 {
                 query: a.query.map(|d| d.current(identity)),
                 committed: a.committed,
                 history: None,
+                dispatch_more: Default::default(),
+                history_more: Default::default(),
             }),
         }
     }
@@ -354,7 +356,7 @@ pub(crate) fn expected_in(
         Err(_) => None,
     };
     let checkpoint = match checkpoint {
-        Some(cp) => Some(digest_v2(cp)?),
+        Some(cp) => Some(digest_v2(&cp)?),
         None => None,
     };
     Some(Read::Rules2(VerdictR2::Accepted(AcceptedR2 {

@@ -38,6 +38,7 @@ pub fn header(run: Name) -> Header {
             policy: Policy {
                 operator: OPERATOR,
                 reconcile_window: 100,
+                allowed: resumable_kernel::Allowed::ALL,
             },
             created_at: Time(0),
         },
@@ -120,6 +121,7 @@ impl<W: Write> Driver<W> {
         Event::Dispatch {
             call,
             prior: self.history.prior(&call),
+            resource_version: None,
         }
     }
 
@@ -234,16 +236,19 @@ const DEDUPES: ToolContract = ToolContract {
     dedupes: true,
     query_fences: false,
     max_attempts: 3,
+    allowed: resumable_kernel::Allowed::TOOL_DEFAULT,
 };
 const FENCES: ToolContract = ToolContract {
     dedupes: false,
     query_fences: true,
     max_attempts: 3,
+    allowed: resumable_kernel::Allowed::TOOL_DEFAULT,
 };
 const NEITHER: ToolContract = ToolContract {
     dedupes: false,
     query_fences: false,
     max_attempts: 3,
+    allowed: resumable_kernel::Allowed::TOOL_DEFAULT,
 };
 
 /// A gated tool that dedupes: its calls are dispatched only on an approval.

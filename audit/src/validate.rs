@@ -271,7 +271,7 @@ fn input_of(text: &str, history: &History) -> Result<Input, serde_json::Error> {
     };
     let mut input: Input = serde_json::from_value(value)?;
     if !stated {
-        if let Event::Dispatch { call, prior }
+        if let Event::Dispatch { call, prior, .. }
         | Event::Suspend {
             wait: Wait::Approval { call, prior, .. },
             ..

@@ -54,6 +54,7 @@ fn checkpoint() -> &'static (Vec<u8>, Checkpoint) {
                 dedupes: true,
                 query_fences: false,
                 max_attempts: 3,
+                ..ToolContract::default()
             },
         };
         let suspend = Input {

@@ -289,6 +289,7 @@ fn the_longest_record_the_kernel_types_allow_is_far_below_the_line_limit() {
         expires_at: t,
         responsible: n,
         created_at: t,
+        batch: None,
         cancel_requested_by: Some(n),
         digest: d,
     };
@@ -342,6 +343,8 @@ fn the_longest_record_the_kernel_types_allow_is_far_below_the_line_limit() {
                 key: Fingerprint([0xff; 8]),
                 args: d,
             }),
+            dispatch_more: Default::default(),
+            history_more: Default::default(),
         }),
     };
     // The record's JSON, less its closing brace, then its MAC field.

@@ -392,6 +392,7 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
                         committed: false,
                     }),
                 },
+                resource_version: None,
             },
         },
         verdict: Verdict::Accepted(Accepted {
@@ -411,6 +412,8 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
             query: None,
             committed: None,
             history: Some(HistoryEntry::bound(&call)),
+            dispatch_more: Default::default(),
+            history_more: Default::default(),
         }),
         ..records[1]
     };
@@ -476,6 +479,7 @@ fn calls_log(ids: &[&str]) -> Vec<u8> {
         dedupes: false,
         query_fences: false,
         max_attempts: 1,
+        ..ToolContract::default()
     };
     let call = |id: &str| Call {
         call_id: Name::new(id).unwrap(),
@@ -499,7 +503,17 @@ fn calls_log(ids: &[&str]) -> Vec<u8> {
     for id in ids {
         let c = call(id);
         let prior = history.prior(&c);
-        if feed(&mut w, &mut history, Event::Dispatch { call: c, prior }).is_err() {
+        if feed(
+            &mut w,
+            &mut history,
+            Event::Dispatch {
+                call: c,
+                prior,
+                resource_version: None,
+            },
+        )
+        .is_err()
+        {
             continue;
         }
         feed(

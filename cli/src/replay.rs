@@ -227,6 +227,7 @@ impl AuditLog {
                 policy: resumable_kernel::Policy {
                     operator: spec.operator,
                     reconcile_window: spec.reconcile_window,
+                    allowed: resumable_kernel::Allowed::ALL,
                 },
                 created_at: spec.created_at,
             },

@@ -35,7 +35,7 @@
 //!     run: Name::lit("run-1"),
 //!     definition: Name::lit("agent@1"),
 //! };
-//! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 10 };
+//! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 10, allowed: resumable_kernel::Allowed::ALL };
 //! let mut s = Session::new(kernel_and_reference(), id, policy, Time(0)).unwrap();
 //! let wait = Event::Suspend {
 //!     wait: Wait::Callback { callback: Name::lit("webhook") },

@@ -145,6 +145,7 @@ impl RunSpec {
             Policy {
                 operator: self.operator,
                 reconcile_window: self.reconcile_window,
+                allowed: resumable_kernel::Allowed::ALL,
             },
             self.created_at,
         )
@@ -243,7 +244,7 @@ impl Step {
         if !self.fill.prior {
             return input;
         }
-        if let Event::Dispatch { call, prior }
+        if let Event::Dispatch { call, prior, .. }
         | Event::Suspend {
             wait: resumable_kernel::Wait::Approval { call, prior, .. },
             ..

@@ -130,6 +130,7 @@ impl CallPick {
                 dedupes: self.dedupes,
                 query_fences: self.fences,
                 max_attempts: self.attempts,
+                ..ToolContract::default()
             },
         }
     }
@@ -502,6 +503,7 @@ fn policy() -> Policy {
     Policy {
         operator: Party::Operator.name(),
         reconcile_window: 20,
+        allowed: resumable_kernel::Allowed::ALL,
     }
 }
 
@@ -764,6 +766,7 @@ impl Driver {
                 Event::Dispatch {
                     call,
                     prior: self.history.prior(&call),
+                    resource_version: None,
                 }
             }
             Kind::ToolResult => {
@@ -884,6 +887,7 @@ impl Driver {
                 key_digest: Some(resumable_kernel::checkpoint::key_digest(&c.key, &c.args)),
                 requester: Some(Party::Requester.name()),
                 waiting_on: None,
+                batch: None,
                 expires_at: Time(o.snapshot.updated_at.0 + 10),
                 responsible: Party::Approver.name(),
                 created_at: o.snapshot.updated_at,
@@ -945,6 +949,10 @@ impl Driver {
                     Decision::Approve(a)
                 }
             }
+            // These programs never suspend for a batch; its decisions are generated elsewhere.
+            ReasonKind::PendingBatch => Decision::Batch {
+                decisions: resumable_kernel::Decisions::new(),
+            },
             ReasonKind::ExternalCallback => Decision::Callback {
                 callback: if names_ok { awaited } else { other },
                 payload: Digest::of(&[choice]),

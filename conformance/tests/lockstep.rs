@@ -30,6 +30,7 @@ fn session() -> Session<Kernel, Reference> {
     let policy = Policy {
         operator: Name::lit("ops"),
         reconcile_window: 10,
+        allowed: resumable_kernel::Allowed::ALL,
     };
     Session::new(kernel_and_reference(), identity, policy, Time(0)).expect("a valid policy")
 }
@@ -44,6 +45,7 @@ fn call(id: &str) -> Call {
             dedupes: true,
             query_fences: false,
             max_attempts: 2,
+            ..ToolContract::default()
         },
     }
 }

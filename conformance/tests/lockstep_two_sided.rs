@@ -216,6 +216,7 @@ fn after_a_divergence_the_pair_asks_neither_machine_and_follows_its_lead() {
     let policy = Policy {
         operator: Name::lit("ops"),
         reconcile_window: 10,
+        allowed: resumable_kernel::Allowed::ALL,
     };
     let mut s = Session::new(pair.clone(), identity, policy, Time(0)).expect("a valid policy");
     let wait = |callback| Event::Suspend {

@@ -182,7 +182,9 @@ fn reachable_by_a_scenario(kind: RejectionKind) -> bool {
         | Unauthorised | WaitMismatch | PermissionRevoked | BudgetExhausted | NotRunning
         | AlreadySuspended | ExpiryNotInFuture | ExpiryUnreachable | NoAttemptsAllowed
         | KeyConflict | KeyCommitted | CallIdReused | DispatchInFlight | NoDispatchInFlight
-        | ResultMismatch | NothingInFlight | NothingUnresolved | NotExpired | CancelPending => true,
+        | ResultMismatch | NothingInFlight | NothingUnresolved | NotExpired | CancelPending
+        | EmptyBatch | DuplicateInBatch | NoDecision | DuplicateDecision | DecisionNotAllowed
+        | EditKeyBound => true,
     }
 }
 

@@ -27,6 +27,7 @@ fn run() -> Run {
     let policy = Policy {
         operator: OPERATOR,
         reconcile_window: 100,
+        allowed: resumable_kernel::Allowed::ALL,
     };
     Run::new(identity, policy, Time(0)).expect("the window is not 0")
 }
@@ -41,6 +42,7 @@ fn call() -> Call {
             dedupes: true,
             query_fences: false,
             max_attempts: 3,
+            ..ToolContract::default()
         },
     }
 }
@@ -112,6 +114,7 @@ fn reconcile() -> (Run, Input) {
             event: Event::Dispatch {
                 call: call(),
                 prior: Prior::NONE,
+                resource_version: None,
             },
         },
     );

@@ -9,6 +9,7 @@ mod legacy;
 pub use json::{decode_json, DecodeError, Decoded};
 pub use legacy::{CheckpointV1, CheckpointV2, MigrationError};
 
+use crate::batch::Batch;
 use crate::ids::{Digest, IdempotencyKey, Name, Revision, Text, Time};
 use crate::run::{Identity, Reason, ReasonKind, Run};
 
@@ -87,6 +88,14 @@ pub struct Checkpoint {
     /// Who cancelled while the pending call's outcome is unsettled: the cancel takes effect
     /// once it is settled (spec CAN-2).
     pub cancel_requested_by: Option<Name>,
+    /// For a batch awaiting decisions, the digest of its calls (spec 5.5); absent otherwise,
+    /// and then absent on the wire and from the digest, so every other checkpoint is written
+    /// and sealed exactly as before.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub batch: Option<Digest>,
     /// The digest over all the fields above.
     pub digest: Digest,
 }
@@ -194,6 +203,21 @@ pub fn key_digest(key: &IdempotencyKey, args: &Digest) -> Digest {
     e.finish()
 }
 
+/// The digest of a batch's calls, as its checkpoint carries it (spec 5.5): the count, then for
+/// each call in order its id, tool, arguments, key digest and requester.
+pub fn batch_digest(batch: &Batch) -> Digest {
+    let mut e = Encoder::new(b"resumable/batch\0");
+    e.u64(batch.slots.len() as u64);
+    for slot in batch.slots.iter() {
+        e.name(&slot.call.call.call_id);
+        e.name(&slot.call.call.tool);
+        e.digest(&slot.call.call.args);
+        e.digest(&slot.call.key_digest);
+        e.name(&slot.requester);
+    }
+    e.finish()
+}
+
 /// The idempotency key the driver sends to the tool: the run's identity and the call's key
 /// together (spec KEY-3), so that two runs using the same key never share the tool's dedupe
 /// record or its fence.
@@ -216,19 +240,25 @@ impl Checkpoint {
     /// field by field, without paying for a hash.
     pub(crate) fn unsealed(run: &Run) -> Option<Checkpoint> {
         let s = run.suspension()?;
+        let open_batch = match (&s.reason, &run.batch) {
+            (Reason::PendingBatch, Some(b)) => Some(b),
+            _ => None,
+        };
         let (next_intent, requester, waiting_on) = match s.reason {
             Reason::PendingApproval { requester, .. } => (Intent::Dispatch, Some(requester), None),
             Reason::ExternalCallback { callback } => (Intent::Continue, None, Some(callback)),
             Reason::ResourceWait { resource } => (Intent::Continue, None, Some(resource)),
             Reason::ManualIntervention { .. } => (Intent::Continue, None, None),
             Reason::OutcomeUnknown { .. } => (Intent::Reconcile, None, None),
+            Reason::PendingBatch => (Intent::Dispatch, None, None),
         };
         let call = s.reason.call();
         Some(Checkpoint {
             schema_version: SCHEMA_VERSION,
             identity: run.identity,
-            revision: run.revision,
-            resource_version: run.resource_version,
+            // A batch's decisions all bind to the checkpoint it opened with (spec BAT-2).
+            revision: open_batch.map_or(run.revision, |b| b.opened),
+            resource_version: open_batch.map_or(run.resource_version, |b| b.resource_version),
             reason: s.reason.kind(),
             next_intent,
             pending: call.map(|(c, attempt)| PendingCall {
@@ -244,6 +274,7 @@ impl Checkpoint {
             responsible: s.responsible,
             created_at: s.since,
             cancel_requested_by: s.reason.cancelled_by(),
+            batch: open_batch.map(batch_digest),
             digest: Digest::default(),
         })
     }
@@ -258,6 +289,9 @@ impl Checkpoint {
         e.u64(self.resource_version);
         e.suspension_fields(&self.shared());
         e.opt_name(&self.cancel_requested_by);
+        if let Some(batch) = &self.batch {
+            e.digest(batch);
+        }
         e.finish()
     }
 

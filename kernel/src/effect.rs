@@ -1,5 +1,6 @@
 //! Effects: the commands a transition gives the driver, in the order it must carry them out.
 
+use crate::batch::{List, BATCH_CAPACITY};
 use crate::calls::HistoryEntry;
 use crate::checkpoint::Checkpoint;
 use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
@@ -97,17 +98,21 @@ impl From<Command> for Effect {
     }
 }
 
-/// The most effects one transition emits: an audit record, a history entry, a checkpoint, and
-/// one command.
-pub const MAX_EFFECTS: usize = 4;
+/// The most effects one transition emits: an audit record, a history entry and a command per
+/// call of a batch, and a checkpoint.
+pub const MAX_EFFECTS: usize = 2 + 2 * BATCH_CAPACITY;
 
-/// The ordered effects of a transition, held inline: its audit record, the entry it adds to
-/// the run's history if it bound a call or spent a key, its checkpoint if the run is suspended
-/// after it, then at most one [`Command`]. The constructor's types make any
-/// other shape impossible to write down.
+/// The ordered effects of a transition, held inline: its audit record, the entries it adds to
+/// the run's history (a call bound, a key spent), its checkpoint if the run is suspended after
+/// it, then its commands (dispatches or a query). Every transition but a batch's carries at
+/// most one entry and one command; a batch carries one per call (spec 5.5). The constructor's
+/// types make any other order impossible to write down.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Effects {
-    items: [Option<Effect>; MAX_EFFECTS],
+    audit: AuditRecord,
+    history: List<HistoryEntry, BATCH_CAPACITY>,
+    checkpoint: Option<Checkpoint>,
+    commands: List<Command, BATCH_CAPACITY>,
 }
 
 impl Effects {
@@ -121,80 +126,100 @@ impl Effects {
         checkpoint: Option<Checkpoint>,
         command: Option<Command>,
     ) -> Effects {
-        let mut items = [Some(Effect::Audit(audit)), None, None, None];
-        let rest = history
-            .map(Effect::History)
-            .into_iter()
-            .chain(checkpoint.map(Effect::PersistCheckpoint))
-            .chain(command.map(Effect::from));
-        for (slot, effect) in items[1..].iter_mut().zip(rest) {
-            *slot = Some(effect);
-        }
-        Effects { items }
+        Effects::of_batch(audit, history, checkpoint, command)
     }
 
-    /// The effects in order.
-    pub fn iter(&self) -> impl Iterator<Item = &Effect> {
-        self.items.iter().flatten()
+    /// The effects of one transition with any number of history entries and commands, up to
+    /// a batch's capacity each (spec 5.5); more than that is never emitted, and any beyond it
+    /// would be dropped.
+    pub fn of_batch(
+        audit: AuditRecord,
+        history: impl IntoIterator<Item = HistoryEntry>,
+        checkpoint: Option<Checkpoint>,
+        commands: impl IntoIterator<Item = Command>,
+    ) -> Effects {
+        let mut effects = Effects {
+            audit,
+            history: List::new(),
+            checkpoint,
+            commands: List::new(),
+        };
+        for h in history {
+            let _ = effects.history.push(h);
+        }
+        for c in commands {
+            let _ = effects.commands.push(c);
+        }
+        effects
+    }
+
+    /// The effects in order, by value.
+    pub fn iter(&self) -> impl Iterator<Item = Effect> + '_ {
+        core::iter::once(Effect::Audit(self.audit))
+            .chain(self.history.iter().map(|h| Effect::History(*h)))
+            .chain(self.checkpoint.map(Effect::PersistCheckpoint))
+            .chain(self.commands.iter().map(|c| Effect::from(*c)))
     }
 
     /// How many effects there are.
     pub fn len(&self) -> usize {
-        self.iter().count()
+        1 + self.history.len() + usize::from(self.checkpoint.is_some()) + self.commands.len()
     }
 
-    /// Whether there are none (never true for a transition).
+    /// Whether there are none (never true: a transition always carries its audit record).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        false
     }
 
     /// The audit record, which every transition carries first.
     pub fn audit(&self) -> Option<&AuditRecord> {
-        self.iter().find_map(|e| match e {
-            Effect::Audit(r) => Some(r),
-            _ => None,
-        })
+        Some(&self.audit)
     }
 
-    /// The command, if any: a dispatch or a query, last.
+    /// The first command, if any: a dispatch or a query, last.
     pub fn command(&self) -> Option<Command> {
-        self.iter().find_map(|e| match e {
-            Effect::Dispatch(d) => Some(Command::Dispatch(*d)),
-            Effect::Query(d) => Some(Command::Query(*d)),
-            _ => None,
-        })
+        self.commands.get(0).copied()
+    }
+
+    /// Every command, in order.
+    pub fn commands(&self) -> impl Iterator<Item = &Command> {
+        self.commands.iter()
     }
 
     /// The query command, if any.
     pub fn query(&self) -> Option<&Dispatch> {
-        self.iter().find_map(|e| match e {
-            Effect::Query(d) => Some(d),
-            _ => None,
+        self.commands.iter().find_map(|c| match c {
+            Command::Query(d) => Some(d),
+            Command::Dispatch(_) => None,
         })
     }
 
-    /// The dispatch command, if any.
+    /// The first dispatch command, if any.
     pub fn dispatch(&self) -> Option<&Dispatch> {
-        self.iter().find_map(|e| match e {
-            Effect::Dispatch(d) => Some(d),
-            _ => None,
+        self.dispatches().next()
+    }
+
+    /// Every dispatch command, in order.
+    pub fn dispatches(&self) -> impl Iterator<Item = &Dispatch> {
+        self.commands.iter().filter_map(|c| match c {
+            Command::Dispatch(d) => Some(d),
+            Command::Query(_) => None,
         })
     }
 
-    /// The entry to add to the run's history index, if any.
+    /// The first entry to add to the run's history index, if any.
     pub fn history(&self) -> Option<&HistoryEntry> {
-        self.iter().find_map(|e| match e {
-            Effect::History(h) => Some(h),
-            _ => None,
-        })
+        self.history.get(0)
+    }
+
+    /// Every entry to add to the run's history index, in order.
+    pub fn histories(&self) -> impl Iterator<Item = &HistoryEntry> {
+        self.history.iter()
     }
 
     /// The checkpoint to persist, if any.
     pub fn checkpoint(&self) -> Option<&Checkpoint> {
-        self.iter().find_map(|e| match e {
-            Effect::PersistCheckpoint(c) => Some(c),
-            _ => None,
-        })
+        self.checkpoint.as_ref()
     }
 }
 

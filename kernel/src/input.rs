@@ -1,5 +1,6 @@
 //! Inputs: facts and requests from outside, each with the time the driver observed it.
 
+use crate::batch::{Decisions, Proposals};
 use crate::calls::Prior;
 use crate::checkpoint::Checkpoint;
 use crate::ids::{Digest, Name, Revision, Time};
@@ -50,6 +51,11 @@ pub enum Wait {
     Resource {
         /// The resource awaited.
         resource: Name,
+    },
+    /// Approval of a batch of calls, one decision each (spec 5.5, BAT-1).
+    Batch {
+        /// The calls, in the order proposed.
+        calls: Proposals,
     },
 }
 
@@ -136,6 +142,11 @@ pub enum Decision {
     },
     /// The status query for an unknown outcome answered.
     Reconcile(QueryAnswer),
+    /// Decisions on calls of the pending batch, one per call (spec 5.5, BAT-2).
+    Batch {
+        /// The decisions.
+        decisions: Decisions,
+    },
 }
 
 named! {
@@ -156,6 +167,8 @@ named! {
         Intervene = "intervene",
         /// [`Decision::Reconcile`].
         Reconcile = "reconcile",
+        /// [`Decision::Batch`].
+        Batch = "batch",
     }
 }
 
@@ -169,6 +182,7 @@ impl Decision {
             Decision::ResourceReady { .. } => DecisionKind::ResourceReady,
             Decision::Intervene { .. } => DecisionKind::Intervene,
             Decision::Reconcile(_) => DecisionKind::Reconcile,
+            Decision::Batch { .. } => DecisionKind::Batch,
         }
     }
 }
@@ -224,6 +238,13 @@ pub enum Event {
         /// What the run's history holds about the call's id and key (spec KEY-1, KEY-2,
         /// REC-4), looked up by the driver just before.
         prior: Prior,
+        /// The resource version the agent observed when it decided to call, if the driver
+        /// knows it: the run records it, so a retry re-checks against it (spec RES-3).
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "Option::is_none")
+        )]
+        resource_version: Option<u64>,
     },
     /// The tool answered a dispatch: the call committed with this result.
     ToolResult {

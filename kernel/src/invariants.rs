@@ -1,6 +1,7 @@
 //! One checking function per invariant of spec/, named by its ID. [`crate::step`] asserts
 //! them before and after every step in debug builds; the model and conformance call them too.
 
+use crate::batch::SlotState;
 use crate::checkpoint::{key_digest, tool_key};
 use crate::effect::Effect;
 use crate::input::Input;
@@ -38,6 +39,59 @@ pub fn check_run(run: &Run) -> Result<(), Violation> {
     apr_3(run)?;
     key_1(run)?;
     res_2(run)?;
+    bat_1(run)?;
+    Ok(())
+}
+
+/// BAT-1, BAT-4: a batch awaits decisions exactly while the run is suspended for it; every
+/// call of it has its key bound to its arguments; its calls are in flight together only while
+/// the run is running with nothing else in flight; and one is held only while the phase holds
+/// it.
+pub fn bat_1(run: &Run) -> Result<(), Violation> {
+    let pending = matches!(
+        run.suspension().map(|s| s.reason),
+        Some(Reason::PendingBatch)
+    );
+    let Some(b) = run.batch() else {
+        return require(
+            !pending,
+            SpecId::Bat1,
+            "suspended for a batch the run does not hold",
+        );
+    };
+    require(
+        pending == b.is_open(),
+        SpecId::Bat1,
+        "a batch is open exactly while the run is suspended for it",
+    )?;
+    require(!b.slots.is_empty(), SpecId::Bat1, "an empty batch")?;
+    let phase_call = match &run.phase {
+        Phase::Running { in_flight: Some(f) } => Some(f.call.call.call_id),
+        Phase::Suspended(s) => s.reason.call().map(|(c, _)| c.call.call_id),
+        _ => None,
+    };
+    let running_idle = matches!(run.phase, Phase::Running { in_flight: None });
+    for slot in b.slots.iter() {
+        bound(&slot.call)?;
+        match slot.state {
+            SlotState::InFlight { .. } => require(
+                running_idle,
+                SpecId::Bat4,
+                "a batch's call is in flight while the run is not running idle",
+            )?,
+            SlotState::Held => require(
+                phase_call == Some(slot.call.call.call_id) || run.phase().is_terminal(),
+                SpecId::Bat4,
+                "a batch's call is held while the phase holds another",
+            )?,
+            SlotState::Awaiting => require(
+                b.is_open(),
+                SpecId::Bat1,
+                "a call awaits a decision on a batch that left its suspension",
+            )?,
+            _ => {}
+        }
+    }
     Ok(())
 }
 
@@ -212,6 +266,30 @@ pub fn id_1(before: &Run, t: &Transition) -> Result<(), Violation> {
 
 /// WAL-1: a dispatch is commanded only together with the durable intent to make it.
 pub fn wal_1(t: &Transition) -> Result<(), Violation> {
+    if t.effects.dispatches().count() > 1
+        || t.next.batch().is_some_and(|b| {
+            t.effects.dispatches().any(|d| {
+                b.slot(&d.call_id)
+                    .is_some_and(|s| matches!(s.state, SlotState::InFlight { .. }))
+            })
+        })
+    {
+        // BAT-3: a batch's dispatches, each matching one of its calls recorded in flight.
+        let b = t.next.batch();
+        let ok = t.effects.dispatches().all(|d| {
+            b.and_then(|b| b.slot(&d.call_id)).is_some_and(|s| {
+                matches!(s.state, SlotState::InFlight { attempt, .. } if attempt == d.attempt)
+                    && d.key == s.call.call.key
+                    && d.args == s.call.call.args
+                    && d.tool_key == tool_key(t.next.identity(), &d.key)
+            })
+        });
+        return require(
+            ok,
+            SpecId::Wal1,
+            "a batch's dispatch differs from the recorded intent",
+        );
+    }
     match (t.effects.dispatch(), t.next.phase()) {
         (None, _) => Ok(()),
         (
@@ -238,11 +316,18 @@ pub fn wal_1(t: &Transition) -> Result<(), Violation> {
 /// no other transition does.
 pub fn ckp_1(t: &Transition) -> Result<(), Violation> {
     match (t.effects.checkpoint(), t.next.suspension()) {
-        (Some(cp), Some(_)) => require(
-            cp.verify().is_ok() && cp.revision == t.next.revision(),
-            SpecId::Ckp1,
-            "the checkpoint is not sealed at the new revision",
-        ),
+        (Some(cp), Some(s)) => {
+            // A batch's checkpoint is the one it opened with (spec BAT-2).
+            let revision = match (s.reason, t.next.batch()) {
+                (Reason::PendingBatch, Some(b)) => b.opened,
+                _ => t.next.revision(),
+            };
+            require(
+                cp.verify().is_ok() && cp.revision == revision,
+                SpecId::Ckp1,
+                "the checkpoint is not sealed at the new revision",
+            )
+        }
         (None, None) => Ok(()),
         _ => Err(Violation {
             id: SpecId::Ckp1,

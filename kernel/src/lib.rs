@@ -27,11 +27,12 @@
 //! use resumable_kernel::*;
 //! let id = Identity { tenant: Name::lit("acme"), session: Name::lit("s-1"),
 //!     run: Name::lit("run-7"), definition: Name::lit("publisher@1") };
-//! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 100 };
+//! let policy = Policy { operator: Name::lit("ops"), reconcile_window: 100, allowed: Allowed::ALL };
 //! let mut run = Run::new(id, policy, Time(0))?; // store it: revision 0
 //! let call = Call { call_id: Name::lit("call-1"), tool: Name::lit("publish"),
 //!     args: Digest::of(br#"{"post":42}"#), key: IdempotencyKey::lit("idem-1"),
-//!     contract: ToolContract { dedupes: true, query_fences: false, max_attempts: 3 } };
+//!     contract: ToolContract { dedupes: true, query_fences: false, max_attempts: 3,
+//!         ..ToolContract::default() } };
 //! let (agent, alice) = (Name::lit("agent"), Name::lit("alice"));
 //!
 //! // Suspend for alice's approval. Store the run (compare-and-set on revision 0), append the
@@ -61,6 +62,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod calls;
 pub mod checkpoint;
 pub mod effect;
@@ -75,6 +77,10 @@ pub mod run;
 pub mod spec;
 mod step;
 
+pub use batch::{
+    Allowed, Batch, CallDecision, Decisions, List, Proposal, Proposals, Slot, SlotState, Verdict,
+    VerdictKind, BATCH_CAPACITY,
+};
 pub use calls::{Fingerprint, HistoryEntry, KeyUse, LoggedCall, Prior};
 pub use checkpoint::{
     Checkpoint, CheckpointV1, CheckpointV2, Intent, PendingCall, SCHEMA_V1, SCHEMA_V2,

@@ -1,6 +1,7 @@
 //! What a run needs from its driver next, and when its next timer input falls due: read off
 //! the run alone, so that no driver has to re-derive a kernel rule to know what to do.
 
+use crate::batch::{List, SlotState, BATCH_CAPACITY};
 use crate::effect::Dispatch;
 use crate::ids::{Name, Time};
 use crate::run::{InFlight, Phase, PhaseKind, Reason, ReasonKind, Run};
@@ -23,6 +24,13 @@ pub enum Next {
     Result {
         /// The call and attempt in flight, as the tool sees them.
         dispatch: Dispatch,
+    },
+    /// A batch's calls are in flight together (spec BAT-4): feed each tool's answer as a
+    /// `tool_result`, in any order, or `recover` after a restart: every one becomes unknown
+    /// and each is reconciled in turn.
+    Results {
+        /// The calls and attempts in flight, in the batch's order.
+        dispatches: List<Dispatch, BATCH_CAPACITY>,
     },
     /// An outcome is unknown (spec REC-1, REC-2): ask the tool's status query about this call
     /// and attempt, and feed its answer as a `reconcile` resume from the latest checkpoint.
@@ -54,7 +62,10 @@ impl Run {
     /// What the run needs from its driver next (see [`Next`]).
     pub fn next(&self) -> Next {
         match &self.phase {
-            Phase::Running { in_flight: None } => Next::Agent,
+            Phase::Running { in_flight: None } => match self.batch_in_flight() {
+                Some(dispatches) => Next::Results { dispatches },
+                None => Next::Agent,
+            },
             Phase::Running { in_flight: Some(f) } => Next::Result {
                 dispatch: self.dispatch_of(f),
             },
@@ -85,6 +96,26 @@ impl Run {
         // A suspension never expires at the end of time (SUS-1), so the sum cannot overflow;
         // `after` saturates regardless.
         self.suspension().map(|s| s.expires_at.after(1))
+    }
+
+    /// The dispatches of the batch's calls in flight together, if any.
+    fn batch_in_flight(&self) -> Option<List<Dispatch, BATCH_CAPACITY>> {
+        let mut dispatches = List::new();
+        for slot in self.batch.as_ref()?.slots.iter() {
+            if let SlotState::InFlight {
+                attempt,
+                dispatches: n,
+            } = slot.state
+            {
+                let f = InFlight {
+                    call: slot.call,
+                    attempt,
+                    dispatches: n,
+                };
+                let _ = dispatches.push(self.dispatch_of(&f));
+            }
+        }
+        (!dispatches.is_empty()).then_some(dispatches)
     }
 
     /// The command for a call and attempt of this run, under the key the tool must see (spec

@@ -1,5 +1,6 @@
 //! Rejections: why an input was refused, each with its evidence. A rejection changes nothing.
 
+use crate::batch::VerdictKind;
 use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
 use crate::input::DecisionKind;
 use crate::names::named;
@@ -52,6 +53,8 @@ named! {
         ResourceVersion = "resource_version",
         /// Who cancelled while an effect's outcome is unsettled.
         CancelRequestedBy = "cancel_requested_by",
+        /// The digest of a batch's calls.
+        Batch = "batch",
     }
 }
 
@@ -357,6 +360,36 @@ pub enum Rejection {
     /// The revision counter is exhausted.
     #[error("revision counter exhausted")]
     RevisionExhausted,
+    /// A batch with no calls.
+    #[error("a batch needs at least one call")]
+    EmptyBatch,
+    /// Two calls of one batch share a call id or a key.
+    #[error("call {call_id} shares its id or its key with an earlier call of the batch")]
+    DuplicateInBatch {
+        /// The later of the two calls.
+        call_id: Name,
+    },
+    /// A batch resume with no decision.
+    #[error("a batch resume needs at least one decision")]
+    NoDecision,
+    /// Two decisions of one resume on the same call.
+    #[error("call {call_id} is decided twice in one resume")]
+    DuplicateDecision {
+        /// The call decided twice.
+        call_id: Name,
+    },
+    /// A decision the run's policy or the call's tool does not allow.
+    #[error("{decision} is not a decision this run or this tool allows")]
+    DecisionNotAllowed {
+        /// The decision given.
+        decision: VerdictKind,
+    },
+    /// An edit of a call whose key an earlier call bound.
+    #[error("key {key} was bound before this call: an edit cannot rebind it to new arguments")]
+    EditKeyBound {
+        /// The key.
+        key: IdempotencyKey,
+    },
 }
 
 named! {
@@ -447,6 +480,18 @@ named! {
         CancelPending = "cancel_pending",
         /// [`Rejection::RevisionExhausted`].
         RevisionExhausted = "revision_exhausted",
+        /// [`Rejection::EmptyBatch`].
+        EmptyBatch = "empty_batch",
+        /// [`Rejection::DuplicateInBatch`].
+        DuplicateInBatch = "duplicate_in_batch",
+        /// [`Rejection::NoDecision`].
+        NoDecision = "no_decision",
+        /// [`Rejection::DuplicateDecision`].
+        DuplicateDecision = "duplicate_decision",
+        /// [`Rejection::DecisionNotAllowed`].
+        DecisionNotAllowed = "decision_not_allowed",
+        /// [`Rejection::EditKeyBound`].
+        EditKeyBound = "edit_key_bound",
     }
 }
 
@@ -494,6 +539,12 @@ impl Rejection {
             Rejection::NotExpired { .. } => RejectionKind::NotExpired,
             Rejection::CancelPending => RejectionKind::CancelPending,
             Rejection::RevisionExhausted => RejectionKind::RevisionExhausted,
+            Rejection::EmptyBatch => RejectionKind::EmptyBatch,
+            Rejection::DuplicateInBatch { .. } => RejectionKind::DuplicateInBatch,
+            Rejection::NoDecision => RejectionKind::NoDecision,
+            Rejection::DuplicateDecision { .. } => RejectionKind::DuplicateDecision,
+            Rejection::DecisionNotAllowed { .. } => RejectionKind::DecisionNotAllowed,
+            Rejection::EditKeyBound { .. } => RejectionKind::EditKeyBound,
         }
     }
 
@@ -541,7 +592,13 @@ impl Rejection {
             | NoDispatchInFlight { .. }
             | ResultMismatch { .. }
             | NothingUnresolved
-            | CancelPending => Fault::Caller,
+            | CancelPending
+            | EmptyBatch
+            | DuplicateInBatch { .. }
+            | NoDecision
+            | DuplicateDecision { .. }
+            | DecisionNotAllowed { .. }
+            | EditKeyBound { .. } => Fault::Caller,
         }
     }
 }

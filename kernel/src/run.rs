@@ -1,6 +1,7 @@
 //! The run: identity, revision, clock, policy and phase. Data that exists in only one phase
 //! lives in that phase's variant, so an illegal combination cannot be written down.
 
+use crate::batch::{Allowed, Batch};
 use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
 use crate::input::Decision;
 use crate::names::named;
@@ -24,7 +25,7 @@ pub struct Identity {
 
 /// What the tool behind a call promises, declared by the driver with the call. It decides
 /// which retry is safe after a "not committed" answer (spec REC-3).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct ToolContract {
     /// The tool remembers idempotency keys and commits each at most once.
@@ -34,6 +35,44 @@ pub struct ToolContract {
     pub query_fences: bool,
     /// How many attempts the call may take in all (at least 1).
     pub max_attempts: u8,
+    /// The decisions an approver may give on a call to this tool (spec POL-1); by default
+    /// every one but `respond`. Absent on the wire when it is the default.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "tool_default", skip_serializing_if = "is_tool_default")
+    )]
+    pub allowed: Allowed,
+}
+
+impl Default for ToolContract {
+    fn default() -> ToolContract {
+        ToolContract {
+            dedupes: false,
+            query_fences: false,
+            max_attempts: 0,
+            allowed: Allowed::TOOL_DEFAULT,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+fn tool_default() -> Allowed {
+    Allowed::TOOL_DEFAULT
+}
+
+#[cfg(feature = "serde")]
+fn is_tool_default(a: &Allowed) -> bool {
+    *a == Allowed::TOOL_DEFAULT
+}
+
+#[cfg(feature = "serde")]
+fn all_allowed() -> Allowed {
+    Allowed::ALL
+}
+
+#[cfg(feature = "serde")]
+fn is_all(a: &Allowed) -> bool {
+    *a == Allowed::ALL
 }
 
 /// A tool call as the driver proposes it.
@@ -121,6 +160,8 @@ pub enum Reason {
         /// The resource awaited.
         resource: Name,
     },
+    /// The calls of the run's batch wait for the approver's decisions, one each (spec 5.5).
+    PendingBatch,
     /// A dispatch was in flight when the worker stopped: its outcome must be reconciled.
     OutcomeUnknown {
         /// The call whose outcome is unknown.
@@ -235,6 +276,8 @@ named! {
         ResourceWait = "resource_wait",
         /// [`Reason::OutcomeUnknown`].
         OutcomeUnknown = "outcome_unknown",
+        /// [`Reason::PendingBatch`].
+        PendingBatch = "pending_batch",
     }
 }
 
@@ -247,6 +290,7 @@ impl Reason {
             Reason::ManualIntervention { .. } => ReasonKind::ManualIntervention,
             Reason::ResourceWait { .. } => ReasonKind::ResourceWait,
             Reason::OutcomeUnknown { .. } => ReasonKind::OutcomeUnknown,
+            Reason::PendingBatch => ReasonKind::PendingBatch,
         }
     }
 
@@ -300,6 +344,11 @@ pub struct Policy {
     /// How long a reconciliation or an escalated intervention may wait, in time units; at
     /// least 1, so that such a suspension lasts beyond the instant it begins.
     pub reconcile_window: u64,
+    /// The decisions an approver may give on this run (spec POL-1): every one unless narrowed
+    /// (a run that hands rejections back to the agent instead of failing leaves `deny` out).
+    /// Absent on the wire when it is every one.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_all"))]
+    pub allowed: Allowed,
 }
 
 /// Why a policy cannot govern a run.
@@ -317,6 +366,8 @@ pub enum PolicyError {
 struct PolicyFields {
     operator: Name,
     reconcile_window: u64,
+    #[serde(default = "all_allowed")]
+    allowed: Allowed,
 }
 
 #[cfg(feature = "serde")]
@@ -326,6 +377,7 @@ impl TryFrom<PolicyFields> for Policy {
         let policy = Policy {
             operator: f.operator,
             reconcile_window: f.reconcile_window,
+            allowed: f.allowed,
         };
         policy.validate()?;
         Ok(policy)
@@ -371,6 +423,8 @@ pub struct Run {
     pub(crate) phase: Phase,
     pub(crate) last_call: Option<CallOutcome>,
     pub(crate) last_resume: Option<ResumeReceipt>,
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub(crate) batch: Option<Batch>,
 }
 
 impl Run {
@@ -386,6 +440,7 @@ impl Run {
             phase: Phase::Running { in_flight: None },
             last_call: None,
             last_resume: None,
+            batch: None,
         })
     }
 
@@ -429,6 +484,10 @@ impl Run {
             _ => None,
         }
     }
+    /// The run's last batch of calls, if it ever suspended for one (spec 5.5).
+    pub fn batch(&self) -> Option<&Batch> {
+        self.batch.as_ref()
+    }
     /// The current suspension, if suspended.
     pub fn suspension(&self) -> Option<&Suspension> {
         match &self.phase {
@@ -453,6 +512,8 @@ impl<'de> Deserialize<'de> for Run {
             phase: Phase,
             last_call: Option<CallOutcome>,
             last_resume: Option<ResumeReceipt>,
+            #[serde(default)]
+            batch: Option<Batch>,
             /// Rules 2 and earlier kept the call log inline here (see `LoggedCall`).
             calls: Option<serde::de::IgnoredAny>,
         }
@@ -473,6 +534,7 @@ impl<'de> Deserialize<'de> for Run {
             phase: raw.phase,
             last_call: raw.last_call,
             last_resume: raw.last_resume,
+            batch: raw.batch,
         };
         crate::invariants::check_run(&run).map_err(serde::de::Error::custom)?;
         Ok(run)

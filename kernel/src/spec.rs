@@ -77,6 +77,18 @@ named! {
         Can1 = "CAN-1",
         /// `CAN-2`.
         Can2 = "CAN-2",
+        /// `BAT-1`.
+        Bat1 = "BAT-1",
+        /// `BAT-2`.
+        Bat2 = "BAT-2",
+        /// `BAT-3`.
+        Bat3 = "BAT-3",
+        /// `BAT-4`.
+        Bat4 = "BAT-4",
+        /// `BAT-5`.
+        Bat5 = "BAT-5",
+        /// `POL-1`.
+        Pol1 = "POL-1",
         /// `EFF-1`.
         Eff1 = "EFF-1",
         /// `EFF-2`.

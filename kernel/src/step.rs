@@ -2,14 +2,15 @@
 //! event (spec 4.3 to 5.4), each short and citing the rule it implements, then one sealing
 //! stage shared by all (revision, clock, audit record, checkpoint: spec 4 and 6).
 
+mod batch;
 mod checks;
 mod resume;
 
+use crate::batch::{List, SlotState, BATCH_CAPACITY};
 use crate::calls::{HistoryEntry, Prior};
-use crate::checkpoint::Checkpoint;
 use crate::effect::{AuditRecord, Command, Effects};
 use crate::ids::{Digest, Name, Time};
-use crate::input::{Event, Input, Wait};
+use crate::input::{Decision, Event, Input, Wait};
 use crate::reject::Rejection;
 use crate::run::{Call, FailCause, InFlight, Phase, Reason, Run, Suspension};
 use checks::{
@@ -42,21 +43,37 @@ pub fn step(run: &Run, input: &Input) -> Result<Transition, Rejection> {
     result
 }
 
-/// A handler's result: the next run (before revision and clock move) and at most one
-/// command for the driver.
-pub(super) type Stepped = Result<(Run, Option<Command>), Rejection>;
+/// A handler's result: the next run (before revision and clock move) and its commands for
+/// the driver: at most one, but for a batch's dispatches (spec 5.5).
+pub(super) type Stepped = Result<(Run, Commands), Rejection>;
+
+/// The commands of one transition, in order.
+pub(super) type Commands = List<Command, BATCH_CAPACITY>;
+
+/// The commands of a transition that gives at most one.
+pub(super) fn one(command: Option<Command>) -> Commands {
+    let mut commands = Commands::new();
+    if let Some(c) = command {
+        let _ = commands.push(c);
+    }
+    commands
+}
 
 fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
     guard_every_input(run, input)?;
     let at = input.at;
-    let (next, command) = match &input.event {
+    let (mut next, mut commands) = match &input.event {
         Event::Suspend {
             wait,
             expires_at,
             responsible,
             resource_version,
         } => suspend(run, at, wait, *expires_at, *responsible, *resource_version)?,
-        Event::Dispatch { call, prior } => dispatch(run, call, prior)?,
+        Event::Dispatch {
+            call,
+            prior,
+            resource_version,
+        } => dispatch(run, call, prior, *resource_version)?,
         Event::ToolResult {
             call_id,
             attempt,
@@ -69,7 +86,8 @@ fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
         Event::Fail { code } => finish(run, Phase::Failed(FailCause::Error { code: *code }))?,
         Event::Resume(r) => resume(run, at, r)?,
     };
-    seal(run, input, next, command)
+    batch::carry_on(run, at, &mut next, &mut commands)?;
+    seal(run, input, next, commands)
 }
 
 /// Spec 4.1, the guards every input meets, in this order.
@@ -103,9 +121,10 @@ fn seal(
     run: &Run,
     input: &Input,
     mut next: Run,
-    command: Option<Command>,
+    commands: Commands,
 ) -> Result<Transition, Rejection> {
     next.revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
+    let checkpoint = batch::seal(run, &mut next);
     next.updated_at = input.at;
     let record = AuditRecord {
         revision: next.revision,
@@ -118,31 +137,57 @@ fn seal(
         phase: next.phase.kind(),
         reason: next.suspension().map(|s| s.reason.kind()),
     };
-    let effects = Effects::of(
+    let effects = Effects::of_batch(
         record,
-        history(run, input, &next),
-        Checkpoint::of(&next),
-        command,
+        history(run, input, &next).iter().copied(),
+        checkpoint,
+        commands.iter().copied(),
     );
     Ok(Transition { next, effects })
 }
 
 /// KEY-1, KEY-2, REC-4: what an accepted input adds to the run's history, for the driver to
-/// store with the run: a call bound (a dispatch, or a suspension for its approval), or a key
-/// spent (a result recorded: the last recorded call changed; call ids are never reused, so a
-/// new result always changes it).
-fn history(run: &Run, input: &Input, next: &Run) -> Option<HistoryEntry> {
+/// store with the run: a call bound (a dispatch, or a suspension for its approval; each call
+/// of a batch, and each call an approver edited), or a key spent (a result recorded: the last
+/// recorded call changed, since call ids are never reused; each call a person answered).
+fn history(run: &Run, input: &Input, next: &Run) -> List<HistoryEntry, BATCH_CAPACITY> {
+    let mut entries = List::new();
     match &input.event {
         Event::Dispatch { call, .. }
         | Event::Suspend {
             wait: Wait::Approval { call, .. },
             ..
-        } => Some(HistoryEntry::bound(call)),
-        _ => match next.last_call {
-            Some(done) if run.last_call != next.last_call => Some(HistoryEntry::settled(&done.key)),
-            _ => None,
-        },
+        } => {
+            let _ = entries.push(HistoryEntry::bound(call));
+        }
+        Event::Suspend {
+            wait: Wait::Batch { calls },
+            ..
+        } => {
+            for p in calls.iter() {
+                let _ = entries.push(HistoryEntry::bound(&p.call));
+            }
+        }
+        Event::Resume(r) if matches!(r.decision, Decision::Batch { .. }) => {
+            let (Some(before), Some(after)) = (&run.batch, &next.batch) else {
+                return entries;
+            };
+            for (was, now) in before.slots.iter().zip(after.slots.iter()) {
+                if was.call.call.args != now.call.call.args {
+                    let _ = entries.push(HistoryEntry::bound(&now.call.call));
+                }
+                if let (SlotState::Awaiting, SlotState::Responded { .. }) = (was.state, now.state) {
+                    let _ = entries.push(HistoryEntry::settled(&now.call.call.key));
+                }
+            }
+        }
+        _ => {
+            if let Some(done) = next.last_call.filter(|_| run.last_call != next.last_call) {
+                let _ = entries.push(HistoryEntry::settled(&done.key));
+            }
+        }
     }
+    entries
 }
 
 // -------------------------------------------------------------------------------------------
@@ -200,6 +245,10 @@ fn suspend(
         Wait::Resource { resource } => Reason::ResourceWait {
             resource: *resource,
         },
+        Wait::Batch { calls } => {
+            next.batch = Some(batch::open(run, calls, responsible, resource_version)?);
+            Reason::PendingBatch
+        }
     };
     next.resource_version = resource_version;
     next.phase = Phase::Suspended(Suspension {
@@ -208,12 +257,13 @@ fn suspend(
         expires_at,
         responsible,
     });
-    Ok((next, None))
+    Ok((next, Commands::new()))
 }
 
-/// WAL-1, KEY-1, KEY-2: an ungated call is bound, and the intent to dispatch it becomes
-/// durable state together with the command to dispatch.
-fn dispatch(run: &Run, call: &Call, prior: &Prior) -> Stepped {
+/// WAL-1, KEY-1, KEY-2, RES-3: an ungated call is bound, and the intent to dispatch it becomes
+/// durable state together with the command to dispatch; the resource version the agent
+/// observed, if stated, is the run's from now on.
+fn dispatch(run: &Run, call: &Call, prior: &Prior, resource_version: Option<u64>) -> Stepped {
     idle(run)?;
     let call = bind(call, prior)?;
     let in_flight = InFlight {
@@ -225,12 +275,21 @@ fn dispatch(run: &Run, call: &Call, prior: &Prior) -> Stepped {
     next.phase = Phase::Running {
         in_flight: Some(in_flight),
     };
-    Ok((next, Some(Command::Dispatch(dispatch_of(run, &in_flight)))))
+    if let Some(version) = resource_version {
+        next.resource_version = version;
+    }
+    Ok((
+        next,
+        one(Some(Command::Dispatch(dispatch_of(run, &in_flight)))),
+    ))
 }
 
 /// WAL-2: the tool's answer for the call and attempt in flight; the result and the next
 /// revision land together.
 fn tool_result(run: &Run, call_id: Name, attempt: u8, result: Digest) -> Stepped {
+    if let Some(stepped) = batch::tool_result(run, call_id, attempt, result) {
+        return stepped;
+    }
     let Phase::Running { in_flight: Some(f) } = &run.phase else {
         return Err(Rejection::NoDispatchInFlight {
             phase: run.phase.kind(),
@@ -247,12 +306,15 @@ fn tool_result(run: &Run, call_id: Name, attempt: u8, result: Digest) -> Stepped
     let mut next = *run;
     record(&mut next, f, result);
     next.phase = Phase::Running { in_flight: None };
-    Ok((next, None))
+    Ok((next, Commands::new()))
 }
 
 /// REC-1: a restart turns the dispatch in flight into an unknown outcome, reconciled by
 /// query, never dispatched again.
 fn recover(run: &Run, at: Time) -> Stepped {
+    if let Some(next) = batch::all_unknown(run, Phase::Running { in_flight: None }) {
+        return Ok((next, Commands::new()));
+    }
     let Phase::Running { in_flight: Some(f) } = &run.phase else {
         return Err(Rejection::NothingInFlight {
             phase: run.phase.kind(),
@@ -260,7 +322,7 @@ fn recover(run: &Run, at: Time) -> Stepped {
     };
     let mut next = *run;
     next.phase = held_by_operator(run, at, unknown(*f, None))?;
-    Ok((next, Some(Command::Query(dispatch_of(run, f)))))
+    Ok((next, one(Some(Command::Query(dispatch_of(run, f))))))
 }
 
 /// EXP-1: a suspension past its expiry ends, except that an unknown outcome first goes to a
@@ -295,14 +357,18 @@ fn expire(run: &Run, at: Time) -> Stepped {
         }
         _ => Phase::Failed(FailCause::Expired { unresolved: None }),
     };
-    Ok((next, None))
+    Ok((next, Commands::new()))
 }
 
 /// CAN-1, CAN-2: a cancel ends the run at once, unless an effect may have committed: then it
 /// is recorded in the suspension and takes effect once the effect is settled.
 fn cancel(run: &Run, at: Time, by: Name) -> Stepped {
-    let mut next = *run;
     let cancelled = Phase::Failed(FailCause::Cancelled { by });
+    // CAN-1 for a batch's calls in flight: each may have committed; each is reconciled.
+    if let Some(next) = batch::all_unknown(run, cancelled) {
+        return Ok((next, Commands::new()));
+    }
+    let mut next = *run;
     let command = match &run.phase {
         // CAN-1: the effect in flight may already have committed: reconcile it first.
         Phase::Running { in_flight: Some(f) } => {
@@ -341,7 +407,7 @@ fn cancel(run: &Run, at: Time, by: Name) -> Stepped {
             None
         }
     };
-    Ok((next, command))
+    Ok((next, one(command)))
 }
 
 /// The run completes or fails on its own account: only when running with nothing in flight.
@@ -349,5 +415,5 @@ fn finish(run: &Run, phase: Phase) -> Stepped {
     idle(run)?;
     let mut next = *run;
     next.phase = phase;
-    Ok((next, None))
+    Ok((next, Commands::new()))
 }

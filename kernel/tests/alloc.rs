@@ -102,6 +102,7 @@ fn every_path_steps_without_a_heap_allocation() {
             Event::Dispatch {
                 call: next_call,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );

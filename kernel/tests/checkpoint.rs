@@ -83,6 +83,7 @@ fn checkpoint_of_a_pending_approval_holds_the_call_its_key_and_who_decides() {
         expires_at: Time(50),
         responsible: APPROVER,
         created_at: Time(1),
+        batch: None,
         cancel_requested_by: None,
         digest: Digest::default(),
     }
@@ -128,6 +129,7 @@ fn checkpoint_of_each_wait_names_what_it_waits_on_and_where_it_re_enters() {
             expires_at: Time(50),
             responsible,
             created_at: Time(1),
+            batch: None,
             cancel_requested_by: None,
             digest: Digest::default(),
         }
@@ -164,6 +166,7 @@ fn checkpoint_of_an_unknown_outcome_holds_the_call_and_attempt_to_reconcile() {
         expires_at: Time(4 + WINDOW),
         responsible: OPERATOR,
         created_at: Time(4),
+        batch: None,
         cancel_requested_by: None,
         digest: Digest::default(),
     }
@@ -321,6 +324,7 @@ fn checkpoint_digest_of_a_known_checkpoint_is_stable() {
         expires_at: Time(50),
         responsible: Name::lit("alice"),
         created_at: Time(1),
+        batch: None,
         cancel_requested_by: None,
         digest: Digest::default(),
     };

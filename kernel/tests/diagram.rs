@@ -68,6 +68,7 @@ fn dispatching(c: Call) -> Run {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     )
@@ -167,6 +168,7 @@ fn checkpoint_for(run: &Run, now: u64) -> Checkpoint {
             expires_at: Time(now + 10),
             responsible: OPERATOR,
             created_at: Time(now),
+            batch: None,
             cancel_requested_by: None,
             digest: Digest::default(),
         }
@@ -300,6 +302,7 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
         let dispatch = Event::Dispatch {
             call: fresh(c),
             prior: Prior::NONE,
+            resource_version: None,
         };
         out.push((format!("dispatch:{label}"), input(dispatch)));
     }

@@ -190,6 +190,7 @@ fn dispatching_suspend_dispatch_complete_and_fail_wait_for_the_answer() {
         Event::Dispatch {
             call: fresh,
             prior: Prior::NONE,
+            resource_version: None,
         },
         Event::Complete {
             result: Digest::of(b"r"),
@@ -249,6 +250,7 @@ fn dispatching_input_from_the_past_is_rejected() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     )
@@ -313,6 +315,7 @@ fn dispatching_commands_carry_a_tool_key_namespaced_by_the_run() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -323,6 +326,7 @@ fn dispatching_commands_carry_a_tool_key_namespaced_by_the_run() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );

@@ -23,6 +23,7 @@ fn running_call_in_flight_names_the_dispatch_the_step_emitted() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );

@@ -126,6 +126,7 @@ fn wild_call() -> impl Strategy<Value = Call> {
                     dedupes,
                     query_fences,
                     max_attempts: n % 5,
+                    ..ToolContract::default()
                 },
             },
         )
@@ -216,6 +217,7 @@ fn wild_checkpoint() -> impl Strategy<Value = Checkpoint> {
                 expires_at,
                 responsible,
                 created_at,
+                batch: None,
                 cancel_requested_by: waiting_on.filter(|_| seal && revision % 5 == 0),
                 digest,
             };
@@ -301,7 +303,8 @@ fn wild_event() -> impl Strategy<Value = Event> {
         ),
         wild_call().prop_map(|call| Event::Dispatch {
             call,
-            prior: Prior::NONE
+            prior: Prior::NONE,
+            resource_version: None
         }),
         (wild_name(), any::<u8>(), wild_digest()).prop_map(|(call_id, attempt, result)| {
             Event::ToolResult {
@@ -622,6 +625,7 @@ impl Driver {
                 dedupes: k.a & 0x10 != 0,
                 query_fences: k.a & 0x20 != 0,
                 max_attempts: 1 + (k.a >> 6) % 3,
+                ..ToolContract::default()
             },
         };
         let last = self.run.last_call().copied();
@@ -708,6 +712,34 @@ impl Driver {
                 } else {
                     Decision::Approve(a)
                 }
+            }
+            Reason::PendingBatch => {
+                let mut decisions = resumable_kernel::Decisions::new();
+                let batch = self.run.batch().copied();
+                for slot in batch.iter().flat_map(|b| b.slots.iter()) {
+                    if slot.decided.is_some() {
+                        continue;
+                    }
+                    let approval = Approval {
+                        call_id: slot.call.call.call_id,
+                        args: slot.proposed,
+                        requester: slot.requester,
+                        approver: s.responsible,
+                        revision: cp.revision,
+                        expires_at: Time(at.saturating_add(30)),
+                    };
+                    let verdict = match (k.a / 2 + decisions.len() as u8) % 4 {
+                        0 => resumable_kernel::Verdict::Reject {
+                            reason: Digest::of(b"no"),
+                        },
+                        1 => resumable_kernel::Verdict::Edit {
+                            args: Digest::of(&[k.b]),
+                        },
+                        _ => resumable_kernel::Verdict::Approve,
+                    };
+                    let _ = decisions.push(resumable_kernel::CallDecision { approval, verdict });
+                }
+                Decision::Batch { decisions }
             }
             Reason::ExternalCallback { callback } => Decision::Callback {
                 callback,
@@ -1122,7 +1154,7 @@ fn one_new_audit_record_first(seen: &Seen) -> Result<(), TestCaseError> {
         phase: t.next.phase().kind(),
         reason: t.next.suspension().map(|s| s.reason.kind()),
     };
-    prop_assert_eq!(t.effects.iter().next(), Some(&Effect::Audit(expected)));
+    prop_assert_eq!(t.effects.iter().next(), Some(Effect::Audit(expected)));
     prop_assert!(expected.revision > seen.before.revision());
     let checkpoint = t.effects.checkpoint();
     prop_assert_eq!(checkpoint.is_some(), t.next.suspension().is_some());

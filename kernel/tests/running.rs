@@ -18,6 +18,7 @@ fn after_result_of(c: Call) -> Run {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     )
@@ -244,6 +245,7 @@ fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -274,7 +276,8 @@ fn running_dispatch_of_a_call_allowing_no_attempt_is_rejected() {
                 1,
                 Event::Dispatch {
                     call: c,
-                    prior: Prior::NONE
+                    prior: Prior::NONE,
+                    resource_version: None
                 }
             )
         ),
@@ -298,7 +301,8 @@ fn running_dispatch_reusing_the_last_call_id_is_rejected() {
                 3,
                 Event::Dispatch {
                     call: edited,
-                    prior: spent(&c).prior(&edited)
+                    prior: spent(&c).prior(&edited),
+                    resource_version: None
                 }
             )
         ),
@@ -322,7 +326,8 @@ fn running_dispatch_reusing_a_key_with_other_arguments_is_rejected() {
                 3,
                 Event::Dispatch {
                     call: other,
-                    prior: spent(&c).prior(&other)
+                    prior: spent(&c).prior(&other),
+                    resource_version: None
                 }
             )
         ),
@@ -346,7 +351,8 @@ fn running_dispatch_reusing_a_committed_key_with_the_same_arguments_is_refused()
                 3,
                 Event::Dispatch {
                     call: again,
-                    prior: spent(&c).prior(&again)
+                    prior: spent(&c).prior(&again),
+                    resource_version: None
                 }
             )
         ),
@@ -366,6 +372,7 @@ fn running_dispatch_reusing_a_key_a_person_dropped_with_the_same_arguments_is_ac
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     )
@@ -392,6 +399,7 @@ fn running_dispatch_reusing_a_key_a_person_dropped_with_the_same_arguments_is_ac
             Event::Dispatch {
                 call: again,
                 prior: bound.prior(&again),
+                resource_version: None,
             },
         ),
     );
@@ -415,6 +423,7 @@ fn running_dispatch_checks_attempts_then_call_id_then_key() {
                 Event::Dispatch {
                     call: reused_conflicting,
                     prior: spent(&c).prior(&reused_conflicting),
+                    resource_version: None,
                 }
             )
         ),
@@ -428,7 +437,8 @@ fn running_dispatch_checks_attempts_then_call_id_then_key() {
                 3,
                 Event::Dispatch {
                     call: no_attempt,
-                    prior: spent(&c).prior(&no_attempt)
+                    prior: spent(&c).prior(&no_attempt),
+                    resource_version: None
                 }
             )
         ),
@@ -562,6 +572,7 @@ fn running_input_of_any_kind_from_the_past_is_rejected() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     )
@@ -604,6 +615,7 @@ fn running_input_at_the_same_time_as_the_last_is_accepted() {
             Event::Dispatch {
                 call: publish(),
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     )
@@ -643,6 +655,7 @@ fn running_input_from_the_past_at_the_end_of_the_revision_counter_reports_the_cl
             Event::Dispatch {
                 call: publish(),
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     )
@@ -679,6 +692,7 @@ fn running_run_stepped_in_place_is_unchanged_by_a_rejection() {
         Event::Dispatch {
             call: publish(),
             prior: Prior::NONE,
+            resource_version: None,
         },
     ));
     assert!(fx.is_ok());
@@ -780,7 +794,8 @@ fn running_dispatch_trusts_the_prior_it_is_given() {
             3,
             Event::Dispatch {
                 call: first,
-                prior: Prior::NONE
+                prior: Prior::NONE,
+                resource_version: None
             }
         )
     )
@@ -815,6 +830,7 @@ fn running_run_with_a_zero_reconcile_window_cannot_be_created() {
     let policy = Policy {
         operator: OPERATOR,
         reconcile_window: 0,
+        allowed: resumable_kernel::Allowed::ALL,
     };
     assert_eq!(
         Run::new(identity("run-z"), policy, Time(0)),

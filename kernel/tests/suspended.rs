@@ -76,6 +76,7 @@ fn suspended_dispatch_complete_and_fail_are_rejected_as_not_running() {
             Event::Dispatch {
                 call: fresh,
                 prior: Prior::NONE,
+                resource_version: None,
             },
             Event::Complete {
                 result: Digest::of(b"r"),

@@ -588,6 +588,7 @@ fn suspended_resume_duplicate_of_the_winning_decision_is_already_applied() {
             Event::Dispatch {
                 call: call("c-2", "t", "k-2"),
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );

@@ -167,6 +167,8 @@ impl RefRun {
             ),
             Reason::ExternalCallback { callback } => (Intent::Continue, None, Some(callback), None),
             Reason::ResourceWait { resource } => (Intent::Continue, None, Some(resource), None),
+            // Batches (spec 5.5) are not yet part of the reference machine.
+            Reason::PendingBatch => (Intent::Dispatch, None, None, None),
         };
         Some(Checkpoint {
             schema_version: SCHEMA_VERSION,
@@ -187,6 +189,7 @@ impl RefRun {
             expires_at: s.expires_at,
             responsible: s.responsible,
             created_at: s.since,
+            batch: None,
             cancel_requested_by: match s.reason {
                 Reason::OutcomeUnknown { cancelled_by, .. }
                 | Reason::ManualIntervention { cancelled_by, .. } => cancelled_by,

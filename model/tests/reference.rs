@@ -33,6 +33,7 @@ fn new_run(run: &str) -> RefRun {
         Policy {
             operator: OPERATOR,
             reconcile_window: WINDOW,
+            allowed: resumable_kernel::Allowed::ALL,
         },
         Time(0),
     )
@@ -44,6 +45,7 @@ fn contract(dedupes: bool, query_fences: bool) -> ToolContract {
         dedupes,
         query_fences,
         max_attempts: 3,
+        ..ToolContract::default()
     }
 }
 
@@ -158,6 +160,7 @@ fn outcome_unknown(c: Call) -> (RefRun, Checkpoint) {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -175,7 +178,7 @@ fn reason_of(run: &RefRun) -> Option<ReasonKind> {
 fn dispatches(fx: &Effects) -> Vec<Dispatch> {
     fx.iter()
         .filter_map(|e| match e {
-            Effect::Dispatch(d) => Some(*d),
+            Effect::Dispatch(d) => Some(d),
             _ => None,
         })
         .collect()
@@ -338,6 +341,7 @@ fn each_accepted_input_advances_the_revision_by_one_and_audits_it_once() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
         at(
@@ -402,6 +406,7 @@ fn a_terminal_run_refuses_every_input() {
         Event::Dispatch {
             call: call("c", "t", "k"),
             prior: Prior::NONE,
+            resource_version: None,
         },
     ] {
         assert_eq!(reject(&done, at(2, event)), terminal);
@@ -525,6 +530,7 @@ fn dispatching_suspend_waits_for_the_call_in_flight() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -1085,6 +1091,7 @@ fn after_result(c: Call) -> RefRun {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -1107,7 +1114,8 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
                 3,
                 Event::Dispatch {
                     call: c,
-                    prior: spent(&c)
+                    prior: spent(&c),
+                    resource_version: None
                 }
             )
         ),
@@ -1128,7 +1136,8 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
                     prior: Prior {
                         call_id_used: false,
                         ..spent(&c)
-                    }
+                    },
+                    resource_version: None,
                 }
             )
         ),
@@ -1150,7 +1159,8 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
                 3,
                 Event::Dispatch {
                     call: zero,
-                    prior: Prior::NONE
+                    prior: Prior::NONE,
+                    resource_version: None
                 }
             )
         ),
@@ -1168,6 +1178,7 @@ fn running_dispatch_records_the_intent_and_commands_the_call_in_one_step() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -1189,6 +1200,7 @@ fn dispatching_result_for_another_attempt_is_rejected_and_the_right_one_is_recor
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -1230,6 +1242,7 @@ fn dispatching_complete_waits_for_the_answer() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -1267,6 +1280,7 @@ fn dispatching_recover_suspends_for_reconcile_and_queries() {
                 Event::Dispatch {
                     call: c,
                     prior: Prior::NONE,
+                    resource_version: None,
                 },
             ),
         )
@@ -1305,7 +1319,8 @@ fn outcome_unknown_committed_answer_is_recorded_and_never_dispatched_again() {
                 4,
                 Event::Dispatch {
                     call: c,
-                    prior: spent(&c)
+                    prior: spent(&c),
+                    resource_version: None
                 }
             )
         ),
@@ -1456,6 +1471,7 @@ fn dispatching_cancel_waits_for_reconciliation_then_takes_effect() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -1611,6 +1627,7 @@ fn retry_unknown_without_reconcile_dispatches_again_on_recover() {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );

@@ -288,7 +288,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
     /// `input` with the prior its call has in the run's history, if it proposes a call.
     fn stating_prior(&mut self, key: &RunKey, input: &Input) -> Result<Input, DriveError> {
         let mut input = *input;
-        if let Event::Dispatch { call, prior }
+        if let Event::Dispatch { call, prior, .. }
         | Event::Suspend {
             wait: Wait::Approval { call, prior, .. },
             ..

@@ -248,6 +248,11 @@ pub fn describe(row: &Row, now: u64) -> String {
                 Reason::ExternalCallback { callback } => {
                     format!("waits for callback {callback} from {}", s.responsible)
                 }
+                Reason::PendingBatch => format!(
+                    "waits for {} to decide a batch of {} calls",
+                    s.responsible,
+                    run.batch().map_or(0, |b| b.slots.len())
+                ),
                 Reason::ResourceWait { resource } => {
                     format!("waits for resource {resource} ({})", s.responsible)
                 }

@@ -114,6 +114,7 @@ fn contract(tool: &str) -> ToolContract {
         dedupes: spec.dedupes,
         query_fences: spec.query_fences,
         max_attempts: 3,
+        ..ToolContract::default()
     }
 }
 
@@ -184,6 +185,7 @@ impl Program {
             policy: Policy {
                 operator: name(OPERATOR),
                 reconcile_window: timing.reconcile_ms,
+                allowed: resumable_kernel::Allowed::ALL,
             },
             created_at: Time(now),
         })
@@ -217,6 +219,7 @@ impl Program {
             (Program::Order, 0) => Some(Event::Dispatch {
                 call: call("charge-1", "charge:card", "amount=42", "charge"),
                 prior: Prior::NONE,
+                resource_version: None,
             }),
             (Program::Order, 1) => Some(Event::Suspend {
                 wait: Wait::Callback {
@@ -230,6 +233,7 @@ impl Program {
             (Program::Order, 3) => Some(Event::Dispatch {
                 call: call("notify-1", "notify:email", "to=buyer", "notify"),
                 prior: Prior::NONE,
+                resource_version: None,
             }),
             (Program::Order, 4) => Some(done("order done")),
             (Program::Bench, n) if n < BENCH_CALLS => {
@@ -237,6 +241,7 @@ impl Program {
                 Some(Event::Dispatch {
                     call: call(&id, "publish:demo", &id, &id),
                     prior: Prior::NONE,
+                    resource_version: None,
                 })
             }
             (Program::Bench, BENCH_CALLS) => Some(done("bench done")),

@@ -511,10 +511,10 @@ pub fn status_of(run: &Run) -> Status {
     use resumable_kernel::{Next, PhaseKind, ReasonKind};
     match run.next() {
         Next::Agent => Status::Ready,
-        Next::Result { .. } => Status::InFlight,
+        Next::Result { .. } | Next::Results { .. } => Status::InFlight,
         Next::Query { .. } => Status::Unknown,
         Next::Decision { reason, .. } => match reason {
-            ReasonKind::PendingApproval => Status::Approval,
+            ReasonKind::PendingApproval | ReasonKind::PendingBatch => Status::Approval,
             ReasonKind::ExternalCallback => Status::Callback,
             ReasonKind::ResourceWait => Status::Resource,
             ReasonKind::ManualIntervention => Status::Person,

@@ -91,6 +91,7 @@ fn a_run_stored_by_release_604adaf_loads_its_history_moves_to_the_store_and_it_r
         event: Event::Dispatch {
             call: pending.call,
             prior,
+            resource_version: None,
         },
     };
     assert!(lifecycle::step(&t.next, &again).is_err());

@@ -20,6 +20,7 @@ fn call(n: u32, key: u32, args: &[u8]) -> Call {
             dedupes: true,
             query_fences: false,
             max_attempts: 1,
+            ..ToolContract::default()
         },
     }
 }
@@ -32,6 +33,7 @@ fn feed(store: &mut SqliteStore, key: &RunKey, event: Event, at: u64) -> (bool, 
         Event::Dispatch { call, .. } => Event::Dispatch {
             call,
             prior: store.prior(key, &call).unwrap(),
+            resource_version: None,
         },
         other => other,
     };
@@ -89,6 +91,7 @@ fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9
             Event::Dispatch {
                 call: c,
                 prior: Default::default(),
+                resource_version: None,
             },
             at,
         );
@@ -117,6 +120,7 @@ fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9
         Event::Dispatch {
             call: reused,
             prior: Default::default(),
+            resource_version: None,
         },
         at,
     );
@@ -133,6 +137,7 @@ fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9
         Event::Dispatch {
             call: fresh,
             prior: Default::default(),
+            resource_version: None,
         },
         at,
     );

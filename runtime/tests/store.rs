@@ -103,7 +103,7 @@ impl Step {
 /// states what the store's history holds of it, as the driver does.
 fn decide(store: &mut dyn Store, key: &RunKey, mut event: Event) -> Step {
     let row = store.load(key).unwrap().expect("the run exists");
-    if let Event::Dispatch { call, prior }
+    if let Event::Dispatch { call, prior, .. }
     | Event::Suspend {
         wait: Wait::Approval { call, prior, .. },
         ..
@@ -585,6 +585,7 @@ fn a_runs_call_history_lands_with_its_commits_and_answers_each_prior(open: Open<
         Event::Dispatch {
             call,
             prior: Prior::NONE, // stated from the store by `decide`
+            resource_version: None,
         },
     );
     assert_eq!(

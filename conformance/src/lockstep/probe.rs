@@ -32,6 +32,11 @@ pub fn fitting(cp: &Checkpoint, until: Time) -> Decision {
             resolution: Resolution::Continue,
         },
         ReasonKind::OutcomeUnknown => Decision::Reconcile(QueryAnswer::NotCommitted),
+        // A batch's decisions name its calls, which its checkpoint holds only as a digest:
+        // a probe sends an empty list, which the kernel refuses as such.
+        ReasonKind::PendingBatch => Decision::Batch {
+            decisions: resumable_kernel::Decisions::new(),
+        },
     }
 }
 
@@ -149,6 +154,7 @@ fn unprompted(cast: &Cast, updated_at: Time, now: Time) -> Vec<Input> {
             at(Event::Dispatch {
                 call: p.call,
                 prior,
+                resource_version: None,
             })
         })
     }));

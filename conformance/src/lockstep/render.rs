@@ -15,6 +15,25 @@ fn short(d: &Digest) -> String {
 
 fn decision(d: &Decision) -> String {
     match d {
+        Decision::Batch { decisions } => {
+            let each: Vec<String> = decisions
+                .iter()
+                .map(|d| {
+                    let a = &d.approval;
+                    format!(
+                        "{} {} (args {}, requester {}) by {} on r{}, valid until {}",
+                        d.verdict.kind(),
+                        a.call_id,
+                        short(&a.args),
+                        a.requester,
+                        a.approver,
+                        a.revision.0,
+                        a.expires_at
+                    )
+                })
+                .collect();
+            format!("batch [{}]", each.join("; "))
+        }
         Decision::Approve(a) | Decision::Deny(a) => format!(
             "{} {} (args {}, requester {}) by {} on r{}, valid until {}",
             if matches!(d, Decision::Approve(_)) {
@@ -73,6 +92,21 @@ pub fn input(i: &Input) -> String {
                 Wait::Callback { callback } => format!("callback {callback}"),
                 Wait::Intervention => "intervention".to_owned(),
                 Wait::Resource { resource } => format!("resource {resource}"),
+                Wait::Batch { calls } => {
+                    let each: Vec<String> = calls
+                        .iter()
+                        .map(|p| {
+                            format!(
+                                "{} (key {}, args {}) asked by {}",
+                                p.call.call_id,
+                                p.call.key,
+                                short(&p.call.args),
+                                p.requester
+                            )
+                        })
+                        .collect();
+                    format!("batch [{}]", each.join("; "))
+                }
             };
             format!(
                 "suspend for {wait}, responsible {responsible}, until {expires_at}, resource v{resource_version}"
@@ -154,7 +188,7 @@ pub fn observation(o: &Observation) -> String {
 
 /// Effects in one line, in order.
 pub fn effects(e: &Effects) -> String {
-    let items: Vec<String> = e.iter().map(crate::trace::effect).collect();
+    let items: Vec<String> = e.iter().map(|e| crate::trace::effect(&e)).collect();
     items.join(", ")
 }
 

@@ -106,6 +106,7 @@ fn placeholder_checkpoint() -> Checkpoint {
         key_digest: None,
         requester: None,
         waiting_on: None,
+        batch: None,
         expires_at: Time(0),
         responsible: P,
         created_at: Time(0),

@@ -15,7 +15,7 @@ impl TraceStep {
             Err(r) => (Some(r), Some(r.to_string())),
         };
         let effects: Vec<Effect> = match &s.verdict {
-            Ok(e) => e.iter().copied().collect(),
+            Ok(e) => e.iter().collect(),
             Err(_) => Vec::new(),
         };
         let line = JsonStep {

@@ -2,7 +2,7 @@
 
 use crate::scenario::{Source, Step};
 use resumable_kernel::{
-    Call, Decision, Digest, Event, Input, QueryAnswer, Resolution, Resume, Wait,
+    Call, Decision, Digest, Event, Input, QueryAnswer, Resolution, Resume, Verdict, Wait,
 };
 
 /// The first eight hex digits of a digest: enough to tell digests apart in a trace.
@@ -50,7 +50,7 @@ pub(super) fn summarise(input: &Input, step: &Step) -> String {
                  {expires_at}, resource v{resource_version}"
             )
         }
-        Event::Dispatch { call: c, prior } => format!("dispatch {}{}", call(c), known(prior)),
+        Event::Dispatch { call: c, prior, .. } => format!("dispatch {}{}", call(c), known(prior)),
         Event::ToolResult {
             call_id,
             attempt,
@@ -89,6 +89,27 @@ fn awaiting(wait: &Wait) -> (String, &'static str) {
         Wait::Callback { callback } => (format!("callback {callback}"), "responsible"),
         Wait::Intervention => ("intervention".to_string(), "responsible"),
         Wait::Resource { resource } => (format!("resource {resource}"), "responsible"),
+        Wait::Batch { calls } => {
+            let each: Vec<String> = calls
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}, requested by {}{}",
+                        call(&p.call),
+                        p.requester,
+                        known(&p.prior)
+                    )
+                })
+                .collect();
+            (
+                format!(
+                    "approval of a batch of {}: {}",
+                    calls.len(),
+                    each.join("; ")
+                ),
+                "approver",
+            )
+        }
     }
 }
 
@@ -124,6 +145,33 @@ fn checkpoint_source(r: &Resume, step: &Step) -> String {
 /// suspension's `expires at`.
 fn decision(d: &Decision) -> String {
     match d {
+        Decision::Batch { decisions } => {
+            let each: Vec<String> = decisions
+                .iter()
+                .map(|d| {
+                    let a = &d.approval;
+                    let verb = match d.verdict {
+                        Verdict::Approve => "approve".to_string(),
+                        Verdict::Edit { args } => format!("edit to args {}", short(&args)),
+                        Verdict::Reject { reason } => format!("reject, reason {}", short(&reason)),
+                        Verdict::Respond { result } => {
+                            format!("respond in the tool's place, result {}", short(&result))
+                        }
+                        Verdict::Deny => "deny".to_string(),
+                    };
+                    format!(
+                        "{verb} {} args {} requested by {}, decided by {} on {}, valid until {}",
+                        a.call_id,
+                        short(&a.args),
+                        a.requester,
+                        a.approver,
+                        a.revision,
+                        a.expires_at
+                    )
+                })
+                .collect();
+            format!("batch decisions: {}", each.join("; "))
+        }
         Decision::Approve(a) | Decision::Deny(a) => {
             let (verb, noun) = match d {
                 Decision::Approve(_) => ("approve", "approval"),

@@ -24,6 +24,7 @@ pub fn phase(p: &Phase) -> String {
                     call.call.call_id
                 ),
                 Reason::ExternalCallback { callback } => format!("external_callback {callback}"),
+                Reason::PendingBatch => "pending_batch".to_string(),
                 Reason::ResourceWait { resource } => format!("resource_wait {resource}"),
                 Reason::ManualIntervention {
                     unresolved,
@@ -200,7 +201,7 @@ impl TraceStep {
             Ok(effects) => {
                 let _ = writeln!(out, "{pad}accepted: {}", state(&s.run));
                 for e in effects.iter() {
-                    let _ = writeln!(out, "{pad}- {}", effect(e));
+                    let _ = writeln!(out, "{pad}- {}", effect(&e));
                 }
                 if let Some(c) = &s.recorded {
                     let _ = writeln!(

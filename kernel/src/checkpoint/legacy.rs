@@ -165,6 +165,7 @@ impl CheckpointV2 {
             responsible: self.responsible,
             created_at: self.created_at,
             cancel_requested_by,
+            batch: None,
             digest: Digest::default(),
         }
         .seal())

@@ -18,6 +18,10 @@ pub(super) fn terminal(run: &Run) -> Rejection {
 
 /// WAL-2: dispatch, complete and fail need a running run with nothing in flight.
 pub(super) fn idle(run: &Run) -> Result<(), Rejection> {
+    // BAT-4: a batch's calls in flight together are in flight too.
+    if let Some(call_id) = super::batch::first_in_flight(run) {
+        return Err(Rejection::DispatchInFlight { call_id });
+    }
     match &run.phase {
         Phase::Running { in_flight: None } => Ok(()),
         Phase::Running { in_flight: Some(f) } => Err(Rejection::DispatchInFlight {
@@ -82,6 +86,10 @@ fn check_revision(
     if got > current {
         return Err(Rejection::FutureRevision { current, got });
     }
+    // BAT-2, RES-2: a batch's decisions bind to the checkpoint it opened with.
+    if let Some(verdict) = super::batch::check_revision(run, got, checkpoint, decision) {
+        return verdict;
+    }
     if got < current {
         return Err(match &run.last_resume {
             Some(rc) if rc.from == got && rc.checkpoint == *checkpoint => {
@@ -126,6 +134,7 @@ pub(super) fn mismatch(expected: &Checkpoint, got: &Checkpoint) -> Option<Checkp
             expected.resource_version == got.resource_version,
             ResourceVersion,
         ),
+        (expected.batch == got.batch, Batch),
     ]
     .into_iter()
     .find(|(same, _)| !same)

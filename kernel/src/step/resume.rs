@@ -4,7 +4,8 @@ use super::checks::{
     check_approval, dispatch_of, held_by_operator, mismatch, person, recheck, recheck_policy,
     record, settled,
 };
-use super::Stepped;
+use super::{batch, one, Commands, Stepped};
+use crate::batch::VerdictKind;
 use crate::checkpoint::Checkpoint;
 use crate::effect::Command;
 use crate::ids::{Digest, Name, Time};
@@ -47,15 +48,20 @@ pub(super) fn resume(run: &Run, at: Time, r: &Resume) -> Stepped {
         checkpoint: r.checkpoint.digest,
         decision: r.decision,
     });
-    Ok((next, resumed.command))
+    if let Some(b) = resumed.batch {
+        next.batch = Some(b);
+    }
+    Ok((next, resumed.commands))
 }
 
 /// What an accepted decision leads to.
-struct Resumed {
-    phase: Phase,
+pub(super) struct Resumed {
+    pub(super) phase: Phase,
     /// A call whose committed result the decision records (REC-4).
-    settles: Option<(InFlight, Digest)>,
-    command: Option<Command>,
+    pub(super) settles: Option<(InFlight, Digest)>,
+    pub(super) commands: Commands,
+    /// The batch as the decisions leave it (spec 5.5).
+    pub(super) batch: Option<crate::batch::Batch>,
 }
 
 impl From<Phase> for Resumed {
@@ -63,8 +69,23 @@ impl From<Phase> for Resumed {
         Resumed {
             phase,
             settles: None,
-            command: None,
+            commands: Commands::new(),
+            batch: None,
         }
+    }
+}
+
+/// POL-1: the decision is one the run's policy and the call's tool both allow.
+pub(super) fn allowed(run: &Run, call: &BoundCall, decision: VerdictKind) -> Result<(), Rejection> {
+    if run
+        .policy
+        .allowed
+        .and(call.call.contract.allowed)
+        .contains(decision)
+    {
+        Ok(())
+    } else {
+        Err(Rejection::DecisionNotAllowed { decision })
     }
 }
 
@@ -74,11 +95,13 @@ fn answer(run: &Run, at: Time, s: &Suspension, r: &Resume) -> Result<Resumed, Re
     match (&s.reason, &r.decision) {
         (Reason::PendingApproval { call, requester }, Decision::Approve(a)) => {
             check_approval(a, call, requester, cp.revision, at, &s.responsible)?;
+            allowed(run, call, VerdictKind::Approve)?;
             approve(run, call, cp, &r.facts)
         }
         // APR-4: a denial, under the same checks, fails the run; the call never runs.
         (Reason::PendingApproval { call, requester }, Decision::Deny(a)) => {
             check_approval(a, call, requester, cp.revision, at, &s.responsible)?;
+            allowed(run, call, VerdictKind::Deny)?;
             Ok(Phase::Failed(FailCause::Denied {
                 call_id: call.call.call_id,
             })
@@ -103,6 +126,9 @@ fn answer(run: &Run, at: Time, s: &Suspension, r: &Resume) -> Result<Resumed, Re
             },
             Decision::Reconcile(answer),
         ) => reconcile(run, at, in_flight, *cancelled_by, answer, r),
+        (Reason::PendingBatch, Decision::Batch { decisions }) => {
+            batch::decide(run, at, s, r, decisions)
+        }
         (reason, decision) => Err(Rejection::DecisionMismatch {
             reason: reason.kind(),
             decision: decision.kind(),
@@ -129,7 +155,8 @@ fn approve(
             in_flight: Some(in_flight),
         },
         settles: None,
-        command: Some(Command::Dispatch(dispatch_of(run, &in_flight))),
+        commands: one(Some(Command::Dispatch(dispatch_of(run, &in_flight)))),
+        batch: None,
     })
 }
 
@@ -171,7 +198,8 @@ fn intervene(
             Ok(Resumed {
                 phase: settled(cancelled_by),
                 settles: Some((f, *result)),
-                command: None,
+                commands: Commands::new(),
+                batch: None,
             })
         }
         (Resolution::Continue, Some(_)) => Ok(settled(cancelled_by).into()),
@@ -199,7 +227,8 @@ fn reconcile(
         (QueryAnswer::Committed { result }, _) => Ok(Resumed {
             phase: settled(cancelled_by),
             settles: Some((*f, *result)),
-            command: None,
+            commands: Commands::new(),
+            batch: None,
         }),
         // REC-2: nobody can tell: a person decides; never retried blindly.
         (QueryAnswer::Unknown, _) => to_person(),
@@ -246,6 +275,7 @@ fn retry(run: &Run, f: &InFlight, r: &Resume) -> Option<Resumed> {
             in_flight: Some(again),
         },
         settles: None,
-        command: Some(Command::Dispatch(dispatch_of(run, &again))),
+        commands: one(Some(Command::Dispatch(dispatch_of(run, &again)))),
+        batch: None,
     })
 }

@@ -26,6 +26,7 @@ pub fn new_run(run: &str) -> Run {
         Policy {
             operator: OPERATOR,
             reconcile_window: WINDOW,
+            allowed: resumable_kernel::Allowed::ALL,
         },
         Time(0),
     )
@@ -37,6 +38,7 @@ pub fn contract(dedupes: bool, query_fences: bool) -> ToolContract {
         dedupes,
         query_fences,
         max_attempts: 3,
+        ..ToolContract::default()
     }
 }
 
@@ -144,6 +146,7 @@ pub fn outcome_unknown(c: Call) -> (Run, Checkpoint) {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     );
@@ -157,7 +160,7 @@ pub fn outcome_unknown(c: Call) -> (Run, Checkpoint) {
 
 /// The effects of a transition, in order, as a list that compares in one assertion.
 pub fn effects(fx: &Effects) -> Vec<Effect> {
-    fx.iter().copied().collect()
+    fx.iter().collect()
 }
 
 /// The audit record an accepted input must emit first (spec AUD-1).
@@ -221,6 +224,7 @@ pub fn with_contract(c: Call, dedupes: bool, query_fences: bool, max_attempts: u
             dedupes,
             query_fences,
             max_attempts,
+            ..ToolContract::default()
         },
         ..c
     }
@@ -248,6 +252,7 @@ pub fn call_in_flight(c: Call) -> Run {
             Event::Dispatch {
                 call: c,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
     )
@@ -349,6 +354,7 @@ pub fn one_of_each_kind(cp: Checkpoint, t: u64) -> Vec<Input> {
             Event::Dispatch {
                 call: fresh,
                 prior: Prior::NONE,
+                resource_version: None,
             },
         ),
         at(
@@ -422,6 +428,7 @@ impl Index {
         Event::Dispatch {
             call: c,
             prior: self.prior(&c),
+            resource_version: None,
         }
     }
 

@@ -41,7 +41,7 @@ impl Reference {
                 responsible,
                 resource_version,
             } => self.suspend(run, at, wait, *expires_at, *responsible, *resource_version),
-            Event::Dispatch { call, prior } => self.dispatch(run, at, call, prior),
+            Event::Dispatch { call, prior, .. } => self.dispatch(run, at, call, prior),
             Event::ToolResult {
                 call_id,
                 attempt,
@@ -145,6 +145,8 @@ impl Reference {
                 cancelled_by: None,
             },
             Wait::Resource { resource } => Reason::ResourceWait { resource },
+            // Batches (spec 5.5) are not yet part of the reference machine.
+            Wait::Batch { .. } => return Err(Rejection::EmptyBatch),
         };
         let mut mv = Move::to(Status::Suspended(Suspension {
             reason,
@@ -254,6 +256,7 @@ impl Reference {
                 Move::to(Status::Failed(FailCause::Expired { unresolved }))
             }
             Reason::PendingApproval { .. }
+            | Reason::PendingBatch
             | Reason::ExternalCallback { .. }
             | Reason::ResourceWait { .. } => {
                 Move::to(Status::Failed(FailCause::Expired { unresolved: None }))
@@ -317,6 +320,7 @@ impl Reference {
                 unresolved: None, ..
             }
             | Reason::PendingApproval { .. }
+            | Reason::PendingBatch
             | Reason::ExternalCallback { .. }
             | Reason::ResourceWait { .. } => None,
         })

@@ -67,6 +67,7 @@ impl Cast {
             dedupes: config.dedupes,
             query_fences: config.query_fences,
             max_attempts: config.max_attempts,
+            ..ToolContract::default()
         };
         let proposal = |id: &str, index: usize, args: &[u8]| {
             let key = KEY_OF[index];
@@ -89,6 +90,7 @@ impl Cast {
             policy: Policy {
                 operator: Name::lit("ops"),
                 reconcile_window: u64::from(config.reconcile_window),
+                allowed: resumable_kernel::Allowed::ALL,
             },
             requester: Name::lit("agent"),
             approver: Name::lit("alice"),

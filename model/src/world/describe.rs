@@ -186,6 +186,7 @@ pub fn phase_words(phase: &Phase) -> String {
                 Reason::ManualIntervention { .. } => "manual intervention",
                 Reason::ResourceWait { .. } => "resource wait",
                 Reason::OutcomeUnknown { .. } => "outcome unknown",
+                Reason::PendingBatch => "pending batch",
             };
             let cancel = match s.reason.cancelled_by() {
                 Some(_) => ", cancel waiting",

@@ -87,6 +87,7 @@ impl<L: Lifecycle> World<L> {
             Choice::Agent(Intent::Dispatch(p) | Intent::Reuse(p)) => Event::Dispatch {
                 call: self.cast.proposal(p)?.call,
                 prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
+                resource_version: None,
             },
             Choice::Agent(Intent::Complete) => Event::Complete {
                 result: self.cast.final_result,
@@ -355,7 +356,7 @@ impl<L: Lifecycle> World<L> {
             let call = self.cast.proposal_by_id(&d.call_id).unwrap_or(GATED);
             *slot = Some((call, d.attempt));
             approval_binds |=
-                self.config.program.gated(call) && self.approval_binds(before, input, d);
+                self.config.program.gated(call) && self.approval_binds(before, input, &d);
         }
         if dispatches[0].is_some() {
             raise |= self.acts_on_moved_resource(input);

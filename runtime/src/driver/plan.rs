@@ -86,6 +86,9 @@ pub fn plan(
                 .map(Action::Program)
         }
         Next::Result { dispatch } => Some(Action::Recover(dispatch)),
+        // A batch's calls in flight together: their answers were lost with the worker that
+        // dispatched them; recovering makes each unknown, reconciled in turn (spec BAT-4).
+        Next::Results { dispatches } => dispatches.get(0).copied().map(Action::Recover),
         Next::Query { dispatch, .. } => Some(Action::Query(dispatch)),
         Next::Decision { .. } | Next::Nothing { .. } => None,
     })

@@ -1,0 +1,365 @@
+//! Batches of calls (spec 5.5): opening one, its decisions, its calls in flight together, and
+//! the hand-over of each unsettled call to the single-call rules, one after another.
+
+use super::checks::{
+    bind, check_approval, dispatch_of, held_by_operator, recheck, record, unknown,
+};
+use super::resume::{allowed, Resumed};
+use super::Commands;
+use crate::batch::{Batch, Decisions, List, Proposals, Slot, SlotState, Verdict};
+use crate::checkpoint::{key_digest, Checkpoint};
+use crate::effect::Command;
+use crate::ids::{Digest, Name, Revision, Time};
+use crate::input::{Decision, Resume};
+use crate::reject::{ApprovalField, Rejection};
+use crate::run::{FailCause, InFlight, Phase, Reason, Run, Suspension};
+
+/// BAT-1: the batch a `suspend` opens: not empty, no call id or key twice, each requester not
+/// the approver (APR-3), each call bound by its own prior (4.9).
+pub(super) fn open(
+    run: &Run,
+    calls: &Proposals,
+    responsible: Name,
+    resource_version: u64,
+) -> Result<Batch, Rejection> {
+    if calls.is_empty() {
+        return Err(Rejection::EmptyBatch);
+    }
+    for (i, p) in calls.iter().enumerate() {
+        let twice = calls
+            .iter()
+            .take(i)
+            .any(|q| q.call.call_id == p.call.call_id || q.call.key == p.call.key);
+        if twice {
+            return Err(Rejection::DuplicateInBatch {
+                call_id: p.call.call_id,
+            });
+        }
+    }
+    let mut slots = List::new();
+    for p in calls.iter() {
+        if p.requester == responsible {
+            return Err(Rejection::SelfApproval { party: p.requester });
+        }
+        let call = bind(&p.call, &p.prior)?;
+        let _ = slots.push(Slot {
+            call,
+            requester: p.requester,
+            proposed: p.call.args,
+            fresh: p.prior.key.is_none(),
+            decided: None,
+            state: SlotState::Awaiting,
+        });
+    }
+    Ok(Batch {
+        opened: run.revision.next().ok_or(Rejection::RevisionExhausted)?,
+        checkpoint: Digest::default(),
+        resource_version,
+        closed: None,
+        slots,
+    })
+}
+
+/// BAT-2, RES-2: a batch decision carrying the batch's own checkpoint. A decision on a call
+/// already decided is answered as RES-2 answers a duplicate resume; on a batch that left its
+/// suspension otherwise, `AlreadyResumed` with the revision that closed it. While the batch is
+/// open, its checkpoint is the only one its decisions may carry. `None`: the usual rows apply.
+pub(super) fn check_revision(
+    run: &Run,
+    got: Revision,
+    checkpoint: &Digest,
+    decision: &Decision,
+) -> Option<Result<(), Rejection>> {
+    let b = run.batch.as_ref()?;
+    let own = got == b.opened && *checkpoint == b.checkpoint;
+    if own {
+        if let Decision::Batch { decisions } = decision {
+            for d in decisions.iter() {
+                let Some((recorded, to)) = b.slot(&d.approval.call_id).and_then(|s| s.decided)
+                else {
+                    continue;
+                };
+                let (from, to) = (b.opened, to);
+                return Some(Err(if recorded == *d {
+                    Rejection::AlreadyApplied { from, to }
+                } else {
+                    Rejection::AlreadyResumed { from, to }
+                }));
+            }
+            if let Some(to) = b.closed {
+                return Some(Err(Rejection::AlreadyResumed { from: b.opened, to }));
+            }
+        }
+    }
+    match (b.is_open(), own) {
+        (true, true) => Some(Ok(())),
+        // The open batch's decisions bind to its own checkpoint and to no other.
+        (true, false) if !(got == run.revision && got == b.opened) => {
+            Some(Err(Rejection::StaleRevision {
+                current: run.revision,
+                got,
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// BAT-2, BAT-3, BAT-5, POL-1, APR-4: the decisions of one resume on the open batch, checked
+/// in order, then applied together. The batch resumes once every call is decided.
+pub(super) fn decide(
+    run: &Run,
+    at: Time,
+    s: &Suspension,
+    r: &Resume,
+    decisions: &Decisions,
+) -> Result<Resumed, Rejection> {
+    let Some(batch) = run.batch.as_ref().filter(|b| b.is_open()) else {
+        // A `pending_batch` suspension always has its batch open (an invariant).
+        return Err(Rejection::NoDecision);
+    };
+    if decisions.is_empty() {
+        return Err(Rejection::NoDecision);
+    }
+    for (i, d) in decisions.iter().enumerate() {
+        let call_id = d.approval.call_id;
+        if decisions
+            .iter()
+            .take(i)
+            .any(|e| e.approval.call_id == call_id)
+        {
+            return Err(Rejection::DuplicateDecision { call_id });
+        }
+    }
+    for d in decisions.iter() {
+        let slot = batch
+            .slot(&d.approval.call_id)
+            .ok_or(Rejection::ApprovalMismatch {
+                field: ApprovalField::CallId,
+            })?;
+        check_approval(
+            &d.approval,
+            &slot.call,
+            &slot.requester,
+            batch.opened,
+            at,
+            &s.responsible,
+        )?;
+        allowed(run, &slot.call, d.verdict.kind())?;
+        if matches!(d.verdict, Verdict::Edit { .. }) && !slot.fresh {
+            return Err(Rejection::EditKeyBound {
+                key: slot.call.call.key,
+            });
+        }
+    }
+    let decided_at = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
+    let mut next = *batch;
+    let mut last_call = None;
+    let mut denied = None;
+    for slot in next.slots.iter_mut() {
+        let Some(d) = decisions
+            .iter()
+            .find(|d| d.approval.call_id == slot.call.call.call_id)
+        else {
+            continue;
+        };
+        slot.decided = Some((*d, decided_at));
+        slot.state = match d.verdict {
+            Verdict::Approve => SlotState::Approved,
+            Verdict::Edit { args } => {
+                slot.call.call.args = args;
+                slot.call.key_digest = key_digest(&slot.call.call.key, &args);
+                SlotState::Approved
+            }
+            Verdict::Reject { reason } => SlotState::Rejected { reason },
+            Verdict::Respond { result } => {
+                last_call = Some((slot.call, result));
+                SlotState::Responded { result }
+            }
+            Verdict::Deny => {
+                denied = denied.or(Some(slot.call.call.call_id));
+                SlotState::Denied
+            }
+        };
+    }
+    let mut resumed = Resumed::from(Phase::Suspended(*s));
+    if let Some(call_id) = denied {
+        // APR-4: a denial fails the run; no call of the batch runs.
+        resumed.phase = Phase::Failed(FailCause::Denied { call_id });
+    } else if next.slots.iter().all(|s| s.decided.is_some()) {
+        // BAT-3: every call is decided: the batch resumes.
+        if next.slots.iter().any(|s| s.state == SlotState::Approved) {
+            recheck(&r.checkpoint, &r.facts)?;
+        }
+        for slot in next.slots.iter_mut() {
+            if slot.state == SlotState::Approved {
+                slot.state = SlotState::InFlight {
+                    attempt: 0,
+                    dispatches: 1,
+                };
+                let f = in_flight(slot, 0, 1);
+                let _ = resumed
+                    .commands
+                    .push(Command::Dispatch(dispatch_of(run, &f)));
+            }
+        }
+        resumed.phase = Phase::Running { in_flight: None };
+    }
+    // REC-4: a person's answer is the call's result, recorded as any result is.
+    resumed.settles = last_call.map(|(call, result)| {
+        (
+            InFlight {
+                call,
+                attempt: 0,
+                dispatches: 0,
+            },
+            result,
+        )
+    });
+    resumed.batch = Some(next);
+    Ok(resumed)
+}
+
+fn in_flight(slot: &Slot, attempt: u8, dispatches: u8) -> InFlight {
+    InFlight {
+        call: slot.call,
+        attempt,
+        dispatches,
+    }
+}
+
+/// BAT-4: the first call of the batch in flight together with others, if any.
+pub(super) fn first_in_flight(run: &Run) -> Option<Name> {
+    run.batch
+        .as_ref()?
+        .slots
+        .iter()
+        .find(|s| matches!(s.state, SlotState::InFlight { .. }))
+        .map(|s| s.call.call.call_id)
+}
+
+/// BAT-4, WAL-2, REC-4: the tool's answer for one of the batch's calls in flight; `None` when
+/// none is in flight (the single-call rules answer).
+pub(super) fn tool_result(
+    run: &Run,
+    call_id: Name,
+    attempt: u8,
+    result: Digest,
+) -> Option<Result<(Run, Commands), Rejection>> {
+    let first = first_in_flight(run)?;
+    let batch = run.batch.as_ref()?;
+    let answered = batch.slots.iter().position(|s| {
+        s.call.call.call_id == call_id
+            && matches!(s.state, SlotState::InFlight { attempt: a, .. } if a == attempt)
+    });
+    let Some(index) = answered else {
+        let SlotState::InFlight { attempt: a, .. } = batch.slot(&first)?.state else {
+            return None;
+        };
+        return Some(Err(Rejection::ResultMismatch {
+            call_id: first,
+            attempt: a,
+            got_call: call_id,
+            got_attempt: attempt,
+        }));
+    };
+    let mut next = *run;
+    let f = in_flight(batch.slots.get(index)?, attempt, 1);
+    record(&mut next, &f, result);
+    if let Some(slot) = next.batch.as_mut()?.slots.iter_mut().nth(index) {
+        slot.state = SlotState::Committed { result };
+    }
+    Some(Ok((next, Commands::new())))
+}
+
+/// REC-1, CAN-1 for a batch's calls in flight together: every one becomes unknown, and the run
+/// takes `phase` (running, or failed cancelled) for [`carry_on`] to hand the first of them to
+/// the single-call rules. `None` when none is in flight.
+pub(super) fn all_unknown(run: &Run, phase: Phase) -> Option<Run> {
+    first_in_flight(run)?;
+    let mut next = *run;
+    for slot in next.batch.as_mut()?.slots.iter_mut() {
+        if let SlotState::InFlight {
+            attempt,
+            dispatches,
+        } = slot.state
+        {
+            slot.state = SlotState::Unknown {
+                attempt,
+                dispatches,
+            };
+        }
+    }
+    next.phase = phase;
+    Some(next)
+}
+
+/// BAT-4, CAN-2: after every handler. The call the phase held, once the phase lets go of it
+/// (running idle, or failed cancelled), is committed if its result was recorded, else
+/// dropped. Then, while a call of the batch is unknown, the next one in order becomes the
+/// phase's, an unknown outcome held by the operator with its query, a waiting cancel carried.
+pub(super) fn carry_on(
+    run: &Run,
+    at: Time,
+    next: &mut Run,
+    commands: &mut Commands,
+) -> Result<(), Rejection> {
+    let Some(batch) = next.batch.as_mut() else {
+        return Ok(());
+    };
+    let cancelled_by = match next.phase {
+        Phase::Running { in_flight: None } => None,
+        Phase::Failed(FailCause::Cancelled { by }) => Some(by),
+        _ => return Ok(()),
+    };
+    for slot in batch.slots.iter_mut() {
+        if slot.state == SlotState::Held {
+            slot.state = match next.last_call {
+                Some(done) if done.call_id == slot.call.call.call_id => SlotState::Committed {
+                    result: done.result,
+                },
+                _ => SlotState::Dropped,
+            };
+        }
+    }
+    let waiting = batch.slots.iter_mut().find_map(|slot| match slot.state {
+        SlotState::Unknown {
+            attempt,
+            dispatches,
+        } => {
+            slot.state = SlotState::Held;
+            Some(in_flight(slot, attempt, dispatches))
+        }
+        _ => None,
+    });
+    if let Some(f) = waiting {
+        next.phase = held_by_operator(run, at, unknown(f, cancelled_by))?;
+        let _ = commands.push(Command::Query(dispatch_of(run, &f)));
+    }
+    Ok(())
+}
+
+/// CKP-1, BAT-1, 5.5: the checkpoint of the next run, if suspended; for a batch just opened,
+/// its digest is kept in the batch, and a batch that left its suspension is closed.
+pub(super) fn seal(run: &Run, next: &mut Run) -> Option<Checkpoint> {
+    let revision = next.revision;
+    let pending = matches!(
+        next.suspension().map(|s| s.reason),
+        Some(Reason::PendingBatch)
+    );
+    if let Some(b) = next.batch.as_mut() {
+        let was_pending = matches!(
+            run.suspension().map(|s| s.reason),
+            Some(Reason::PendingBatch)
+        );
+        if was_pending && !pending && b.closed.is_none() {
+            b.closed = Some(revision);
+        }
+    }
+    let checkpoint = Checkpoint::of(next);
+    if let (Some(b), Some(cp)) = (next.batch.as_mut(), &checkpoint) {
+        if pending && b.opened == revision {
+            b.checkpoint = cp.digest;
+        }
+    }
+    checkpoint
+}

@@ -272,7 +272,7 @@ fn stating_priors(header: &Header, inputs: &mut [Input]) {
             _ => {}
         }
         if let Ok(t) = resumable_kernel::step(&run, input) {
-            if let Some(entry) = t.effects.history() {
+            for entry in t.effects.histories() {
                 history.apply(entry);
             }
             run = t.next;

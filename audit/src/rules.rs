@@ -49,7 +49,8 @@ pub(crate) enum Dialect {
 impl Dialect {
     /// The dialect the kernel values of `rules` are written in, if this validator reads it.
     fn of_rules(rules: u16) -> Option<Dialect> {
-        if rules == RULES_VERSION {
+        // Rules 5 added batches and optional fields only: a rules-4 log reads as written.
+        if rules == RULES_VERSION || rules == 4 {
             Some(Dialect::Current)
         } else if rules == 3 {
             Some(Dialect::Rules3)

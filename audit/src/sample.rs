@@ -87,7 +87,7 @@ impl<W: Write> Driver<W> {
         };
         match self.log.step(&input) {
             Ok(result) => {
-                if let Some(entry) = result.as_ref().ok().and_then(|t| t.effects.history()) {
+                for entry in result.iter().flat_map(|t| t.effects.histories()) {
                     self.history.apply(entry);
                 }
                 Some(result)

@@ -539,7 +539,7 @@ impl Validator {
     fn agreed(&mut self, expected: &Verdict, result: Result<Transition, Rejection>, line: u64) {
         self.summary.judged += 1;
         if let (Verdict::Accepted(a), Ok(t)) = (expected, result) {
-            if let Some(entry) = t.effects.history() {
+            for entry in t.effects.histories() {
                 self.history.apply(entry);
             }
             self.summary.dispatches += u64::from(a.dispatch.is_some());

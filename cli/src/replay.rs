@@ -224,11 +224,7 @@ impl AuditLog {
         let head = audit::Header {
             run: audit::RunHeader {
                 identity: spec.identity(),
-                policy: resumable_kernel::Policy {
-                    operator: spec.operator,
-                    reconcile_window: spec.reconcile_window,
-                    allowed: resumable_kernel::Allowed::ALL,
-                },
+                policy: spec.policy(),
                 created_at: spec.created_at,
             },
             // A scenario declares no tool policy; the report says what that leaves unchecked.

@@ -125,6 +125,9 @@ pub struct RunSpec {
     pub reconcile_window: u64,
     /// When the run was created.
     pub created_at: Time,
+    /// The decisions an approver may give on the run (spec POL-1); every one if absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<resumable_kernel::Allowed>,
 }
 
 impl RunSpec {
@@ -138,17 +141,18 @@ impl RunSpec {
         }
     }
 
+    /// The run's policy.
+    pub fn policy(&self) -> Policy {
+        Policy {
+            operator: self.operator,
+            reconcile_window: self.reconcile_window,
+            allowed: self.allowed.unwrap_or(resumable_kernel::Allowed::ALL),
+        }
+    }
+
     /// A new run, running at revision 0, or why its policy cannot govern one.
     pub fn create(&self) -> Result<Run, resumable_kernel::PolicyError> {
-        Run::new(
-            self.identity(),
-            Policy {
-                operator: self.operator,
-                reconcile_window: self.reconcile_window,
-                allowed: resumable_kernel::Allowed::ALL,
-            },
-            self.created_at,
-        )
+        Run::new(self.identity(), self.policy(), self.created_at)
     }
 }
 
@@ -192,6 +196,9 @@ pub struct Fill {
     pub checkpoint: Option<CheckpointRef>,
     /// The approval's `revision` is the checkpoint's.
     pub approval_revision: bool,
+    /// For a batch's decisions, bit `i` set: the `i`-th decision's approval `revision` is the
+    /// checkpoint's.
+    pub batch_revisions: u8,
     /// The facts' `resource_version` is the checkpoint's.
     pub facts_resource_version: bool,
     /// The call's `prior` is what the run's history holds of it: replay keeps the history,
@@ -233,6 +240,13 @@ impl Step {
                 a.revision = resume.checkpoint.revision;
             }
         }
+        if let resumable_kernel::Decision::Batch { decisions } = &mut resume.decision {
+            for (i, d) in decisions.iter_mut().enumerate() {
+                if self.fill.batch_revisions & (1 << i) != 0 {
+                    d.approval.revision = resume.checkpoint.revision;
+                }
+            }
+        }
         if self.fill.facts_resource_version {
             resume.facts.resource_version = resume.checkpoint.resource_version;
         }
@@ -251,6 +265,15 @@ impl Step {
         } = &mut input.event
         {
             *prior = history.prior(call);
+        }
+        if let Event::Suspend {
+            wait: resumable_kernel::Wait::Batch { calls },
+            ..
+        } = &mut input.event
+        {
+            for p in calls.iter_mut() {
+                p.prior = history.prior(&p.call);
+            }
         }
         input
     }

@@ -137,7 +137,7 @@ impl Replayer {
         let input = step.stating_prior(input, &self.history);
         let verdict = match resumable_kernel::step(&self.run, &input) {
             Ok(t) => {
-                if let Some(entry) = t.effects.history() {
+                for entry in t.effects.histories() {
                     self.history.apply(entry);
                 }
                 if let Some(cp) = t.effects.checkpoint() {

@@ -621,7 +621,7 @@ impl Driver {
         let row = self.session.feed(&input);
         let (agreed, accepted) = match &row.a {
             Said::Accepted { run, effects } => {
-                if let Some(entry) = effects.history() {
+                for entry in effects.histories() {
                     self.history.apply(entry);
                 }
                 (

@@ -22,7 +22,7 @@ fn read(rel: &str) -> String {
 fn cited_ids(text: &str) -> BTreeSet<String> {
     const AREAS: &[&str] = &[
         "ID", "CLK", "INV", "REV", "AUD", "REJ", "SUS", "CKP", "RES", "APR", "KEY", "WAL", "REC",
-        "EXP", "CAN", "EFF", "LIVE", "CONF",
+        "EXP", "CAN", "EFF", "LIVE", "CONF", "BAT", "POL",
     ];
     let mut found = BTreeSet::new();
     let bytes = text.as_bytes();

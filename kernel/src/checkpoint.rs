@@ -203,16 +203,17 @@ pub fn key_digest(key: &IdempotencyKey, args: &Digest) -> Digest {
     e.finish()
 }
 
-/// The digest of a batch's calls, as its checkpoint carries it (spec 5.5): the count, then for
-/// each call in order its id, tool, arguments, key digest and requester.
+/// The digest of a batch's calls as proposed, as its checkpoint carries it (spec 5.5): the
+/// count, then for each call in order its id, tool, proposed arguments, the key digest of its
+/// key and those arguments, and its requester. An edit recorded later does not change it.
 pub fn batch_digest(batch: &Batch) -> Digest {
     let mut e = Encoder::new(b"resumable/batch\0");
     e.u64(batch.slots.len() as u64);
     for slot in batch.slots.iter() {
         e.name(&slot.call.call.call_id);
         e.name(&slot.call.call.tool);
-        e.digest(&slot.call.call.args);
-        e.digest(&slot.call.key_digest);
+        e.digest(&slot.proposed);
+        e.digest(&key_digest(&slot.call.call.key, &slot.proposed));
         e.name(&slot.requester);
     }
     e.finish()

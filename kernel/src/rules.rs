@@ -42,7 +42,14 @@
 //!   transition that binds a call or spends a key emits a `history` effect (the audit
 //!   record's verdict carries it); a run holds no `calls` and is never refused for having
 //!   made too many (`call_log_full` is gone). Audit-log format 3.
+//! - **5**, this release: batches of calls (spec 5.5): `suspend` with `wait: batch`, `resume`
+//!   with `decision: batch` (approve, edit, reject, respond, deny per call), calls in flight
+//!   together, a run's `batch`, a checkpoint's `batch` digest; the decisions a run's policy and
+//!   a tool's contract allow (`allowed`, POL-1); a `dispatch` may state the resource version
+//!   the agent observed. Every input rules 4 accepted or refused has the same verdict and every
+//!   value rules 4 wrote is written the same (the new fields are absent when they hold their
+//!   defaults), so a rules-4 log is read as written. Audit-log format 3.
 
 /// The rules this kernel decides by (see the module docs for what the number names and its
 /// history).
-pub const RULES_VERSION: u16 = 4;
+pub const RULES_VERSION: u16 = 5;

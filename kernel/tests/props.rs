@@ -899,7 +899,7 @@ impl Driver {
     /// Stores an accepted transition and keeps what the outside world was handed.
     fn observe(&mut self, input: &Input, t: &Transition) {
         self.run = t.next;
-        self.index.0.extend(t.effects.history().copied());
+        self.index.0.extend(t.effects.histories().copied());
         self.now = self.now.max(t.next.updated_at().0);
         if let Some(cp) = t.effects.checkpoint() {
             self.checkpoints.push(*cp);

@@ -171,24 +171,40 @@ fn prior_convenience(written: &mut Value) -> bool {
     let Value::Object(obj) = written else {
         return false;
     };
-    let holder = match obj.get("kind").and_then(Value::as_str) {
-        Some("dispatch") => Some(obj),
-        Some("suspend") => match obj.get_mut("wait") {
-            Some(Value::Object(wait))
-                if wait.get("wait").and_then(Value::as_str) == Some("approval") =>
-            {
-                Some(wait)
-            }
-            _ => None,
+    let none = serde_json::json!({"call_id_used": false, "key": null});
+    let kind = obj.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let wait = obj
+        .get("wait")
+        .and_then(|w| w.get("wait"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    match (kind.as_deref(), wait.as_deref()) {
+        (Some("dispatch"), _) => fill_prior(obj, &none),
+        (Some("suspend"), Some("approval")) => match obj.get_mut("wait") {
+            Some(Value::Object(wait)) => fill_prior(wait, &none),
+            _ => false,
         },
-        _ => None,
-    };
-    match holder {
-        Some(holder) if !holder.contains_key("prior") => {
-            let none = serde_json::json!({"call_id_used": false, "key": null});
-            holder.insert("prior".to_string(), none);
-            true
+        // Each call of a batch that leaves its prior out gets it from the history.
+        (Some("suspend"), Some("batch")) => {
+            let mut filled = false;
+            if let Some(Value::Array(calls)) = obj.get_mut("wait").and_then(|w| w.get_mut("calls"))
+            {
+                for p in calls.iter_mut() {
+                    if let Value::Object(p) = p {
+                        filled |= fill_prior(p, &none);
+                    }
+                }
+            }
+            filled
         }
         _ => false,
     }
+}
+
+fn fill_prior(holder: &mut serde_json::Map<String, Value>, none: &Value) -> bool {
+    if holder.contains_key("prior") {
+        return false;
+    }
+    holder.insert("prior".to_string(), none.clone());
+    true
 }

@@ -141,6 +141,18 @@ pub(super) fn resume_conveniences(written: &mut Value) -> Result<Fill, String> {
             d.insert("revision".into(), Value::from(0u64));
             fill.approval_revision = true;
         }
+        if d.get("decision").and_then(Value::as_str) == Some("batch") {
+            if let Some(Value::Array(decisions)) = d.get_mut("decisions") {
+                for (i, each) in decisions.iter_mut().enumerate().take(8) {
+                    if let Some(Value::Object(a)) = each.get_mut("approval") {
+                        if !a.contains_key("revision") {
+                            a.insert("revision".into(), Value::from(0u64));
+                            fill.batch_revisions |= 1 << i;
+                        }
+                    }
+                }
+            }
+        }
     }
     let facts = obj
         .entry("facts")

@@ -435,7 +435,7 @@ impl Index {
     /// Steps, expecting acceptance, and keeps the entry the transition emitted.
     pub fn accept(&mut self, run: &Run, input: Input) -> Run {
         let (next, fx) = accept(run, input);
-        self.0.extend(fx.history().copied());
+        self.0.extend(fx.histories().copied());
         next
     }
 

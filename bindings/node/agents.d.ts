@@ -3,15 +3,20 @@
 // kernel's run. agents.js says how it works and what it does not do yet (one interruption per
 // turn; several are refused with `NotBuilt`).
 
-import type { Call, Checkpoint, Digest, History, Identity, Input, Accepted, Name, Run } from './index';
+import type {
+  Accepted,
+  Call,
+  Checkpoint,
+  Digest,
+  History,
+  Identity,
+  Input,
+  Name,
+  Run,
+} from './index';
 import type { ApprovalRequest, DecisionValue, Refused, SqliteDatabase } from './gate';
 
-export { Refused } from './gate';
-
-/** A shape the kernel does not decide yet (several approvals of one turn). */
-export class NotBuilt extends Error {
-  name: 'NotBuilt';
-}
+export { NotBuilt, Refused } from './gate';
 
 /** What the store holds for one agent run, all written in one statement. */
 export interface Turn {

@@ -18,15 +18,8 @@
 // (the LangGraph gate in gate.js shows that path).
 
 const rk = require('./index.js');
-const { Refused, historyJson, historyOf } = require('./gate.js');
-
-/** A shape the kernel does not decide yet (several approvals of one turn). */
-class NotBuilt extends Error {
-  constructor(message) {
-    super(message);
-    this.name = 'NotBuilt';
-  }
-}
+// One error class for a shape not built yet, shared with the gate.
+const { NotBuilt, Refused, historyJson, historyOf } = require('./gate.js');
 
 /**
  * Kernel runs and SDK run states in SQLite, one row per run, compare-and-set on the kernel's
@@ -140,7 +133,8 @@ class ApprovalDesk {
   suspend(result, { requester, approver, expiresIn }) {
     const items = result.interruptions;
     if (items.length !== 1) {
-      throw new NotBuilt(`${items.length} approvals in one turn: the kernel's batches decide those`);
+      const n = items.length;
+      throw new NotBuilt(`${n} approvals in one turn: the kernel's batches decide those`);
     }
     const call = callOf(items[0], this.name);
     const wait = { wait: 'approval', call, requester, prior: this.turn().history.prior(call) };
@@ -202,7 +196,8 @@ class ApprovalDesk {
     const flight = phase.phase === 'running' ? phase.in_flight : null;
     if (flight === null || flight.call.call.call_id !== callId) return null;
     const call = flight.call.call;
-    return { call_id: callId, tool_key: rk.toolKey(this.identity, call.key), attempt: flight.attempt };
+    const toolKey = rk.toolKey(this.identity, call.key);
+    return { call_id: callId, tool_key: toolKey, attempt: flight.attempt };
   }
 
   /** Records the tool's result in the kernel's run. */

@@ -36,6 +36,11 @@ export class Refused extends Error {
   constructor(rejection: Rejected | NotADecision);
 }
 
+/** A shape the kernel does not decide yet: several calls of one run waiting at once. */
+export class NotBuilt extends Error {
+  name: 'NotBuilt';
+}
+
 /** The approver denied the call: the run has failed, and the call was never made. */
 export class Denied extends Error {
   name: 'Denied';
@@ -161,7 +166,7 @@ export class ApprovalGate {
    * Makes `call` once `approver` approved it and returns the tool's result. Safe to call
    * again from a node that runs again: a recorded result is returned, a pending approval is
    * asked for again, a dispatch in flight is reconciled, never repeated. Throws `Denied` when
-   * the run failed on a denial.
+   * the run failed on a denial, `NotBuilt` when the run waits on another call's approval.
    */
   call(
     call: GatedCall,

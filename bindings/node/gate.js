@@ -21,7 +21,9 @@
 // Not built yet: several calls decided in one interrupt (batches), editing a call's arguments,
 // and rejecting a call while the run goes on. The kernel decides one call per suspension: a
 // node gates its calls one after the other, each behind its own interrupt, and a denial ends
-// the run (`Denied`).
+// the run (`Denied`). Two calls of one run asked for at once (parallel branches of one step,
+// each interrupting) are refused by name: the second throws `NotBuilt`, and nothing of it is
+// committed or dispatched.
 
 const rk = require('./index.js');
 
@@ -37,6 +39,14 @@ class Refused extends Error {
     super(`${rejection.verdict}: ${rejection.message}`);
     this.name = 'Refused';
     this.rejection = rejection;
+  }
+}
+
+/** A shape the kernel does not decide yet: several calls of one run waiting at once. */
+class NotBuilt extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'NotBuilt';
   }
 }
 
@@ -251,6 +261,13 @@ class ApprovalGate {
       } else if (phase.phase !== 'suspended') {
         throw new Error(`run ${this.name} is ${phase.phase}`);
       } else if (phase.reason.reason === 'pending_approval') {
+        const waiting = phase.reason.call.call.call_id;
+        if (waiting !== call.callId) {
+          throw new NotBuilt(
+            `run ${this.name} waits on the approval of ${waiting}, not ${call.callId}: ` +
+              'several calls waiting at once wait on the kernel\'s batches',
+          );
+        }
         const request = { call: form, requester, checkpoint: this.stored().checkpoint };
         if (refused !== null) {
           request.refused = refused.rejection;
@@ -352,6 +369,7 @@ module.exports = {
   MAX_ROUNDS,
   ApprovalGate,
   Denied,
+  NotBuilt,
   Refused,
   SqliteRunStore,
   approve,

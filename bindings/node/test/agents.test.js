@@ -221,7 +221,7 @@ test('kernel: a call id reused with other arguments is refused', async () => {
   assert.equal(s.ledger.commits(), 1);
 });
 
-test('kernel: a denial goes through the kernel first, then rejects the call in the SDK', async () => {
+test('kernel: a denial goes through the kernel first, then the SDK rejects the call', async () => {
   const s = new Scene(tmp());
   const request = await s.turn(42, 'call_42');
   // The requester cannot deny on the approver's behalf either.

@@ -274,6 +274,29 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
       assert.equal(k.ledger.commits(), 1);
     });
 
+    test('gate: two calls of one run asked for at once are refused by name', async () => {
+      const k = new Kernel(tmp());
+      const app = new StateGraph(State)
+        .addNode('post', async (_state) => ({ out: [await k.gate().call(POST, ASK)] }))
+        .addNode('delete', async (_state) => ({ out: [await k.gate().call(DELETE, ASK)] }))
+        .addEdge(START, 'post')
+        .addEdge(START, 'delete')
+        .addEdge('post', END)
+        .addEdge('delete', END)
+        .compile({ checkpointer: makeSaver(tmp()) });
+      // One step, two interrupts: the kernel decides one call per suspension. Whichever
+      // branch came first suspended the run; the other is refused, naming both.
+      let refused;
+      await assert.rejects(app.invoke({ out: [] }, CFG), (e) => {
+        refused = e;
+        return e instanceof gate.NotBuilt;
+      });
+      const waiting = k.gate().stored().run.phase.reason.call.call.call_id;
+      const other = waiting === 'call-1' ? 'call-2' : 'call-1';
+      assert.match(refused.message, new RegExp(`approval of ${waiting}, not ${other}`));
+      assert.equal(k.ledger.commits(), 0);
+    });
+
     test('gate: a denial ends the run and the call is never made', async () => {
       const k = new Kernel(tmp());
       const app = compile(async (_state) => ({ out: [await k.gate().call(POST, ASK)] }),

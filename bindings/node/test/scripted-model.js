@@ -29,7 +29,8 @@ class ScriptedModel {
 }
 
 function functionCall(name, args, callId) {
-  return { type: 'function_call', callId, name, arguments: JSON.stringify(args), status: 'completed' };
+  const text = JSON.stringify(args);
+  return { type: 'function_call', callId, name, arguments: text, status: 'completed' };
 }
 
 function assistantMessage(text) {

@@ -20,7 +20,8 @@ export async function callOnce(): Promise<string> {
   return gated.call(call, { requester: 'agent', approver: 'alice', expiresIn: 3 });
 }
 
-const desk = new ApprovalDesk({ store: new SqliteTurnStore(db), name: 'run-1', identity, clock: () => 2 });
+const turns = new SqliteTurnStore(db);
+const desk = new ApprovalDesk({ store: turns, name: 'run-1', identity, clock: () => 2 });
 export async function decideOnce(result: { interruptions: []; state: { toString(): string } }) {
   const request = desk.suspend(result, { requester: 'w', approver: 'a', expiresIn: 5 });
   await desk.decide({}, deny(request, 'alice', 10, 2));

@@ -7,14 +7,13 @@ import type {
   Accepted,
   Call,
   Checkpoint,
-  Digest,
   History,
   Identity,
   Input,
   Name,
   Run,
 } from './index';
-import type { ApprovalRequest, DecisionValue, Refused, SqliteDatabase } from './gate';
+import type { ApprovalRequest, DecisionValue, SqliteDatabase, Tool } from './gate';
 
 export { NotBuilt, Refused } from './gate';
 
@@ -91,8 +90,15 @@ export class ApprovalDesk {
    * is applied to the SDK's state, stored with the kernel's run, and the state returned.
    */
   decide<S = any>(agent: any, decision: DecisionValue): Promise<S>;
-  /** The dispatch the kernel committed for `callId`, if it is in flight. */
-  dispatchFor(callId: string): { call_id: Name; tool_key: Digest; attempt: number } | null;
+  /** The SDK's state as stored with the kernel's run (to run it again after a restart). */
+  storedState<S = any>(agent: any): Promise<S>;
+  /**
+   * Carries out the call from inside the SDK tool's `execute`, under the kernel's tool key: a
+   * recorded result is returned, a dispatch this desk committed is made and recorded, one left
+   * in flight by a process that died is reconciled with the tool, never repeated blindly.
+   * Null when the kernel has not dispatched the call: the tool must not run.
+   */
+  runTool(callId: string, tool: Tool, args: { [name: string]: unknown }): Promise<string | null>;
   /** Records the tool's result in the kernel's run. */
   record(callId: string, attempt: number, result: string): void;
 }

@@ -14,12 +14,16 @@
 // Not built yet: several interruptions of one turn decided one by one (the kernel decides one
 // call per suspension; batches come later), and rejecting a call while the run goes on (a
 // kernel denial ends the run). A turn with more than one interruption is refused here, by
-// name (`NotBuilt`). A crash between the tool's commit and `record` is not reconciled here
-// (the LangGraph gate in gate.js shows that path).
+// name (`NotBuilt`).
+//
+// The tool itself runs through `runTool` inside the SDK tool's `execute`, under the kernel's
+// tool key: a process that dies between the kernel's commit and the tool, or between the tool
+// and the record of its result, leaves the dispatch in flight, and the next process that runs
+// the stored state has the kernel reconcile it with the tool instead of calling it again.
 
 const rk = require('./index.js');
 // One error class for a shape not built yet, shared with the gate.
-const { NotBuilt, Refused, historyJson, historyOf } = require('./gate.js');
+const { MAX_ROUNDS, NotBuilt, Refused, historyJson, historyOf } = require('./gate.js');
 
 /**
  * Kernel runs and SDK run states in SQLite, one row per run, compare-and-set on the kernel's
@@ -98,6 +102,9 @@ class ApprovalDesk {
     this.identity = { ...identity };
     this.clock = clock;
     this.RunState = RunState;
+    // The dispatches this desk committed and has not carried out yet: only those are made
+    // without asking the tool first.
+    this.dispatched = new Set();
     if (store.load(name) === null) {
       const policy = { operator: operator ?? 'ops', reconcile_window: reconcileWindow ?? 3600 };
       const run = rk.newRun(this.identity, policy, clock());
@@ -186,18 +193,80 @@ class ApprovalDesk {
     } else {
       state.reject(items[0], { message: `denied by ${decision.decision.approver}` });
     }
-    this.step(input, state.toString());
+    this.noteDispatch(this.step(input, state.toString()));
     return state;
   }
 
-  /** The dispatch the kernel committed for `callId` (its tool key), if it is in flight. */
-  dispatchFor(callId) {
-    const phase = this.turn().run.phase;
-    const flight = phase.phase === 'running' ? phase.in_flight : null;
-    if (flight === null || flight.call.call.call_id !== callId) return null;
-    const call = flight.call.call;
-    const toolKey = rk.toolKey(this.identity, call.key);
-    return { call_id: callId, tool_key: toolKey, attempt: flight.attempt };
+  /** The SDK's state as stored with the kernel's run, for `agent` (after a restart). */
+  async storedState(agent) {
+    const RunState = this.RunState ?? require('@openai/agents').RunState;
+    const t = this.turn();
+    if (t.state === null) throw new Error(`run ${this.name} holds no SDK state`);
+    return RunState.fromString(agent, t.state);
+  }
+
+  /**
+   * Carries out the call `callId` from inside the SDK tool's `execute`, as the kernel allows:
+   * a recorded result is returned as it is (the tool answers it again by the kernel's tool
+   * key); a dispatch this desk committed is made under the tool key and its result recorded; a
+   * dispatch found in flight that this desk did not commit (the process that did died before
+   * recording its result) is reconciled: the kernel asks the tool under the same key and
+   * records the commit it finds, or dispatches again under that key only if its contract
+   * allows; never blindly (spec REC-1). Returns null when the kernel has not dispatched the
+   * call: the tool must not run.
+   */
+  async runTool(callId, tool, args) {
+    for (let round = 0; round < MAX_ROUNDS; round += 1) {
+      const t = this.turn();
+      const last = t.run.last_call;
+      if (last !== null && last.call_id === callId) {
+        const result = await tool.query(rk.toolKey(this.identity, last.key));
+        if (result === null || rk.digest(result) !== last.result) {
+          throw new Error(`call ${callId}: the tool does not hold the recorded result`);
+        }
+        return result;
+      }
+      const phase = t.run.phase;
+      const flight =
+        phase.phase === 'running'
+          ? phase.in_flight
+          : phase.phase === 'suspended' && phase.reason.reason === 'outcome_unknown'
+            ? phase.reason.in_flight
+            : null;
+      if (flight === null || flight.call.call.call_id !== callId) return null;
+      const call = flight.call.call;
+      const key = rk.toolKey(this.identity, call.key);
+      if (phase.phase === 'suspended') {
+        const found = await tool.query(key);
+        const answer =
+          found !== null
+            ? { answer: 'committed', result: rk.digest(found) }
+            : { answer: 'not_committed' };
+        const cp = t.checkpoint;
+        const v = this.step({
+          at: this.clock(),
+          kind: 'resume',
+          checkpoint: cp,
+          decision: { decision: 'reconcile', ...answer },
+          facts: { resource_version: cp.resource_version, permitted: true, within_budget: true },
+        });
+        this.noteDispatch(v);
+      } else if (this.dispatched.has(`${callId}#${flight.attempt}`)) {
+        this.dispatched.delete(`${callId}#${flight.attempt}`);
+        const result = await tool.commit(key, call.tool, args);
+        this.record(callId, flight.attempt, result);
+      } else {
+        // Committed as dispatching by a process that is gone: the kernel asks the tool.
+        this.step({ at: this.clock(), kind: 'recover' });
+      }
+    }
+    throw new Error(`call ${callId} did not settle`);
+  }
+
+  /** Remembers a dispatch this desk committed, which `runTool` then carries out once. */
+  noteDispatch(verdict) {
+    const d = rk.effect(verdict, 'dispatch');
+    if (d !== undefined) this.dispatched.add(`${d.call_id}#${d.attempt}`);
   }
 
   /** Records the tool's result in the kernel's run. */

@@ -38,15 +38,29 @@ function tmp() {
   return dir;
 }
 
-function worker(step, dir, approver = 'alice') {
+function spawn(mode, step, dir, { approver = 'alice', crash = '' } = {}) {
   const script = `require(${JSON.stringify(WORKER)}).main(process.argv.slice(1))`;
-  const p = spawnSync(process.execPath, ['-e', script, step, dir, approver], {
+  return spawnSync(process.execPath, ['-e', script, mode, step, dir, approver], {
+    env: { ...process.env, CRASH: crash },
     encoding: 'utf8',
     timeout: 120_000,
   });
+}
+
+function worker(step, dir, approver = 'alice', mode = 'kernel') {
+  const p = spawn(mode, step, dir, { approver });
   assert.equal(p.status, 0, p.stderr);
   const lines = p.stdout.trim().split('\n');
   return JSON.parse(lines[lines.length - 1]);
+}
+
+function kernelRunIn(dir) {
+  const db = new Database(path.join(dir, 'turns.db'));
+  try {
+    return new agents.SqliteTurnStore(db).load('run-1').run;
+  } finally {
+    db.close();
+  }
 }
 
 /** A publish tool that commits straight to the ledger: the SDK's approval is all it has. */
@@ -85,12 +99,8 @@ class Scene {
       parameters: z.object({ post: z.number() }),
       needsApproval: true,
       execute: async ({ post }, _ctx, details) => {
-        const callId = details.toolCall.callId;
-        const dispatch = desk.dispatchFor(callId);
-        if (dispatch === null) return 'refused: the kernel has not dispatched this call';
-        const result = await publisher.commit(dispatch.tool_key, 'publish', { post });
-        desk.record(callId, dispatch.attempt, result);
-        return result;
+        const result = await desk.runTool(details.toolCall.callId, publisher, { post });
+        return result ?? 'refused: the kernel has not dispatched this call';
       },
     });
   }
@@ -136,6 +146,58 @@ test('kernel: the decision arrives in a new process and is honoured once', () =>
   assert.deepEqual(worker('approve', dir), { final: 'done' });
   assert.deepEqual(worker('approve', dir), { refused: 'already_resumed' });
   assert.equal(new Ledger(path.join(dir, 'tool.ledger')).commits(), 1);
+});
+
+// A crash between the tool's commit and anything written after it.
+test('plain: a crash after the tool committed repeats the commit on restart', () => {
+  const dir = tmp();
+  assert.deepEqual(worker('start', dir, 'alice', 'plain'), { suspended: 'call_42' });
+  const killed = spawn('plain', 'approve', dir, { crash: 'after' });
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+  assert.equal(new Ledger(path.join(dir, 'tool.ledger')).commits(), 1);
+  // The stored state holds the approval and nothing of the commit: run again, it publishes
+  // again.
+  assert.deepEqual(worker('restart', dir, 'alice', 'plain'), { final: 'done' });
+  assert.equal(new Ledger(path.join(dir, 'tool.ledger')).commits(), 2, STILL);
+});
+
+test('kernel: a crash after the tool committed is reconciled, not repeated', () => {
+  const dir = tmp();
+  assert.deepEqual(worker('start', dir), { suspended: 'call_42' });
+  const killed = spawn('kernel', 'approve', dir, { crash: 'after' });
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+  const ledger = new Ledger(path.join(dir, 'tool.ledger'));
+  assert.equal(ledger.commits(), 1);
+  // The new process runs the stored state; the tool's execute finds the dispatch in flight,
+  // and the kernel asks the tool under the same key and records the commit it finds.
+  assert.deepEqual(worker('restart', dir), { final: 'done' });
+  assert.equal(ledger.commits(), 1);
+  const kernelRun = kernelRunIn(dir);
+  assert.equal(kernelRun.last_call.call_id, 'call_42');
+  assert.equal(kernelRun.last_call.result, rk.digest(ledger.entries()[0].result));
+  // Reconciled, not dispatched again (a deduping tool would hide a blind retry).
+  assert.deepEqual(kernelRun.last_resume.decision, {
+    decision: 'reconcile',
+    answer: 'committed',
+    result: rk.digest(ledger.entries()[0].result),
+  });
+});
+
+test('kernel: a crash between its commit and the tool retries under the same key', () => {
+  const dir = tmp();
+  assert.deepEqual(worker('start', dir), { suspended: 'call_42' });
+  const killed = spawn('kernel', 'approve', dir, { crash: 'before' });
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+  const ledger = new Ledger(path.join(dir, 'tool.ledger'));
+  assert.equal(ledger.commits(), 0);
+  // The tool answers that nothing was committed under the key; the kernel's contract for a
+  // deduping tool allows a retry under the same key: committed once.
+  assert.deepEqual(worker('restart', dir), { final: 'done' });
+  assert.equal(ledger.commits(), 1);
+  assert.deepEqual(kernelRunIn(dir).last_resume.decision, {
+    decision: 'reconcile',
+    answer: 'not_committed',
+  });
 });
 
 test('plain: anyone approves at any time, even the requester', async () => {

@@ -11,6 +11,10 @@ const os = require('node:os');
 const path = require('node:path');
 const { test, afterEach } = require('node:test');
 
+const Database = require('better-sqlite3');
+
+const rk = require('..');
+const gate = require('../gate');
 const { Ledger } = require('./ledger');
 
 const WORKER = path.join(__dirname, 'langgraph-crash-worker.js');
@@ -43,6 +47,17 @@ function said(p) {
 
 const commits = (dir) => new Ledger(path.join(dir, 'tool.ledger')).commits();
 
+// How the kernel's run was last resumed: a reconciliation shows the tool was asked, not
+// called again blindly (which a deduping tool would hide from the ledger).
+function lastResume(dir) {
+  const db = new Database(path.join(dir, 'kernel.db'));
+  try {
+    return new gate.SqliteRunStore(db).load('run-1').run.last_resume.decision;
+  } finally {
+    db.close();
+  }
+}
+
 test('plain: a crash after the commit repeats it', () => {
   const dir = tmp();
   assert.equal(said(worker('plain', 'start', dir)).interrupted, true);
@@ -72,6 +87,11 @@ test('gate: a crash after the commit is reconciled, not repeated', () => {
     interrupted: false,
   });
   assert.equal(commits(dir), 1);
+  assert.deepEqual(lastResume(dir), {
+    decision: 'reconcile',
+    answer: 'committed',
+    result: rk.digest('publish done #1'),
+  });
   // Once more: nothing left to do, nothing committed again.
   assert.deepEqual(said(worker('gate', 'restart', dir)).out, ['publish done #1']);
   assert.equal(commits(dir), 1);
@@ -90,4 +110,5 @@ test('gate: a crash between its commit and the tool retries under the same key',
     interrupted: false,
   });
   assert.equal(commits(dir), 1);
+  assert.deepEqual(lastResume(dir), { decision: 'reconcile', answer: 'not_committed' });
 });

@@ -27,6 +27,11 @@ export async function decideOnce(result: { interruptions: []; state: { toString(
   await desk.decide({}, deny(request, 'alice', 10, 2));
   return desk.decide({}, approve(request, 'alice', 10, 2));
 }
+export async function executeOnce(callId: string): Promise<string> {
+  await desk.storedState({});
+  const tool = { commit: async () => 'done', query: async () => null };
+  return (await desk.runTool(callId, tool, { post: 1 })) ?? 'not dispatched';
+}
 
 export function refusedKind(e: unknown): string | undefined {
   if (e instanceof Refused) return e.rejection.verdict;

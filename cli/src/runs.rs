@@ -3,7 +3,7 @@
 //! (`postgres://...` or `host=...`, optionally `#schema`).
 
 use crate::output::{self, status};
-use resumable_runtime::auth::{PartyKeys, SharedKey};
+use resumable_runtime::auth::{Parties, PartyKeys, SharedKey};
 use resumable_runtime::driver::{self, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::{self, Store};
@@ -285,13 +285,13 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
     };
     let parties = match (args.party_keys.as_deref(), args.unauthenticated_parties) {
         (Some(dir), _) => match PartyKeys::load(dir) {
-            Ok(keys) => Some(keys),
+            Ok(keys) => Parties::Authenticated(keys),
             Err(e) => {
                 eprintln!("error: party keys: {e}");
                 return ExitCode::from(status::MISUSE);
             }
         },
-        (None, true) => None,
+        (None, true) => Parties::Unauthenticated,
         (None, false) => {
             eprintln!(
                 "error: {}",
@@ -324,20 +324,20 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
         flavor,
         crash,
         key,
+        parties,
     };
     let mut driver = Driver::new(
         store,
         TcpTools::new(&args.tools, timeout, tools_key),
         config,
     );
-    match parties {
-        Some(keys) => driver.authenticate_parties(keys),
-        None => eprintln!(
+    if let Parties::Unauthenticated = driver.config().parties {
+        eprintln!(
             "worker {}: WARNING: feeding unauthenticated decisions (--unauthenticated-parties): \
              anyone who can write the store can approve, deny, call back, intervene or cancel \
              as any party",
             driver.config().owner
-        ),
+        );
     }
     let poll = Duration::from_millis(args.poll_ms);
     match driver.work(args.offset, poll, args.until_quiescent) {

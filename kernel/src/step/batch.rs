@@ -357,7 +357,8 @@ pub(super) fn seal(run: &Run, next: &mut Run) -> Option<Checkpoint> {
     }
     let checkpoint = Checkpoint::of(next);
     if let (Some(b), Some(cp)) = (next.batch.as_mut(), &checkpoint) {
-        if pending && b.opened == revision {
+        // The batch opened with this very step: its checkpoint is the one just sealed.
+        if b.opened == revision {
             b.checkpoint = cp.digest;
         }
     }

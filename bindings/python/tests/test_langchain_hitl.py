@@ -230,3 +230,24 @@ def test_kernel_the_per_call_mode_and_a_turn_larger_than_a_batch_are_refused_by_
     with pytest.raises(hitl.NotBuilt):
         s.start()
     assert s.run()["phase"]["phase"] == "running" and s.ledger.commits() == 0
+
+
+def test_kernel_an_answer_already_recorded_is_taken_again_only_as_it_was(tmp_path) -> None:
+    # The node that asked runs again when the graph had not saved its step (a crash after the
+    # kernel's commit): the graph hands the same answer back, and the kernel finds it recorded.
+    s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2")),
+                         AIMessage(content="done")])
+    request = s.start()
+    value = s.answer(request, {"type": "approve"}, {"type": "reject", "message": "no"})
+    calls = [{"call_id": c["call_id"], "tool": "publish"} for c in request["calls"]]
+    assert s.middleware._resume(value, calls) == value["decisions"]
+    after = s.run()
+    assert s.middleware._resume(value, calls) == value["decisions"]
+    assert s.run() == after
+    # Another answer whose first decision is the recorded one: the kernel names that call
+    # (already_applied), but the answer is not the one recorded, so it is refused.
+    other = dict(value, decisions=[{"type": "approve"}, {"type": "approve"}])
+    with pytest.raises(gate.Refused) as refused:
+        s.middleware._resume(other, calls)
+    assert refused.value.rejection.kind == "already_applied" and s.run() == after
+    assert s.ledger.commits() == 0

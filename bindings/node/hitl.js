@@ -29,7 +29,12 @@
 //
 // Not built: a turn with more gated calls than one batch holds (`BATCH_CAPACITY`): refused by
 // name (`NotBuilt`), as in agents.js; an edit that changes the tool's name (another call):
-// refused as not a decision.
+// refused as not a decision. Not tested: a process that dies after the kernel took the last
+// decisions and before the graph stored the middleware's answer. The node then runs again
+// on a batch already closed and hands the agent its turn without asking, but the texts of
+// edits, rejections and responses come only from the answers it is handed again: without
+// them it throws rather than guess (each text is checked against the kernel's digest).
+// Tools dispatched by that process are reconciled by `runTool`, as in agents.js.
 
 const rk = require('./index.js');
 const { ApprovalDesk } = require('./agents.js');

@@ -351,7 +351,7 @@ pub(super) fn seal(run: &Run, next: &mut Run) -> Option<Checkpoint> {
             run.suspension().map(|s| s.reason),
             Some(Reason::PendingBatch)
         );
-        if was_pending && !pending && b.closed.is_none() {
+        if was_pending && !pending {
             b.closed = Some(revision);
         }
     }

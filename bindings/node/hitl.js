@@ -29,12 +29,14 @@
 //
 // Not built: a turn with more gated calls than one batch holds (`BATCH_CAPACITY`): refused by
 // name (`NotBuilt`), as in agents.js; an edit that changes the tool's name (another call):
-// refused as not a decision. Not tested: a process that dies after the kernel took the last
-// decisions and before the graph stored the middleware's answer. The node then runs again
-// on a batch already closed and hands the agent its turn without asking, but the texts of
-// edits, rejections and responses come only from the answers it is handed again: without
-// them it throws rather than guess (each text is checked against the kernel's digest).
-// Tools dispatched by that process are reconciled by `runTool`, as in agents.js.
+// refused as not a decision.
+//
+// A process that dies after the kernel took the last decisions and before the graph stored
+// the middleware's answer leaves the batch closed and its calls dispatched: when the same
+// resume value is sent again, the node runs again, the kernel answers the list as already
+// taken (`already_applied`), its texts (edited arguments, messages) are taken from it, checked
+// against the kernel's digests, and the tools' `runTool` reconciles the dispatches the dead
+// process made, never repeating them blindly (`hitl-crash.test.js`).
 
 const rk = require('./index.js');
 const { ApprovalDesk } = require('./agents.js');
@@ -63,6 +65,14 @@ function allowedOf(interruptOn) {
     }
   }
   return out;
+}
+
+/** Whether every text the decided batch needs (edited arguments, messages) is at hand. */
+function textsAtHand(batch, texts) {
+  return batch.slots.every((s) => {
+    const verdict = s.decided?.[0].verdict;
+    return !['edit', 'reject', 'respond'].includes(verdict) || texts.has(s.call.call.call_id);
+  });
 }
 
 /** The default message a rejected call is answered with, as the plain middleware words it. */
@@ -225,7 +235,12 @@ class HitlGate {
       if (t.run.phase.phase === 'failed') {
         throw new Denied(`run ${this.name} failed: ${JSON.stringify(t.run.phase)}`);
       }
-      if (batch.closed !== null) return this.outcome(last, gated, batch, texts, ToolMessage);
+      // A batch closed in an earlier run of this node (a process that died after the kernel
+      // took the decisions) is handed over once the approver's texts are at hand again: the
+      // answer handed back to the interrupt gives them, checked against the kernel's digests.
+      if (batch.closed !== null && textsAtHand(batch, texts)) {
+        return this.outcome(last, gated, batch, texts, ToolMessage);
+      }
       const request = {
         actionRequests: gated.map((tc) => ({ name: tc.name, args: tc.args })),
         reviewConfigs: gated.map((tc) => ({

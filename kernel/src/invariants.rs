@@ -85,7 +85,7 @@ pub fn bat_1(run: &Run) -> Result<(), Violation> {
                 "a batch's call is held while the phase holds another",
             )?,
             SlotState::Awaiting => require(
-                b.is_open(),
+                b.is_open() || run.phase().is_terminal(),
                 SpecId::Bat1,
                 "a call awaits a decision on a batch that left its suspension",
             )?,

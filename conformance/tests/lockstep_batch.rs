@@ -1180,3 +1180,67 @@ fn an_earlier_suspensions_duplicate_while_a_batch_is_open_is_where_the_machines_
         "the reference"
     );
 }
+
+/// POL-1 on a single pending approval (spec 5.2 rule 5): a denial the run's policy leaves out,
+/// and an approval the tool's contract leaves out, are refused after the approval's own
+/// checks; a denial both allow fails the run as before.
+#[test]
+fn a_single_approval_or_denial_is_refused_unless_policy_and_tool_allow_it() {
+    let no_approve = ToolContract {
+        allowed: Allowed::of(&[VerdictKind::Reject, VerdictKind::Deny]),
+        ..DEDUPES
+    };
+    for (allowed, contract, deny, expected) in [
+        (
+            Allowed::of(&[VerdictKind::Approve, VerdictKind::Reject]),
+            DEDUPES,
+            true,
+            Some(VerdictKind::Deny),
+        ),
+        (Allowed::ALL, no_approve, false, Some(VerdictKind::Approve)),
+        (Allowed::ALL, DEDUPES, true, None),
+    ] {
+        let a = call("a", contract);
+        let mut st = Story::with_policy(allowed);
+        st.accept(Event::Suspend {
+            wait: Wait::Approval {
+                call: a,
+                requester: AGENT,
+                prior: Prior::NONE,
+            },
+            expires_at: Time(40),
+            responsible: ALICE,
+            resource_version: VERSION,
+        });
+        let approval = st.decision(&a, Verdict::Approve).approval;
+        let decision = if deny {
+            Decision::Deny(approval)
+        } else {
+            Decision::Approve(approval)
+        };
+        let ev = Event::Resume(Resume {
+            checkpoint: st.checkpoint(),
+            decision,
+            facts: honest(),
+        });
+        match expected {
+            Some(decision) => {
+                assert_eq!(st.refuse(ev), Rejection::DecisionNotAllowed { decision });
+                // The approval's own checks come first.
+                let mut bob = approval;
+                bob.approver = Name::lit("bob");
+                let ev = Event::Resume(Resume {
+                    checkpoint: st.checkpoint(),
+                    decision: Decision::Approve(bob),
+                    facts: honest(),
+                });
+                assert!(matches!(st.refuse(ev), Rejection::Unauthorised { .. }));
+            }
+            None => {
+                st.accept(ev);
+                assert!(st.phase().is_terminal());
+            }
+        }
+        st.done();
+    }
+}

@@ -1244,3 +1244,36 @@ fn a_single_approval_or_denial_is_refused_unless_policy_and_tool_allow_it() {
         st.done();
     }
 }
+
+/// Spec 5.5 check 1 ("the list [...] names each call at most once") comes before check 2
+/// (a call already decided is answered as RES-2 answers): a list naming a call twice is
+/// `DuplicateDecision`, whatever else it names. The kernel answers `AlreadyApplied` first
+/// when the list names a decided call (the same one, or another). The machines part here,
+/// and this case pins it.
+#[test]
+fn a_decided_call_named_twice_in_one_input_is_where_the_machines_part() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    let approve_a = st.decision(&a, Verdict::Approve);
+    st.accept(st.decide(&[approve_a]));
+    let twice = st.decide(&[approve_a, approve_a]);
+    let row = st.s.feed(&Input {
+        at: Time(st.now + 1),
+        event: twice,
+    });
+    assert_eq!(
+        row.a,
+        Said::Refused(Rejection::AlreadyApplied {
+            from: Revision(1),
+            to: Revision(2)
+        }),
+        "the kernel"
+    );
+    assert_eq!(
+        row.b,
+        Said::Refused(Rejection::DuplicateDecision { call_id: a.call_id }),
+        "the reference"
+    );
+}

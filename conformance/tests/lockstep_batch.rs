@@ -431,41 +431,35 @@ fn a_denial_fails_the_run_and_no_call_of_the_batch_runs() {
     st.done();
 }
 
-/// RES-2 after a batch closed: a duplicate of the decision that closed it, on the batch's
-/// checkpoint. Spec 5.5 compares the checkpoint's revision with `opened` only "while the
-/// batch is open"; once closed, rows 4 and 5 compare it with the run's revision and answer by
-/// the receipt, whose `from` is the revision the closing decision was taken at (r2), not the
-/// checkpoint's (r1): `StaleRevision`. The kernel answers by the slot's record,
-/// `AlreadyApplied { from: r1, to: r3 }`. The machines part here: this case pins it.
+/// RES-2 after a batch closed (spec 5.5, "Duplicates and late decisions"): a duplicate of
+/// the decision that closed it, on the batch's checkpoint, is answered from the batch:
+/// `AlreadyApplied` with the revision that recorded it; another decision on a call never
+/// decided learns that the batch was resumed.
 #[test]
-fn a_duplicate_of_the_decision_that_closed_a_batch_is_where_the_machines_part() {
-    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+fn a_duplicate_of_the_decision_that_closed_a_batch_is_answered_from_the_batch() {
+    let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
     let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
     st.accept(ev);
     st.accept(st.decide(&[st.decision(&a, Verdict::Approve)]));
     st.accept(st.decide(&[st.decision(&b, Verdict::Deny)]));
     let late = st.decide(&[st.decision(&b, Verdict::Deny)]);
-    let row = st.s.feed(&Input {
-        at: Time(st.now + 1),
-        event: late,
-    });
     assert_eq!(
-        row.a,
-        Said::Refused(Rejection::AlreadyApplied {
+        st.refuse(late),
+        Rejection::AlreadyApplied {
             from: Revision(1),
             to: Revision(3)
-        }),
-        "the kernel"
+        }
     );
+    let never = st.decide(&[st.decision(&c, Verdict::Approve)]);
     assert_eq!(
-        row.b,
-        Said::Refused(Rejection::StaleRevision {
-            current: Revision(3),
-            got: Revision(1)
-        }),
-        "the reference"
+        st.refuse(never),
+        Rejection::AlreadyResumed {
+            from: Revision(1),
+            to: Revision(3)
+        }
     );
+    st.done();
 }
 
 /// APR-4 with two denials in one input, given out of slot order: the run fails naming the
@@ -1132,12 +1126,10 @@ fn decisions_are_checked_check_by_check() {
     st.done();
 }
 
-/// RES-2 while a batch is open: a checkpoint of an earlier suspension is compared with the
-/// batch's revision (row 5) and the receipt answers its duplicate: the callback that won is
-/// `AlreadyApplied`. The kernel answers `StaleRevision` while a batch is open, although the
-/// receipt matches: the machines part here, and this case pins it.
+/// RES-2 while a batch is open (spec 5.5): any checkpoint but the batch's own is stale, a
+/// duplicate of the resume that won an earlier suspension included.
 #[test]
-fn an_earlier_suspensions_duplicate_while_a_batch_is_open_is_where_the_machines_part() {
+fn an_earlier_suspensions_duplicate_while_a_batch_is_open_is_stale() {
     let a = call("a", DEDUPES);
     let mut st = Story::new();
     let hook = Name::lit("hook");
@@ -1159,26 +1151,14 @@ fn an_earlier_suspensions_duplicate_while_a_batch_is_open_is_where_the_machines_
     st.accept(callback);
     let ev = st.suspend(&[proposal(a)]);
     st.accept(ev);
-    let row = st.s.feed(&Input {
-        at: Time(st.now + 1),
-        event: callback,
-    });
     assert_eq!(
-        row.a,
-        Said::Refused(Rejection::StaleRevision {
+        st.refuse(callback),
+        Rejection::StaleRevision {
             current: Revision(3),
             got: Revision(1)
-        }),
-        "the kernel"
+        }
     );
-    assert_eq!(
-        row.b,
-        Said::Refused(Rejection::AlreadyApplied {
-            from: Revision(1),
-            to: Revision(2)
-        }),
-        "the reference"
-    );
+    st.done();
 }
 
 /// POL-1 on a single pending approval (spec 5.2 rule 5): a denial the run's policy leaves out,
@@ -1245,35 +1225,30 @@ fn a_single_approval_or_denial_is_refused_unless_policy_and_tool_allow_it() {
     }
 }
 
-/// Spec 5.5 check 1 ("the list [...] names each call at most once") comes before check 2
-/// (a call already decided is answered as RES-2 answers): a list naming a call twice is
-/// `DuplicateDecision`, whatever else it names. The kernel answers `AlreadyApplied` first
-/// when the list names a decided call (the same one, or another). The machines part here,
-/// and this case pins it.
+/// Spec 5.5: a list naming a decided call is answered from the batch with rows 4 and 5,
+/// before the list's own checks, even when it names that call twice.
 #[test]
-fn a_decided_call_named_twice_in_one_input_is_where_the_machines_part() {
+fn a_decided_call_named_twice_in_one_input_is_answered_from_the_batch() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
     let mut st = Story::new();
     let ev = st.suspend(&[proposal(a), proposal(b)]);
     st.accept(ev);
     let approve_a = st.decision(&a, Verdict::Approve);
     st.accept(st.decide(&[approve_a]));
-    let twice = st.decide(&[approve_a, approve_a]);
-    let row = st.s.feed(&Input {
-        at: Time(st.now + 1),
-        event: twice,
-    });
     assert_eq!(
-        row.a,
-        Said::Refused(Rejection::AlreadyApplied {
+        st.refuse(st.decide(&[approve_a, approve_a])),
+        Rejection::AlreadyApplied {
             from: Revision(1),
             to: Revision(2)
-        }),
-        "the kernel"
+        }
     );
+    let approve_b = st.decision(&b, Verdict::Approve);
     assert_eq!(
-        row.b,
-        Said::Refused(Rejection::DuplicateDecision { call_id: a.call_id }),
-        "the reference"
+        st.refuse(st.decide(&[approve_b, approve_b, approve_a])),
+        Rejection::AlreadyApplied {
+            from: Revision(1),
+            to: Revision(2)
+        }
     );
+    st.done();
 }

@@ -97,8 +97,8 @@ impl Reference {
 
     /// Spec 5 row 10 for a batch (BAT-2, POL-1, BAT-5), check by check, the first refusal
     /// returned: the list is not empty and names each call at most once; each decision names
-    /// a call of the batch not yet decided (a decided one is answered as RES-2 answers a
-    /// duplicate); then, decision by decision, it binds to its call as an approval binds
+    /// a call of the batch (one already decided was answered with rows 4 and 5); then,
+    /// decision by decision, it binds to its call as an approval binds
     /// (APR-1 to APR-3), gives a verdict the run and the tool allow, and edits only a call
     /// whose key was fresh.
     pub(super) fn guard_batch_decisions(
@@ -124,19 +124,11 @@ impl Reference {
             }
         }
         // Check 2, over every decision before check 3 looks at any: each names a call of the
-        // batch; a call already decided is answered as RES-2 answers a duplicate.
+        // batch. (A call already decided was answered with rows 4 and 5.)
         for d in decisions.iter() {
-            let Some(slot) = batch.slot(&d.approval.call_id) else {
+            if batch.slot(&d.approval.call_id).is_none() {
                 return Err(Rejection::ApprovalMismatch {
                     field: ApprovalField::CallId,
-                });
-            };
-            if let Some((recorded, to)) = slot.decided {
-                let from = batch.opened;
-                return Err(if recorded == *d {
-                    Rejection::AlreadyApplied { from, to }
-                } else {
-                    Rejection::AlreadyResumed { from, to }
                 });
             }
         }

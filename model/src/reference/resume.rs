@@ -122,13 +122,25 @@ impl Reference {
         if self.breaks(Variant::NoRevisionCheck) {
             return Ok(());
         }
-        // BAT-2: while a batch awaits decisions, its checkpoint is the one it opened with.
-        let current = run.open_batch().map_or(run.revision, |b| b.opened);
+        // Spec 5.5, with rows 4 and 5: a batch decision on the batch's own checkpoint is
+        // answered from the batch, even after it left its suspension or the run ended.
+        if let (Decision::Batch { decisions }, Some(b)) = (decision, &run.batch) {
+            if cp.revision == b.opened && cp.digest == b.checkpoint {
+                return answer_from_batch(b, decisions);
+            }
+        }
+        // BAT-2: while a batch awaits decisions, its checkpoint is the one it opened with, and
+        // any earlier one is stale.
+        let open = run.open_batch();
+        let current = open.map_or(run.revision, |b| b.opened);
         let got = cp.revision;
         if got > current {
             return Err(Rejection::FutureRevision { current, got });
         }
         if got < current {
+            if open.is_some() {
+                return Err(Rejection::StaleRevision { current, got });
+            }
             return Err(match run.last_resume {
                 Some(won) if won.from == got && won.checkpoint == cp.digest => {
                     if won.decision == *decision {
@@ -459,5 +471,29 @@ impl Reference {
         };
         Ok(Move::to(Status::AwaitingResult(again))
             .then(Command::Dispatch(command(run, &f.call, attempt))))
+    }
+}
+
+/// RES-2 for a batch (spec 5.5): the first decision of the list, in order, that names a call
+/// already decided is answered with the decision recorded for it; failing that, a batch that
+/// left its suspension answers that another input resumed it; an open batch with no call of
+/// the list decided goes on to the checks of the decisions.
+fn answer_from_batch(
+    b: &resumable_kernel::Batch,
+    decisions: &resumable_kernel::Decisions,
+) -> Result<(), Rejection> {
+    let from = b.opened;
+    for d in decisions.iter() {
+        if let Some((recorded, to)) = b.slot(&d.approval.call_id).and_then(|s| s.decided) {
+            return Err(if recorded == *d {
+                Rejection::AlreadyApplied { from, to }
+            } else {
+                Rejection::AlreadyResumed { from, to }
+            });
+        }
+    }
+    match b.closed {
+        Some(to) => Err(Rejection::AlreadyResumed { from, to }),
+        None => Ok(()),
     }
 }

@@ -1252,3 +1252,57 @@ fn a_decided_call_named_twice_in_one_input_is_answered_from_the_batch() {
     );
     st.done();
 }
+
+/// Rows 4 and 5 while a batch is open and partly decided (the run's revision past `opened`):
+/// a checkpoint at the run's revision is not the batch's and is stale, one past it is from the
+/// future, and one of an earlier batch is answered from that batch or stale.
+#[test]
+fn checkpoints_other_than_the_batchs_are_refused_alike_while_it_is_partly_decided() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    st.accept(Event::Suspend {
+        wait: Wait::Intervention,
+        expires_at: Time(40),
+        responsible: OPS,
+        resource_version: VERSION,
+    });
+    let before = st.checkpoint();
+    st.accept(Event::Resume(Resume {
+        checkpoint: before,
+        decision: Decision::Intervene {
+            by: OPS,
+            resolution: Resolution::Continue,
+        },
+        facts: honest(),
+    }));
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    let cp = st.checkpoint();
+    st.accept(st.decide(&[st.decision(&a, reject())]));
+    st.accept(st.decide(&[st.decision(&b, reject())]));
+    let ev = st.suspend(&[proposal(call("c", DEDUPES)), proposal(call("d", DEDUPES))]);
+    st.accept(ev);
+    let open = st.checkpoint();
+    st.accept(st.decide(&[st.decision(&call("c", DEDUPES), Verdict::Approve)]));
+    let future = Checkpoint {
+        revision: Revision(open.revision.0 + 1),
+        ..open
+    }
+    .seal();
+    let decision = [st.decision(&call("d", DEDUPES), Verdict::Approve)];
+    let refused = st.refuse(resume_on(future, &decision, honest()));
+    assert!(matches!(refused, Rejection::StaleRevision { .. }));
+    let far = Checkpoint {
+        revision: Revision(open.revision.0 + 5),
+        ..open
+    }
+    .seal();
+    let refused = st.refuse(resume_on(far, &decision, honest()));
+    assert!(matches!(refused, Rejection::FutureRevision { .. }));
+    let refused = st.refuse(resume_on(cp, &decision, honest()));
+    assert!(matches!(
+        refused,
+        Rejection::AlreadyResumed { .. } | Rejection::StaleRevision { .. }
+    ));
+    st.done();
+}

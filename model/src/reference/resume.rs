@@ -129,18 +129,20 @@ impl Reference {
                 return answer_from_batch(b, decisions);
             }
         }
-        // BAT-2: while a batch awaits decisions, its checkpoint is the one it opened with, and
-        // any earlier one is stale.
-        let open = run.open_batch();
-        let current = open.map_or(run.revision, |b| b.opened);
-        let got = cp.revision;
+        // BAT-2: while a batch awaits decisions, its checkpoint is the one it opened with; any
+        // other checkpoint not from the future is stale (spec 5.5, "Duplicates and late
+        // decisions").
+        let (current, got) = (run.revision, cp.revision);
         if got > current {
             return Err(Rejection::FutureRevision { current, got });
         }
-        if got < current {
-            if open.is_some() {
-                return Err(Rejection::StaleRevision { current, got });
+        if let Some(b) = run.open_batch() {
+            if got == b.opened {
+                return Ok(());
             }
+            return Err(Rejection::StaleRevision { current, got });
+        }
+        if got < current {
             return Err(match run.last_resume {
                 Some(won) if won.from == got && won.checkpoint == cp.digest => {
                     if won.decision == *decision {

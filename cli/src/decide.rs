@@ -5,7 +5,7 @@
 
 use crate::output::{self, status};
 use crate::runs::{
-    ms, open_store, open_store_waiting, party_exit, DAY_MS, DEFAULT_STORE, MINUTE_MS,
+    ms, no_party_key, open_store, open_store_waiting, party_exit, DAY_MS, DEFAULT_STORE, MINUTE_MS,
 };
 
 /// A year in ms: the longest a decision stays valid.
@@ -33,10 +33,15 @@ pub struct Target {
     /// no answer came in time).
     #[arg(long, default_value_t = 0, value_parser = ms(0, DAY_MS))]
     pub wait_ms: u64,
-    /// The party's own key file: the request is sealed with it, and a worker that checks
-    /// parties (`worker --party-keys DIR`) feeds only requests sealed by their sender.
+    /// The party's own key file (`DIR/NAME.key`, made by `start --party-keys DIR`): the
+    /// request is sealed with it, and a worker feeds only requests sealed by their sender.
+    /// Required, unless --unauthenticated-parties.
     #[arg(long)]
     pub party_key: Option<PathBuf>,
+    /// Send the request unsealed: only a worker started with --unauthenticated-parties
+    /// feeds it; one that checks parties answers it `unauthenticated`.
+    #[arg(long, conflicts_with = "party_key")]
+    pub unauthenticated_parties: bool,
 }
 
 /// Arguments of `approve` and `deny`.
@@ -123,15 +128,51 @@ pub struct ApproverArgs {
     /// Pause between looks, in ms.
     #[arg(long, default_value_t = 20, value_parser = ms(1, MINUTE_MS))]
     pub poll_ms: u64,
-    /// Its own key file, to seal each request with.
+    /// Its own key file, to seal each request with. Required, unless
+    /// --unauthenticated-parties.
     #[arg(long)]
     pub party_key: Option<PathBuf>,
     /// Send the callbacks as this party (the payment system) instead of as itself.
     #[arg(long, requires = "callbacks")]
     pub callback_as: Option<String>,
-    /// That party's key file, to seal the callbacks with.
+    /// That party's key file, to seal the callbacks with. Required with --callback-as,
+    /// unless --unauthenticated-parties.
     #[arg(long, requires = "callback_as")]
     pub callback_key: Option<PathBuf>,
+    /// Send every request unsealed: only a worker started with --unauthenticated-parties
+    /// feeds them.
+    #[arg(long, conflicts_with_all = ["party_key", "callback_key"])]
+    pub unauthenticated_parties: bool,
+}
+
+/// The key `path` names, or `None` when the opt-out was given; without either, or with a
+/// key that cannot be read, what to say (exit 2).
+fn party_key(
+    path: Option<&std::path::Path>,
+    unauthenticated: bool,
+    party: &str,
+    flag: &str,
+) -> Result<Option<SharedKey>, ExitCode> {
+    match path {
+        Some(path) => match SharedKey::read(path, false) {
+            Ok(key) => Ok(Some(key)),
+            Err(e) => {
+                eprintln!("error: party key: {e}");
+                Err(ExitCode::from(status::MISUSE))
+            }
+        },
+        None if unauthenticated => Ok(None),
+        None => {
+            eprintln!(
+                "error: {}",
+                no_party_key(
+                    &format!("a request sent as {party}"),
+                    &format!("{flag} FILE (the key of {party}, e.g. DIR/{party}.key)")
+                )
+            );
+            Err(ExitCode::from(status::MISUSE))
+        }
+    }
 }
 
 fn submit(
@@ -139,17 +180,14 @@ fn submit(
     party: &str,
     make: impl FnOnce(&Row) -> Result<Request, PartyError>,
 ) -> ExitCode {
-    let key = match target
-        .party_key
-        .as_deref()
-        .map(|p| SharedKey::read(p, false))
-    {
-        None => None,
-        Some(Ok(key)) => Some(key),
-        Some(Err(e)) => {
-            eprintln!("error: party key: {e}");
-            return ExitCode::from(status::MISUSE);
-        }
+    let key = match party_key(
+        target.party_key.as_deref(),
+        target.unauthenticated_parties,
+        party,
+        "--party-key",
+    ) {
+        Ok(key) => key,
+        Err(code) => return code,
     };
     let mut store = match open_store(&target.store) {
         Ok(s) => s,
@@ -286,21 +324,27 @@ pub fn cancel(args: &CancelArgs) -> ExitCode {
 
 /// Watches the store and decides on every approval (and callback) it sees.
 pub fn approver(args: &ApproverArgs) -> ExitCode {
-    let read = |path: Option<&std::path::Path>| match path.map(|p| SharedKey::read(p, false)) {
-        None => Ok(None),
-        Some(Ok(key)) => Ok(Some(key)),
-        Some(Err(e)) => {
-            eprintln!("error: party key: {e}");
-            Err(ExitCode::from(status::MISUSE))
-        }
-    };
-    let key = match read(args.party_key.as_deref()) {
+    let unauthenticated = args.unauthenticated_parties;
+    let key = match party_key(
+        args.party_key.as_deref(),
+        unauthenticated,
+        &args.party,
+        "--party-key",
+    ) {
         Ok(key) => key,
         Err(code) => return code,
     };
-    let callback_key = match read(args.callback_key.as_deref()) {
-        Ok(key) => key,
-        Err(code) => return code,
+    let callback_key = match &args.callback_as {
+        None => None,
+        Some(payer) => match party_key(
+            args.callback_key.as_deref(),
+            unauthenticated,
+            payer,
+            "--callback-key",
+        ) {
+            Ok(key) => key,
+            Err(code) => return code,
+        },
     };
     let mut store = match open_store_waiting(&args.store, &args.party) {
         Ok(s) => s,

@@ -3,7 +3,7 @@
 //! (`postgres://...` or `host=...`, optionally `#schema`).
 
 use crate::output::{self, status};
-use resumable_runtime::auth::{PartyKeys, SharedKey};
+use resumable_runtime::auth::{Parties, PartyKeys, SharedKey};
 use resumable_runtime::driver::{self, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::{self, Store};
@@ -93,6 +93,41 @@ pub struct StartArgs {
     /// the run's first suspension.
     #[arg(long, default_value_t = 0)]
     pub resource_version: u64,
+    /// A directory of the parties' key files (`NAME.key`): a fresh key (0600) is made in it
+    /// for each party the program names (`approver`, `payments`, `ops`) that has none. Give
+    /// the directory to workers (`worker --party-keys DIR`) and each party its own file
+    /// (`approve --party-key DIR/approver.key`).
+    #[arg(long)]
+    pub party_keys: Option<PathBuf>,
+}
+
+/// The parties a program's runs wait on or name: its approver, its callback's sender and
+/// its operator.
+pub const PROGRAM_PARTIES: [&str; 3] = [
+    resumable_runtime::program::APPROVER,
+    resumable_runtime::program::PAYMENTS,
+    resumable_runtime::program::OPERATOR,
+];
+
+/// Makes `dir` and a fresh key file in it for each of [`PROGRAM_PARTIES`] that has none;
+/// an existing key is kept (read, so that a damaged one is reported now).
+fn make_party_keys(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for party in PROGRAM_PARTIES {
+        SharedKey::read(&dir.join(format!("{party}.key")), true)?;
+    }
+    Ok(())
+}
+
+/// What to tell someone who gave neither a party key nor the opt-out: `what` is the flag
+/// they lack and what it takes.
+pub fn no_party_key(command: &str, what: &str) -> String {
+    format!(
+        "{command} needs {what}: a worker feeds the kernel only decisions sealed by the party \
+         that sends them. `start --party-keys DIR` makes a key for each party (DIR/NAME.key); \
+         --unauthenticated-parties goes without, and lets anyone who can write the store \
+         decide as any party"
+    )
 }
 
 /// Creates a run.
@@ -125,6 +160,12 @@ pub fn start(args: &StartArgs) -> ExitCode {
             return ExitCode::from(status::MISUSE);
         }
     };
+    if let Some(dir) = &args.party_keys {
+        if let Err(e) = make_party_keys(dir) {
+            eprintln!("error: party keys: {e}");
+            return ExitCode::from(status::MISUSE);
+        }
+    }
     let timing = Timing::default();
     let made = driver::create_run(
         &mut *store,
@@ -183,11 +224,17 @@ pub struct WorkerArgs {
     /// `retry-unknown-blindly`. For showing that the torture catches them.
     #[arg(long, default_value = "correct")]
     pub flavor: String,
-    /// A directory of the parties' key files (`NAME.key`): with it, the worker feeds the
-    /// kernel only requests sealed by the party that sent them and naming no one else, and
-    /// answers any other `unauthenticated`, without a record.
+    /// A directory of the parties' key files (`NAME.key`, made by `start --party-keys DIR`):
+    /// the worker feeds the kernel only requests sealed by the party that sent them and
+    /// naming no one else, and answers any other `unauthenticated`, without a record.
+    /// Required, unless --unauthenticated-parties.
     #[arg(long)]
     pub party_keys: Option<PathBuf>,
+    /// Feed the kernel every request, whatever party it names and whether sealed or not:
+    /// anyone who can write the store can then approve, deny, call back, intervene or cancel
+    /// as any party. For a deployment that authenticates parties in front of the store.
+    #[arg(long, conflicts_with = "party_keys")]
+    pub unauthenticated_parties: bool,
     /// The tool service's key file (its `--key`), to prove this worker may use it.
     #[arg(long)]
     pub tools_key: Option<PathBuf>,
@@ -236,11 +283,23 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
             return ExitCode::from(status::MISUSE);
         }
     };
-    let parties = match args.party_keys.as_deref().map(PartyKeys::load) {
-        None => None,
-        Some(Ok(keys)) => Some(keys),
-        Some(Err(e)) => {
-            eprintln!("error: party keys: {e}");
+    let parties = match (args.party_keys.as_deref(), args.unauthenticated_parties) {
+        (Some(dir), _) => match PartyKeys::load(dir) {
+            Ok(keys) => Parties::Authenticated(keys),
+            Err(e) => {
+                eprintln!("error: party keys: {e}");
+                return ExitCode::from(status::MISUSE);
+            }
+        },
+        (None, true) => Parties::Unauthenticated,
+        (None, false) => {
+            eprintln!(
+                "error: {}",
+                no_party_key(
+                    "a worker",
+                    "--party-keys DIR (the parties' keys, one NAME.key each)"
+                )
+            );
             return ExitCode::from(status::MISUSE);
         }
     };
@@ -265,14 +324,20 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
         flavor,
         crash,
         key,
+        parties,
     };
     let mut driver = Driver::new(
         store,
         TcpTools::new(&args.tools, timeout, tools_key),
         config,
     );
-    if let Some(keys) = parties {
-        driver.authenticate_parties(keys);
+    if let Parties::Unauthenticated = driver.config().parties {
+        eprintln!(
+            "worker {}: WARNING: feeding unauthenticated decisions (--unauthenticated-parties): \
+             anyone who can write the store can approve, deny, call back, intervene or cancel \
+             as any party",
+            driver.config().owner
+        );
     }
     let poll = Duration::from_millis(args.poll_ms);
     match driver.work(args.offset, poll, args.until_quiescent) {

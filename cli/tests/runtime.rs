@@ -134,7 +134,16 @@ fn a_second_tool_service_on_one_ledger_is_refused() {
 fn a_worker_without_the_runs_audit_key_or_with_another_refuses_it_with_exit_2() {
     let d = dir("key");
     let (store, key, other) = (d.join("runs.db"), d.join("a.key"), d.join("b.key"));
-    let (code, _, err) = run(&["start", "--store", path(&store), "--audit-key", path(&key)]);
+    let parties = d.join("parties");
+    let (code, _, err) = run(&[
+        "start",
+        "--store",
+        path(&store),
+        "--audit-key",
+        path(&key),
+        "--party-keys",
+        path(&parties),
+    ]);
     assert_eq!(code, 0, "{err}");
     run(&[
         "start",
@@ -155,6 +164,8 @@ fn a_worker_without_the_runs_audit_key_or_with_another_refuses_it_with_exit_2() 
             path(&store),
             "--tools",
             "127.0.0.1:1",
+            "--party-keys",
+            path(&parties),
             "--until-quiescent",
         ];
         args.extend_from_slice(extra);
@@ -177,7 +188,20 @@ fn a_worker_without_the_runs_audit_key_or_with_another_refuses_it_with_exit_2() 
 fn every_file_input_is_bounded_dev_zero_is_refused_at_once() {
     let d = dir("zero");
     let store = d.join("runs.db");
-    assert_eq!(run(&["start", "--store", path(&store)]).0, 0);
+    let parties = d.join("parties");
+    let approver = parties.join("approver.key");
+    let start = [
+        "start",
+        "--store",
+        path(&store),
+        "--party-keys",
+        path(&parties),
+    ];
+    assert_eq!(run(&start).0, 0);
+    // A directory of parties' keys in which one key file is /dev/zero.
+    let zeroes = d.join("zeroes");
+    std::fs::create_dir_all(&zeroes).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", zeroes.join("ops.key")).unwrap();
     for args in [
         &[
             "start",
@@ -194,7 +218,29 @@ fn every_file_input_is_bounded_dev_zero_is_refused_at_once() {
             path(&store),
             "--tools",
             "127.0.0.1:1",
+            "--party-keys",
+            path(&parties),
             "--audit-key",
+            "/dev/zero",
+        ],
+        &[
+            "worker",
+            "--store",
+            path(&store),
+            "--tools",
+            "127.0.0.1:1",
+            "--party-keys",
+            path(&zeroes),
+        ],
+        &[
+            "approve",
+            "--store",
+            path(&store),
+            "--run",
+            "run-approval",
+            "--party-key",
+            path(&approver),
+            "--checkpoint",
             "/dev/zero",
         ],
         &[
@@ -203,7 +249,7 @@ fn every_file_input_is_bounded_dev_zero_is_refused_at_once() {
             path(&store),
             "--run",
             "run-approval",
-            "--checkpoint",
+            "--party-key",
             "/dev/zero",
         ],
         &[
@@ -212,6 +258,8 @@ fn every_file_input_is_bounded_dev_zero_is_refused_at_once() {
             path(&store),
             "--run",
             "run-approval",
+            "--party-key",
+            path(&approver),
             "--checkpoint",
             "/dev/zero",
         ],
@@ -227,16 +275,33 @@ fn a_new_key_file_is_readable_by_its_owner_alone() {
     use std::os::unix::fs::PermissionsExt;
     let d = dir("mode");
     let key = d.join("audit.key");
+    let parties = d.join("parties");
+    // A party's key that exists already is kept.
+    std::fs::create_dir_all(&parties).unwrap();
+    let ops = format!("{}\n", "ab".repeat(32));
+    std::fs::write(parties.join("ops.key"), &ops).unwrap();
     let (code, _, err) = run(&[
         "start",
         "--store",
         path(&d.join("runs.db")),
         "--audit-key",
         path(&key),
+        "--party-keys",
+        path(&parties),
     ]);
     assert_eq!(code, 0, "{err}");
-    let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600, "{mode:o}");
+    for made in [
+        key,
+        parties.join("approver.key"),
+        parties.join("payments.key"),
+    ] {
+        let mode = std::fs::metadata(&made).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}: {mode:o}", made.display());
+    }
+    assert_eq!(
+        std::fs::read_to_string(parties.join("ops.key")).unwrap(),
+        ops
+    );
 }
 
 #[test]
@@ -265,8 +330,24 @@ fn schema_names_postgres_would_shorten_or_owns_are_refused_before_connecting() {
 fn zero_and_absurd_durations_and_an_overflowing_validity_are_misuse() {
     let d = dir("durations");
     let store = d.join("runs.db");
-    assert_eq!(run(&["start", "--store", path(&store)]).0, 0);
-    let worker = ["worker", "--store", path(&store), "--tools", "127.0.0.1:1"];
+    let parties = d.join("parties");
+    let start = [
+        "start",
+        "--store",
+        path(&store),
+        "--party-keys",
+        path(&parties),
+    ];
+    assert_eq!(run(&start).0, 0);
+    let worker = [
+        "worker",
+        "--store",
+        path(&store),
+        "--tools",
+        "127.0.0.1:1",
+        "--party-keys",
+        path(&parties),
+    ];
     for extra in [
         &["--lease-ms", "0"][..],
         &["--tool-timeout-ms", "0"],
@@ -284,6 +365,8 @@ fn zero_and_absurd_durations_and_an_overflowing_validity_are_misuse() {
         path(&store),
         "--run",
         "run-approval",
+        "--party-key",
+        path(&parties.join("approver.key")),
         "--valid-ms",
         "18446744073709551615",
     ]);
@@ -371,8 +454,10 @@ fn status_shows_who_must_act_filtered_with_dates_and_causes_in_words() {
     let store = d.join("runs.db");
     let s = path(&store);
     let tools = service(&d.join("tools.ledger"));
+    let parties = d.join("parties");
+    let p = path(&parties);
     for args in [
-        &["start", "--store", s][..],
+        &["start", "--store", s, "--party-keys", p][..],
         &["start", "--store", s, "--program", "order"],
         &[
             "start",
@@ -386,7 +471,17 @@ fn status_shows_who_must_act_filtered_with_dates_and_causes_in_words() {
     ] {
         assert_eq!(run(args).0, 0, "{args:?}");
     }
-    let (code, out, err) = run(&["cancel", "--store", s, "--run", "order-2"]);
+    let ops = parties.join("ops.key");
+    let cancel = [
+        "cancel",
+        "--store",
+        s,
+        "--run",
+        "order-2",
+        "--party-key",
+        path(&ops),
+    ];
+    let (code, out, err) = run(&cancel);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("queued, not yet decided"), "{out}");
     let (code, _, err) = run(&[
@@ -397,6 +492,8 @@ fn status_shows_who_must_act_filtered_with_dates_and_causes_in_words() {
         &tools.1,
         "--tools-key",
         path(&tools.2),
+        "--party-keys",
+        p,
         "--until-quiescent",
     ]);
     assert_eq!(code, 0, "{err}");
@@ -465,12 +562,22 @@ fn stderr_until(args: &[&str], wanted: &str, within: std::time::Duration) -> Str
 fn a_worker_says_with_its_address_that_the_tool_service_is_unreachable() {
     let d = dir("unreachable");
     let store = d.join("runs.db");
+    let parties = d.join("parties");
+    let start = ["start", "--store", path(&store), "--program", "order"];
     assert_eq!(
-        run(&["start", "--store", path(&store), "--program", "order"]).0,
+        run(&[&start[..], &["--party-keys", path(&parties)]].concat()).0,
         0
     );
     let seen = stderr_until(
-        &["worker", "--store", path(&store), "--tools", "127.0.0.1:1"],
+        &[
+            "worker",
+            "--store",
+            path(&store),
+            "--tools",
+            "127.0.0.1:1",
+            "--party-keys",
+            path(&parties),
+        ],
         "tool service at 127.0.0.1:1 unreachable",
         std::time::Duration::from_secs(20),
     );
@@ -491,7 +598,9 @@ fn postgres_a_worker_waits_out_a_lost_session_and_goes_on() {
     let name = format!("cli_lost_{}", std::process::id());
     let (conn, schema) = resumable_runtime::store::postgres::split_address(&store);
     let worker_store = format!("{conn} application_name={name}#{schema}");
-    assert_eq!(run(&["start", "--store", &store]).0, 0);
+    let parties = d.join("parties");
+    let p = path(&parties);
+    assert_eq!(run(&["start", "--store", &store, "--party-keys", p]).0, 0);
     let mut worker = Command::new(EXE)
         .args([
             "worker",
@@ -499,6 +608,8 @@ fn postgres_a_worker_waits_out_a_lost_session_and_goes_on() {
             &worker_store,
             "--tools",
             &tools.1,
+            "--party-keys",
+            p,
             "--tools-key",
         ])
         .arg(&tools.2)
@@ -524,6 +635,8 @@ fn postgres_a_worker_waits_out_a_lost_session_and_goes_on() {
         &store,
         "--run",
         "run-approval",
+        "--party-key",
+        path(&parties.join("approver.key")),
         "--wait-ms",
         "20000",
     ]);
@@ -573,12 +686,20 @@ fn the_tool_service_serves_only_clients_that_prove_they_hold_its_key() {
     );
     // A worker without the key says why it cannot use the service.
     let store = d.join("runs.db");
-    assert_eq!(
-        run(&["start", "--store", path(&store), "--program", "order"]).0,
-        0
-    );
+    let parties = d.join("parties");
+    let p = path(&parties);
+    let start = ["start", "--store", path(&store), "--program", "order"];
+    assert_eq!(run(&[&start[..], &["--party-keys", p]].concat()).0, 0);
     let seen = stderr_until(
-        &["worker", "--store", path(&store), "--tools", &tools.1],
+        &[
+            "worker",
+            "--store",
+            path(&store),
+            "--tools",
+            &tools.1,
+            "--party-keys",
+            p,
+        ],
         "authenticates its clients",
         std::time::Duration::from_secs(20),
     );
@@ -625,8 +746,9 @@ fn a_callback_typed_as_another_party_or_unsealed_never_reaches_the_kernel() {
     let payments = keys.join("payments.key");
     let callback = |party: &str, key: Option<&Path>| {
         let mut args = vec!["callback", "--store", s, "--run", "order-1", "--as", party];
-        if let Some(key) = key {
-            args.extend(["--party-key", path(key)]);
+        match key {
+            Some(key) => args.extend(["--party-key", path(key)]),
+            None => args.push("--unauthenticated-parties"),
         }
         assert_eq!(run(&args).0, 0, "{args:?}");
     };
@@ -655,5 +777,115 @@ fn a_callback_typed_as_another_party_or_unsealed_never_reaches_the_kernel() {
     assert!(
         after.starts_with(&log),
         "the refused requests left no record"
+    );
+}
+
+#[test]
+fn without_party_keys_or_the_opt_out_a_worker_and_every_request_refuse_saying_what_to_do() {
+    let d = dir("nokeys");
+    let store = d.join("runs.db");
+    let s = path(&store);
+    assert_eq!(run(&["start", "--store", s]).0, 0);
+    let worker = ["worker", "--store", s, "--tools", "127.0.0.1:1"];
+    let (code, out, err) = run(&[&worker[..], &["--until-quiescent"]].concat());
+    assert_eq!(code, 2, "{out}{err}");
+    for told in [
+        "a worker needs --party-keys DIR",
+        "`start --party-keys DIR` makes a key for each party",
+        "--unauthenticated-parties goes without",
+    ] {
+        assert!(err.contains(told), "{err}");
+    }
+    let approver_key = d.join("approver.key");
+    resumable_runtime::lifecycle::write_key(&approver_key, [7; 32]).unwrap();
+    let target = ["--store", s, "--run", "run-approval"];
+    for (args, told) in [
+        (
+            &["approve"][..],
+            "a request sent as approver needs --party-key FILE",
+        ),
+        (
+            &["deny"],
+            "a request sent as approver needs --party-key FILE",
+        ),
+        (
+            &["callback"],
+            "a request sent as payments needs --party-key FILE",
+        ),
+        (
+            &["intervene", "--resolution", "continue"],
+            "a request sent as ops needs --party-key FILE",
+        ),
+        (
+            &["cancel", "--as", "alice"],
+            "a request sent as alice needs",
+        ),
+    ] {
+        let (code, out, err) = run(&[args, &target[..]].concat());
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(told), "{args:?}: {err}");
+        assert!(err.contains("--unauthenticated-parties"), "{args:?}: {err}");
+    }
+    let approver = ["approver", "--store", s, "--rounds", "1"];
+    let (code, _, err) = run(&approver);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("sent as approver needs --party-key FILE"),
+        "{err}"
+    );
+    let key = ["--party-key", path(&approver_key)];
+    let callbacks = ["--callbacks", "--callback-as", "payments"];
+    let (code, _, err) = run(&[&approver[..], &key, &callbacks].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("sent as payments needs --callback-key FILE"),
+        "{err}"
+    );
+    // Nothing reached the inbox, and the worker wrote nothing.
+    let (code, out, err) = run(&["status", "--store", s]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("revision 0") && !out.contains("request #"),
+        "{out}"
+    );
+    let (_, log, _) = run(&["log", "--store", s, "--run", "run-approval"]);
+    assert_eq!(log.lines().count(), 1, "the header alone: {log}");
+}
+
+#[test]
+fn a_worker_told_to_take_unauthenticated_parties_warns_and_feeds_an_unsealed_request() {
+    let d = dir("optout");
+    let store = d.join("runs.db");
+    let s = path(&store);
+    let tools = service(&d.join("tools.ledger"));
+    assert_eq!(run(&["start", "--store", s]).0, 0);
+    let worker = || {
+        let (code, _, err) = run(&[
+            "worker",
+            "--store",
+            s,
+            "--tools",
+            &tools.1,
+            "--tools-key",
+            path(&tools.2),
+            "--unauthenticated-parties",
+            "--until-quiescent",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains("WARNING: feeding unauthenticated decisions (--unauthenticated-parties)"),
+            "{err}"
+        );
+    };
+    worker();
+    let approve = ["approve", "--store", s, "--run", "run-approval"];
+    let (code, _, err) = run(&[&approve[..], &["--unauthenticated-parties"]].concat());
+    assert_eq!(code, 0, "{err}");
+    worker();
+    let (_, out, _) = run(&["status", "--store", s, "--run", "run-approval"]);
+    assert!(out.contains(": completed"), "{out}");
+    assert!(
+        out.contains("request #1 from approver") && out.contains("accepted (revision 2)"),
+        "{out}"
     );
 }

@@ -16,6 +16,7 @@
 //! file or schema), over a connection opened as the store opens its own (`sqlite::connect`,
 //! `postgres::connect`): the same durability settings, none of the store's logic.
 
+use resumable_runtime::auth::{Parties, PartyKeys};
 use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::{self, is_postgres, StoreError};
@@ -136,6 +137,8 @@ fn driver(address: &str, w: u32) -> Driver<Box<dyn store::Store + Send>, MemoryT
         flavor: Flavor::Correct,
         crash: CrashPlan::none(),
         key: None,
+        // The bench program waits on no party: a keyring of none refuses any request.
+        parties: Parties::Authenticated(PartyKeys::default()),
     };
     Driver::new(
         store::open(address).expect("store"),

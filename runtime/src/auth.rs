@@ -5,9 +5,10 @@
 //!   holds the service's key by answering with the HMAC-SHA-256 of the challenge under it.
 //!   Nothing that crosses the connection lets a listener answer another challenge.
 //! - A party (an approver, an operator, a callback's sender) seals each request it puts in a
-//!   run's inbox with its own key ([`SharedKey::seal`]); a worker that holds the parties'
-//!   keys ([`PartyKeys`]) feeds the kernel only requests sealed by the party that sent them
-//!   and naming no one else, and answers any other `unauthenticated` without a record.
+//!   run's inbox with its own key ([`SharedKey::seal`]); a driver is always told whose word
+//!   it takes ([`Parties`], no default): holding the parties' keys ([`PartyKeys`]), it feeds
+//!   the kernel only requests sealed by the party that sent them and naming no one else, and
+//!   answers any other `unauthenticated` without a record.
 
 use crate::bounded;
 use crate::store::{Inbox, Request, RunKey};
@@ -92,6 +93,19 @@ impl SharedKey {
         mac.update(&serde_json::to_vec(request).unwrap_or_default());
         Digest(mac.finalize().into_bytes().into())
     }
+}
+
+/// Whose word a driver takes for who sent a request. There is no default: a driver is told,
+/// and the reference worker takes [`Parties::Unauthenticated`] only when its operator says
+/// so explicitly (`--unauthenticated-parties`).
+#[derive(Clone, Debug)]
+pub enum Parties {
+    /// Feed the kernel only requests sealed by the party that sent them and naming no one
+    /// else ([`PartyKeys::check`]); answer any other `unauthenticated`, without a record.
+    Authenticated(PartyKeys),
+    /// Feed every request, whatever party it names, sealed or not: for a deployment that
+    /// authenticates parties in front of the store (its own login, a store role per party).
+    Unauthenticated,
 }
 
 /// Most party key files a keyring reads.

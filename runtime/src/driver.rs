@@ -49,6 +49,9 @@ pub struct Config {
     /// The audit key that seals every record (HMAC-SHA-256); without one, records are
     /// chained by SHA-256 alone.
     pub key: Option<lifecycle::Key>,
+    /// Whose requests reach the kernel: only those sealed by their sender, or, told so,
+    /// every one.
+    pub parties: crate::auth::Parties,
 }
 
 /// Why driving failed.
@@ -99,8 +102,6 @@ pub struct Driver<S, T> {
     commits: u64,
     /// The runs whose log's key this driver has checked against its own.
     sealed_by_mine: std::collections::HashSet<RunKey>,
-    /// The parties' keys, if requests must be sealed by their senders.
-    parties: Option<crate::auth::PartyKeys>,
 }
 
 /// An accepted input, committed: the kernel's transition, and the row as now stored.
@@ -202,15 +203,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             config,
             commits: 0,
             sealed_by_mine: std::collections::HashSet::new(),
-            parties: None,
         }
-    }
-
-    /// Feeds the kernel only requests sealed by the party that sent them and naming no one
-    /// else (see [`crate::auth::PartyKeys::check`]); any other is answered `unauthenticated`
-    /// without reaching the kernel.
-    pub fn authenticate_parties(&mut self, keys: crate::auth::PartyKeys) {
-        self.parties = Some(keys);
     }
 
     /// How many steps (accepted or refused) this driver has committed.

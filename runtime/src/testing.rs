@@ -124,3 +124,36 @@ pub(crate) fn retried() -> Row {
     });
     after(&row, 30, event, 1)
 }
+
+/// The keys of the parties the programs name, each a fixed test key: what a driver under
+/// test checks requests against.
+pub(crate) fn party_keys() -> crate::auth::PartyKeys {
+    crate::auth::PartyKeys::of(
+        [
+            crate::program::APPROVER,
+            crate::program::PAYMENTS,
+            crate::program::OPERATOR,
+        ]
+        .into_iter()
+        .map(|p| (p.to_string(), party_key(p))),
+    )
+}
+
+/// The test key of `party`: its bytes are its name's length, repeated.
+pub(crate) fn party_key(party: &str) -> crate::auth::SharedKey {
+    crate::auth::SharedKey::from_bytes([party.len() as u8; 32])
+}
+
+/// Puts `request` from `party` in the inbox of run `key`, sealed with the party's test key.
+pub(crate) fn submit_sealed(
+    store: &mut dyn crate::store::Store,
+    key: &crate::store::RunKey,
+    party: &str,
+    at_ms: u64,
+    request: &crate::store::Request,
+) -> u64 {
+    let seal = party_key(party).seal(key, party, request);
+    store
+        .submit_sealed(key, party, at_ms, request, Some(seal))
+        .unwrap()
+}

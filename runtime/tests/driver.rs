@@ -3,13 +3,14 @@
 //! an unanswered dispatch recovered and reconciled by query on another worker.
 
 use resumable_kernel::{Name, Rejection};
+use resumable_runtime::auth::{Parties, PartyKeys, SharedKey};
 use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::lifecycle;
 use resumable_runtime::parties;
-use resumable_runtime::program::{Program, Timing};
+use resumable_runtime::program::{Program, Timing, APPROVER};
 use resumable_runtime::store::memory::MemoryStore;
 use resumable_runtime::store::sqlite::SqliteStore;
-use resumable_runtime::store::{Answer, Status, Store};
+use resumable_runtime::store::{Answer, Request, RunKey, Status, Store};
 use resumable_runtime::tool::{MemoryTools, ToolReply, ToolRequest, Tools};
 use std::io;
 
@@ -21,7 +22,25 @@ fn config(owner: &str) -> Config {
         flavor: Flavor::Correct,
         crash: CrashPlan::none(),
         key: None,
+        parties: parties(),
     }
+}
+
+/// The approver's key, which every driver here checks its requests against.
+fn approver_key() -> SharedKey {
+    SharedKey::from_bytes([8; 32])
+}
+
+fn parties() -> Parties {
+    Parties::Authenticated(PartyKeys::of([(APPROVER.to_string(), approver_key())]))
+}
+
+/// Puts the approver's `request` in run `key`'s inbox, sealed with its key.
+fn approve(store: &mut dyn Store, key: &RunKey, request: &Request) -> u64 {
+    let seal = approver_key().seal(key, APPROVER, request);
+    store
+        .submit_sealed(key, APPROVER, 0, request, Some(seal))
+        .unwrap()
 }
 
 fn settle<S: Store, T: Tools>(d: &mut Driver<S, T>) {
@@ -66,11 +85,11 @@ fn the_seed_example_runs_end_to_end_and_its_refused_attempts_are_recorded() {
     let genuine = parties::approval(&row, Some(handed), "approver", true, 60_000).unwrap();
     for cp in [other_run, other_action.seal(), old.seal()] {
         let request = parties::approval(&row, Some(cp), "approver", true, 60_000).unwrap();
-        d.store().submit(&key, "approver", 0, &request).unwrap();
+        approve(d.store(), &key, &request);
     }
     // The genuine approval, then the same request again (a retried send).
-    d.store().submit(&key, "approver", 0, &genuine).unwrap();
-    d.store().submit(&key, "approver", 0, &genuine).unwrap();
+    approve(d.store(), &key, &genuine);
+    approve(d.store(), &key, &genuine);
     settle(&mut d);
     let answers: Vec<Answer> = d
         .store()

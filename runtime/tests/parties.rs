@@ -4,6 +4,7 @@
 //! watching approver deciding once per suspension.
 
 use resumable_kernel::{Decision, Digest, Name, Resolution};
+use resumable_runtime::auth::{Parties, PartyKeys, SharedKey};
 use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
 use resumable_runtime::parties::{self, watch, PartyError};
 use resumable_runtime::program::{Program, Timing, APPROVER, PAYMENT_SETTLED, REQUESTER};
@@ -20,7 +21,25 @@ fn config() -> Config {
         flavor: Flavor::Correct,
         crash: CrashPlan::none(),
         key: None,
+        parties: parties(),
     }
+}
+
+/// The approver's key, which every driver here checks its requests against.
+fn approver_key() -> SharedKey {
+    SharedKey::from_bytes([8; 32])
+}
+
+fn parties() -> Parties {
+    Parties::Authenticated(PartyKeys::of([(APPROVER.to_string(), approver_key())]))
+}
+
+/// Puts the approver's `request` in run `key`'s inbox, sealed with its key.
+fn approve(store: &mut dyn Store, key: &RunKey, request: &Request) -> u64 {
+    let seal = approver_key().seal(key, APPROVER, request);
+    store
+        .submit_sealed(key, APPROVER, 0, request, Some(seal))
+        .unwrap()
 }
 
 /// A store holding one run of `program` named `name`, driven until it waits on a party.
@@ -158,7 +177,7 @@ fn waiting_for_an_answer_gives_the_kernels_answer_once_a_worker_fed_it_or_nothin
     let key = waiting(&store, Program::Seed, "run-1");
     let row = row(&mut store, &key);
     let request = parties::approval(&row, None, APPROVER, true, 600_000).unwrap();
-    let id = store.submit(&key, APPROVER, 0, &request).unwrap();
+    let id = approve(&mut store, &key, &request);
     let none = parties::wait_answer(&mut store, &key, id, Duration::ZERO).unwrap();
     assert_eq!(none, None, "no worker has fed it");
     let mut d = Driver::new(store.clone(), MemoryTools::default(), config());

@@ -6,6 +6,7 @@
 use super::*;
 use crate::store::memory::MemoryStore;
 use crate::store::{Answered, Inbox, Request, Status, Summary};
+use crate::testing::submit_sealed;
 use crate::tool::MemoryTools;
 use resumable_kernel::{Call, Digest, Name, Prior, Rejection};
 use std::io;
@@ -109,6 +110,7 @@ fn config(flavor: Flavor) -> Config {
         flavor,
         crash: CrashPlan::none(),
         key: None,
+        parties: crate::auth::Parties::Authenticated(crate::testing::party_keys()),
     }
 }
 
@@ -284,8 +286,8 @@ fn feed_after_another_writer_moved_the_run_is_a_conflict_and_writes_nothing() {
 #[test]
 fn feed_of_a_party_request_stores_the_kernels_answer_with_the_record_accepted_or_refused() {
     let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
-    let first = d.store.submit(&key, "ops", 1, &cancel("ops")).unwrap();
-    let second = d.store.submit(&key, "ops", 2, &cancel("ops")).unwrap();
+    let first = submit_sealed(&mut d.store, &key, "ops", 1, &cancel("ops"));
+    let second = submit_sealed(&mut d.store, &key, "ops", 2, &cancel("ops"));
     let row = load(&mut d, &key);
     let event = Event::Cancel {
         by: Name::lit("ops"),
@@ -323,7 +325,7 @@ fn feed_of_a_party_request_stores_the_kernels_answer_with_the_record_accepted_or
 #[test]
 fn feed_of_a_request_answered_already_is_a_conflict() {
     let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
-    let id = d.store.submit(&key, "ops", 1, &cancel("ops")).unwrap();
+    let id = submit_sealed(&mut d.store, &key, "ops", 1, &cancel("ops"));
     let row = load(&mut d, &key);
     let event = Event::Cancel {
         by: Name::lit("ops"),
@@ -514,7 +516,7 @@ fn dispatch_before_commit_sends_the_call_even_when_its_commit_is_lost() {
 #[test]
 fn turn_serves_a_waiting_request_before_the_runs_own_work() {
     let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
-    let id = d.store.submit(&key, "ops", 1, &cancel("ops")).unwrap();
+    let id = submit_sealed(&mut d.store, &key, "ops", 1, &cancel("ops"));
     assert!(d.turn(&key, true).unwrap());
     assert!(
         d.tools.sent.is_empty(),
@@ -526,6 +528,40 @@ fn turn_serves_a_waiting_request_before_the_runs_own_work() {
         (id, Some(1))
     );
     assert_eq!(status_of(&load(&mut d, &key).run), Status::Failed);
+}
+
+#[test]
+fn turn_answers_an_unsealed_request_unauthenticated_unless_told_to_take_every_party() {
+    use crate::auth::Parties;
+    for (parties, fed) in [
+        (Parties::Authenticated(crate::testing::party_keys()), false),
+        (Parties::Unauthenticated, true),
+    ] {
+        let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+        d.config.parties = parties;
+        // "ops" typed by anyone: no seal.
+        let id = d.store.submit(&key, "ops", 1, &cancel("ops")).unwrap();
+        assert!(d.turn(&key, true).unwrap());
+        let answered = d.store.inbox(&key, false).unwrap();
+        assert_eq!(answered[0].id, id);
+        let status = status_of(&load(&mut d, &key).run);
+        let log = d.store.log(&key).unwrap();
+        let recorded = log
+            .iter()
+            .any(|l| String::from_utf8_lossy(l).contains("cancel"));
+        if fed {
+            assert_eq!(answered[0].answer.map(|a| a.seq), Some(1));
+            assert_eq!(status, Status::Failed, "cancelled");
+            assert!(recorded, "the cancel is in the log");
+        } else {
+            assert_eq!(
+                answered[0].answer.map(|a| a.answer),
+                Some(Answer::Unauthenticated)
+            );
+            assert_ne!(status, Status::Failed, "not cancelled");
+            assert!(!recorded, "no record of the cancel");
+        }
+    }
 }
 
 #[test]

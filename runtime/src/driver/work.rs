@@ -4,6 +4,7 @@
 
 use super::plan::{self, Action};
 use super::{facts, DriveError, Driver, Fed, Flavor};
+use crate::auth::Parties;
 use crate::rng::now_ms;
 use crate::store::{Request, Row, RunKey, Store, Summary};
 use crate::tool::Tools;
@@ -88,7 +89,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             Action::Expire => (Event::Expire, row.pc, None),
             Action::Program(event) => (event, row.pc.saturating_add(1), None),
             Action::Request(r) => {
-                if let Some(keys) = &self.parties {
+                if let Parties::Authenticated(keys) = &self.config.parties {
                     // The party the run waits on, as the kernel says: a callback names none.
                     let responsible = match row.run.next() {
                         Next::Decision { responsible, .. } => Some(responsible),

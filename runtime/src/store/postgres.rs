@@ -34,7 +34,9 @@ pub struct Postgres {
     conn: String,
     /// The store's schema.
     schema: String,
-    /// Whether every transaction is read-only.
+    /// Whether every transaction is read-only (`default_transaction_read_only`, set again
+    /// on each new connection): the one notion of a reader, which the store asks through
+    /// [`sql::Connection::read_only`].
     read_only: bool,
     /// Whether the last statement found the server gone: the next one connects again,
     /// whether or not the driver has yet noticed the connection closed.
@@ -219,7 +221,7 @@ impl SqlStore<Postgres> {
             )));
         }
         db.batch_execute(&session(schema, true)).map_err(backend)?;
-        Ok(SqlStore::reading(Postgres {
+        Ok(SqlStore::new(Postgres {
             db,
             conn: conn.to_string(),
             schema: schema.to_string(),
@@ -352,6 +354,10 @@ impl Sql for Postgres {
 }
 
 impl sql::Connection for Postgres {
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+
     fn transaction(
         &mut self,
         work: &mut dyn FnMut(&mut dyn Sql) -> Result<Cas, StoreError>,

@@ -167,6 +167,12 @@ pub trait Sql {
 /// A backend's connection: it runs single statements outside a transaction (each is one on
 /// its own), and several in one.
 pub trait Connection: Sql {
+    /// Whether the connection was opened for reading only. The store over it then writes
+    /// nothing, not even on a load: a run stored by an earlier release is read as it is, its
+    /// inline call log left for the first writer to move (the earlier release's store may
+    /// not even have the history table yet).
+    fn read_only(&self) -> bool;
+
     /// Runs `work` in one transaction: committed if it returns [`Cas::Done`], rolled back
     /// if it returns [`Cas::Conflict`] or fails.
     fn transaction(
@@ -178,27 +184,13 @@ pub trait Connection: Sql {
 /// The store over a SQL connection: the [`Store`] contract, once, for every backend.
 pub struct SqlStore<C> {
     connection: C,
-    /// Opened for reading only: a run stored by an earlier release is read as it is, its
-    /// inline call log left for the first writer to move (a reader writes nothing, and the
-    /// earlier release's store may not even have the history table yet).
-    reading: bool,
 }
 
 impl<C: Connection> SqlStore<C> {
-    /// The store over `connection`, whose tables exist.
+    /// The store over `connection`, whose tables exist; over a read-only connection
+    /// ([`Connection::read_only`]), loading a run never writes.
     pub fn new(connection: C) -> SqlStore<C> {
-        SqlStore {
-            connection,
-            reading: false,
-        }
-    }
-
-    /// The store over `connection`, for reading only: loading a run never writes.
-    pub fn reading(connection: C) -> SqlStore<C> {
-        SqlStore {
-            connection,
-            reading: true,
-        }
+        SqlStore { connection }
     }
 }
 
@@ -235,7 +227,7 @@ impl<C: Connection> Store for SqlStore<C> {
             return Ok(None);
         };
         let (row, legacy) = codec::run_row(key, cells)?;
-        if !legacy.is_empty() && !self.reading {
+        if !legacy.is_empty() && !self.connection.read_only() {
             // A run stored under rules 2 kept its call log inline: its history moves to the
             // history table (idempotently), and the next commit stores the run without it.
             let rows: Vec<HistoryRow> = legacy.iter().flat_map(history_rows).collect();

@@ -95,7 +95,7 @@ impl SqlStore<Sqlite> {
         if tables == 0 {
             return Err(StoreError::Misuse(format!("sqlite: {path} holds no store")));
         }
-        Ok(SqlStore::reading(Sqlite { db }))
+        Ok(SqlStore::new(Sqlite { db }))
     }
 }
 
@@ -180,6 +180,13 @@ impl Sql for Sqlite {
 }
 
 impl sql::Connection for Sqlite {
+    fn read_only(&self) -> bool {
+        // SQLite's own answer for the connection (opened with SQLITE_OPEN_READ_ONLY or
+        // not); one it cannot give is taken as read-only, which at worst leaves an earlier
+        // release's call log for the first writer to move.
+        self.db.is_readonly(rusqlite::MAIN_DB).unwrap_or(true)
+    }
+
     fn transaction(
         &mut self,
         work: &mut dyn FnMut(&mut dyn Sql) -> Result<Cas, StoreError>,

@@ -1,0 +1,114 @@
+'use strict';
+// Inside LangGraph.js: a crash between the side effect and the checkpoint write. A real Node
+// process running the graph (SQLite checkpointer) is killed with SIGKILL right after the tool
+// committed; a new process goes on from the graph's last checkpoint. The tool's ledger is a
+// file outside both, where the commits are counted.
+
+const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { test, afterEach } = require('node:test');
+
+const Database = require('better-sqlite3');
+
+const rk = require('..');
+const gate = require('../gate');
+const { Ledger } = require('./ledger');
+
+const WORKER = path.join(__dirname, 'langgraph-crash-worker.js');
+const STILL = 'LangGraph.js no longer shows this: the gate test beside it guards nothing here';
+
+const dirs = [];
+afterEach(() => {
+  while (dirs.length > 0) fs.rmSync(dirs.pop(), { recursive: true, force: true });
+});
+function tmp() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'resumable-crash-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function worker(mode, step, dir, crash = '') {
+  const script = `require(${JSON.stringify(WORKER)}).main(process.argv.slice(1))`;
+  return spawnSync(process.execPath, ['-e', script, mode, step, dir], {
+    env: { ...process.env, CRASH: crash },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+}
+
+function said(p) {
+  assert.equal(p.status, 0, p.stderr);
+  const lines = p.stdout.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]);
+}
+
+const commits = (dir) => new Ledger(path.join(dir, 'tool.ledger')).commits();
+
+// How the kernel's run was last resumed: a reconciliation shows the tool was asked, not
+// called again blindly (which a deduping tool would hide from the ledger).
+function lastResume(dir) {
+  const db = new Database(path.join(dir, 'kernel.db'));
+  try {
+    return new gate.SqliteRunStore(db).load('run-1').run.last_resume.decision;
+  } finally {
+    db.close();
+  }
+}
+
+test('plain: a crash after the commit repeats it', () => {
+  const dir = tmp();
+  assert.equal(said(worker('plain', 'start', dir)).interrupted, true);
+  const killed = worker('plain', 'approve', dir, 'after');
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+  assert.equal(commits(dir), 1);
+  // The graph's checkpoint predates the commit. Depending on whether the resume value reached
+  // the checkpointer before the kill, the new process runs the node again with it, or is back
+  // at the interrupt, where the approval, sent again because nothing came of it, runs the
+  // node again. Either way the post is published a second time.
+  let out = said(worker('plain', 'restart', dir));
+  if (out.interrupted) out = said(worker('plain', 'resend', dir));
+  assert.deepEqual(out.out, ['published with approve']);
+  assert.equal(commits(dir), 2, STILL);
+});
+
+test('gate: a crash after the commit is reconciled, not repeated', () => {
+  const dir = tmp();
+  assert.equal(said(worker('gate', 'start', dir)).interrupted, true);
+  const killed = worker('gate', 'approve', dir, 'after');
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+  assert.equal(commits(dir), 1);
+  // The new process finds the dispatch in flight in the kernel's run; the kernel asks the
+  // tool under the same tool key, records the commit it finds, and the node returns it.
+  assert.deepEqual(said(worker('gate', 'restart', dir)), {
+    out: ['publish done #1'],
+    interrupted: false,
+  });
+  assert.equal(commits(dir), 1);
+  assert.deepEqual(lastResume(dir), {
+    decision: 'reconcile',
+    answer: 'committed',
+    result: rk.digest('publish done #1'),
+  });
+  // Once more: nothing left to do, nothing committed again.
+  assert.deepEqual(said(worker('gate', 'restart', dir)).out, ['publish done #1']);
+  assert.equal(commits(dir), 1);
+});
+
+test('gate: a crash between its commit and the tool retries under the same key', () => {
+  const dir = tmp();
+  assert.equal(said(worker('gate', 'start', dir)).interrupted, true);
+  const killed = worker('gate', 'approve', dir, 'before');
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+  assert.equal(commits(dir), 0);
+  // The tool answers that nothing was committed under the key; the kernel's contract for a
+  // deduping tool allows a retry under the same key: committed once.
+  assert.deepEqual(said(worker('gate', 'restart', dir)), {
+    out: ['publish done #1'],
+    interrupted: false,
+  });
+  assert.equal(commits(dir), 1);
+  assert.deepEqual(lastResume(dir), { decision: 'reconcile', answer: 'not_committed' });
+});

@@ -1,0 +1,311 @@
+'use strict';
+// Inside LangGraph.js (a real StateGraph, the in-memory and the SQLite checkpointers): for each
+// failure a single-call approval meets there, one test that shows it happen with plain
+// LangGraph (it asserts the bad outcome, so it fails, and says so, the day LangGraph stops
+// doing it) and the same flow through the kernel's gate, where the kernel refuses it or it
+// cannot happen. The tool's ledger is a file, outside the graph's state, so commits are
+// counted as the world would see them.
+
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { describe, test, afterEach } = require('node:test');
+
+const Database = require('better-sqlite3');
+const { Annotation, Command, END, MemorySaver, START, StateGraph, interrupt } = require(
+  '@langchain/langgraph',
+);
+const { SqliteSaver } = require('@langchain/langgraph-checkpoint-sqlite');
+
+const rk = require('..');
+const gate = require('../gate');
+const { DedupingTool, Ledger } = require('./ledger');
+
+const IDENTITY = { tenant: 'acme', session: 'thread-1', run: 'run-1', definition: 'graph@1' };
+const POST = { callId: 'call-1', tool: 'publish', args: { post: 42 }, key: 'idem-post-42' };
+const DELETE = { callId: 'call-2', tool: 'delete', args: { account: 7 }, key: 'idem-delete-7' };
+const CFG = { configurable: { thread_id: 'thread-1' } };
+const STILL = 'LangGraph.js no longer shows this: the gate test beside it guards nothing here';
+
+const State = Annotation.Root({
+  out: Annotation({ reducer: (_old, next) => next, default: () => [] }),
+});
+
+function compile(node, saver) {
+  return new StateGraph(State)
+    .addNode('work', node)
+    .addEdge(START, 'work')
+    .addEdge('work', END)
+    .compile({ checkpointer: saver });
+}
+
+function plainCommit(ledger, call, approval) {
+  ledger.append({ tool: call.tool, args: call.args, approval: JSON.stringify(approval) });
+  return `${call.tool} done`;
+}
+
+function requestOf(result) {
+  assert.ok(result.__interrupt__, `the graph did not interrupt: ${JSON.stringify(result)}`);
+  return result.__interrupt__[0].value;
+}
+
+const dirs = [];
+const closers = [];
+function tmp() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'resumable-langgraph-'));
+  dirs.push(dir);
+  return dir;
+}
+afterEach(() => {
+  while (closers.length > 0) closers.pop()();
+  while (dirs.length > 0) fs.rmSync(dirs.pop(), { recursive: true, force: true });
+});
+
+const SAVERS = {
+  memory: () => new MemorySaver(),
+  sqlite: (dir) => {
+    const saver = SqliteSaver.fromConnString(path.join(dir, 'graph.db'));
+    closers.push(() => saver.db.close());
+    return saver;
+  },
+};
+
+/** The gate and its clock for one test. */
+class Kernel {
+  constructor(dir) {
+    this.ledger = new Ledger(path.join(dir, 'tool.ledger'));
+    const db = new Database(path.join(dir, 'kernel.db'));
+    closers.push(() => db.close());
+    this.store = new gate.SqliteRunStore(db);
+    this.ticks = 0;
+  }
+
+  clock() {
+    this.ticks += 1;
+    return this.ticks;
+  }
+
+  gate() {
+    return new gate.ApprovalGate({
+      store: this.store,
+      name: 'run-1',
+      identity: IDENTITY,
+      tool: new DedupingTool(this.ledger),
+      interrupt,
+      clock: () => this.clock(),
+    });
+  }
+
+  approve(request, { approver = 'alice', validFor = 100 } = {}) {
+    const now = this.clock();
+    return gate.approve(request, approver, now + validFor, now);
+  }
+
+  deny(request, approver = 'alice') {
+    const now = this.clock();
+    return gate.deny(request, approver, now + 100, now);
+  }
+}
+
+const ASK = { requester: 'agent', approver: 'alice', expiresIn: 1000 };
+
+for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
+  describe(`LangGraph.js with the ${saverName} checkpointer`, () => {
+    // A node runs again from its start on resume: a commit made before a second interrupt is
+    // made again.
+    test('plain: a commit before a second interrupt runs again on resume', async () => {
+      const dir = tmp();
+      const ledger = new Ledger(path.join(dir, 'tool.ledger'));
+      const app = compile((_state) => {
+        const first = interrupt({ call: POST.tool });
+        plainCommit(ledger, POST, first);
+        const second = interrupt({ call: DELETE.tool });
+        plainCommit(ledger, DELETE, second);
+        return { out: ['both'] };
+      }, makeSaver(dir));
+      await app.invoke({ out: [] }, CFG);
+      await app.invoke(new Command({ resume: 'approve' }), CFG);
+      await app.invoke(new Command({ resume: 'approve' }), CFG);
+      // The node ran again from its start on the second resume: the post was published twice.
+      assert.equal(ledger.commits('publish'), 2, STILL);
+    });
+
+    test('gate: a call recorded before a second interrupt is not made again', async () => {
+      const k = new Kernel(tmp());
+      const app = compile(async (_state) => {
+        const g = k.gate();
+        const first = await g.call(POST, ASK);
+        const second = await g.call(DELETE, ASK);
+        return { out: [first, second] };
+      }, makeSaver(tmp()));
+      let r = await app.invoke({ out: [] }, CFG);
+      assert.equal(requestOf(r).call.call_id, 'call-1');
+      r = await app.invoke(new Command({ resume: k.approve(requestOf(r)) }), CFG);
+      assert.equal(requestOf(r).call.call_id, 'call-2');
+      r = await app.invoke(new Command({ resume: k.approve(requestOf(r)) }), CFG);
+      assert.deepEqual(r.out, ['publish done #1', 'delete done #2']);
+      assert.deepEqual([k.ledger.commits('publish'), k.ledger.commits('delete')], [1, 1]);
+    });
+
+    // A resume whose interrupt id matches no pending interrupt.
+    test('plain: a resume for no pending interrupt is taken as the answer', async () => {
+      const dir = tmp();
+      const ledger = new Ledger(path.join(dir, 'tool.ledger'));
+      const app = compile((_state) => {
+        const answer = interrupt({ call: POST.tool });
+        if (answer) plainCommit(ledger, POST, answer);
+        return { out: ['done'] };
+      }, makeSaver(dir));
+      await app.invoke({ out: [] }, CFG);
+      await app.invoke(new Command({ resume: { 'no-such-interrupt': 'approve' } }), CFG);
+      // Nothing matched, nothing was refused: the map itself became the approval.
+      assert.equal(ledger.commits('publish'), 1, STILL);
+      assert.match(ledger.entries()[0].approval, /no-such-interrupt/, STILL);
+    });
+
+    test('gate: a decision for another call, or no decision, is refused', async () => {
+      const k = new Kernel(tmp());
+      const app = compile(async (_state) => ({ out: [await k.gate().call(POST, ASK)] }),
+        makeSaver(tmp()));
+      let r = await app.invoke({ out: [] }, CFG);
+      const request = requestOf(r);
+      const other = { ...request, call: gate.kernelForm(DELETE) };
+      r = await app.invoke(new Command({ resume: k.approve(other) }), CFG);
+      // Refused by the kernel, with its evidence; the graph asks again.
+      assert.deepEqual(requestOf(r).refused, { rejection: 'approval_mismatch', field: 'call_id' });
+      assert.match(requestOf(r).message, /call_id/);
+      r = await app.invoke(new Command({ resume: { 'no-such-interrupt': 'approve' } }), CFG);
+      assert.equal(requestOf(r).refused.rejection, 'not_a_decision');
+      assert.equal(k.ledger.commits(), 0);
+      // The run still waits on its call; the right approval goes through, once.
+      r = await app.invoke(new Command({ resume: k.approve(request) }), CFG);
+      assert.deepEqual(r.out, ['publish done #1']);
+      assert.equal(k.ledger.commits(), 1);
+    });
+
+    // A consumed resume value delivered again to a later interrupt.
+    test('plain: an approval for one call answers the next interrupt', async () => {
+      const dir = tmp();
+      const ledger = new Ledger(path.join(dir, 'tool.ledger'));
+      const app = compile((_state) => {
+        for (const call of [POST, DELETE]) {
+          if (interrupt({ call: call.tool }) === 'approve') plainCommit(ledger, call, 'approve');
+        }
+        return { out: ['done'] };
+      }, makeSaver(dir));
+      await app.invoke({ out: [] }, CFG);
+      const decisionAboutThePost = new Command({ resume: 'approve' });
+      await app.invoke(decisionAboutThePost, CFG);
+      await app.invoke(decisionAboutThePost, CFG); // delivered again: no one approved the delete
+      assert.equal(ledger.commits('delete'), 1, STILL);
+    });
+
+    test('gate: an approval for one call cannot answer the next', async () => {
+      const k = new Kernel(tmp());
+      const app = compile(async (_state) => {
+        const g = k.gate();
+        return { out: [await g.call(POST, ASK), await g.call(DELETE, ASK)] };
+      }, makeSaver(tmp()));
+      let r = await app.invoke({ out: [] }, CFG);
+      const decisionAboutThePost = new Command({ resume: k.approve(requestOf(r)) });
+      r = await app.invoke(decisionAboutThePost, CFG);
+      assert.equal(requestOf(r).call.call_id, 'call-2');
+      r = await app.invoke(decisionAboutThePost, CFG);
+      // The post's approval, delivered to the delete's interrupt, is refused: it was spent.
+      assert.equal(requestOf(r).call.call_id, 'call-2');
+      assert.equal(requestOf(r).refused.rejection, 'already_applied');
+      assert.deepEqual([k.ledger.commits('publish'), k.ledger.commits('delete')], [1, 0]);
+    });
+
+    // The same interrupt resumed again from an old config, with another value.
+    test('plain: resuming again from an old config commits again', async () => {
+      const dir = tmp();
+      const ledger = new Ledger(path.join(dir, 'tool.ledger'));
+      const app = compile((_state) => {
+        const answer = interrupt({ call: POST.tool });
+        plainCommit(ledger, POST, answer);
+        return { out: [String(answer)] };
+      }, makeSaver(dir));
+      await app.invoke({ out: [] }, CFG);
+      const old = (await app.getState(CFG)).config;
+      await app.invoke(new Command({ resume: 'approve by alice' }), CFG);
+      await app.invoke(new Command({ resume: 'approve by mallory' }), old);
+      assert.equal(ledger.commits('publish'), 2, STILL);
+    });
+
+    test('gate: resuming again from an old config does not commit again', async () => {
+      const k = new Kernel(tmp());
+      const app = compile(async (_state) => ({ out: [await k.gate().call(POST, ASK)] }),
+        makeSaver(tmp()));
+      let r = await app.invoke({ out: [] }, CFG);
+      const old = (await app.getState(CFG)).config;
+      const request = requestOf(r);
+      await app.invoke(new Command({ resume: k.approve(request) }), CFG);
+      r = await app.invoke(new Command({ resume: k.approve(request, { approver: 'mallory' }) }),
+        old);
+      // The call's result is recorded in the run: the node returns it, the tool is not called.
+      assert.deepEqual(r.out, ['publish done #1']);
+      assert.equal(k.ledger.commits(), 1);
+      // The other decision, fed to the kernel directly, is refused with its evidence.
+      await assert.rejects(k.gate().resume(k.approve(request, { approver: 'mallory' }), POST),
+        (e) => e instanceof gate.Refused && e.rejection.verdict === 'already_resumed');
+    });
+
+    // The approval's other bindings: requester, expiry, arguments.
+    test('gate: self-approval, an expired approval and other arguments are refused', async () => {
+      const k = new Kernel(tmp());
+      const app = compile(async (_state) => ({ out: [await k.gate().call(POST, ASK)] }),
+        makeSaver(tmp()));
+      let r = await app.invoke({ out: [] }, CFG);
+      const request = requestOf(r);
+      const otherArgs = { ...request, call: { ...request.call, args: rk.digest({ post: 43 }) } };
+      for (const [decision, kind] of [
+        [k.approve(request, { approver: 'agent' }), 'self_approval'],
+        [k.approve(request, { validFor: -1 }), 'approval_expired'],
+        [k.approve(otherArgs), 'approval_mismatch'],
+      ]) {
+        r = await app.invoke(new Command({ resume: decision }), CFG);
+        assert.equal(requestOf(r).refused.rejection, kind, requestOf(r).message);
+      }
+      assert.equal(k.ledger.commits(), 0);
+      r = await app.invoke(new Command({ resume: k.approve(request) }), CFG);
+      assert.deepEqual(r.out, ['publish done #1']);
+      assert.equal(k.ledger.commits(), 1);
+    });
+
+    test('gate: two calls of one run asked for at once are refused by name', async () => {
+      const k = new Kernel(tmp());
+      const app = new StateGraph(State)
+        .addNode('post', async (_state) => ({ out: [await k.gate().call(POST, ASK)] }))
+        .addNode('delete', async (_state) => ({ out: [await k.gate().call(DELETE, ASK)] }))
+        .addEdge(START, 'post')
+        .addEdge(START, 'delete')
+        .addEdge('post', END)
+        .addEdge('delete', END)
+        .compile({ checkpointer: makeSaver(tmp()) });
+      // One step, two interrupts: the kernel decides one call per suspension. Whichever
+      // branch came first suspended the run; the other is refused, naming both.
+      let refused;
+      await assert.rejects(app.invoke({ out: [] }, CFG), (e) => {
+        refused = e;
+        return e instanceof gate.NotBuilt;
+      });
+      const waiting = k.gate().stored().run.phase.reason.call.call.call_id;
+      const other = waiting === 'call-1' ? 'call-2' : 'call-1';
+      assert.match(refused.message, new RegExp(`approval of ${waiting}, not ${other}`));
+      assert.equal(k.ledger.commits(), 0);
+    });
+
+    test('gate: a denial ends the run and the call is never made', async () => {
+      const k = new Kernel(tmp());
+      const app = compile(async (_state) => ({ out: [await k.gate().call(POST, ASK)] }),
+        makeSaver(tmp()));
+      const r = await app.invoke({ out: [] }, CFG);
+      await assert.rejects(app.invoke(new Command({ resume: k.deny(requestOf(r)) }), CFG),
+        (e) => e instanceof gate.Denied);
+      assert.equal(k.gate().stored().run.phase.phase, 'failed');
+      assert.equal(k.ledger.commits(), 0);
+    });
+  });
+}

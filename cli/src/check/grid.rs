@@ -59,6 +59,7 @@ pub fn flags(config: &Config) -> Vec<String> {
     count("cancels", config.cancels, d.cancels);
     count("reuses", config.reuses, d.reuses);
     count("outsider-moves", config.outsider_moves, d.outsider_moves);
+    count("resource-start", config.resource_start, d.resource_start);
     count("max-attempts", config.max_attempts, d.max_attempts);
     count("suspend-for", config.suspend_for, d.suspend_for);
     count("approval-ttl", config.approval_ttl, d.approval_ttl);
@@ -85,6 +86,7 @@ pub fn flags(config: &Config) -> Vec<String> {
     switch("query-fences", config.query_fences, d.query_fences);
     switch("query-unknown", config.query_unknown, d.query_unknown);
     switch("operator", config.operator, d.operator);
+    switch("batch-verdicts", config.batch_verdicts, d.batch_verdicts);
     if config.program != d.program {
         flags.push(format!("--program={}", config.program.name()));
     }

@@ -27,6 +27,10 @@ impl Class {
     }
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a verdict holds a batch's dispatches inline, as the kernel does"
+)]
 /// A verdict as a log wrote it: in this validator's shapes, or, in a log of older rules, in
 /// the shapes of those rules. Serialised as the verdict itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

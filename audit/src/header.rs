@@ -72,7 +72,8 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Start, Finding> {
         }
     };
     let judging = match rules {
-        Some(RULES_VERSION) => Judging::Strict,
+        // Rules 5 only added to rules 4: a rules-4 log is judged as strictly as one of its own.
+        Some(RULES_VERSION | 4) => Judging::Strict,
         Some(r) if Dialects::of_rules(r).is_empty() => Judging::Not,
         Some(r) => Judging::Lenient(Dialects::of_rules(r)),
         None => Judging::Lenient(Dialects::all()),

@@ -5,7 +5,8 @@
 use crate::history::History;
 use crate::{Record, ToolPolicy, Verdict};
 use resumable_kernel::{
-    ApprovalField, Call, Decision, Event, IdempotencyKey, Name, Prior, Reason, Run, SpecId, Wait,
+    ApprovalField, Batch, Call, CallDecision, Decision, Event, IdempotencyKey, Name, Prior, Reason,
+    Run, SpecId, Verdict as CallVerdict, Wait,
 };
 use std::collections::{HashMap, VecDeque};
 
@@ -98,16 +99,20 @@ pub(super) enum Broken {
     Policy(String),
 }
 
-/// The call an input proposes, if it proposes one, with the prior the runtime stated for it:
-/// the runtime's own words about its tool and its history.
-fn proposed_call(record: &Record) -> Option<(&Call, &Prior)> {
+/// The calls an input proposes (one, or a batch's), with the prior the runtime stated for
+/// each: the runtime's own words about its tools and its history.
+fn proposed_calls(record: &Record) -> Vec<(&Call, &Prior)> {
     match &record.input.event {
-        Event::Dispatch { call, prior, .. } => Some((call, prior)),
+        Event::Dispatch { call, prior, .. } => vec![(call, prior)],
         Event::Suspend {
             wait: Wait::Approval { call, prior, .. },
             ..
-        } => Some((call, prior)),
-        _ => None,
+        } => vec![(call, prior)],
+        Event::Suspend {
+            wait: Wait::Batch { calls },
+            ..
+        } => calls.iter().map(|p| (&p.call, &p.prior)).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -116,9 +121,12 @@ fn proposed_call(record: &Record) -> Option<(&Call, &Prior)> {
 /// index lost a binding (or that claims a fresh key for a spent one) is caught here, on the
 /// line that claims it, whether the kernel accepted the call or not.
 pub(super) fn check_prior(history: &History, record: &Record) -> Result<(), Broken> {
-    let Some((call, claimed)) = proposed_call(record) else {
-        return Ok(());
-    };
+    proposed_calls(record)
+        .into_iter()
+        .try_for_each(|(call, claimed)| check_one_prior(history, call, claimed))
+}
+
+fn check_one_prior(history: &History, call: &Call, claimed: &Prior) -> Result<(), Broken> {
     let known = history.prior(call);
     if *claimed == known {
         return Ok(());
@@ -180,19 +188,18 @@ fn binding(args: Option<resumable_kernel::Digest>) -> String {
 /// a call to a gated tool is never dispatched directly (APR-1: it is dispatched only out of an
 /// approval; a retry after a restart re-dispatches a call already out, not a new one).
 fn check_policy(tools: &ToolTable, record: &Record) -> Result<(), Broken> {
-    let Some((call, _)) = proposed_call(record) else {
-        return Ok(());
-    };
-    let policy = tools.check_call(call).map_err(Broken::Policy)?;
-    if policy.gated && matches!(record.input.event, Event::Dispatch { .. }) {
-        return Err(Broken::Property(
-            SpecId::Apr1,
-            format!(
-                "call {} to tool {}, which the header's policy gates, was dispatched directly, \
-                 without an approval",
-                call.call_id, call.tool
-            ),
-        ));
+    for (call, _) in proposed_calls(record) {
+        let policy = tools.check_call(call).map_err(Broken::Policy)?;
+        if policy.gated && matches!(record.input.event, Event::Dispatch { .. }) {
+            return Err(Broken::Property(
+                SpecId::Apr1,
+                format!(
+                    "call {} to tool {}, which the header's policy gates, was dispatched \
+                     directly, without an approval",
+                    call.call_id, call.tool
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -204,6 +211,11 @@ fn check_res_3(run: &Run, record: &Record) -> Result<(), Broken> {
     };
     let got = r.checkpoint.revision;
     if got == run.revision() {
+        return Ok(());
+    }
+    // BAT-2: a decision on an open batch binds to the checkpoint the batch opened with.
+    let open_batch = run.batch().filter(|b| b.is_open());
+    if matches!(r.decision, Decision::Batch { .. }) && open_batch.is_some_and(|b| b.opened == got) {
         return Ok(());
     }
     let age = if got < run.revision() {
@@ -225,6 +237,9 @@ fn check_res_3(run: &Run, record: &Record) -> Result<(), Broken> {
 /// APR-1: a dispatch out of a pending approval needs an approval bound to that call, its
 /// arguments, its requester and the checkpoint revision.
 fn check_apr_1(run: &Run, record: &Record, claim: &crate::Accepted) -> Result<(), Broken> {
+    if let Some(batch) = run.batch().filter(|b| b.is_open()) {
+        return check_bat_2(batch, record, claim);
+    }
     let Some(d) = &claim.dispatch else {
         return Ok(());
     };
@@ -271,6 +286,70 @@ fn check_apr_1(run: &Run, record: &Record, claim: &crate::Accepted) -> Result<()
         )),
         (None, None) => Ok(()),
     }
+}
+
+/// BAT-2, BAT-3, BAT-5: a dispatch out of an open batch needs a decision of its own, on that
+/// call, that approved it as proposed or edited it: it runs with the proposed arguments or the
+/// approver's, under the call's key; a rejected, responded or denied call never runs.
+fn check_bat_2(batch: &Batch, record: &Record, claim: &crate::Accepted) -> Result<(), Broken> {
+    let now: Vec<CallDecision> = match &record.input.event {
+        Event::Resume(r) => match &r.decision {
+            Decision::Batch { decisions } => decisions.iter().copied().collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    let broken = |id, what: String| Err(Broken::Property(id, what));
+    for d in claim.dispatch.iter().chain(claim.dispatch_more.iter()) {
+        let Some(slot) = batch.slot(&d.call_id) else {
+            return broken(
+                SpecId::Bat2,
+                format!(
+                    "call {} was dispatched out of a batch that does not hold it",
+                    d.call_id
+                ),
+            );
+        };
+        let decided = slot.decided.map(|(decision, _)| decision).or_else(|| {
+            now.iter()
+                .copied()
+                .find(|n| n.approval.call_id == d.call_id)
+        });
+        let args = match decided.map(|decision| decision.verdict) {
+            Some(CallVerdict::Approve) => slot.proposed,
+            Some(CallVerdict::Edit { args }) => args,
+            Some(other) => {
+                return broken(
+                    SpecId::Bat3,
+                    format!(
+                        "call {} was dispatched although its decision was {}",
+                        d.call_id,
+                        other.kind()
+                    ),
+                )
+            }
+            None => {
+                return broken(
+                    SpecId::Bat2,
+                    format!(
+                        "call {} was dispatched without a decision of its own",
+                        d.call_id
+                    ),
+                )
+            }
+        };
+        if d.args != args || d.key != slot.call.call.key {
+            return broken(
+                SpecId::Bat5,
+                format!(
+                    "call {} was dispatched with other arguments or another key than its decision \
+                     allows",
+                    d.call_id
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What of a dispatch out of an approval does not match the call that awaited it: a part of

@@ -223,6 +223,10 @@ impl VerdictR2 {
     }
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a verdict holds a batch's dispatches inline, as the kernel does"
+)]
 /// A verdict read in one dialect.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Read {

@@ -542,7 +542,8 @@ impl Validator {
             for entry in t.effects.histories() {
                 self.history.apply(entry);
             }
-            self.summary.dispatches += u64::from(a.dispatch.is_some());
+            self.summary.dispatches +=
+                u64::from(a.dispatch.is_some()) + a.dispatch_more.len() as u64;
             if let Some(c) = &a.committed {
                 self.summary.commits += 1;
                 self.commits.insert((c.key, c.attempt), c.call_id, line);

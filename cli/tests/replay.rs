@@ -283,6 +283,44 @@ fn replay_writes_an_audit_log_that_validate_accepts_and_a_tampered_copy_that_it_
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Every teaching scenario, written as an audit log by `replay`, is a log `validate` calls
+/// conforming: the validator's whole-log properties hold on every shape the kernel accepts
+/// (batches included), so an honest runtime's log never reads as forged.
+#[test]
+fn every_scenarios_audit_log_validates_as_conforming() {
+    let dir = std::env::temp_dir().join(format!("resumable-audit-all-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/scenarios");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&scenarios).expect("spec/scenarios is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let log = dir.join(format!("{stem}.audit.jsonl"));
+        let out = replay(
+            &[path.to_str().unwrap(), "--audit-log", log.to_str().unwrap()],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(0), "{stem}: {}", stderr(&out));
+        let checked_out = Command::new(env!("CARGO_BIN_EXE_resumable"))
+            .args(["validate", log.to_str().unwrap()])
+            .output()
+            .expect("the binary runs");
+        assert_eq!(
+            checked_out.status.code(),
+            Some(0),
+            "{stem}: {}",
+            stdout(&checked_out)
+        );
+        assert!(stdout(&checked_out).contains(": conforming: "), "{stem}");
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} scenarios found");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A scenario of `n` dispatches and results of fresh calls: long enough to outgrow a pipe.
 fn long_scenario(n: usize) -> Vec<u8> {
     let mut text = format!("{HEADER}\n");

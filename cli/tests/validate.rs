@@ -55,7 +55,7 @@ fn a_conforming_log_with_its_key_and_anchor_exits_0_with_a_summary() {
         format!(
             "{path}: conforming: 9 records (4 accepted, 5 refused); run \
              acme/session-1/run-approval at revision 4, completed; 1 dispatch, 1 commit\n\
-             format 3, rules 4, chain hmac-sha256: every line's MAC verified under key \
+             format 3, rules 5, chain hmac-sha256: every line's MAC verified under key \
              de3490493e18cac4; ends at the anchor (9 records)\n"
         )
     );
@@ -381,16 +381,19 @@ fn a_log_of_an_earlier_release_exits_0_and_says_it_was_written_under_other_rules
 #[test]
 fn a_log_of_rules_this_validator_does_not_judge_exits_3() {
     let log = std::fs::read(example("approval.jsonl")).unwrap();
-    let future = String::from_utf8(log)
-        .unwrap()
-        .replacen("\"rules\":4,", "\"rules\":99,", 1);
+    let future = String::from_utf8(log).unwrap().replacen(
+        &format!("\"rules\":{},", resumable_kernel::RULES_VERSION),
+        "\"rules\":99,",
+        1,
+    );
     let out = validate(&["-"], future.as_bytes());
     assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
-    assert!(stdout(&out).starts_with(
+    assert!(stdout(&out).starts_with(&format!(
         "<stdin>: not judged: 9 records (4 accepted, 5 refused), 0 of them judged; run \
          acme/session-1/run-approval at revision 4\n\
-         line 1: the log was written under rules 99, newer than this validator's rules 4"
-    ));
+         line 1: the log was written under rules 99, newer than this validator's rules {}",
+        resumable_kernel::RULES_VERSION
+    )));
     let out = validate(&["-", "--format", "json"], future.as_bytes());
     assert_eq!(out.status.code(), Some(3));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -112,6 +112,10 @@ pub enum Resolution {
     Abandon,
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "no heap in the kernel: a batch's decisions are held inline"
+)]
 /// The decision a resume carries. Each kind answers one suspension reason.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]

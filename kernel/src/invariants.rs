@@ -84,8 +84,9 @@ pub fn bat_1(run: &Run) -> Result<(), Violation> {
                 SpecId::Bat4,
                 "a batch's call is held while the phase holds another",
             )?,
+            // A batch left undecided ends the run (denied, expired, cancelled).
             SlotState::Awaiting => require(
-                b.is_open(),
+                b.is_open() || run.phase().is_terminal(),
                 SpecId::Bat1,
                 "a call awaits a decision on a batch that left its suspension",
             )?,

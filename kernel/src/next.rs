@@ -9,6 +9,10 @@ use crate::run::{InFlight, Phase, PhaseKind, Reason, ReasonKind, Run};
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "no heap in the kernel: a batch's dispatches are held inline"
+)]
 /// What a run waits on, as its driver must act on it. Each variant names the inputs that can
 /// move the run; any other input is refused by [`crate::step`] with its reason.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -655,6 +655,14 @@ fn every_rejection() -> Vec<Rejection> {
         },
         CancelPending,
         RevisionExhausted,
+        EmptyBatch,
+        DuplicateInBatch { call_id: n },
+        NoDecision,
+        DuplicateDecision { call_id: n },
+        DecisionNotAllowed {
+            decision: VerdictKind::Deny,
+        },
+        EditKeyBound { key: k },
     ]
 }
 

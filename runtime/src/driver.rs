@@ -345,6 +345,10 @@ impl<S: Store, T: Tools> Driver<S, T> {
             consumed,
         } = staged;
         self.config.crash.at(CrashPoint::BeforeCommit);
+        let history: Vec<resumable_kernel::HistoryEntry> = result
+            .as_ref()
+            .map(|t| t.effects.histories().copied().collect())
+            .unwrap_or_default();
         let commit = Commit {
             key: &row.key,
             expect: Expect::of(row),
@@ -355,7 +359,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             pc: after.pc,
             lease: &after.lease,
             consumed,
-            history: result.as_ref().ok().and_then(|t| t.effects.history()),
+            history: &history,
         };
         if self.store.commit(&commit)? == Cas::Conflict {
             return Ok(Fed::Conflict);

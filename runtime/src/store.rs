@@ -291,8 +291,9 @@ pub struct Commit<'a> {
     pub lease: &'a Lease,
     /// The request the step consumed, and the kernel's answer to it.
     pub consumed: Option<Consumed>,
-    /// What the step added to the run's call history (a call bound, a key spent).
-    pub history: Option<&'a HistoryEntry>,
+    /// What the step added to the run's call history (a call bound, a key spent), in order:
+    /// one entry at most, but for a batch of calls, one per call.
+    pub history: &'a [HistoryEntry],
 }
 
 /// A new run: its first row and the header of its log.

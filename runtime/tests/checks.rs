@@ -62,7 +62,7 @@ impl World {
                 request,
                 answer: Answer::Accepted(t.next.revision()),
             }),
-            history: t.effects.history(),
+            history: &t.effects.histories().copied().collect::<Vec<_>>(),
         };
         assert_eq!(self.store.commit(&commit).unwrap(), Cas::Done);
     }

@@ -55,7 +55,10 @@ fn feed(store: &mut SqliteStore, key: &RunKey, event: Event, at: u64) -> (bool, 
             pc: row.pc,
             lease: &Lease::default(),
             consumed: None,
-            history: result.as_ref().ok().and_then(|t| t.effects.history()),
+            history: &result
+                .as_ref()
+                .map(|t| t.effects.histories().copied().collect::<Vec<_>>())
+                .unwrap_or_default(),
         })
         .unwrap();
     assert_eq!(cas, Cas::Done);

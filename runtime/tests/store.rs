@@ -77,7 +77,7 @@ struct Step {
     /// The kernel's answer, as a request that carried the input is answered.
     answer: Answer,
     /// What the step adds to the run's call history.
-    history: Option<HistoryEntry>,
+    history: Vec<HistoryEntry>,
     line: Vec<u8>,
     tail: Tail,
 }
@@ -94,7 +94,7 @@ impl Step {
             pc: self.row.pc + u32::from(self.accepted),
             lease,
             consumed,
-            history: self.history.as_ref(),
+            history: &self.history,
         }
     }
 }
@@ -131,7 +131,9 @@ fn decide(store: &mut dyn Store, key: &RunKey, mut event: Event) -> Step {
         checkpoint,
         accepted: result.is_ok(),
         answer,
-        history: result.ok().and_then(|t| t.effects.history().copied()),
+        history: result
+            .map(|t| t.effects.histories().copied().collect())
+            .unwrap_or_default(),
         line,
         tail,
     }
@@ -528,7 +530,7 @@ fn a_runs_call_history_lands_with_its_commits_and_answers_each_prior(open: Open<
     );
     // A binding whose commit is lost writes no history.
     let dispatch = program_step(a.as_mut(), &key);
-    assert_eq!(dispatch.history, Some(HistoryEntry::bound(&call)));
+    assert_eq!(dispatch.history, vec![HistoryEntry::bound(&call)]);
     let lease = Lease::default();
     let stale = Commit {
         expect: Expect {
@@ -574,7 +576,7 @@ fn a_runs_call_history_lands_with_its_commits_and_answers_each_prior(open: Open<
             result: Digest::of(b"charged"),
         },
     );
-    assert_eq!(result.history, Some(HistoryEntry::settled(&call.key)));
+    assert_eq!(result.history, vec![HistoryEntry::settled(&call.key)]);
     assert_eq!(b.commit(&result.commit(&lease, None)).unwrap(), Cas::Done);
     let spent = b.prior(&key, &same_key).unwrap().key.unwrap();
     assert_eq!((spent.args, spent.committed), (call.args, true));
@@ -601,7 +603,7 @@ fn a_runs_call_history_lands_with_its_commits_and_answers_each_prior(open: Open<
         key: Fingerprint::key(&unknown),
     };
     let commit = Commit {
-        history: Some(&settled),
+        history: &[settled],
         ..step.commit(&lease, None)
     };
     assert_eq!(a.commit(&commit).unwrap(), Cas::Done);

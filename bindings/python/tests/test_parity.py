@@ -52,7 +52,7 @@ class Driver:
     def __init__(self, header: dict[str, Any]) -> None:
         spec = header["run"]
         identity = {k: spec[k] for k in ("tenant", "session", "run", "definition")}
-        policy = {k: spec[k] for k in ("operator", "reconcile_window")}
+        policy = {k: spec[k] for k in ("operator", "reconcile_window", "allowed") if k in spec}
         self.run = rk.new_run(identity, policy, spec["created_at"])
         self.history = rk.History()
         self.emitted: list[dict[str, Any]] = []
@@ -79,6 +79,9 @@ class Driver:
             decision = written["decision"]
             if decision["decision"] in ("approve", "deny"):
                 decision.setdefault("revision", cp["revision"])
+            elif decision["decision"] == "batch":
+                for d in decision["decisions"]:
+                    d["approval"].setdefault("revision", cp["revision"])
             facts = written.get("facts", {})
             written["facts"] = {
                 "resource_version": facts.get("resource_version", cp["resource_version"]),
@@ -92,6 +95,9 @@ class Driver:
             call_holder = written["wait"]
         if call_holder is not None and "prior" not in call_holder:
             call_holder["prior"] = self.history.prior(call_holder["call"])
+        if written["kind"] == "suspend" and written["wait"]["wait"] == "batch":
+            for proposal in written["wait"]["calls"]:
+                proposal.setdefault("prior", self.history.prior(proposal["call"]))
         return written
 
     def step(self, line: dict[str, Any]) -> tuple[dict[str, Any], rk.Verdict]:

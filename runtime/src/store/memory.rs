@@ -120,7 +120,7 @@ impl Store for MemoryStore {
         row.pc = c.pc;
         row.lease = c.lease.clone();
         stored.log.push(c.line.to_vec());
-        if let Some(entry) = c.history {
+        for entry in c.history {
             stored.history.apply(entry);
         }
         Ok(Cas::Done)

@@ -258,7 +258,7 @@ impl<C: Connection> Store for SqlStore<C> {
             Value::Int(int("expected log position", c.expect.seq)?),
         ];
         let line = [Value::Text(&c.key.0), Value::Int(seq), Value::Bytes(c.line)];
-        let history: Vec<HistoryRow> = c.history.map(history_rows).unwrap_or_default();
+        let history: Vec<HistoryRow> = c.history.iter().flat_map(history_rows).collect();
         let answered = match c.consumed {
             Some(consumed) => Some((
                 to_json(&consumed.answer)?,

@@ -1,0 +1,603 @@
+//! Batches of calls (spec 5.5): BAT-1 to BAT-5 and POL-1, rule by rule.
+
+mod common;
+
+use common::*;
+use resumable_kernel::*;
+
+fn proposal(c: Call) -> Proposal {
+    Proposal {
+        call: c,
+        requester: REQUESTER,
+        prior: Prior::NONE,
+    }
+}
+
+fn suspend_batch(calls: &[Proposal]) -> Event {
+    Event::Suspend {
+        wait: Wait::Batch {
+            calls: Proposals::of(calls).expect("at most eight"),
+        },
+        expires_at: Time(50),
+        responsible: APPROVER,
+        resource_version: 1,
+    }
+}
+
+fn two() -> (Call, Call) {
+    (
+        call("call-a", "publish", "idem-a"),
+        with_contract(call("call-b", "email", "idem-b"), false, true, 3),
+    )
+}
+
+/// A run suspended for a batch of `calls`, with the batch's checkpoint.
+fn batch_of(calls: &[Call]) -> (Run, Checkpoint) {
+    let proposals: Vec<Proposal> = calls.iter().copied().map(proposal).collect();
+    let (run, fx) = accept(&new_run("run-batch"), at(1, suspend_batch(&proposals)));
+    (
+        run,
+        *fx.checkpoint()
+            .expect("a batch suspension persists its checkpoint"),
+    )
+}
+
+fn decide(cp: &Checkpoint, c: &Call, verdict: Verdict) -> CallDecision {
+    CallDecision {
+        approval: approval(cp, c),
+        verdict,
+    }
+}
+
+fn decisions(cp: Checkpoint, ds: &[CallDecision]) -> Event {
+    resume(
+        cp,
+        Decision::Batch {
+            decisions: Decisions::of(ds).expect("at most eight"),
+        },
+    )
+}
+
+fn state(run: &Run, c: &Call) -> SlotState {
+    run.batch()
+        .and_then(|b| b.slot(&c.call_id))
+        .map(|s| s.state)
+        .expect("the call is in the batch")
+}
+
+#[test]
+fn bat_1_a_batch_binds_each_call_and_persists_one_checkpoint_with_the_listing() {
+    let (a, b) = two();
+    let (run, fx) = accept(
+        &new_run("run-batch"),
+        at(1, suspend_batch(&[proposal(a), proposal(b)])),
+    );
+    assert_eq!(
+        run.suspension().map(|s| s.reason),
+        Some(Reason::PendingBatch)
+    );
+    let bound: Vec<HistoryEntry> = fx.histories().copied().collect();
+    assert_eq!(bound, [HistoryEntry::bound(&a), HistoryEntry::bound(&b)]);
+    let cp = fx.checkpoint().unwrap();
+    assert_eq!(cp.revision, Revision(1));
+    assert_eq!(
+        cp.batch,
+        Some(checkpoint::batch_digest(run.batch().unwrap()))
+    );
+    assert_eq!((cp.pending, cp.requester), (None, None));
+    assert!(cp.verify().is_ok());
+}
+
+#[test]
+fn bat_1_empty_duplicate_and_self_requested_batches_are_refused() {
+    let run = new_run("run-batch");
+    let (a, b) = two();
+    assert_eq!(
+        reject(&run, at(1, suspend_batch(&[]))),
+        Rejection::EmptyBatch
+    );
+    let same_key = Call {
+        call_id: Name::lit("call-a2"),
+        ..a
+    };
+    assert_eq!(
+        reject(
+            &run,
+            at(1, suspend_batch(&[proposal(a), proposal(same_key)]))
+        ),
+        Rejection::DuplicateInBatch {
+            call_id: same_key.call_id
+        }
+    );
+    let own = Proposal {
+        requester: APPROVER,
+        ..proposal(b)
+    };
+    assert_eq!(
+        reject(&run, at(1, suspend_batch(&[proposal(a), own]))),
+        Rejection::SelfApproval { party: APPROVER }
+    );
+    let reused = Proposal {
+        prior: Prior {
+            call_id_used: true,
+            key: None,
+        },
+        ..proposal(b)
+    };
+    assert_eq!(
+        reject(&run, at(1, suspend_batch(&[proposal(a), reused]))),
+        Rejection::CallIdReused { call_id: b.call_id }
+    );
+}
+
+#[test]
+fn bat_2_decisions_arrive_one_at_a_time_on_the_same_checkpoint_and_duplicates_get_res_2() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let first = decide(&cp, &a, Verdict::Approve);
+    let (run, fx) = accept(&run, at(2, decisions(cp, &[first])));
+    // Still waiting on call-b, and the checkpoint handed out is the same one.
+    assert_eq!(fx.checkpoint(), Some(&cp));
+    assert_eq!(fx.dispatch(), None);
+    assert_eq!(state(&run, &a), SlotState::Approved);
+    assert_eq!(
+        reject(&run, at(3, decisions(cp, &[first]))),
+        Rejection::AlreadyApplied {
+            from: Revision(1),
+            to: Revision(2)
+        }
+    );
+    let other = decide(
+        &cp,
+        &a,
+        Verdict::Reject {
+            reason: Digest::of(b"no"),
+        },
+    );
+    assert_eq!(
+        reject(&run, at(3, decisions(cp, &[other]))),
+        Rejection::AlreadyResumed {
+            from: Revision(1),
+            to: Revision(2)
+        }
+    );
+    // A decision bound to any other revision binds to nothing.
+    let mut stale = decide(&cp, &b, Verdict::Approve);
+    stale.approval.revision = Revision(2);
+    assert_eq!(
+        reject(&run, at(3, decisions(cp, &[stale]))),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::Revision
+        }
+    );
+    let (run, fx) = accept(
+        &run,
+        at(4, decisions(cp, &[decide(&cp, &b, Verdict::Approve)])),
+    );
+    let sent: Vec<Name> = fx.dispatches().map(|d| d.call_id).collect();
+    assert_eq!(sent, [a.call_id, b.call_id]);
+    assert_eq!(run.phase(), &Phase::Running { in_flight: None });
+    assert_eq!(run.batch().unwrap().closed, Some(Revision(3)));
+}
+
+#[test]
+fn bat_2_a_decision_names_a_call_of_the_batch_once_and_binds_to_its_arguments() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    assert_eq!(
+        reject(&run, at(2, decisions(cp, &[]))),
+        Rejection::NoDecision
+    );
+    let twice = [
+        decide(&cp, &a, Verdict::Approve),
+        decide(&cp, &a, Verdict::Deny),
+    ];
+    assert_eq!(
+        reject(&run, at(2, decisions(cp, &twice))),
+        Rejection::DuplicateDecision { call_id: a.call_id }
+    );
+    let stranger = call("call-z", "publish", "idem-z");
+    assert_eq!(
+        reject(
+            &run,
+            at(
+                2,
+                decisions(cp, &[decide(&cp, &stranger, Verdict::Approve)])
+            )
+        ),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::CallId
+        }
+    );
+    let mut wrong_args = decide(&cp, &a, Verdict::Approve);
+    wrong_args.approval.args = b.args;
+    assert_eq!(
+        reject(&run, at(2, decisions(cp, &[wrong_args]))),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::Args
+        }
+    );
+    let mut own = decide(&cp, &a, Verdict::Approve);
+    own.approval.approver = Name::lit("mallory");
+    assert_eq!(
+        reject(&run, at(2, decisions(cp, &[own]))),
+        Rejection::Unauthorised {
+            expected: APPROVER,
+            got: Name::lit("mallory")
+        }
+    );
+}
+
+#[test]
+fn bat_3_rejected_and_responded_calls_never_run_and_their_outcomes_are_kept() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let reason = Digest::of(b"not this one");
+    let answer = Digest::of(b"Tuesday");
+    let both = [
+        decide(&cp, &a, Verdict::Reject { reason }),
+        decide(&cp, &b, Verdict::Respond { result: answer }),
+    ];
+    // The default tool contract does not allow respond: only an ask-the-user tool does.
+    assert_eq!(
+        reject(&run, at(2, decisions(cp, &both))),
+        Rejection::DecisionNotAllowed {
+            decision: VerdictKind::Respond
+        }
+    );
+    let ask = Call {
+        contract: ToolContract {
+            allowed: Allowed::ALL,
+            ..b.contract
+        },
+        ..b
+    };
+    let (run, cp) = batch_of(&[a, ask]);
+    let both = [
+        decide(&cp, &a, Verdict::Reject { reason }),
+        decide(&cp, &ask, Verdict::Respond { result: answer }),
+    ];
+    let (run, fx) = accept(&run, at(2, decisions(cp, &both)));
+    assert_eq!(fx.dispatch(), None);
+    assert_eq!(run.next(), Next::Agent);
+    assert_eq!(state(&run, &a), SlotState::Rejected { reason });
+    assert_eq!(state(&run, &ask), SlotState::Responded { result: answer });
+    assert_eq!(run.last_call().map(|c| c.result), Some(answer));
+    let spent: Vec<HistoryEntry> = fx.histories().copied().collect();
+    assert_eq!(spent, [HistoryEntry::settled(&ask.key)]);
+}
+
+#[test]
+fn bat_3_a_denial_fails_the_run_at_once_and_an_open_batch_that_expires_runs_nothing() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let (approved, _) = accept(
+        &run,
+        at(2, decisions(cp, &[decide(&cp, &a, Verdict::Approve)])),
+    );
+    let (denied, fx) = accept(
+        &approved,
+        at(3, decisions(cp, &[decide(&cp, &b, Verdict::Deny)])),
+    );
+    assert_eq!(fx.dispatch(), None);
+    assert_eq!(
+        denied.phase(),
+        &Phase::Failed(FailCause::Denied { call_id: b.call_id })
+    );
+    let (expired, fx) = accept(&approved, at(51, Event::Expire));
+    assert_eq!(fx.dispatch(), None);
+    assert_eq!(
+        expired.phase(),
+        &Phase::Failed(FailCause::Expired { unresolved: None })
+    );
+    // A late decision learns the batch was resumed by another input.
+    assert_eq!(
+        reject(
+            &expired,
+            at(52, decisions(cp, &[decide(&cp, &b, Verdict::Approve)]))
+        ),
+        Rejection::AlreadyResumed {
+            from: Revision(1),
+            to: Revision(3)
+        }
+    );
+}
+
+#[test]
+fn bat_3_the_decision_that_resumes_the_batch_rechecks_the_present() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let both = [
+        decide(&cp, &a, Verdict::Approve),
+        decide(&cp, &b, Verdict::Approve),
+    ];
+    let moved = resume_at_version(
+        cp,
+        Decision::Batch {
+            decisions: Decisions::of(&both).unwrap(),
+        },
+        2,
+    );
+    assert_eq!(
+        reject(&run, at(2, moved)),
+        Rejection::ResourceChanged {
+            checkpoint: 1,
+            current: 2
+        }
+    );
+}
+
+#[test]
+fn bat_5_an_edited_call_runs_with_the_approvers_arguments_under_a_fresh_key_only() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let edited = Digest::of(b"shorter");
+    let ds = [
+        decide(&cp, &a, Verdict::Edit { args: edited }),
+        decide(&cp, &b, Verdict::Approve),
+    ];
+    let (run, fx) = accept(&run, at(2, decisions(cp, &ds)));
+    let sent = fx.dispatch().unwrap();
+    assert_eq!(
+        (sent.call_id, sent.args, sent.key),
+        (a.call_id, edited, a.key)
+    );
+    let rebound = Call { args: edited, ..a };
+    assert_eq!(fx.history(), Some(&HistoryEntry::bound(&rebound)));
+    assert_eq!(
+        run.batch()
+            .unwrap()
+            .slot(&a.call_id)
+            .unwrap()
+            .call
+            .key_digest,
+        checkpoint::key_digest(&a.key, &edited)
+    );
+    // A key an earlier call bound cannot be rebound by an edit.
+    let known = Proposal {
+        prior: Prior {
+            call_id_used: false,
+            key: Some(KeyUse {
+                args: a.args,
+                committed: false,
+            }),
+        },
+        ..proposal(a)
+    };
+    let (run, fx) = accept(&new_run("run-batch"), at(1, suspend_batch(&[known])));
+    let cp = *fx.checkpoint().unwrap();
+    assert_eq!(
+        reject(
+            &run,
+            at(
+                2,
+                decisions(cp, &[decide(&cp, &a, Verdict::Edit { args: edited })])
+            )
+        ),
+        Rejection::EditKeyBound { key: a.key }
+    );
+}
+
+#[test]
+fn bat_4_results_arrive_in_any_order_and_the_run_waits_for_all() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let both = [
+        decide(&cp, &a, Verdict::Approve),
+        decide(&cp, &b, Verdict::Approve),
+    ];
+    let (run, _) = accept(&run, at(2, decisions(cp, &both)));
+    assert!(matches!(run.next(), Next::Results { dispatches } if dispatches.len() == 2));
+    assert_eq!(
+        reject(
+            &run,
+            at(
+                3,
+                Event::Complete {
+                    result: Digest::of(b"done")
+                }
+            )
+        ),
+        Rejection::DispatchInFlight { call_id: a.call_id }
+    );
+    let result = |c: &Call, attempt| Event::ToolResult {
+        call_id: c.call_id,
+        attempt,
+        result: Digest::of(c.tool.as_str().as_bytes()),
+    };
+    assert!(matches!(
+        reject(&run, at(3, result(&b, 1))),
+        Rejection::ResultMismatch { .. }
+    ));
+    let (run, fx) = accept(&run, at(3, result(&b, 0)));
+    assert_eq!(fx.history(), Some(&HistoryEntry::settled(&b.key)));
+    let (run, _) = accept(&run, at(4, result(&a, 0)));
+    assert_eq!(run.next(), Next::Agent);
+    assert!(matches!(state(&run, &a), SlotState::Committed { .. }));
+    assert!(matches!(state(&run, &b), SlotState::Committed { .. }));
+}
+
+#[test]
+fn bat_4_a_restart_makes_each_call_unknown_and_each_is_reconciled_in_turn() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let both = [
+        decide(&cp, &a, Verdict::Approve),
+        decide(&cp, &b, Verdict::Approve),
+    ];
+    let (run, _) = accept(&run, at(2, decisions(cp, &both)));
+    let (run, fx) = accept(&run, at(3, Event::Recover));
+    assert_eq!(fx.query().map(|q| q.call_id), Some(a.call_id));
+    assert_eq!(state(&run, &a), SlotState::Held);
+    assert!(matches!(state(&run, &b), SlotState::Unknown { .. }));
+    let cp = *fx.checkpoint().unwrap();
+    let committed = Decision::Reconcile(QueryAnswer::Committed {
+        result: Digest::of(b"posted"),
+    });
+    let (run, fx) = accept(&run, at(4, resume(cp, committed)));
+    assert!(matches!(state(&run, &a), SlotState::Committed { .. }));
+    assert_eq!(fx.query().map(|q| q.call_id), Some(b.call_id));
+    let cp = *fx.checkpoint().unwrap();
+    // call-b's query fences: a fresh attempt is dispatched, and its answer settles it.
+    let (run, fx) = accept(
+        &run,
+        at(
+            5,
+            resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)),
+        ),
+    );
+    assert_eq!(
+        fx.dispatch().map(|d| (d.call_id, d.attempt)),
+        Some((b.call_id, 1))
+    );
+    let (run, _) = accept(
+        &run,
+        at(
+            6,
+            Event::ToolResult {
+                call_id: b.call_id,
+                attempt: 1,
+                result: Digest::of(b"sent"),
+            },
+        ),
+    );
+    assert_eq!(run.next(), Next::Agent);
+    assert!(matches!(state(&run, &b), SlotState::Committed { .. }));
+}
+
+#[test]
+fn bat_4_a_cancel_while_calls_are_in_flight_waits_for_every_one_to_be_settled() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let both = [
+        decide(&cp, &a, Verdict::Approve),
+        decide(&cp, &b, Verdict::Approve),
+    ];
+    let (run, _) = accept(&run, at(2, decisions(cp, &both)));
+    let (run, fx) = accept(&run, at(3, Event::Cancel { by: CANCELLER }));
+    assert_eq!(
+        run.suspension().unwrap().reason.cancelled_by(),
+        Some(CANCELLER)
+    );
+    let cp = *fx.checkpoint().unwrap();
+    let done = Decision::Reconcile(QueryAnswer::Committed {
+        result: Digest::of(b"posted"),
+    });
+    let (run, fx) = accept(&run, at(4, resume(cp, done)));
+    // call-b still unsettled: the cancel is carried to its reconciliation.
+    assert_eq!(
+        run.suspension().unwrap().reason.cancelled_by(),
+        Some(CANCELLER)
+    );
+    let cp = *fx.checkpoint().unwrap();
+    let (run, _) = accept(
+        &run,
+        at(
+            5,
+            resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)),
+        ),
+    );
+    assert_eq!(
+        run.phase(),
+        &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
+    );
+    assert_eq!(state(&run, &b), SlotState::Dropped);
+}
+
+#[test]
+fn pol_1_a_policy_without_deny_refuses_denials_and_the_seed_default_allows_them() {
+    let c = publish();
+    let mut run = new_run("run-policy");
+    let no_deny = Policy {
+        allowed: Allowed::of(&[VerdictKind::Approve, VerdictKind::Reject]),
+        ..*run.policy()
+    };
+    run = Run::new(*run.identity(), no_deny, Time(0)).unwrap();
+    let (run, fx) = accept(&run, at(1, suspend_for_approval(c, 50)));
+    let cp = *fx.checkpoint().unwrap();
+    assert_eq!(
+        reject(&run, at(2, resume(cp, Decision::Deny(approval(&cp, &c))))),
+        Rejection::DecisionNotAllowed {
+            decision: VerdictKind::Deny
+        }
+    );
+    let (seed_like, cp) = pending(c);
+    let (denied, _) = accept(
+        &seed_like,
+        at(2, resume(cp, Decision::Deny(approval(&cp, &c)))),
+    );
+    assert_eq!(
+        denied.phase(),
+        &Phase::Failed(FailCause::Denied { call_id: c.call_id })
+    );
+}
+
+#[test]
+fn a_batch_of_one_with_the_default_policy_gives_the_single_approvals_verdicts() {
+    let c = publish();
+    let (single, cp) = pending(c);
+    let (batch, bcp) = batch_of(&[c]);
+    let (s, sfx) = accept(
+        &single,
+        at(2, resume(cp, Decision::Approve(approval(&cp, &c)))),
+    );
+    let (b, bfx) = accept(
+        &batch,
+        at(2, decisions(bcp, &[decide(&bcp, &c, Verdict::Approve)])),
+    );
+    let sent = |d: Option<&Dispatch>| d.map(|d| (d.call_id, d.tool, d.args, d.key, d.attempt));
+    assert_eq!(sent(sfx.dispatch()), sent(bfx.dispatch()));
+    assert_eq!(s.phase().kind(), b.phase().kind());
+    let (s, _) = accept(
+        &single,
+        at(2, resume(cp, Decision::Deny(approval(&cp, &c)))),
+    );
+    let (b, _) = accept(
+        &batch,
+        at(2, decisions(bcp, &[decide(&bcp, &c, Verdict::Deny)])),
+    );
+    assert_eq!(s.phase(), b.phase());
+}
+
+#[test]
+fn a_dispatch_records_the_resource_version_the_agent_observed() {
+    let c = with_contract(publish(), false, true, 3);
+    let run = new_run("run-version");
+    let dispatch = Event::Dispatch {
+        call: c,
+        prior: Prior::NONE,
+        resource_version: Some(7),
+    };
+    let (run, _) = accept(&run, at(1, dispatch));
+    assert_eq!(run.resource_version(), 7);
+    let (run, fx) = accept(&run, at(2, Event::Recover));
+    let cp = *fx.checkpoint().unwrap();
+    assert_eq!(cp.resource_version, 7);
+    // The resource has not moved since the agent saw it: the fenced retry goes ahead.
+    let (_, fx) = accept(
+        &run,
+        at(
+            3,
+            resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)),
+        ),
+    );
+    assert_eq!(fx.dispatch().map(|d| d.attempt), Some(1));
+}
+
+#[test]
+fn a_run_holding_a_batch_reads_back_and_one_without_writes_no_new_field() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let (run, _) = accept(
+        &run,
+        at(2, decisions(cp, &[decide(&cp, &a, Verdict::Approve)])),
+    );
+    let json = serde_json::to_string(&run).unwrap();
+    let back: Run = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, run);
+    let plain = serde_json::to_value(new_run("run-plain")).unwrap();
+    assert!(plain.get("batch").is_none());
+    assert!(plain["policy"].get("allowed").is_none());
+    let contract = serde_json::to_value(publish().contract).unwrap();
+    assert!(contract.get("allowed").is_none());
+}

@@ -71,7 +71,7 @@ pub use pair::{Compared, Pair, PairRun, Refusal};
 pub use session::{Row, Session};
 pub use tally::{agreed_rejections, Agreed, Tally};
 
-use resumable_kernel::{Effects, Identity, Input, Policy, Rejection, ResumeReceipt};
+use resumable_kernel::{Batch, Effects, Identity, Input, Policy, Rejection, ResumeReceipt};
 use resumable_model::reference::Reference;
 use resumable_model::{Kernel, Lifecycle, Snapshot};
 use std::fmt;
@@ -91,6 +91,9 @@ pub struct Observation {
     pub resource_version: u64,
     /// The receipt of the last accepted resume (spec RES-2).
     pub last_resume: Option<ResumeReceipt>,
+    /// The run's last batch of calls, slot by slot (spec 5.5): the decision each call
+    /// received and where it stands.
+    pub batch: Option<Batch>,
 }
 
 /// A lifecycle whose runs can be mapped into the common vocabulary of [`Observation`].
@@ -107,6 +110,7 @@ impl Observable for Kernel {
             policy: *run.policy(),
             resource_version: run.resource_version(),
             last_resume: run.last_resume().copied(),
+            batch: run.batch().copied(),
         }
     }
 }
@@ -119,6 +123,7 @@ impl Observable for Reference {
             policy: run.policy,
             resource_version: run.resource_version,
             last_resume: run.last_resume,
+            batch: run.batch,
         }
     }
 }

@@ -249,18 +249,7 @@ fn every_scenario_is_linked_from_a_section_of_the_lifecycle_and_every_link_exist
 #[test]
 fn every_scenario_goes_through_kernel_and_reference_in_lockstep() {
     use resumable_conformance::lockstep::{kernel_and_reference, Session};
-    // The reference machine does not implement batches (spec 5.5) yet: their scenarios are
-    // replayed and snapshot-tested through the kernel alone until it does.
-    const NOT_YET_IN_THE_REFERENCE: &[&str] = &[
-        "batch-cancel",
-        "batch-crash",
-        "batch-decisions",
-        "batch-policy",
-    ];
     for (stem, parsed, replayed) in scenarios() {
-        if NOT_YET_IN_THE_REFERENCE.contains(&stem.as_str()) {
-            continue;
-        }
         let created = parsed.header.run.create().expect("a valid policy");
         let mut session = Session::new(
             kernel_and_reference(),

@@ -414,6 +414,12 @@ impl Config {
                 query_unknown: false,
                 ..direct(true, false)
             },
+            // The world does not propose batches yet: no configuration exposes these, which
+            // is why they are not in `Variant::ALL` (see `Variant::BATCH`).
+            Variant::BatchDecisionWrongCall
+            | Variant::BatchOneApprovalForAll
+            | Variant::RejectedDispatched
+            | Variant::EditIgnored => base,
             Variant::LastCallOnlyKeyCheck => Config {
                 program: Program::ThreeCalls,
                 reuses: 1,

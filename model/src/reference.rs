@@ -27,6 +27,7 @@
 //! `guards` (the checks several inputs share, each citing its ID) and `moves` (the transition
 //! and its effects, spec 4 and 6).
 
+mod batch;
 mod events;
 mod guards;
 mod moves;
@@ -34,10 +35,11 @@ mod resume;
 
 use crate::variant::Variant;
 use crate::{Lifecycle, Snapshot};
+use resumable_kernel::checkpoint::batch_digest;
 use resumable_kernel::{
-    BoundCall, CallOutcome, Checkpoint, Digest, Effects, FailCause, Identity, InFlight, Input,
-    Intent, PendingCall, Phase, Policy, PolicyError, Reason, Rejection, ResumeReceipt, Revision,
-    Suspension, Time, SCHEMA_VERSION,
+    Batch, BoundCall, CallOutcome, Checkpoint, Digest, Effects, FailCause, Identity, InFlight,
+    Input, Intent, PendingCall, Phase, Policy, PolicyError, Reason, Rejection, ResumeReceipt,
+    Revision, SlotState, Suspension, Time, SCHEMA_VERSION,
 };
 
 /// The reference machine, or one of its broken variants.
@@ -97,6 +99,10 @@ pub struct RefRun {
     pub last_call: Option<RecordedCall>,
     /// The decision that won the last resume (RES-2).
     pub last_resume: Option<ResumeReceipt>,
+    /// The run's last batch of calls, from the suspension that opens it until the next one
+    /// opens (spec 5.5, BAT-1). Held in the kernel's vocabulary, which is how lockstep
+    /// compares it; every rule that changes it is the reference's own.
+    pub batch: Option<Batch>,
 }
 
 impl RefRun {
@@ -111,7 +117,41 @@ impl RefRun {
             status: Status::Running,
             last_call: None,
             last_resume: None,
+            batch: None,
         }
+    }
+
+    /// The batch, while it awaits decisions (the run is suspended for it).
+    pub fn open_batch(&self) -> Option<&Batch> {
+        match (&self.status, &self.batch) {
+            (Status::Suspended(s), Some(b)) if s.reason == Reason::PendingBatch && b.is_open() => {
+                Some(b)
+            }
+            _ => None,
+        }
+    }
+
+    /// The first call of the batch in flight together with others, as the run's phase would
+    /// name it (BAT-4): the run is running, but not idle.
+    pub fn batch_in_flight(&self) -> Option<InFlight> {
+        if self.status != Status::Running {
+            return None;
+        }
+        self.batch
+            .as_ref()?
+            .slots
+            .iter()
+            .find_map(|s| match s.state {
+                SlotState::InFlight {
+                    attempt,
+                    dispatches,
+                } => Some(InFlight {
+                    call: s.call,
+                    attempt,
+                    dispatches,
+                }),
+                _ => None,
+            })
     }
 
     /// The run's status as the kernel's phase vocabulary names it.
@@ -167,14 +207,18 @@ impl RefRun {
             ),
             Reason::ExternalCallback { callback } => (Intent::Continue, None, Some(callback), None),
             Reason::ResourceWait { resource } => (Intent::Continue, None, Some(resource), None),
-            // Batches (spec 5.5) are not yet part of the reference machine.
+            // A batch's calls are dispatched once every one is decided; its checkpoint names
+            // none of them but carries the digest of them all (spec 5.5).
             Reason::PendingBatch => (Intent::Dispatch, None, None, None),
         };
+        // While a batch awaits decisions, every checkpoint is the one it opened with: its
+        // revision and resource version, and the digest of its calls as proposed (BAT-2).
+        let open = self.open_batch();
         Some(Checkpoint {
             schema_version: SCHEMA_VERSION,
             identity: self.identity,
-            revision: self.revision,
-            resource_version: self.resource_version,
+            revision: open.map_or(self.revision, |b| b.opened),
+            resource_version: open.map_or(self.resource_version, |b| b.resource_version),
             reason: s.reason.kind(),
             next_intent,
             pending: call.map(|(c, attempt)| PendingCall {
@@ -189,7 +233,7 @@ impl RefRun {
             expires_at: s.expires_at,
             responsible: s.responsible,
             created_at: s.since,
-            batch: None,
+            batch: open.map(batch_digest),
             cancel_requested_by: match s.reason {
                 Reason::OutcomeUnknown { cancelled_by, .. }
                 | Reason::ManualIntervention { cancelled_by, .. } => cancelled_by,

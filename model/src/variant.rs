@@ -120,6 +120,23 @@ pub enum Variant {
     /// the new suspension keeps the old, passed deadline, so it expires before it began. A
     /// runtime gets here by changing the suspension's reason in place.
     EscalationKeepsDeadline,
+    /// BAT-2 broken: a decision on one call of a batch is recorded on the call after it (the
+    /// last one's on the first), so a call runs, or is rejected, by a decision that named
+    /// another. A runtime gets here by matching decisions to calls by position in a list that
+    /// the approver's interface ordered differently.
+    BatchDecisionWrongCall,
+    /// BAT-2 broken: one approval decides every call of the batch still undecided, so calls
+    /// the approver never looked at run. A runtime gets here by keeping one "approved" flag
+    /// for the whole interruption.
+    BatchOneApprovalForAll,
+    /// BAT-3 broken: a rejected call is dispatched with the approved ones when the batch
+    /// resumes. A runtime gets here by dispatching every call of the turn and only filtering
+    /// out denials.
+    RejectedDispatched,
+    /// BAT-5 broken: an edited call is dispatched with the arguments the agent proposed, not
+    /// the approver's. A runtime gets here by recording the edit for the record but
+    /// dispatching the call object it already held.
+    EditIgnored,
 }
 
 impl Variant {
@@ -152,6 +169,16 @@ impl Variant {
         Variant::EscalationKeepsDeadline,
     ];
 
+    /// The variants that break the rules of batches (spec 5.5). They are not yet in
+    /// [`Variant::ALL`], every member of which some configuration of the world exposes: they
+    /// join it once the world proposes batches.
+    pub const BATCH: [Variant; 4] = [
+        Variant::BatchDecisionWrongCall,
+        Variant::BatchOneApprovalForAll,
+        Variant::RejectedDispatched,
+        Variant::EditIgnored,
+    ];
+
     /// The variant's kebab-case name, as `check --variant` takes it.
     pub const fn name(self) -> &'static str {
         match self {
@@ -180,12 +207,18 @@ impl Variant {
             Variant::LateResultRecorded => "late-result-recorded",
             Variant::ResumeRecordFromCheckpoint => "resume-record-from-checkpoint",
             Variant::EscalationKeepsDeadline => "escalation-keeps-deadline",
+            Variant::BatchDecisionWrongCall => "batch-decision-wrong-call",
+            Variant::BatchOneApprovalForAll => "batch-one-approval-for-all",
+            Variant::RejectedDispatched => "rejected-dispatched",
+            Variant::EditIgnored => "edit-ignored",
         }
     }
 
     /// The variant with this kebab-case name, if any.
     pub fn from_name(name: &str) -> Option<Variant> {
-        Variant::ALL.into_iter().find(|v| v.name() == name)
+        (Variant::ALL.into_iter())
+            .chain(Variant::BATCH)
+            .find(|v| v.name() == name)
     }
 
     /// One line saying what the variant does wrong.
@@ -254,6 +287,16 @@ impl Variant {
             Variant::EscalationKeepsDeadline => {
                 "an unknown outcome handed to a person keeps the passed deadline"
             }
+            Variant::BatchDecisionWrongCall => {
+                "a batch decision is recorded on the call after the one it names"
+            }
+            Variant::BatchOneApprovalForAll => {
+                "one approval decides every undecided call of the batch"
+            }
+            Variant::RejectedDispatched => {
+                "a rejected call of a batch is dispatched with the approved ones"
+            }
+            Variant::EditIgnored => "an edited call is dispatched with the proposed arguments",
         }
     }
 
@@ -285,6 +328,10 @@ impl Variant {
             Variant::LateResultRecorded => &[SpecId::Inv1],
             Variant::ResumeRecordFromCheckpoint => &[SpecId::Aud1],
             Variant::EscalationKeepsDeadline => &[SpecId::Sus1],
+            Variant::BatchDecisionWrongCall => &[SpecId::Bat2],
+            Variant::BatchOneApprovalForAll => &[SpecId::Bat2],
+            Variant::RejectedDispatched => &[SpecId::Bat3],
+            Variant::EditIgnored => &[SpecId::Bat5],
         }
     }
 

@@ -134,6 +134,12 @@ fn every_variant_has_a_test_above(v: Variant) {
         | Variant::LateResultRecorded
         | Variant::ResumeRecordFromCheckpoint
         | Variant::EscalationKeepsDeadline => {}
+        // No world proposes batches yet (see `Variant::BATCH`): until one does and a batch
+        // property catches each, tests/reference_batch.rs shows each parting from the kernel.
+        Variant::BatchDecisionWrongCall
+        | Variant::BatchOneApprovalForAll
+        | Variant::RejectedDispatched
+        | Variant::EditIgnored => {}
     }
 }
 

@@ -183,6 +183,31 @@ pub fn observation(o: &Observation) -> String {
         );
     }
     let _ = write!(out, "; resource v{}", o.resource_version);
+    if let Some(b) = &o.batch {
+        let slots: Vec<String> = (b.slots.iter())
+            .map(|slot| {
+                let decided = match &slot.decided {
+                    Some((d, at)) => format!(" ({} at r{})", d.verdict.kind(), at.0),
+                    None => String::new(),
+                };
+                format!(
+                    "{} args {} {:?}{decided}",
+                    slot.call.call.call_id,
+                    short(&slot.call.call.args),
+                    slot.state
+                )
+            })
+            .collect();
+        let closed = b
+            .closed
+            .map_or(String::from("open"), |r| format!("closed r{}", r.0));
+        let _ = write!(
+            out,
+            "; batch r{} {closed} [{}]",
+            b.opened.0,
+            slots.join("; ")
+        );
+    }
     out
 }
 

@@ -41,12 +41,16 @@ impl Reference {
                 responsible,
                 resource_version,
             } => self.suspend(run, at, wait, *expires_at, *responsible, *resource_version),
-            Event::Dispatch { call, prior, .. } => self.dispatch(run, at, call, prior),
+            Event::Dispatch {
+                call,
+                prior,
+                resource_version,
+            } => self.dispatch(run, at, call, prior, *resource_version),
             Event::ToolResult {
                 call_id,
                 attempt,
                 result,
-            } => tool_result(run, at, *call_id, *attempt, *result),
+            } => self.tool_result(run, at, *call_id, *attempt, *result),
             Event::Recover => self.recover(run, at),
             Event::Expire => self.expire(run, at),
             Event::Cancel { by } => self.cancel(run, at, *by),
@@ -89,7 +93,7 @@ impl Reference {
 
     /// KEY-1, KEY-2, REC-4: the call bound against the run's whole history (or, in the broken
     /// variant, against its last recorded call only).
-    fn admit(&self, run: &RefRun, call: &Call, prior: &Prior) -> Result<(), Rejection> {
+    pub(super) fn admit(&self, run: &RefRun, call: &Call, prior: &Prior) -> Result<(), Rejection> {
         if self.breaks(Variant::LastCallOnlyKeyCheck) {
             guard_new_call_against_last(run, call)
         } else {
@@ -109,7 +113,12 @@ impl Reference {
         resource_version: u64,
     ) -> Stepped {
         match run.status {
-            Status::Running => {}
+            // BAT-4: the batch's calls in flight together keep the run busy.
+            Status::Running => {
+                if let Some(f) = run.batch_in_flight() {
+                    return Err(in_flight_rejection(&f));
+                }
+            }
             Status::AwaitingResult(f) => return Err(in_flight_rejection(&f)),
             Status::Suspended(s) => {
                 if !self.breaks(Variant::DoubleSuspend) {
@@ -145,8 +154,12 @@ impl Reference {
                 cancelled_by: None,
             },
             Wait::Resource { resource } => Reason::ResourceWait { resource },
-            // Batches (spec 5.5) are not yet part of the reference machine.
-            Wait::Batch { .. } => return Err(Rejection::EmptyBatch),
+            // BAT-1: one suspension for the calls of a batch.
+            Wait::Batch { calls } => {
+                let mv =
+                    self.suspend_batch(run, at, &calls, expires_at, responsible, resource_version)?;
+                return finish_step(run, at, EventKind::Suspend, None, mv);
+            }
         };
         let mut mv = Move::to(Status::Suspended(Suspension {
             reason,
@@ -163,7 +176,15 @@ impl Reference {
     }
 
     /// Dispatch an ungated call: write-ahead, the intent and the command together (WAL-1).
-    fn dispatch(&self, run: &RefRun, at: Time, call: &Call, prior: &Prior) -> Stepped {
+    /// The resource version the agent observed, if stated, is the run's from now on (RES-3).
+    fn dispatch(
+        &self,
+        run: &RefRun,
+        at: Time,
+        call: &Call,
+        prior: &Prior,
+        resource_version: Option<u64>,
+    ) -> Stepped {
         guard_running_idle(run)?;
         self.admit(run, call, prior)?;
         let in_flight = InFlight {
@@ -171,15 +192,40 @@ impl Reference {
             attempt: 0,
             dispatches: 1,
         };
-        let mv = Move::to(Status::AwaitingResult(in_flight))
+        let mut mv = Move::to(Status::AwaitingResult(in_flight))
             .binding(*call)
             .then(Command::Dispatch(command(run, &in_flight.call, 0)));
+        if let Some(version) = resource_version {
+            mv = mv.observing(version);
+        }
         finish_step(run, at, EventKind::Dispatch, None, mv)
+    }
+
+    /// The tool answered: the result and the next revision land together (WAL-2); with the
+    /// batch's calls in flight together, the answer of any one of them (BAT-4).
+    fn tool_result(
+        &self,
+        run: &RefRun,
+        at: Time,
+        call_id: Name,
+        attempt: u8,
+        result: Digest,
+    ) -> Stepped {
+        if run.batch_in_flight().is_some() {
+            let mv = self.batch_result(run, call_id, attempt, result)?;
+            return finish_step(run, at, EventKind::ToolResult, None, mv);
+        }
+        tool_result(run, at, call_id, attempt, result)
     }
 
     /// A worker restarted: a dispatch in flight has an unknown outcome, to be reconciled by
     /// query before anything else (REC-1).
     fn recover(&self, run: &RefRun, at: Time) -> Stepped {
+        if run.batch_in_flight().is_some() {
+            // BAT-4: every call of the batch in flight becomes unknown, reconciled in turn.
+            let mv = self.batch_unknown(run, at, None)?;
+            return finish_step(run, at, EventKind::Recover, None, mv);
+        }
         let Status::AwaitingResult(f) = run.status else {
             return Err(Rejection::NothingInFlight {
                 phase: run.phase().kind(),
@@ -270,6 +316,10 @@ impl Reference {
     fn cancel(&self, run: &RefRun, at: Time, by: Name) -> Stepped {
         let cancelled = Move::to(Status::Failed(FailCause::Cancelled { by }));
         let mv = match run.status {
+            // BAT-4, CAN-1: any of the batch's calls in flight may have committed.
+            Status::Running if run.batch_in_flight().is_some() => {
+                self.batch_unknown(run, at, Some(by))?
+            }
             Status::Running => cancelled,
             Status::AwaitingResult(f) => {
                 let reason = Reason::OutcomeUnknown {
@@ -340,11 +390,11 @@ fn without_cancel(effects: &Effects) -> Effects {
         }
         .seal()
     });
-    Effects::of(
+    Effects::of_batch(
         *audit,
-        effects.history().copied(),
+        effects.histories().copied(),
         checkpoint,
-        effects.command(),
+        effects.commands().copied(),
     )
 }
 

@@ -50,7 +50,11 @@ pub(super) fn in_flight_rejection(f: &InFlight) -> Rejection {
 /// Dispatch, complete and fail need a running run with nothing in flight (WAL-2).
 pub(super) fn guard_running_idle(run: &RefRun) -> Result<(), Rejection> {
     match run.status {
-        Status::Running => Ok(()),
+        // BAT-4: the batch's calls in flight together keep the run busy.
+        Status::Running => match run.batch_in_flight() {
+            Some(f) => Err(in_flight_rejection(&f)),
+            None => Ok(()),
+        },
         Status::AwaitingResult(f) => Err(in_flight_rejection(&f)),
         Status::Suspended(_) | Status::Completed { .. } | Status::Failed(_) => {
             Err(Rejection::NotRunning {
@@ -202,6 +206,10 @@ pub(super) fn guard_checkpoint_matches_run(run: &RefRun, cp: &Checkpoint) -> Res
         CheckpointField::CreatedAt
     } else if cp.resource_version != expected.resource_version {
         CheckpointField::ResourceVersion
+    } else if cp.batch != expected.batch {
+        // Spec 5.5: a batch's checkpoint carries the digest of its calls; the list of 5 row 7
+        // does not place it, so it is compared last.
+        CheckpointField::Batch
     } else {
         return Ok(());
     };

@@ -4,39 +4,52 @@
 use super::{RecordedCall, RefRun, Status};
 use resumable_kernel::checkpoint::{key_digest, tool_key};
 use resumable_kernel::{
-    AuditRecord, BoundCall, Call, Command, DecisionKind, Dispatch, Effects, EventKind,
-    HistoryEntry, InFlight, Phase, Reason, Rejection, Suspension, Time,
+    AuditRecord, Batch, BoundCall, Call, Command, DecisionKind, Dispatch, Effects, EventKind,
+    HistoryEntry, InFlight, List, Phase, Reason, Rejection, Suspension, Time, BATCH_CAPACITY,
 };
 
-/// The part of a transition a handler decides: the new status, a call bound or a result
+/// The part of a transition a handler decides: the new status, the calls bound and results
 /// recorded, and the commands for the driver. Revision, clock, audit record and checkpoint are
 /// added uniformly by [`finish_step`].
 pub(super) struct Move {
     pub(super) status: Status,
-    /// A call newly bound (KEY-1, KEY-2): the store adds it to the run's history.
-    pub(super) binds: Option<Call>,
+    /// What the store adds to the run's history in the same commit, in order: a call newly
+    /// bound (KEY-1, KEY-2), a key spent by a recorded result (REC-4). A batch's transition
+    /// may carry one per call (spec 5.5).
+    pub(super) history: List<HistoryEntry, BATCH_CAPACITY>,
     /// A committed result to record (REC-4).
     pub(super) record: Option<RecordedCall>,
     /// The resource version to record (a suspend's, or a resume's facts: RES-3).
     pub(super) resource_version: Option<u64>,
-    pub(super) command: Option<Command>,
+    /// The commands, in order: at most one, but for a batch's dispatches (spec 5.5).
+    pub(super) commands: List<Command, BATCH_CAPACITY>,
+    /// The run's batch after the move, if the move changes it.
+    pub(super) batch: Option<Batch>,
 }
 
 impl Move {
     pub(super) fn to(status: Status) -> Move {
         Move {
             status,
-            binds: None,
+            history: List::new(),
             record: None,
             resource_version: None,
-            command: None,
+            commands: List::new(),
+            batch: None,
         }
     }
     pub(super) fn binding(mut self, call: Call) -> Move {
-        self.binds = Some(call);
+        let _ = self.history.push(HistoryEntry::bound(&call));
         self
     }
+    /// The move recording a result: the result becomes the run's last call and its key is
+    /// spent.
     pub(super) fn recording(mut self, record: Option<RecordedCall>) -> Move {
+        if let Some(done) = record {
+            let _ = self
+                .history
+                .push(HistoryEntry::settled(&done.call.call.key));
+        }
         self.record = record;
         self
     }
@@ -44,9 +57,14 @@ impl Move {
         self.resource_version = Some(resource_version);
         self
     }
-    /// The move with its command for the driver.
+    /// The move with a command for the driver, after any it already carries.
     pub(super) fn then(mut self, command: Command) -> Move {
-        self.command = Some(command);
+        let _ = self.commands.push(command);
+        self
+    }
+    /// The move with the run's batch as it stands after it.
+    pub(super) fn with_batch(mut self, batch: Batch) -> Move {
+        self.batch = Some(batch);
         self
     }
 }
@@ -108,31 +126,24 @@ pub(super) fn escalate(
 }
 
 /// REV-1 and CLK-1: the next run, one revision on, its clock at the input's time, with the
-/// result and resource version the move carries; and what the store adds to the run's history
-/// in the same commit: the call the move binds, or the key a recorded result spends (REC-4).
-fn transition(
-    run: &RefRun,
-    at: Time,
-    mv: Move,
-) -> Result<(RefRun, Option<HistoryEntry>, Option<Command>), Rejection> {
+/// result, resource version and batch the move carries; and what the store adds to the run's
+/// history in the same commit, with the commands.
+fn transition(run: &RefRun, at: Time, mv: Move) -> Result<(RefRun, Move), Rejection> {
     let revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
-    let entry = match (&mv.binds, &mv.record) {
-        (Some(call), _) => Some(HistoryEntry::bound(call)),
-        (None, Some(done)) => Some(HistoryEntry::settled(&done.call.call.key)),
-        (None, None) => None,
-    };
     let next = RefRun {
         revision,
         clock: at,
         status: mv.status,
         last_call: mv.record.or(run.last_call),
         resource_version: mv.resource_version.unwrap_or(run.resource_version),
+        batch: mv.batch.or(run.batch),
         ..*run
     };
-    Ok((next, entry, mv.command))
+    Ok((next, mv))
 }
 
-/// The transition of a move, with its effects.
+/// The transition of a move, with its effects. A call of a batch that the run's phase held
+/// is let go of first, and the next one waiting to be reconciled taken up (BAT-4).
 pub(super) fn finish_step(
     run: &RefRun,
     at: Time,
@@ -140,19 +151,28 @@ pub(super) fn finish_step(
     decision: Option<DecisionKind>,
     mv: Move,
 ) -> Stepped {
-    let (next, entry, command) = transition(run, at, mv)?;
-    Ok((next, effects_of(&next, at, event, decision, entry, command)))
+    let mv = super::batch::let_go(run, at, mv)?;
+    let (next, mv) = transition(run, at, mv)?;
+    let effects = effects_of(
+        &next,
+        at,
+        event,
+        decision,
+        mv.history.iter().copied(),
+        mv.commands.iter().copied(),
+    );
+    Ok((next, effects))
 }
 
-/// AUD-1, CKP-1, WAL-1: the audit record first, describing the new state; the history entry;
-/// a sealed checkpoint at the new revision when the new state is suspended; then the command.
+/// AUD-1, CKP-1, WAL-1: the audit record first, describing the new state; the history
+/// entries; a sealed checkpoint of the new state when it is suspended; then the commands.
 pub(super) fn effects_of(
     next: &RefRun,
     at: Time,
     event: EventKind,
     decision: Option<DecisionKind>,
-    entry: Option<HistoryEntry>,
-    command: Option<Command>,
+    history: impl IntoIterator<Item = HistoryEntry>,
+    commands: impl IntoIterator<Item = Command>,
 ) -> Effects {
     let phase = next.phase();
     let reason = match phase {
@@ -167,5 +187,10 @@ pub(super) fn effects_of(
         phase: phase.kind(),
         reason,
     };
-    Effects::of(audit, entry, next.checkpoint().map(|cp| cp.seal()), command)
+    Effects::of_batch(
+        audit,
+        history,
+        next.checkpoint().map(|cp| cp.seal()),
+        commands,
+    )
 }

@@ -12,7 +12,7 @@ use crate::variant::Variant;
 use resumable_kernel::{
     Approval, AuditRecord, BoundCall, Checkpoint, Command, Decision, Effects, EventKind, FailCause,
     IdentityField, InFlight, Name, PhaseKind, QueryAnswer, Reason, Rejection, Resolution, Resume,
-    ResumeReceipt, Revision, Suspension, Time,
+    ResumeReceipt, Revision, Suspension, Time, VerdictKind,
 };
 
 /// CAN-2: once an unsettled effect is settled, a waiting cancel ends the run; otherwise it
@@ -54,7 +54,7 @@ impl Reference {
             guard_checkpoint_matches_run(run, cp)?; // row 7, RES-4
         }
         self.guard_decision_in_time(&suspension, at)?; // row 8, RES-5
-        self.guard_decision_answers(&suspension, decision, cp, at)?; // rows 9 and 10, RES-6
+        self.guard_decision_answers(run, &suspension, decision, cp, at)?; // rows 9 and 10, RES-6
         let mut mv = self.decide(run, &suspension, resume, at)?; // rows 11 and 12
         if !self.breaks(Variant::ResourceBlocksAnswers) {
             // RES-3: the driver's honest observation of the resource is the run's from now on.
@@ -72,11 +72,11 @@ impl Reference {
                 phase: PhaseKind::Suspended,
                 reason: Some(cp.reason),
             };
-            effects = Effects::of(
+            effects = Effects::of_batch(
                 from_checkpoint,
-                effects.history().copied(),
+                effects.histories().copied(),
                 effects.checkpoint().copied(),
-                effects.command(),
+                effects.commands().copied(),
             );
         }
         // RES-2: the receipt, for a late or duplicate resumer holding this checkpoint.
@@ -122,7 +122,9 @@ impl Reference {
         if self.breaks(Variant::NoRevisionCheck) {
             return Ok(());
         }
-        let (current, got) = (run.revision, cp.revision);
+        // BAT-2: while a batch awaits decisions, its checkpoint is the one it opened with.
+        let current = run.open_batch().map_or(run.revision, |b| b.opened);
+        let got = cp.revision;
         if got > current {
             return Err(Rejection::FutureRevision { current, got });
         }
@@ -166,6 +168,7 @@ impl Reference {
     /// party the run recorded. Approvals are bound further by APR-1 to APR-3.
     fn guard_decision_answers(
         &self,
+        run: &RefRun,
         s: &Suspension,
         decision: &Decision,
         cp: &Checkpoint,
@@ -175,7 +178,23 @@ impl Reference {
             (
                 Reason::PendingApproval { call, requester },
                 Decision::Approve(approval) | Decision::Deny(approval),
-            ) => self.guard_approval(call, *requester, s.responsible, cp.revision, approval, at),
+            ) => {
+                self.guard_approval(call, *requester, s.responsible, cp.revision, approval, at)?;
+                // POL-1: the run's policy and the call's tool both allow the decision.
+                let kind = match decision {
+                    Decision::Deny(_) => VerdictKind::Deny,
+                    _ => VerdictKind::Approve,
+                };
+                if !run
+                    .policy
+                    .allowed
+                    .and(call.call.contract.allowed)
+                    .contains(kind)
+                {
+                    return Err(Rejection::DecisionNotAllowed { decision: kind });
+                }
+                Ok(())
+            }
             (Reason::ExternalCallback { callback }, Decision::Callback { callback: got, .. }) => {
                 guard_awaited(*callback, *got)
             }
@@ -195,6 +214,9 @@ impl Reference {
                 Ok(())
             }
             (Reason::OutcomeUnknown { .. }, Decision::Reconcile(_)) => Ok(()),
+            (Reason::PendingBatch, Decision::Batch { decisions }) => {
+                self.guard_batch_decisions(run, s, decisions, at)
+            }
             (reason, decision) => Err(Rejection::DecisionMismatch {
                 reason: reason.kind(),
                 decision: decision.kind(),
@@ -205,6 +227,7 @@ impl Reference {
     /// Spec 5.2, for approve and deny alike: the approval binds to the checkpoint revision
     /// and the pending call's id, argument digest and requester (APR-1); it has not expired
     /// (APR-2); the approver is not the requester, and is the party the run recorded (APR-3).
+    /// The caller checks rule 5 (POL-1) after it.
     fn guard_approval(
         &self,
         call: &BoundCall,
@@ -312,6 +335,9 @@ impl Reference {
                 },
                 Decision::Reconcile(answer),
             ) => self.reconcile(run, *in_flight, *cancelled_by, answer, resume, at)?,
+            (Reason::PendingBatch, Decision::Batch { decisions }) => {
+                self.decide_batch(run, s, decisions, resume)?
+            }
             // The decision guard refused every other pairing; kept total rather than trusted.
             (reason, decision) => {
                 return Err(Rejection::DecisionMismatch {

@@ -1,0 +1,1279 @@
+//! CONF-1 for batches of calls (spec 5.5): the kernel and the reference machine, driven by
+//! hand through batch sessions, agree on every input: which they accept, into which run (the
+//! batch slot by slot included) and with which effects, and which they refuse, with which
+//! evidence.
+//!
+//! Each case tells a short story: decisions one at a time and together, edits, rejections,
+//! answers in the tool's place, denials, duplicates and conflicts, refusals of every check,
+//! expiry and cancel of an open batch, a crash and a cancel with two calls in flight, and
+//! results in both orders. Every case asserts that no input divided the machines, and what the
+//! story must have reached, so that a case that stopped short cannot pass.
+
+use resumable_conformance::lockstep::{kernel_and_reference, Said, Session};
+use resumable_kernel::*;
+use resumable_model::reference::Reference;
+use resumable_model::Kernel;
+
+const AGENT: Name = Name::lit("agent");
+const ALICE: Name = Name::lit("alice");
+const OPS: Name = Name::lit("ops");
+const VERSION: u64 = 7;
+
+/// A tool that dedupes and whose query does not fence.
+const DEDUPES: ToolContract = ToolContract {
+    dedupes: true,
+    query_fences: false,
+    max_attempts: 3,
+    allowed: Allowed::TOOL_DEFAULT,
+};
+
+/// A tool whose query fences and that does not dedupe.
+const FENCES: ToolContract = ToolContract {
+    dedupes: false,
+    query_fences: true,
+    max_attempts: 3,
+    allowed: Allowed::TOOL_DEFAULT,
+};
+
+/// An "ask the user" tool: a person may answer in its place.
+const ASKS: ToolContract = ToolContract {
+    dedupes: true,
+    query_fences: false,
+    max_attempts: 3,
+    allowed: Allowed::ALL,
+};
+
+fn call(id: &str, contract: ToolContract) -> Call {
+    Call {
+        call_id: Name::new(id).unwrap(),
+        tool: Name::lit("tool"),
+        args: Digest::of(id.as_bytes()),
+        key: IdempotencyKey::new(&format!("key-{id}")).unwrap(),
+        contract,
+    }
+}
+
+fn proposal(c: Call) -> Proposal {
+    Proposal {
+        call: c,
+        requester: AGENT,
+        prior: Prior::NONE,
+    }
+}
+
+fn honest() -> Facts {
+    Facts {
+        resource_version: VERSION,
+        permitted: true,
+        within_budget: true,
+    }
+}
+
+/// One batch session: the pair, its clock, and the last checkpoint both persisted.
+struct Story {
+    s: Session<Kernel, Reference>,
+    now: u64,
+    cp: Option<Checkpoint>,
+}
+
+impl Story {
+    fn new() -> Story {
+        Story::with_policy(Allowed::ALL)
+    }
+
+    fn with_policy(allowed: Allowed) -> Story {
+        let identity = Identity {
+            tenant: Name::lit("acme"),
+            session: Name::lit("s-1"),
+            run: Name::lit("run-1"),
+            definition: Name::lit("agent@1"),
+        };
+        let policy = Policy {
+            operator: OPS,
+            reconcile_window: 10,
+            allowed,
+        };
+        let s = Session::new(kernel_and_reference(), identity, policy, Time(0)).unwrap();
+        Story {
+            s,
+            now: 0,
+            cp: None,
+        }
+    }
+
+    /// Feeds `event` one tick later; panics with both verdicts side by side if the machines
+    /// disagree.
+    fn feed(&mut self, event: Event) -> Said {
+        self.feed_at(self.now + 1, event)
+    }
+
+    fn feed_at(&mut self, t: u64, event: Event) -> Said {
+        self.now = self.now.max(t);
+        let row = self.s.feed(&Input { at: Time(t), event });
+        let (agreed, a) = (row.agreed, row.a);
+        if !agreed {
+            panic!(
+                "{}\n\n{}",
+                self.s
+                    .divergence()
+                    .map(|d| d.to_string())
+                    .unwrap_or_default(),
+                self.s.to_text()
+            );
+        }
+        if let Said::Accepted { effects, .. } = &a {
+            if let Some(cp) = effects.checkpoint() {
+                self.cp = Some(*cp);
+            }
+        }
+        a
+    }
+
+    /// Feeds `event`; both machines must accept it. Returns the effects.
+    fn accept(&mut self, event: Event) -> Effects {
+        match self.feed(event) {
+            Said::Accepted { effects, .. } => effects,
+            other => panic!("both should accept, got {other:?}\n\n{}", self.s.to_text()),
+        }
+    }
+
+    /// Feeds `event`; both machines must refuse it alike. Returns the rejection.
+    fn refuse(&mut self, event: Event) -> Rejection {
+        match self.feed(event) {
+            Said::Refused(r) => r,
+            other => panic!("both should refuse, got {other:?}\n\n{}", self.s.to_text()),
+        }
+    }
+
+    fn checkpoint(&self) -> Checkpoint {
+        self.cp.expect("a checkpoint was persisted")
+    }
+
+    /// The kernel's run (the reference's is the same, or the session would have panicked).
+    fn run(&self) -> &Run {
+        &self.s.run().a
+    }
+
+    fn batch(&self) -> Batch {
+        *self.run().batch().expect("the run holds a batch")
+    }
+
+    fn states(&self) -> Vec<SlotState> {
+        self.batch().slots.iter().map(|s| s.state).collect()
+    }
+
+    fn phase(&self) -> Phase {
+        *self.run().phase()
+    }
+
+    fn suspend(&mut self, calls: &[Proposal]) -> Event {
+        Event::Suspend {
+            wait: Wait::Batch {
+                calls: Proposals::of(calls).unwrap(),
+            },
+            expires_at: Time(self.now + 50),
+            responsible: ALICE,
+            resource_version: VERSION,
+        }
+    }
+
+    /// A decision on `c`, bound to the latest checkpoint.
+    fn decision(&self, c: &Call, verdict: Verdict) -> CallDecision {
+        CallDecision {
+            approval: Approval {
+                call_id: c.call_id,
+                args: c.args,
+                requester: AGENT,
+                approver: ALICE,
+                revision: self.checkpoint().revision,
+                expires_at: Time(1_000),
+            },
+            verdict,
+        }
+    }
+
+    fn decide(&self, decisions: &[CallDecision]) -> Event {
+        self.decide_with(decisions, honest())
+    }
+
+    fn decide_with(&self, decisions: &[CallDecision], facts: Facts) -> Event {
+        resume_on(self.checkpoint(), decisions, facts)
+    }
+
+    fn reconcile(&self, answer: QueryAnswer) -> Event {
+        Event::Resume(Resume {
+            checkpoint: self.checkpoint(),
+            decision: Decision::Reconcile(answer),
+            facts: honest(),
+        })
+    }
+
+    fn intervene(&self, resolution: Resolution) -> Event {
+        Event::Resume(Resume {
+            checkpoint: self.checkpoint(),
+            decision: Decision::Intervene {
+                by: OPS,
+                resolution,
+            },
+            facts: honest(),
+        })
+    }
+
+    fn done(&self) {
+        assert!(self.s.divergence().is_none());
+        assert!(self.s.rows().iter().all(|r| r.agreed));
+    }
+}
+
+fn resume_on(cp: Checkpoint, decisions: &[CallDecision], facts: Facts) -> Event {
+    Event::Resume(Resume {
+        checkpoint: cp,
+        decision: Decision::Batch {
+            decisions: Decisions::of(decisions).unwrap(),
+        },
+        facts,
+    })
+}
+
+fn result(c: &Call, attempt: u8) -> Event {
+    Event::ToolResult {
+        call_id: c.call_id,
+        attempt,
+        result: Digest::of(b"done"),
+    }
+}
+
+fn reject() -> Verdict {
+    Verdict::Reject {
+        reason: Digest::of(b"not this"),
+    }
+}
+
+fn edit() -> Verdict {
+    Verdict::Edit {
+        args: Digest::of(b"the approver's arguments"),
+    }
+}
+
+fn respond() -> Verdict {
+    Verdict::Respond {
+        result: Digest::of(b"Tuesday"),
+    }
+}
+
+fn in_flight() -> SlotState {
+    SlotState::InFlight {
+        attempt: 0,
+        dispatches: 1,
+    }
+}
+
+fn reason(story: &Story) -> Option<ReasonKind> {
+    story.run().suspension().map(|s| s.reason.kind())
+}
+
+/// BAT-1, BAT-2, BAT-3, BAT-5, RES-2, BAT-4: decisions one at a time on one checkpoint (an
+/// approval, its duplicate and a conflicting one, an edit, an answer in the tool's place),
+/// then the approved and edited calls dispatched together, answering in either order.
+#[test]
+fn decisions_one_at_a_time_bind_to_one_checkpoint_and_resume_the_batch_together() {
+    let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", ASKS));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
+    let fx = st.accept(ev);
+    assert_eq!(fx.histories().count(), 3, "one bound entry per call");
+    let opened = st.checkpoint();
+    assert!(opened.batch.is_some());
+
+    let approve_a = st.decision(&a, Verdict::Approve);
+    let fx = st.accept(st.decide(&[approve_a]));
+    assert_eq!(
+        fx.checkpoint(),
+        Some(&opened),
+        "the batch's checkpoint stays the same"
+    );
+    assert_eq!(
+        st.refuse(st.decide(&[approve_a])),
+        Rejection::AlreadyApplied {
+            from: opened.revision,
+            to: Revision(2)
+        }
+    );
+    let reject_a = st.decision(&a, reject());
+    assert_eq!(
+        st.refuse(st.decide(&[reject_a])),
+        Rejection::AlreadyResumed {
+            from: opened.revision,
+            to: Revision(2)
+        }
+    );
+    let fx = st.accept(st.decide(&[st.decision(&b, edit())]));
+    assert_eq!(fx.histories().count(), 1, "the edited call is bound again");
+    let fx = st.accept(st.decide(&[st.decision(&c, respond())]));
+    assert_eq!(fx.dispatches().count(), 2, "a and the edited b, together");
+    assert_eq!(
+        fx.dispatches().nth(1).map(|d| d.args),
+        Some(Digest::of(b"the approver's arguments"))
+    );
+    assert_eq!(
+        st.states(),
+        vec![
+            in_flight(),
+            in_flight(),
+            SlotState::Responded {
+                result: Digest::of(b"Tuesday")
+            }
+        ]
+    );
+    // BAT-4: the run waits for every call in flight.
+    let d = call("d", DEDUPES);
+    let busy = Rejection::DispatchInFlight { call_id: a.call_id };
+    let dispatch_d = Event::Dispatch {
+        call: d,
+        prior: Prior::NONE,
+        resource_version: None,
+    };
+    assert_eq!(st.refuse(dispatch_d), busy);
+    assert_eq!(
+        st.refuse(Event::Complete {
+            result: Digest::of(b"r")
+        }),
+        busy
+    );
+    assert_eq!(st.refuse(Event::Fail { code: AGENT }), busy);
+    let again = st.suspend(&[proposal(d)]);
+    assert_eq!(st.refuse(again), busy);
+    assert!(matches!(
+        st.refuse(result(&a, 1)),
+        Rejection::ResultMismatch { .. }
+    ));
+    // Results in either order: b first, then a.
+    st.accept(result(&b, 0));
+    st.accept(result(&a, 0));
+    st.accept(Event::Complete {
+        result: Digest::of(b"r"),
+    });
+    assert!(st.phase().is_terminal());
+    st.done();
+}
+
+/// BAT-3: decisions together, results in slot order: a rejected call never runs.
+#[test]
+fn decisions_together_dispatch_the_approved_calls_only_and_results_come_in_slot_order() {
+    let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
+    st.accept(ev);
+    let all = [
+        st.decision(&c, Verdict::Approve),
+        st.decision(&b, reject()),
+        st.decision(&a, Verdict::Approve),
+    ];
+    let fx = st.accept(st.decide(&all));
+    let sent: Vec<Name> = fx.dispatches().map(|d| d.call_id).collect();
+    assert_eq!(sent, vec![a.call_id, c.call_id], "in slot order");
+    st.accept(result(&a, 0));
+    st.accept(result(&c, 0));
+    assert_eq!(st.phase(), Phase::Running { in_flight: None });
+    assert!(matches!(st.states()[1], SlotState::Rejected { .. }));
+    st.accept(Event::Complete {
+        result: Digest::of(b"r"),
+    });
+    st.done();
+}
+
+/// A batch with nothing approved resumes idle; the next dispatch states the resource
+/// version the agent observed (spec 4.4).
+#[test]
+fn a_batch_rejected_and_answered_resumes_idle_and_a_dispatch_records_its_version() {
+    let (a, c) = (call("a", DEDUPES), call("c", ASKS));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(c)]);
+    st.accept(ev);
+    let fx = st.accept(st.decide(&[st.decision(&a, reject()), st.decision(&c, respond())]));
+    assert_eq!(fx.dispatches().count(), 0);
+    assert_eq!(
+        fx.histories().count(),
+        1,
+        "the answered call's key is spent"
+    );
+    assert_eq!(st.phase(), Phase::Running { in_flight: None });
+    assert_eq!(st.run().last_call().map(|l| l.call_id), Some(c.call_id));
+    st.accept(Event::Dispatch {
+        call: call("d", DEDUPES),
+        prior: Prior::NONE,
+        resource_version: Some(42),
+    });
+    assert_eq!(st.run().resource_version(), 42);
+    st.done();
+}
+
+/// APR-4: a denial fails the run and no call runs, the calls approved before it included; a
+/// call never decided stays so.
+#[test]
+fn a_denial_fails_the_run_and_no_call_of_the_batch_runs() {
+    let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
+    st.accept(ev);
+    st.accept(st.decide(&[st.decision(&a, Verdict::Approve)]));
+    let fx = st.accept(st.decide(&[st.decision(&b, Verdict::Deny)]));
+    assert_eq!(fx.dispatches().count(), 0);
+    assert_eq!(
+        st.phase(),
+        Phase::Failed(FailCause::Denied { call_id: b.call_id })
+    );
+    assert!(st.batch().closed.is_some());
+    assert_eq!(
+        st.states(),
+        vec![SlotState::Approved, SlotState::Denied, SlotState::Awaiting]
+    );
+    st.done();
+}
+
+/// RES-2 after a batch closed: a duplicate of the decision that closed it, on the batch's
+/// checkpoint. Spec 5.5 compares the checkpoint's revision with `opened` only "while the
+/// batch is open"; once closed, rows 4 and 5 compare it with the run's revision and answer by
+/// the receipt, whose `from` is the revision the closing decision was taken at (r2), not the
+/// checkpoint's (r1): `StaleRevision`. The kernel answers by the slot's record,
+/// `AlreadyApplied { from: r1, to: r3 }`. The machines part here: this case pins it.
+#[test]
+fn a_duplicate_of_the_decision_that_closed_a_batch_is_where_the_machines_part() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    st.accept(st.decide(&[st.decision(&a, Verdict::Approve)]));
+    st.accept(st.decide(&[st.decision(&b, Verdict::Deny)]));
+    let late = st.decide(&[st.decision(&b, Verdict::Deny)]);
+    let row = st.s.feed(&Input {
+        at: Time(st.now + 1),
+        event: late,
+    });
+    assert_eq!(
+        row.a,
+        Said::Refused(Rejection::AlreadyApplied {
+            from: Revision(1),
+            to: Revision(3)
+        }),
+        "the kernel"
+    );
+    assert_eq!(
+        row.b,
+        Said::Refused(Rejection::StaleRevision {
+            current: Revision(3),
+            got: Revision(1)
+        }),
+        "the reference"
+    );
+}
+
+/// APR-4 with two denials in one input, given out of slot order: the run fails naming the
+/// first denied call.
+#[test]
+fn two_denials_in_one_input_fail_the_run_naming_the_first() {
+    let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
+    st.accept(ev);
+    st.accept(st.decide(&[
+        st.decision(&c, Verdict::Deny),
+        st.decision(&b, Verdict::Deny),
+    ]));
+    assert_eq!(
+        st.phase(),
+        Phase::Failed(FailCause::Denied { call_id: b.call_id })
+    );
+    st.done();
+}
+
+/// APR-4 with a denial beside an approval of another call in the same input. Spec 5.5: "if
+/// any is `deny`: the run fails [...]; otherwise each call decided takes its state", so the
+/// approved call is left as it was; the kernel records it approved. The machines part here,
+/// and only here: this case pins the disagreement until one of them changes.
+#[test]
+fn a_denial_beside_an_approval_is_where_the_kernel_records_the_approval_too() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    let both = st.decide(&[
+        st.decision(&a, Verdict::Approve),
+        st.decision(&b, Verdict::Deny),
+    ]);
+    let row = st.s.feed(&Input {
+        at: Time(st.now + 1),
+        event: both,
+    });
+    let slot_a = |said: &Said| match said {
+        Said::Accepted { run, .. } => run.batch.and_then(|b| b.slots.get(0).map(|s| s.state)),
+        _ => None,
+    };
+    assert_eq!(slot_a(&row.a), Some(SlotState::Approved), "the kernel");
+    assert_eq!(slot_a(&row.b), Some(SlotState::Awaiting), "the reference");
+    let d = st.s.divergence().expect("the machines part on this input");
+    assert_eq!(
+        d.disagreement(),
+        resumable_conformance::lockstep::Disagreement::Runs
+    );
+}
+
+/// POL-1: a run whose policy leaves `deny` out refuses a denial; a tool that does not allow
+/// `respond` refuses an answer in its place.
+#[test]
+fn decisions_the_policy_or_the_tool_does_not_allow_are_refused() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::with_policy(Allowed::of(&[
+        VerdictKind::Approve,
+        VerdictKind::Edit,
+        VerdictKind::Reject,
+        VerdictKind::Respond,
+    ]));
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    assert_eq!(
+        st.refuse(st.decide(&[st.decision(&a, Verdict::Deny)])),
+        Rejection::DecisionNotAllowed {
+            decision: VerdictKind::Deny
+        }
+    );
+    assert_eq!(
+        st.refuse(st.decide(&[st.decision(&a, respond())])),
+        Rejection::DecisionNotAllowed {
+            decision: VerdictKind::Respond
+        }
+    );
+    st.accept(st.decide(&[st.decision(&a, reject()), st.decision(&b, reject())]));
+    assert_eq!(st.phase(), Phase::Running { in_flight: None });
+    st.done();
+}
+
+/// BAT-1: the suspension's own refusals, in order.
+#[test]
+fn suspending_for_a_batch_refuses_empty_duplicate_self_approved_and_reused_calls() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[]);
+    assert_eq!(st.refuse(ev), Rejection::EmptyBatch);
+    let same_id = Call {
+        key: IdempotencyKey::lit("key-other"),
+        ..a
+    };
+    let ev = st.suspend(&[proposal(a), proposal(b), proposal(same_id)]);
+    assert_eq!(
+        st.refuse(ev),
+        Rejection::DuplicateInBatch { call_id: a.call_id }
+    );
+    let same_key = Call {
+        call_id: Name::lit("a2"),
+        ..a
+    };
+    let ev = st.suspend(&[proposal(a), proposal(same_key)]);
+    assert_eq!(
+        st.refuse(ev),
+        Rejection::DuplicateInBatch {
+            call_id: Name::lit("a2")
+        }
+    );
+    let mine = Proposal {
+        requester: ALICE,
+        ..proposal(b)
+    };
+    let ev = st.suspend(&[proposal(a), mine]);
+    assert_eq!(st.refuse(ev), Rejection::SelfApproval { party: ALICE });
+    let reused = Proposal {
+        prior: Prior {
+            call_id_used: true,
+            key: None,
+        },
+        ..proposal(b)
+    };
+    let ev = st.suspend(&[proposal(a), reused]);
+    assert_eq!(
+        st.refuse(ev),
+        Rejection::CallIdReused { call_id: b.call_id }
+    );
+    let conflicting = Proposal {
+        prior: Prior {
+            call_id_used: false,
+            key: Some(KeyUse {
+                args: Digest::of(b"other"),
+                committed: false,
+            }),
+        },
+        ..proposal(b)
+    };
+    let ev = st.suspend(&[proposal(a), conflicting]);
+    assert_eq!(st.refuse(ev), Rejection::KeyConflict { key: b.key });
+    let zero = Call {
+        contract: ToolContract {
+            max_attempts: 0,
+            ..DEDUPES
+        },
+        ..b
+    };
+    let ev = st.suspend(&[proposal(a), proposal(zero)]);
+    assert_eq!(st.refuse(ev), Rejection::NoAttemptsAllowed);
+    let ev = Event::Suspend {
+        wait: Wait::Batch {
+            calls: Proposals::of(&[proposal(a)]).unwrap(),
+        },
+        expires_at: Time(st.now),
+        responsible: ALICE,
+        resource_version: VERSION,
+    };
+    assert!(matches!(st.refuse(ev), Rejection::ExpiryNotInFuture { .. }));
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    assert!(matches!(st.refuse(ev), Rejection::AlreadySuspended { .. }));
+    st.done();
+}
+
+/// BAT-2, BAT-5, RES-4, RES-5, RES-6: every check of a batch decision, each refusing alike.
+#[test]
+fn batch_decisions_that_do_not_bind_are_refused_with_their_evidence() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let used_b = Proposal {
+        prior: Prior {
+            call_id_used: false,
+            key: Some(KeyUse {
+                args: b.args,
+                committed: false,
+            }),
+        },
+        ..proposal(b)
+    };
+    let ev = st.suspend(&[proposal(a), used_b]);
+    st.accept(ev);
+    let cp = st.checkpoint();
+    let good = st.decision(&a, Verdict::Approve);
+    assert_eq!(st.refuse(st.decide(&[])), Rejection::NoDecision);
+    assert_eq!(
+        st.refuse(st.decide(&[good, st.decision(&a, reject())])),
+        Rejection::DuplicateDecision { call_id: a.call_id }
+    );
+    let mut stranger = good;
+    stranger.approval.call_id = Name::lit("z");
+    assert_eq!(
+        st.refuse(st.decide(&[stranger])),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::CallId
+        }
+    );
+    let mut old = good;
+    old.approval.revision = Revision(0);
+    assert_eq!(
+        st.refuse(st.decide(&[old])),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::Revision
+        }
+    );
+    let mut other_args = good;
+    other_args.approval.args = Digest::of(b"other");
+    assert_eq!(
+        st.refuse(st.decide(&[other_args])),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::Args
+        }
+    );
+    let mut other_requester = good;
+    other_requester.approval.requester = Name::lit("eve");
+    assert_eq!(
+        st.refuse(st.decide(&[other_requester])),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::Requester
+        }
+    );
+    let mut stale = good;
+    stale.approval.expires_at = Time(st.now);
+    assert!(matches!(
+        st.refuse(st.decide(&[stale])),
+        Rejection::ApprovalExpired { .. }
+    ));
+    let mut own = good;
+    own.approval.approver = AGENT;
+    assert_eq!(
+        st.refuse(st.decide(&[own])),
+        Rejection::SelfApproval { party: AGENT }
+    );
+    let mut bob = good;
+    bob.approval.approver = Name::lit("bob");
+    assert_eq!(
+        st.refuse(st.decide(&[bob])),
+        Rejection::Unauthorised {
+            expected: ALICE,
+            got: Name::lit("bob")
+        }
+    );
+    assert_eq!(
+        st.refuse(st.decide(&[good, st.decision(&b, edit())])),
+        Rejection::EditKeyBound { key: b.key }
+    );
+    // The second decision's fault is found although the first binds.
+    let mut second_bad = st.decision(&b, Verdict::Approve);
+    second_bad.approval.args = Digest::of(b"other");
+    assert_eq!(
+        st.refuse(st.decide(&[good, second_bad])),
+        Rejection::ApprovalMismatch {
+            field: ApprovalField::Args
+        }
+    );
+    // Decisions of another kind, and checkpoints that are not the batch's.
+    let approve = Event::Resume(Resume {
+        checkpoint: cp,
+        decision: Decision::Approve(good.approval),
+        facts: honest(),
+    });
+    assert!(matches!(
+        st.refuse(approve),
+        Rejection::DecisionMismatch { .. }
+    ));
+    let future = Checkpoint {
+        revision: Revision(9),
+        ..cp
+    }
+    .seal();
+    assert!(matches!(
+        st.refuse(resume_on(future, &[good], honest())),
+        Rejection::FutureRevision { .. }
+    ));
+    let forged = Checkpoint {
+        batch: Some(Digest::of(b"other calls")),
+        ..cp
+    }
+    .seal();
+    assert!(matches!(
+        st.refuse(resume_on(forged, &[good], honest())),
+        Rejection::CheckpointMismatch { .. }
+    ));
+    let later = Checkpoint {
+        expires_at: Time(99),
+        ..cp
+    }
+    .seal();
+    assert!(matches!(
+        st.refuse(resume_on(later, &[good], honest())),
+        Rejection::CheckpointMismatch { .. }
+    ));
+    let expired = st.decide(&[good]);
+    let when = st.run().suspension().unwrap().expires_at.0 + 1;
+    assert!(matches!(
+        st.feed_at(when, expired),
+        Said::Refused(Rejection::Expired { .. })
+    ));
+    st.done();
+}
+
+/// RES-3, RES-7 at the batch's resume: partial approvals are recorded whatever the present,
+/// the decision that completes the batch re-checks it, and a failing re-check refuses only
+/// while a call is approved.
+#[test]
+fn the_decision_that_completes_a_batch_rechecks_the_present_once_a_call_is_approved() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    let moved = Facts {
+        resource_version: VERSION + 1,
+        ..honest()
+    };
+    // The first approval is recorded although the resource moved: the batch waits on.
+    st.accept(st.decide_with(&[st.decision(&a, Verdict::Approve)], moved));
+    assert_eq!(st.run().resource_version(), VERSION + 1);
+    let approve_b = st.decision(&b, Verdict::Approve);
+    assert_eq!(
+        st.refuse(st.decide_with(&[approve_b], moved)),
+        Rejection::ResourceChanged {
+            checkpoint: VERSION,
+            current: VERSION + 1
+        }
+    );
+    let revoked = Facts {
+        permitted: false,
+        ..honest()
+    };
+    assert_eq!(
+        st.refuse(st.decide_with(&[approve_b], revoked)),
+        Rejection::PermissionRevoked
+    );
+    let broke = Facts {
+        within_budget: false,
+        ..honest()
+    };
+    assert_eq!(
+        st.refuse(st.decide_with(&[approve_b], broke)),
+        Rejection::BudgetExhausted
+    );
+    let fx = st.accept(st.decide(&[approve_b]));
+    assert_eq!(fx.dispatches().count(), 2);
+    st.done();
+}
+
+/// Expiry of an open batch: undecided and approved calls alike never run.
+#[test]
+fn an_open_batch_expires_and_none_of_its_calls_runs() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    st.accept(st.decide(&[st.decision(&a, Verdict::Approve)]));
+    let expires_at = st.run().suspension().unwrap().expires_at;
+    assert!(matches!(
+        st.feed_at(expires_at.0, Event::Expire),
+        Said::Refused(Rejection::NotExpired { .. })
+    ));
+    let fx = match st.feed_at(expires_at.0 + 1, Event::Expire) {
+        Said::Accepted { effects, .. } => effects,
+        other => panic!("expected an expiry: {other:?}"),
+    };
+    assert_eq!(fx.dispatches().count(), 0);
+    assert_eq!(
+        st.phase(),
+        Phase::Failed(FailCause::Expired { unresolved: None })
+    );
+    assert!(st.batch().closed.is_some());
+    st.done();
+}
+
+/// Cancel of an open batch ends the run at once: nothing was dispatched.
+#[test]
+fn an_open_batch_is_cancelled_at_once() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    st.accept(st.decide(&[st.decision(&b, edit())]));
+    st.accept(Event::Cancel {
+        by: Name::lit("bob"),
+    });
+    assert_eq!(
+        st.phase(),
+        Phase::Failed(FailCause::Cancelled {
+            by: Name::lit("bob")
+        })
+    );
+    st.done();
+}
+
+/// Two calls approved together, answered out of slot order, then a second batch replacing
+/// the first in the run.
+#[test]
+fn results_in_reverse_order_then_a_second_batch_replaces_the_first() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    let both = [
+        st.decision(&a, Verdict::Approve),
+        st.decision(&b, Verdict::Approve),
+    ];
+    st.accept(st.decide(&both));
+    let first = st.checkpoint();
+    st.accept(result(&b, 0));
+    assert_eq!(
+        st.states()[1],
+        SlotState::Committed {
+            result: Digest::of(b"done")
+        }
+    );
+    st.accept(result(&a, 0));
+    // The decisions' duplicate, after the batch left its suspension.
+    let late = resume_on(first, &both, honest());
+    let refused = st.refuse(late);
+    assert!(matches!(
+        refused,
+        Rejection::AlreadyApplied { .. } | Rejection::StaleRevision { .. }
+    ));
+    let (c, d) = (call("c", DEDUPES), call("d", DEDUPES));
+    let ev = st.suspend(&[proposal(c), proposal(d)]);
+    st.accept(ev);
+    assert_eq!(st.batch().slots.len(), 2);
+    assert_eq!(
+        st.batch().slots.get(0).map(|s| s.call.call.call_id),
+        Some(c.call_id)
+    );
+    st.accept(st.decide(&[st.decision(&c, reject()), st.decision(&d, Verdict::Approve)]));
+    st.accept(result(&d, 0));
+    st.done();
+}
+
+/// BAT-4, REC-1..REC-4: a crash with two calls in flight; each is reconciled on its own, the
+/// first committed, the second retried under a fresh attempt after a fencing "not committed".
+#[test]
+fn a_crash_with_two_in_flight_reconciles_each_in_turn() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    st.accept(st.decide(&[
+        st.decision(&a, Verdict::Approve),
+        st.decision(&b, Verdict::Approve),
+    ]));
+    let fx = st.accept(Event::Recover);
+    assert_eq!(fx.query().map(|q| q.call_id), Some(a.call_id));
+    assert_eq!(reason(&st), Some(ReasonKind::OutcomeUnknown));
+    assert_eq!(
+        st.states(),
+        vec![
+            SlotState::Held,
+            SlotState::Unknown {
+                attempt: 0,
+                dispatches: 1
+            }
+        ]
+    );
+    // The phase's rules while the others wait.
+    assert!(matches!(
+        st.refuse(result(&b, 0)),
+        Rejection::NoDispatchInFlight { .. }
+    ));
+    let fx = st.accept(st.reconcile(QueryAnswer::Committed {
+        result: Digest::of(b"done"),
+    }));
+    assert_eq!(fx.query().map(|q| q.call_id), Some(b.call_id));
+    let fx = st.accept(st.reconcile(QueryAnswer::NotCommitted));
+    assert_eq!(
+        fx.dispatch().map(|d| (d.call_id, d.attempt)),
+        Some((b.call_id, 1))
+    );
+    assert!(matches!(
+        st.refuse(Event::Complete {
+            result: Digest::of(b"r")
+        }),
+        Rejection::DispatchInFlight { .. }
+    ));
+    st.accept(result(&b, 1));
+    assert_eq!(st.phase(), Phase::Running { in_flight: None });
+    assert!(st
+        .states()
+        .iter()
+        .all(|s| matches!(s, SlotState::Committed { .. })));
+    st.accept(Event::Complete {
+        result: Digest::of(b"r"),
+    });
+    st.done();
+}
+
+/// BAT-4 after one result: a crash makes only the call still in flight unknown; an "unknown"
+/// answer goes to a person, whose "continue" drops it.
+#[test]
+fn a_crash_after_one_result_reconciles_the_other_and_a_person_drops_it() {
+    let (a, b) = (call("a", DEDUPES), call("b", DEDUPES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    st.accept(st.decide(&[
+        st.decision(&a, Verdict::Approve),
+        st.decision(&b, Verdict::Approve),
+    ]));
+    st.accept(result(&a, 0));
+    let fx = st.accept(Event::Recover);
+    assert_eq!(fx.query().map(|q| q.call_id), Some(b.call_id));
+    st.accept(st.reconcile(QueryAnswer::Unknown));
+    assert_eq!(reason(&st), Some(ReasonKind::ManualIntervention));
+    st.accept(st.intervene(Resolution::Continue));
+    assert_eq!(st.phase(), Phase::Running { in_flight: None });
+    assert_eq!(st.states()[1], SlotState::Dropped);
+    st.done();
+}
+
+/// BAT-4 with a person abandoning: the run ends, the slots stay as they were.
+#[test]
+fn a_person_abandons_while_a_batch_call_waits_its_turn() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    st.accept(st.decide(&[
+        st.decision(&a, Verdict::Approve),
+        st.decision(&b, Verdict::Approve),
+    ]));
+    st.accept(Event::Recover);
+    st.accept(st.reconcile(QueryAnswer::Unknown));
+    st.accept(st.intervene(Resolution::Abandon));
+    assert!(st.phase().is_terminal());
+    assert_eq!(
+        st.states(),
+        vec![
+            SlotState::Held,
+            SlotState::Unknown {
+                attempt: 0,
+                dispatches: 1
+            }
+        ]
+    );
+    st.done();
+}
+
+/// CAN-1, CAN-2, BAT-4: a cancel with two in flight waits for both outcomes, each settled in
+/// turn (a person records the first committed, the second's fencing query says it never
+/// will), and only then ends the run.
+#[test]
+fn a_cancel_with_two_in_flight_waits_for_both_to_be_settled() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    st.accept(st.decide(&[
+        st.decision(&b, Verdict::Approve),
+        st.decision(&a, Verdict::Approve),
+    ]));
+    let bob = Name::lit("bob");
+    let fx = st.accept(Event::Cancel { by: bob });
+    assert_eq!(fx.query().map(|q| q.call_id), Some(a.call_id));
+    assert_eq!(
+        st.refuse(Event::Cancel { by: bob }),
+        Rejection::CancelPending
+    );
+    st.accept(st.reconcile(QueryAnswer::Unknown));
+    let fx = st.accept(st.intervene(Resolution::Committed {
+        result: Digest::of(b"done"),
+    }));
+    assert_eq!(fx.query().map(|q| q.call_id), Some(b.call_id));
+    assert_eq!(
+        st.run().suspension().and_then(|s| s.reason.cancelled_by()),
+        Some(bob)
+    );
+    st.accept(st.reconcile(QueryAnswer::NotCommitted));
+    assert_eq!(st.phase(), Phase::Failed(FailCause::Cancelled { by: bob }));
+    assert_eq!(
+        st.states(),
+        vec![
+            SlotState::Committed {
+                result: Digest::of(b"done")
+            },
+            SlotState::Dropped
+        ]
+    );
+    st.done();
+}
+
+/// CAN-2, EXP-1: a cancel with two in flight, the first reconciliation expiring to a person,
+/// who finds it committed; the second's outcome expires too, and the run ends expired with it
+/// unresolved.
+#[test]
+fn a_cancel_with_two_in_flight_survives_expiries_until_the_effect_is_named() {
+    let (a, b) = (call("a", DEDUPES), call("b", DEDUPES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    st.accept(st.decide(&[
+        st.decision(&a, Verdict::Approve),
+        st.decision(&b, Verdict::Approve),
+    ]));
+    st.accept(Event::Cancel {
+        by: Name::lit("bob"),
+    });
+    let until = st.run().suspension().unwrap().expires_at.0;
+    st.feed_at(until + 1, Event::Expire);
+    assert_eq!(reason(&st), Some(ReasonKind::ManualIntervention));
+    st.accept(st.intervene(Resolution::Committed {
+        result: Digest::of(b"done"),
+    }));
+    assert_eq!(reason(&st), Some(ReasonKind::OutcomeUnknown));
+    let until = st.run().suspension().unwrap().expires_at.0;
+    st.feed_at(until + 1, Event::Expire);
+    let until = st.run().suspension().unwrap().expires_at.0;
+    st.feed_at(until + 1, Event::Expire);
+    assert!(matches!(
+        st.phase(),
+        Phase::Failed(FailCause::Expired {
+            unresolved: Some(_)
+        })
+    ));
+    st.done();
+}
+
+/// A batch of one behaves as a pending approval does, with the batch's decisions.
+#[test]
+fn a_batch_of_one_is_approved_dispatched_and_answered() {
+    let a = call("a", FENCES);
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a)]);
+    st.accept(ev);
+    let fx = st.accept(st.decide(&[st.decision(&a, edit())]));
+    assert_eq!(
+        fx.dispatch().map(|d| d.args),
+        Some(Digest::of(b"the approver's arguments"))
+    );
+    st.accept(Event::Recover);
+    st.accept(st.reconcile(QueryAnswer::NotCommitted));
+    st.accept(result(&a, 1));
+    assert_eq!(st.phase(), Phase::Running { in_flight: None });
+    st.done();
+}
+
+/// Spec 5.5's decision checks in order: check 2 (the call named, a duplicate answered) over
+/// every decision before check 3 looks at any, so a second decision's duplicate is answered
+/// before a first one's fault; checks 3 to 5 decision by decision.
+#[test]
+fn decisions_are_checked_check_by_check() {
+    let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
+    st.accept(ev);
+    let approve_a = st.decision(&a, Verdict::Approve);
+    st.accept(st.decide(&[approve_a]));
+    let mut late_b = st.decision(&b, Verdict::Approve);
+    late_b.approval.expires_at = Time(1);
+    let refused = st.refuse(st.decide(&[late_b, approve_a]));
+    assert!(matches!(refused, Rejection::AlreadyApplied { .. }));
+    let refused = st.refuse(st.decide(&[approve_a, late_b]));
+    assert!(matches!(refused, Rejection::AlreadyApplied { .. }));
+    let mut other_c = st.decision(&c, Verdict::Approve);
+    other_c.approval.args = Digest::of(b"other");
+    let refused = st.refuse(st.decide(&[late_b, other_c]));
+    assert!(matches!(refused, Rejection::ApprovalExpired { .. }));
+    st.accept(st.decide(&[st.decision(&c, reject())]));
+    st.accept(st.decide(&[st.decision(&b, Verdict::Approve)]));
+    assert_eq!(st.states()[1], in_flight());
+    st.done();
+}
+
+/// RES-2 while a batch is open: a checkpoint of an earlier suspension is compared with the
+/// batch's revision (row 5) and the receipt answers its duplicate: the callback that won is
+/// `AlreadyApplied`. The kernel answers `StaleRevision` while a batch is open, although the
+/// receipt matches: the machines part here, and this case pins it.
+#[test]
+fn an_earlier_suspensions_duplicate_while_a_batch_is_open_is_where_the_machines_part() {
+    let a = call("a", DEDUPES);
+    let mut st = Story::new();
+    let hook = Name::lit("hook");
+    st.accept(Event::Suspend {
+        wait: Wait::Callback { callback: hook },
+        expires_at: Time(40),
+        responsible: Name::lit("partner"),
+        resource_version: VERSION,
+    });
+    let first = st.checkpoint();
+    let callback = Event::Resume(Resume {
+        checkpoint: first,
+        decision: Decision::Callback {
+            callback: hook,
+            payload: Digest::of(b"p"),
+        },
+        facts: honest(),
+    });
+    st.accept(callback);
+    let ev = st.suspend(&[proposal(a)]);
+    st.accept(ev);
+    let row = st.s.feed(&Input {
+        at: Time(st.now + 1),
+        event: callback,
+    });
+    assert_eq!(
+        row.a,
+        Said::Refused(Rejection::StaleRevision {
+            current: Revision(3),
+            got: Revision(1)
+        }),
+        "the kernel"
+    );
+    assert_eq!(
+        row.b,
+        Said::Refused(Rejection::AlreadyApplied {
+            from: Revision(1),
+            to: Revision(2)
+        }),
+        "the reference"
+    );
+}
+
+/// POL-1 on a single pending approval (spec 5.2 rule 5): a denial the run's policy leaves out,
+/// and an approval the tool's contract leaves out, are refused after the approval's own
+/// checks; a denial both allow fails the run as before.
+#[test]
+fn a_single_approval_or_denial_is_refused_unless_policy_and_tool_allow_it() {
+    let no_approve = ToolContract {
+        allowed: Allowed::of(&[VerdictKind::Reject, VerdictKind::Deny]),
+        ..DEDUPES
+    };
+    for (allowed, contract, deny, expected) in [
+        (
+            Allowed::of(&[VerdictKind::Approve, VerdictKind::Reject]),
+            DEDUPES,
+            true,
+            Some(VerdictKind::Deny),
+        ),
+        (Allowed::ALL, no_approve, false, Some(VerdictKind::Approve)),
+        (Allowed::ALL, DEDUPES, true, None),
+    ] {
+        let a = call("a", contract);
+        let mut st = Story::with_policy(allowed);
+        st.accept(Event::Suspend {
+            wait: Wait::Approval {
+                call: a,
+                requester: AGENT,
+                prior: Prior::NONE,
+            },
+            expires_at: Time(40),
+            responsible: ALICE,
+            resource_version: VERSION,
+        });
+        let approval = st.decision(&a, Verdict::Approve).approval;
+        let decision = if deny {
+            Decision::Deny(approval)
+        } else {
+            Decision::Approve(approval)
+        };
+        let ev = Event::Resume(Resume {
+            checkpoint: st.checkpoint(),
+            decision,
+            facts: honest(),
+        });
+        match expected {
+            Some(decision) => {
+                assert_eq!(st.refuse(ev), Rejection::DecisionNotAllowed { decision });
+                // The approval's own checks come first.
+                let mut bob = approval;
+                bob.approver = Name::lit("bob");
+                let ev = Event::Resume(Resume {
+                    checkpoint: st.checkpoint(),
+                    decision: Decision::Approve(bob),
+                    facts: honest(),
+                });
+                assert!(matches!(st.refuse(ev), Rejection::Unauthorised { .. }));
+            }
+            None => {
+                st.accept(ev);
+                assert!(st.phase().is_terminal());
+            }
+        }
+        st.done();
+    }
+}
+
+/// Spec 5.5 check 1 ("the list [...] names each call at most once") comes before check 2
+/// (a call already decided is answered as RES-2 answers): a list naming a call twice is
+/// `DuplicateDecision`, whatever else it names. The kernel answers `AlreadyApplied` first
+/// when the list names a decided call (the same one, or another). The machines part here,
+/// and this case pins it.
+#[test]
+fn a_decided_call_named_twice_in_one_input_is_where_the_machines_part() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    let approve_a = st.decision(&a, Verdict::Approve);
+    st.accept(st.decide(&[approve_a]));
+    let twice = st.decide(&[approve_a, approve_a]);
+    let row = st.s.feed(&Input {
+        at: Time(st.now + 1),
+        event: twice,
+    });
+    assert_eq!(
+        row.a,
+        Said::Refused(Rejection::AlreadyApplied {
+            from: Revision(1),
+            to: Revision(2)
+        }),
+        "the kernel"
+    );
+    assert_eq!(
+        row.b,
+        Said::Refused(Rejection::DuplicateDecision { call_id: a.call_id }),
+        "the reference"
+    );
+}

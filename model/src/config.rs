@@ -414,12 +414,18 @@ impl Config {
                 query_unknown: false,
                 ..direct(true, false)
             },
-            // The world does not propose batches yet: no configuration exposes these, which
-            // is why they are not in `Variant::ALL` (see `Variant::BATCH`).
+            // One batch, one worker, no crash, no loss, no duplicate, no time passing: the
+            // approver's decisions on each call, one at a time or both at once.
             Variant::BatchDecisionWrongCall
             | Variant::BatchOneApprovalForAll
             | Variant::RejectedDispatched
-            | Variant::EditIgnored => base,
+            | Variant::EditIgnored => Config {
+                workers: 1,
+                losses: 0,
+                duplicates: 0,
+                max_time: 0,
+                ..Config::batch()
+            },
             Variant::LastCallOnlyKeyCheck => Config {
                 program: Program::ThreeCalls,
                 reuses: 1,

@@ -33,7 +33,7 @@
 //! | LIVE-2 | in every state: every suspension not past its expiry accepts some honest answer | resource-blocks-answers | a decision arrives after the resource moved | `World::stuck_run` (`world/honest.rs`) |
 //! | BAT-2 | when a dispatch lands: its batch call was approved or edited by an accepted decision naming it | batch-one-approval-for-all, batch-decision-wrong-call | a batch's calls are decided one at a time | `batch_dispatch` |
 //! | BAT-3 | when a dispatch lands: its batch call was not rejected, answered or denied | rejected-dispatched | a batch runs on without the call it rejected or answered | `batch_dispatch` |
-//! | BAT-4 | when a write lands: each call of the batch is settled at most once, as the world knows it was, and all of them when the run completes | — | two calls in flight meet a restart or a cancel; a run completes after its batch | `batch_settled` |
+//! | BAT-4 | when a write lands: each call of the batch is settled at most once, as the world knows it was, and all of them when the run completes | batch-decision-wrong-call | two calls in flight meet a restart or a cancel; a run completes after its batch | `batch_settled` |
 //! | BAT-5 | when a dispatch lands: its batch call carries the approver's arguments (the edited ones after an edit) | edit-ignored | an edited call is dispatched | `batch_dispatch` |
 //!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the

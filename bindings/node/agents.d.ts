@@ -1,10 +1,12 @@
 // Types of @resumable/kernel/agents: approvals of the OpenAI Agents JS SDK's `needsApproval`
-// tools, decided by the kernel first, with the SDK's RunState stored in the same write as the
-// kernel's run. agents.js says how it works and what it does not do yet (one interruption per
-// turn; several are refused with `NotBuilt`).
+// tools, decided by the kernel first, a turn's interruptions as one kernel batch, with the
+// SDK's RunState stored in the same write as the kernel's run. agents.js says how it works and
+// what it does not do (a turn of more than `BATCH_CAPACITY` interruptions: `NotBuilt`).
 
 import type {
   Accepted,
+  Allowed,
+  Approval,
   Call,
   Checkpoint,
   History,
@@ -12,8 +14,9 @@ import type {
   Input,
   Name,
   Run,
+  Time,
 } from './index';
-import type { ApprovalRequest, DecisionValue, SqliteDatabase, Tool } from './gate';
+import type { SqliteDatabase, Tool } from './gate';
 
 export { NotBuilt, Refused } from './gate';
 
@@ -59,6 +62,55 @@ export interface RunStateClass {
   }>;
 }
 
+/** What an approver decides on: the batch's calls, in order, and its checkpoint. */
+export interface BatchRequest {
+  calls: { call: Call; requester: Name }[];
+  checkpoint: Checkpoint;
+}
+
+/** One decision of the desk's: the SDK's words (`approve`, `reject` with its message) or `deny`. */
+export type DeskDecision =
+  | { approval: Approval; verdict: 'approve' }
+  /** `message` is what the model is told; the kernel binds its digest. */
+  | { approval: Approval; verdict: 'reject'; message: string }
+  | { approval: Approval; verdict: 'deny' };
+
+/** Decisions on calls of one batch, fed to the kernel as one input. */
+export interface BatchDecisionValue {
+  at: Time;
+  checkpoint: Checkpoint;
+  decisions: DeskDecision[];
+}
+
+/** The approval of one call of `request`. */
+export function approveCall(
+  request: BatchRequest,
+  callId: string,
+  approver: Name,
+  expiresAt: Time,
+): DeskDecision;
+/** The rejection of one call of `request`: the model is told `message`, the run goes on. */
+export function rejectCall(
+  request: BatchRequest,
+  callId: string,
+  approver: Name,
+  expiresAt: Time,
+  message: string,
+): DeskDecision;
+/** The denial of one call of `request`: the run fails, no call of the batch runs. */
+export function denyCall(
+  request: BatchRequest,
+  callId: string,
+  approver: Name,
+  expiresAt: Time,
+): DeskDecision;
+/** Decisions on calls of `request`, made at `at`, as `decide` takes them. */
+export function decisions(
+  request: BatchRequest,
+  list: DeskDecision[],
+  at: Time,
+): BatchDecisionValue;
+
 export interface DeskOptions {
   store: TurnStore;
   name: string;
@@ -67,6 +119,8 @@ export interface DeskOptions {
   clock: () => number;
   operator?: Name;
   reconcileWindow?: number;
+  /** The verdicts the run's policy allows (POL-1); by default every one. */
+  allowed?: Allowed;
   /** The SDK's RunState class; by default `require('@openai/agents').RunState`. */
   RunState?: RunStateClass;
 }
@@ -78,19 +132,24 @@ export class ApprovalDesk {
   /** One kernel step, committed (with `state`, if given) before anything else happens. */
   step(input: Input, state?: string): Accepted;
   /**
-   * Suspends the kernel's run for the turn's one interruption and stores the SDK's state with
-   * it; throws `NotBuilt` for several. Returns the request an approver decides on.
+   * Suspends the kernel's run for the turn's interruptions as one batch and stores the SDK's
+   * state with it; throws `NotBuilt` for more than `BATCH_CAPACITY`. Returns the request an
+   * approver decides on.
    */
   suspend(
     result: { interruptions: ApprovalItem[]; state: { toString(): string } },
     options: { requester: Name; approver: Name; expiresIn: number },
-  ): ApprovalRequest;
+  ): BatchRequest;
   /**
-   * Feeds a decision to the kernel first (throws `Refused`: nothing changes); an accepted one
-   * is applied to the SDK's state, stored with the kernel's run, and the state returned.
+   * Feeds decisions to the kernel first (throws `Refused`: nothing changes); accepted ones are
+   * applied to the SDK's state and stored with the kernel's run. The state, ready to run, once
+   * every call of the batch is decided; null while some call awaits its decision.
    */
-  decide<S = any>(agent: any, decision: DecisionValue): Promise<S>;
-  /** The SDK's state as stored with the kernel's run (to run it again after a restart). */
+  decide<S = any>(agent: any, decision: BatchDecisionValue): Promise<S | null>;
+  /**
+   * The SDK's state as stored with the kernel's run (to run it again after a restart); throws
+   * while the batch awaits decisions.
+   */
   storedState<S = any>(agent: any): Promise<S>;
   /**
    * Carries out the call from inside the SDK tool's `execute`, under the kernel's tool key: a

@@ -1,7 +1,7 @@
 // Types of @resumable/kernel/gate: a tool call gated behind a person's approval, where the
 // kernel decides, for graph runtimes whose nodes pause with an `interrupt` and run again from
 // their start on resume (LangGraph's `interrupt()` and `new Command({ resume })`). gate.js
-// says how it works and what it does not do yet (batches: one call per interrupt).
+// says how it works and what it does not do (one call per interrupt; batches are hitl.js).
 
 import type {
   Call as KernelCall,
@@ -36,7 +36,7 @@ export class Refused extends Error {
   constructor(rejection: Rejected | NotADecision);
 }
 
-/** A shape the kernel does not decide yet: several calls of one run waiting at once. */
+/** A shape the adapters do not build: named, never guessed (see each module's header). */
 export class NotBuilt extends Error {
   name: 'NotBuilt';
 }

@@ -18,12 +18,12 @@
 //   finds the dispatch in flight, and the kernel reconciles it by asking the tool under the
 //   same tool key instead of dispatching blindly (spec REC-1).
 //
-// Not built yet: several calls decided in one interrupt (batches), editing a call's arguments,
-// and rejecting a call while the run goes on. The kernel decides one call per suspension: a
-// node gates its calls one after the other, each behind its own interrupt, and a denial ends
-// the run (`Denied`). Two calls of one run asked for at once (parallel branches of one step,
-// each interrupting) are refused by name: the second throws `NotBuilt`, and nothing of it is
-// committed or dispatched.
+// This gate asks for one call per interrupt: a node gates its calls one after the other, each
+// behind its own interrupt, and a denial ends the run (`Denied`). Several calls decided in one
+// interrupt, edits and rejecting a call while the run goes on are the kernel's batches, which
+// `hitl.js` builds for LangChain's human-in-the-loop middleware. Two calls of one run asked
+// for at once here (parallel branches of one step, each interrupting) are refused by name:
+// the second throws `NotBuilt`, and nothing of it is committed or dispatched.
 
 const rk = require('./index.js');
 
@@ -42,7 +42,7 @@ class Refused extends Error {
   }
 }
 
-/** A shape the kernel does not decide yet: several calls of one run waiting at once. */
+/** A shape the adapters do not build: named, never guessed (see each module's header). */
 class NotBuilt extends Error {
   constructor(message) {
     super(message);

@@ -28,17 +28,31 @@ export interface Identity {
   definition: Name;
 }
 
+/** What an approver may decide about one call of a batch (spec 5.5, POL-1). */
+export type VerdictKind = 'approve' | 'edit' | 'reject' | 'respond' | 'deny';
+
+/** A set of verdicts, written as the list of their names (each at most once). */
+export type Allowed = VerdictKind[];
+
 export interface Policy {
   /** Who may resolve an unknown outcome by intervention. */
   operator: Name;
   /** How long an unknown outcome may be reconciled before it needs an operator. */
   reconcile_window: U64;
+  /**
+   * The verdicts an approver may give on this run (POL-1); absent: every one. A run that
+   * hands rejections back to its agent leaves `deny` out; one that must stop on a refusal
+   * leaves `reject` out.
+   */
+  allowed?: Allowed;
 }
 
 export interface ToolContract {
   dedupes: boolean;
   query_fences: boolean;
   max_attempts: number;
+  /** The verdicts an approver may give on a call to this tool (POL-1); absent: all but respond. */
+  allowed?: Allowed;
 }
 
 export interface Call {
@@ -71,7 +85,9 @@ export type Reason =
   | { reason: 'external_callback'; callback: Name }
   | { reason: 'manual_intervention'; unresolved: InFlight | null; cancelled_by: Name | null }
   | { reason: 'resource_wait'; resource: Name }
-  | { reason: 'outcome_unknown'; in_flight: InFlight };
+  /** The calls of the run's `batch` wait for the approver's decisions, one each (5.5). */
+  | { reason: 'pending_batch' }
+  | { reason: 'outcome_unknown'; in_flight: InFlight; cancelled_by: Name | null };
 
 export type ReasonKind = Reason['reason'];
 
@@ -116,13 +132,30 @@ export type QueryAnswer =
   | { answer: 'not_committed' }
   | { answer: 'unknown' };
 
+/** What was decided about one call of a batch, with the verdict's own value. */
+export type CallVerdict =
+  | { verdict: 'approve' }
+  /** Run the call with the approver's arguments: their digest (BAT-5). */
+  | { verdict: 'edit'; args: Digest }
+  /** Never run the call; `reason` is the digest of the message handed back to the agent. */
+  | { verdict: 'reject'; reason: Digest }
+  /** Never run the call; `result` is the digest of the person's answer, the call's result. */
+  | { verdict: 'respond'; result: Digest }
+  /** Never run the call, and fail the run (APR-4). */
+  | { verdict: 'deny' };
+
+/** One decision on one call of a batch, bound to it by its approval (BAT-2). */
+export type CallDecision = { approval: Approval } & CallVerdict;
+
 export type Decision =
   | ({ decision: 'approve' } & Approval)
   | ({ decision: 'deny' } & Approval)
   | { decision: 'callback'; callback: Name; payload: Digest }
   | { decision: 'resource_ready'; resource: Name }
   | { decision: 'intervene'; by: Name; resolution: Resolution }
-  | ({ decision: 'reconcile' } & QueryAnswer);
+  | ({ decision: 'reconcile' } & QueryAnswer)
+  /** Decisions on calls of the pending batch, each naming its call at most once (5.5). */
+  | { decision: 'batch'; decisions: CallDecision[] };
 
 export type DecisionKind = Decision['decision'];
 
@@ -131,6 +164,45 @@ export interface ResumeReceipt {
   to: Revision;
   checkpoint: Digest;
   decision: Decision;
+}
+
+/** Where one call of a batch stands (spec 5.5). */
+export type SlotState =
+  | { state: 'awaiting' }
+  | { state: 'approved' }
+  | { state: 'in_flight'; attempt: number; dispatches: number }
+  | { state: 'unknown'; attempt: number; dispatches: number }
+  | { state: 'held' }
+  | { state: 'committed'; result: Digest }
+  | { state: 'rejected'; reason: Digest }
+  | { state: 'responded'; result: Digest }
+  | { state: 'dropped' }
+  | { state: 'denied' };
+
+/** One call of a batch and where it stands. */
+export type Slot = {
+  /** The bound call; after an edit, with the approver's arguments and their key digest. */
+  call: BoundCall;
+  requester: Name;
+  /** The argument digest the agent proposed: what a decision binds to. */
+  proposed: Digest;
+  /** Its key was bound by no earlier call: an edit may rebind it (BAT-5). */
+  fresh: boolean;
+  /** The decision it received, and the revision that recorded it. */
+  decided: [CallDecision, Revision] | null;
+} & SlotState;
+
+/** The run's last batch, from the suspension that opens it until the next one opens. */
+export interface Batch {
+  /** The revision of the batch's checkpoint: every decision binds to it. */
+  opened: Revision;
+  /** The digest of the batch's checkpoint. */
+  checkpoint: Digest;
+  resource_version: U64;
+  /** The revision at which the batch left its suspension, once it has. */
+  closed: Revision | null;
+  /** Its calls, in the order proposed (at most `BATCH_CAPACITY`). */
+  slots: Slot[];
 }
 
 /** A run: the whole state the kernel decides on. Store it as it is returned. */
@@ -143,6 +215,8 @@ export interface Run {
   phase: Phase;
   last_call: CallOutcome | null;
   last_resume: ResumeReceipt | null;
+  /** The run's last batch; absent before the first. */
+  batch?: Batch;
 }
 
 /** A sealed checkpoint (spec/checkpoint.md): what a suspension persists and a resume cites. */
@@ -161,11 +235,24 @@ export interface Checkpoint {
   responsible: Name;
   created_at: Time;
   cancel_requested_by: Name | null;
+  /** For a batch awaiting decisions, the digest of its calls as proposed; absent otherwise. */
+  batch?: Digest;
   digest: Digest;
+}
+
+/** One call of a batch as the agent proposes it. */
+export interface Proposal {
+  call: Call;
+  /** Who asks for it; never the approver. */
+  requester: Name;
+  /** What the run's history holds of the call's id and key (`History.prior`). */
+  prior: Prior;
 }
 
 export type Wait =
   | { wait: 'approval'; call: Call; requester: Name; prior: Prior }
+  /** One suspension for up to `BATCH_CAPACITY` calls, in order (BAT-1). */
+  | { wait: 'batch'; calls: Proposal[] }
   | { wait: 'callback'; callback: Name }
   | { wait: 'intervention' }
   | { wait: 'resource'; resource: Name };
@@ -237,7 +324,9 @@ export type RejectionKind =
   | 'expiry_not_in_future' | 'expiry_unreachable' | 'clock_exhausted' | 'no_attempts_allowed'
   | 'key_conflict' | 'key_committed' | 'call_id_reused' | 'dispatch_in_flight'
   | 'no_dispatch_in_flight' | 'result_mismatch' | 'nothing_in_flight' | 'nothing_unresolved'
-  | 'not_expired' | 'cancel_pending' | 'revision_exhausted';
+  | 'not_expired' | 'cancel_pending' | 'revision_exhausted' | 'empty_batch'
+  | 'duplicate_in_batch' | 'no_decision' | 'duplicate_decision' | 'decision_not_allowed'
+  | 'edit_key_bound';
 
 /** A rejection in the kernel's form: its name, and its evidence as further fields. */
 export interface Rejection {
@@ -282,6 +371,8 @@ export function stringify(value: unknown): string;
 export const RULES_VERSION: number;
 /** The version of the audit-log format written by `AuditLog`. */
 export const AUDIT_FORMAT_VERSION: number;
+/** The most calls one batch holds (spec 5.5, BAT-1). */
+export const BATCH_CAPACITY: number;
 
 /** A new run at revision 0, running. */
 export function newRun(identity: Identity, policy: Policy, createdAt: Time): Run;

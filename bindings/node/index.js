@@ -84,6 +84,7 @@ function text(value, what) {
 
 const RULES_VERSION = native.rulesVersion();
 const AUDIT_FORMAT_VERSION = native.auditFormatVersion();
+const BATCH_CAPACITY = native.batchCapacity();
 
 function verdictOf(answer) {
   if (answer.verdict === 'accepted') {
@@ -292,6 +293,7 @@ class AuditLog {
 
 module.exports = {
   AUDIT_FORMAT_VERSION,
+  BATCH_CAPACITY,
   RULES_VERSION,
   AuditLog,
   History,

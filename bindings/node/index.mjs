@@ -5,6 +5,7 @@ const kernel = createRequire(import.meta.url)('./index.js');
 
 export const {
   AUDIT_FORMAT_VERSION,
+  BATCH_CAPACITY,
   RULES_VERSION,
   AuditLog,
   History,

@@ -36,6 +36,12 @@ pub fn audit_format_version() -> u32 {
     u32::try_from(resumable_audit::VERSION).unwrap_or(u32::MAX)
 }
 
+/// The most calls one batch holds (spec 5.5, BAT-1).
+#[napi]
+pub fn batch_capacity() -> u32 {
+    u32::try_from(resumable_kernel::BATCH_CAPACITY).unwrap_or(u32::MAX)
+}
+
 /// A new run at revision 0 from `{"identity": ..., "policy": ..., "created_at": T}`.
 #[napi]
 pub fn new_run(spec: String) -> Result<String> {

@@ -18,7 +18,6 @@ const { Agent, RunState, run, tool } = require('@openai/agents');
 const { z } = require('zod');
 
 const agents = require('../agents');
-const gate = require('../gate');
 const { DedupingTool, Ledger } = require('./ledger');
 const { ScriptedModel, assistantMessage, functionCall } = require('./scripted-model');
 
@@ -97,7 +96,7 @@ async function kernel(step, dir, approver) {
       expiresIn: 600_000,
     });
     fs.writeFileSync(requestFile, JSON.stringify(request));
-    return { suspended: request.call.call_id };
+    return { suspended: request.calls[0].call.call_id };
   }
   const a = agent(lastTurn());
   let state;
@@ -105,9 +104,10 @@ async function kernel(step, dir, approver) {
     const request = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
     const now = clock();
     try {
-      state = await desk.decide(a, gate.approve(request, approver, now + 60_000, now));
+      const approval = agents.approveCall(request, 'call_42', approver, now + 60_000);
+      state = await desk.decide(a, agents.decisions(request, [approval], now));
     } catch (e) {
-      if (!(e instanceof gate.Refused)) throw e;
+      if (!(e instanceof agents.Refused)) throw e;
       return { refused: e.rejection.verdict };
     }
   } else {

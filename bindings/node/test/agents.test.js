@@ -121,7 +121,9 @@ class Scene {
 
   async decide(request, { approver = 'alice', validFor = 100, deny = false } = {}) {
     const now = this.clock();
-    const decision = (deny ? gate.deny : gate.approve)(request, approver, now + validFor, now);
+    const callId = request.calls[0].call.call_id;
+    const decide = deny ? agents.denyCall : agents.approveCall;
+    const decision = agents.decisions(request, [decide(request, callId, approver, now + validFor)], now);
     const agent = this.agent([assistantMessage(deny ? 'not published' : 'done')]);
     const state = await this.desk.decide(agent, decision);
     return (await run(agent, state)).finalOutput;
@@ -137,7 +139,8 @@ test('kernel: the decision arrives in a new process and is honoured once', () =>
   const db = new Database(path.join(dir, 'turns.db'));
   const turn = new agents.SqliteTurnStore(db).load('run-1');
   db.close();
-  assert.equal(turn.run.phase.reason.reason, 'pending_approval');
+  // A turn of one call is a batch of one (spec 5.5).
+  assert.equal(turn.run.phase.reason.reason, 'pending_batch');
   assert.equal(JSON.parse(turn.state).currentStep.type, 'next_step_interruption');
   assert.match(turn.state, /call_42/);
   // Each decision in a new process, after the first one ended.
@@ -219,7 +222,9 @@ test('kernel: the requester, an expired approval and other arguments are refused
   const s = new Scene(tmp());
   const request = await s.turn(42, 'call_42');
   const stored = s.desk.turn().state;
-  const otherArgs = { ...request, call: { ...request.call, args: rk.digest({ post: 666 }) } };
+  const [proposal] = request.calls;
+  const other = { ...proposal, call: { ...proposal.call, args: rk.digest({ post: 666 }) } };
+  const otherArgs = { ...request, calls: [other] };
   await assert.rejects(s.decide(request, { approver: 'writer' }), refusedAs('self_approval'));
   await assert.rejects(s.decide(request, { validFor: -1 }), refusedAs('approval_expired'));
   await assert.rejects(s.decide(otherArgs), refusedAs('approval_mismatch'));
@@ -251,8 +256,9 @@ test('kernel: an approval replayed for another call is refused', async () => {
   const first = await s.turn(42, 'call_42');
   assert.equal(await s.decide(first), 'done');
   const second = await s.turn(666, 'call_666');
-  // The approval given for post 42, replayed.
-  await assert.rejects(s.decide(first), refusedAs('already_resumed'));
+  // The approval given for post 42, replayed: bound to the first batch's checkpoint, older
+  // than the batch now open.
+  await assert.rejects(s.decide(first), refusedAs('stale_revision'));
   assert.deepEqual(s.ledger.entries().map((e) => e.args.post), [42]);
   assert.equal(await s.decide(second), 'done');
   assert.deepEqual(s.ledger.entries().map((e) => e.args.post), [42, 666]);
@@ -297,18 +303,4 @@ test('kernel: a denial goes through the kernel first, then the SDK rejects the c
   // A later approval of the same suspension is refused: another decision resumed it.
   await assert.rejects(s.decide(request), refusedAs('already_resumed'));
   assert.equal(s.ledger.commits(), 0);
-});
-
-test('several approvals in one turn wait on the kernel\'s batches', async () => {
-  const s = new Scene(tmp());
-  const agent = s.agent([
-    functionCall('publish', { post: 1 }, 'c1'),
-    functionCall('publish', { post: 2 }, 'c2'),
-  ]);
-  const result = await run(agent, 'publish two');
-  assert.equal(result.interruptions.length, 2);
-  assert.throws(
-    () => s.desk.suspend(result, { requester: 'writer', approver: 'alice', expiresIn: 1000 }),
-    agents.NotBuilt,
-  );
 });

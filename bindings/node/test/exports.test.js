@@ -5,7 +5,7 @@
 const assert = require('node:assert/strict');
 const { test } = require('node:test');
 
-test('gate and desk load by their package paths, alike from both module kinds', async () => {
+test('gate, desk and HITL gate load by their package paths, alike from both module kinds', async () => {
   const gate = require('@resumable/kernel/gate');
   const agents = require('@resumable/kernel/agents');
   assert.equal(gate, require('../gate'));
@@ -16,4 +16,8 @@ test('gate and desk load by their package paths, alike from both module kinds', 
   assert.equal(esGate.ApprovalGate, gate.ApprovalGate);
   assert.equal(esGate.Refused, gate.Refused);
   assert.equal(esAgents.ApprovalDesk, agents.ApprovalDesk);
+  const hitl = require('@resumable/kernel/hitl');
+  assert.equal(hitl, require('../hitl'));
+  assert.equal(hitl.Refused, gate.Refused);
+  assert.equal((await import('@resumable/kernel/hitl')).HitlGate, hitl.HitlGate);
 });

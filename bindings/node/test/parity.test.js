@@ -4,8 +4,9 @@
 //
 // The scenario conveniences (digests written as text, checkpoint references with changes and
 // resealing, the approval's revision and the facts left out, each call's prior from the run's
-// history) are resolved here, in JavaScript, with the package's functions, as a Node driver
-// would: the resolved input must be the one the command line fed its kernel, and the verdict,
+// history, for a batch's calls and decisions alike, the header's allowed verdicts) are
+// resolved here, in JavaScript, with the package's functions, as a Node driver would: the
+// resolved input must be the one the command line fed its kernel, and the verdict,
 // the rejection with its evidence and message, the effects and the run after the step must be
 // the same.
 
@@ -54,7 +55,7 @@ class Driver {
     const pick = (keys) => Object.fromEntries(keys.map((k) => [k, spec[k]]));
     this.run = rk.newRun(
       pick(['tenant', 'session', 'run', 'definition']),
-      pick(['operator', 'reconcile_window']),
+      pick(['operator', 'reconcile_window', 'allowed'].filter((k) => k in spec)),
       spec.created_at,
     );
     this.history = new rk.History();
@@ -88,6 +89,10 @@ class Driver {
       const { decision } = written;
       if ((decision.decision === 'approve' || decision.decision === 'deny') && !('revision' in decision)) {
         decision.revision = cp.revision;
+      } else if (decision.decision === 'batch') {
+        for (const d of decision.decisions) {
+          if (!('revision' in d.approval)) d.approval.revision = cp.revision;
+        }
       }
       const facts = written.facts || {};
       written.facts = {
@@ -100,6 +105,12 @@ class Driver {
     if (written.kind === 'dispatch') holder = written;
     else if (written.kind === 'suspend' && written.wait.wait === 'approval') holder = written.wait;
     if (holder !== null && !('prior' in holder)) holder.prior = this.history.prior(holder.call);
+    if (written.kind === 'suspend' && written.wait.wait === 'batch') {
+      // Each call of a batch from the history as it stands before the batch (spec 5.5).
+      for (const proposal of written.wait.calls) {
+        if (!('prior' in proposal)) proposal.prior = this.history.prior(proposal.call);
+      }
+    }
     return written;
   }
 

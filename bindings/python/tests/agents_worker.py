@@ -56,13 +56,14 @@ async def main(step: str, dir: pathlib.Path, approver: str) -> None:
         result = await Runner.run(agent(model), "publish post 42")
         request = DESK.suspend(result, requester="writer", approver="alice", expires_in=600_000)
         (dir / "request.json").write_text(json.dumps(request))
-        print(json.dumps({"suspended": request["call"]["call_id"]}))
+        print(json.dumps({"suspended": [c["call"]["call_id"] for c in request["calls"]]}))
         return
     request = json.loads((dir / "request.json").read_text())
     model = ScriptedModel([[assistant_message("done")]])
     now = clock()
     try:
-        state = await DESK.decide(agent(model), gate.approve(request, approver, now + 60_000, now))
+        decision = agents_sdk.approve(request, "call_42", approver, now, now + 60_000)
+        state = await DESK.decide(agent(model), decision)
     except gate.Refused as refused:
         print(json.dumps({"refused": refused.rejection.kind}))
         return

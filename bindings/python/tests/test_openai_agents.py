@@ -1,7 +1,8 @@
 """Inside the OpenAI Agents SDK (offline, with the SDK's own ScriptedModel): `needs_approval`
-tools gated by the kernel. The SDK's state is stored in the same commit as the kernel's run;
-the decision goes through the kernel first and may arrive in a new process; an approval the
-kernel refuses changes nothing. Plain-SDK tests show what the SDK alone lets through."""
+tools gated by the kernel. The interruptions of one turn are one kernel batch; the SDK's state
+is stored in the same commit as the kernel's run; each decision goes through the kernel first
+and may arrive in a new process; a decision the kernel refuses changes nothing. Plain-SDK
+tests show what the SDK alone lets through. Batches of several calls: test_openai_batch.py."""
 
 from __future__ import annotations
 
@@ -34,11 +35,11 @@ def worker(step: str, dir: pathlib.Path, approver: str = "alice") -> dict:
 
 
 def test_kernel_the_decision_arrives_in_a_new_process_and_is_honoured_once(tmp_path) -> None:
-    assert worker("start", tmp_path) == {"suspended": "call_42"}
+    assert worker("start", tmp_path) == {"suspended": ["call_42"]}
     # The kernel's run and the SDK's state were stored in one commit, in one row.
     turn = agents_sdk.TurnStore(str(tmp_path / "turns.db")).load("run-1")
     assert turn is not None and turn.state is not None
-    assert turn.run["phase"]["reason"]["reason"] == "pending_approval"
+    assert turn.run["phase"]["reason"]["reason"] == "pending_batch"
     assert "call_42" in json.dumps(turn.state)
     # Each decision in a new process, after the first one ended.
     assert worker("approve", tmp_path, approver="writer") == {"refused": "self_approval"}
@@ -83,7 +84,8 @@ class Scene:
 
     def decide(self, request: dict, approver: str = "alice", valid_for: int = 100):
         now = self.clock()
-        decision = gate.approve(request, approver, now + valid_for, now)
+        (call_id,) = [c["call"]["call_id"] for c in request["calls"]]
+        decision = agents_sdk.approve(request, call_id, approver, now, now + valid_for)
         agent = self.agent([assistant_message("done")])
         state = asyncio.run(self.desk.decide(agent, decision))
         return asyncio.run(Runner.run(agent, state)).final_output
@@ -113,7 +115,9 @@ def test_plain_anyone_approves_at_any_time_even_the_requester(tmp_path) -> None:
 def test_kernel_refuses_the_requester_an_expired_approval_and_other_arguments(tmp_path) -> None:
     s = Scene(tmp_path)
     request = s.turn(42, "call_42")
-    other_args = dict(request, call=dict(request["call"], args=rk.digest({"post": 666})))
+    (proposal,) = request["calls"]
+    other_call = dict(proposal["call"], args=rk.digest({"post": 666}))
+    other_args = dict(request, calls=[dict(proposal, call=other_call)])
     for kwargs, kind in [
         ({"approver": "writer"}, "self_approval"),
         ({"valid_for": -1}, "approval_expired"),
@@ -157,7 +161,7 @@ def test_kernel_an_approval_replayed_for_another_call_is_refused(tmp_path) -> No
     second = s.turn(666, "call_666")
     with pytest.raises(gate.Refused) as refused:
         s.decide(first)  # the approval given for post 42, replayed
-    assert refused.value.rejection.kind == "already_resumed"
+    assert refused.value.rejection.kind == "stale_revision"
     assert [e["args"]["post"] for e in s.ledger.entries()] == [42]
     assert s.decide(second) == "done"
     assert [e["args"]["post"] for e in s.ledger.entries()] == [42, 666]
@@ -172,13 +176,3 @@ def test_kernel_a_call_id_reused_with_other_arguments_is_refused(tmp_path) -> No
         s.turn(666, "call_42")
     assert refused.value.rejection.kind == "call_id_reused"
     assert s.ledger.commits() == 1
-
-
-def test_several_approvals_in_one_turn_wait_on_the_kernels_batches(tmp_path) -> None:
-    s = Scene(tmp_path)
-    agent = s.agent([function_call("publish", {"post": 1}, call_id="c1"),
-                     function_call("publish", {"post": 2}, call_id="c2")])
-    result = asyncio.run(Runner.run(agent, "publish two"))
-    assert len(result.interruptions) == 2
-    with pytest.raises(agents_sdk.NotBuilt):
-        s.desk.suspend(result, requester="writer", approver="alice", expires_in=1000)

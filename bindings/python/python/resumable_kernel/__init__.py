@@ -14,13 +14,20 @@ audit record and the history entry the effects carry, in one commit, and only th
 the checkpoint, dispatch or query effects, in order. Before a call is bound (a dispatch, or a
 suspension for its approval) state what the run's history holds of it as its ``prior``
 (:class:`History` keeps that index in memory).
+
+The batch shapes of spec section 5.5 are typed here as they are on the wire (``TypedDict``s over
+the same JSON): a suspension's :class:`BatchWait` of :class:`Proposal` calls, a resume's
+:class:`BatchDecision` holding :class:`CallDecision` items (each an :class:`Approval` and a
+:data:`CallVerdict`), the run's :class:`Batch` of :class:`Slot` items, and :data:`Allowed`, the
+verdicts a run's policy and a tool's contract allow. The step :data:`Verdict` (accepted or
+rejected) is another thing than a call's :data:`CallVerdict`.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, Union
 
 from . import _native
 from ._native import (
@@ -35,14 +42,33 @@ from ._native import (
 
 __all__ = [
     "AUDIT_FORMAT_VERSION",
+    "BATCH_CAPACITY",
     "RULES_VERSION",
     "Accepted",
+    "Allowed",
+    "Approval",
     "AuditLog",
+    "Batch",
+    "BatchDecision",
+    "BatchWait",
+    "BoundCall",
+    "Call",
+    "CallDecision",
+    "CallVerdict",
     "History",
     "Json",
+    "KeyUse",
+    "Prior",
+    "Proposal",
     "Rejected",
     "ResumableError",
+    "Slot",
+    "SlotState",
+    "SLOT_STATES",
+    "ToolContract",
+    "VERDICT_KINDS",
     "Verdict",
+    "VerdictKind",
     "canonical",
     "canonical_json",
     "digest",
@@ -56,6 +82,181 @@ __all__ = [
 
 Json = dict[str, Any]
 """A JSON object in the kernel's serde form."""
+
+
+BATCH_CAPACITY = 8
+"""How many calls one batch holds (the kernel's ``BATCH_CAPACITY``, spec 5.5): a turn with more
+is put to the approver as consecutive batches, or refused."""
+
+VerdictKind = Literal["approve", "edit", "reject", "respond", "deny"]
+"""What an approver may decide about one call (spec 5.5, POL-1)."""
+
+VERDICT_KINDS: tuple[VerdictKind, ...] = ("approve", "edit", "reject", "respond", "deny")
+"""Every verdict kind, in the kernel's order: what a policy allows unless it narrows it (the
+run then leaves ``allowed`` out of its policy)."""
+
+Allowed = list[VerdictKind]
+"""A set of verdict kinds on the wire (a run's ``policy.allowed``, a tool's
+``contract.allowed``), in the kernel's order. A contract leaves it out when it is the tool's
+default: every kind but ``respond``."""
+
+
+class ToolContract(TypedDict, total=False):
+    """What a tool promises about keys and queries, and the verdicts it allows (POL-1)."""
+
+    dedupes: bool
+    query_fences: bool
+    max_attempts: int
+    allowed: Allowed
+
+
+class Call(TypedDict):
+    """A tool call: ``args`` is the digest of its arguments (RFC 8785, :func:`digest`)."""
+
+    call_id: str
+    tool: str
+    args: str
+    key: str
+    contract: ToolContract
+
+
+class BoundCall(TypedDict):
+    """A call the kernel bound, its key tied to its argument digest."""
+
+    call: Call
+    key_digest: str
+
+
+class KeyUse(TypedDict):
+    """A key's earlier binding in the run's history."""
+
+    args: str
+    committed: bool
+
+
+class Prior(TypedDict):
+    """What the run's history holds of a call's id and key (spec 4.9); :meth:`History.prior`."""
+
+    call_id_used: bool
+    key: Optional[KeyUse]
+
+
+class Proposal(TypedDict):
+    """One call of a batch as the agent proposes it, with its requester and its prior."""
+
+    call: Call
+    requester: str
+    prior: Prior
+
+
+class BatchWait(TypedDict):
+    """A suspension's ``wait`` for a batch: ``{"wait": "batch", "calls": [...]}`` (BAT-1)."""
+
+    wait: Literal["batch"]
+    calls: list[Proposal]
+
+
+class Approval(TypedDict):
+    """What a decision binds to: the call id, the proposed argument digest, the requester,
+    the approver, the batch's checkpoint revision and an expiry (APR-1, BAT-2)."""
+
+    call_id: str
+    args: str
+    requester: str
+    approver: str
+    revision: int
+    expires_at: int
+
+
+class _Approve(TypedDict):
+    verdict: Literal["approve"]
+
+
+class _Edit(TypedDict):
+    verdict: Literal["edit"]
+    args: str
+
+
+class _Reject(TypedDict):
+    verdict: Literal["reject"]
+    reason: str
+
+
+class _Respond(TypedDict):
+    verdict: Literal["respond"]
+    result: str
+
+
+class _Deny(TypedDict):
+    verdict: Literal["deny"]
+
+
+CallVerdict = Union[_Approve, _Edit, _Reject, _Respond, _Deny]
+"""What was decided about one call: ``approve``; ``edit`` with ``args`` (the digest of the
+approver's arguments, BAT-5); ``reject`` with ``reason`` (the digest of the message handed back
+to the agent); ``respond`` with ``result`` (the digest of the person's answer); ``deny`` (the run
+fails, APR-4)."""
+
+
+class CallDecision(TypedDict, total=False):
+    """One decision on one call of a batch: ``approval`` and the :data:`CallVerdict`'s fields
+    beside it (``verdict``, and ``args``, ``reason`` or ``result``)."""
+
+    approval: Approval
+    verdict: VerdictKind
+    args: str
+    reason: str
+    result: str
+
+
+class BatchDecision(TypedDict):
+    """A resume's ``decision`` for a batch: ``{"decision": "batch", "decisions": [...]}``."""
+
+    decision: Literal["batch"]
+    decisions: list[CallDecision]
+
+
+SlotState = Literal[
+    "awaiting", "approved", "in_flight", "unknown", "held", "committed", "rejected",
+    "responded", "dropped", "denied",
+]
+"""Where one call of a batch stands (spec 5.5's table): a slot's ``state``."""
+
+SLOT_STATES: tuple[SlotState, ...] = (
+    "awaiting", "approved", "in_flight", "unknown", "held", "committed", "rejected",
+    "responded", "dropped", "denied",
+)
+"""Every slot state."""
+
+
+class Slot(TypedDict, total=False):
+    """One call of a batch and where it stands: the bound call (after an edit, with the
+    approver's arguments), its requester, the argument digest the agent ``proposed``, whether
+    its key was ``fresh``, the decision it received with the revision that recorded it
+    (``[CallDecision, revision]`` or ``None``), its ``state``, and that state's fields
+    (``attempt`` and ``dispatches``; ``result``; ``reason``)."""
+
+    call: BoundCall
+    requester: str
+    proposed: str
+    fresh: bool
+    decided: Optional[list[Any]]
+    state: SlotState
+    attempt: int
+    dispatches: int
+    result: str
+    reason: str
+
+
+class Batch(TypedDict):
+    """The run's last batch (``run["batch"]``): the revision and digest of its checkpoint, the
+    resource version it carries, when it closed, and its slots in the order proposed."""
+
+    opened: int
+    checkpoint: str
+    resource_version: int
+    closed: Optional[int]
+    slots: list[Slot]
 
 
 def _text(value: Union[Mapping[str, Any], str]) -> str:
@@ -86,8 +287,14 @@ class Accepted:
 
     @property
     def dispatch(self) -> Optional[Json]:
-        """The dispatch to carry out after the commit, if any."""
+        """The dispatch to carry out after the commit, if any (the first, for a batch)."""
         return self.effect("dispatch")
+
+    @property
+    def dispatches(self) -> list[Json]:
+        """Every dispatch to carry out after the commit, in slot order: a batch that resumes
+        dispatches each approved call (BAT-3); any other transition at most one."""
+        return [e for e in self.effects if e["effect"] == "dispatch"]
 
 
 @dataclass(frozen=True)

@@ -1,31 +1,42 @@
 """Approvals of the OpenAI Agents SDK's ``needs_approval`` tools, decided by the kernel first.
 
-A turn that stops on a tool approval (``result.interruptions``) is suspended in the kernel
-for that call (its call id, the digest of its arguments, a key, the requester), and the
-kernel's run and the SDK's ``RunState.to_json()`` are stored in one SQLite transaction. The
-decision may arrive in another process, after a restart: it goes through the kernel first (an
-approval bound to the call id, the argument digest, the requester, the checkpoint's revision
-and an expiry); only an accepted one is applied to the SDK's state (``state.approve``), in the
-same commit as the kernel's run, and the tool then runs under the kernel's tool key, once.
+A turn that stops on tool approvals (``result.interruptions``, one per call of the model's
+turn) is suspended in the kernel as one batch (spec 5.5, BAT-1): one call per interruption, in
+the order listed, each with its call id, the digest of its arguments, a key and the requester,
+and one checkpoint for all of them. The kernel's run and the SDK's ``RunState.to_json()`` are
+stored in one SQLite transaction. Decisions may arrive one at a time or together, in another
+process, after a restart: each goes through the kernel first (bound to its call id, the
+argument digest as proposed, the requester, the batch's checkpoint revision and an expiry,
+BAT-2); only an accepted one is applied to the SDK's state (``state.approve``, or
+``state.reject`` with the rejection message the model is given), in the same commit as the
+kernel's run. The SDK's words map onto the kernel's as spec/frameworks.md says: approve is
+``approve``, reject is ``reject`` (the run goes on and the model gets the rejection), and a
+person's "stop the run" is ``deny`` (the run fails).
 
-Not built yet: several interruptions of one turn decided one by one (the kernel decides one
-call per suspension; batches come later), and rejecting a call while the run goes on (a
-kernel denial ends the run). A turn with more than one interruption is refused here, by name.
+Only when every call of the batch is decided does :meth:`ApprovalDesk.decide` hand the state
+back to run (BAT-3): the kernel has then dispatched the approved calls, and each tool runs
+under its dispatch's tool key (:meth:`ApprovalDesk.dispatch_for`) and records its answer; a
+tool the kernel did not dispatch refuses to run.
+
+Refused by name (:class:`NotBuilt`): a turn with more than :data:`resumable_kernel.BATCH_CAPACITY`
+interruptions (the SDK's state holds them all at once, and the desk does not split them into
+consecutive batches).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
 import resumable_kernel as rk
-from resumable_kernel.gate import Refused
+from resumable_kernel.gate import Denied, Refused
 
 
 class NotBuilt(Exception):
-    """A shape the kernel does not decide yet (several approvals of one turn)."""
+    """A shape the desk does not decide: more interruptions in one turn than one batch holds."""
 
 
 @dataclass
@@ -94,6 +105,55 @@ def call_of(item: Any, run_name: str) -> rk.Json:
             "contract": {"dedupes": True, "query_fences": False, "max_attempts": 3}}
 
 
+def _decision(request: Mapping[str, Any], call_id: str, approver: str, at: int,
+              expires_at: int, verdict: rk.Json,
+              message: Optional[str] = None) -> rk.Json:
+    proposal = next((c for c in request["calls"] if c["call"]["call_id"] == call_id), None)
+    if proposal is None:
+        raise KeyError(f"the request holds no call {call_id}")
+    approval = {"call_id": call_id, "args": proposal["call"]["args"],
+                "requester": proposal["requester"], "approver": approver,
+                "revision": request["checkpoint"]["revision"], "expires_at": expires_at}
+    return {"at": at, "checkpoint": request["checkpoint"],
+            "decisions": [{"approval": approval, **verdict}],
+            "messages": {} if message is None else {call_id: message}}
+
+
+def approve(request: Mapping[str, Any], call_id: str, approver: str, at: int,
+            expires_at: int) -> rk.Json:
+    """An approver's approval of one call of the batch ``request`` (what
+    :meth:`ApprovalDesk.suspend` returned): bound to the call's id, its argument digest as
+    proposed, its requester and the batch's checkpoint revision. The SDK's ``state.approve``."""
+    return _decision(request, call_id, approver, at, expires_at, {"verdict": "approve"})
+
+
+def reject(request: Mapping[str, Any], call_id: str, approver: str, at: int, expires_at: int,
+           message: str) -> rk.Json:
+    """A rejection of one call: the call never runs, ``message`` is what the model is told
+    and the run goes on (kernel ``reject``, its reason the digest of ``message``). The SDK's
+    ``state.reject(item, rejection_message=message)``."""
+    return _decision(request, call_id, approver, at, expires_at,
+                     {"verdict": "reject", "reason": rk.digest(message)}, message)
+
+
+def deny(request: Mapping[str, Any], call_id: str, approver: str, at: int,
+         expires_at: int) -> rk.Json:
+    """A person's "stop the run" on one call (kernel ``deny``): the run fails and no call of
+    the batch runs (APR-4)."""
+    return _decision(request, call_id, approver, at, expires_at, {"verdict": "deny"})
+
+
+def together(*decisions: Mapping[str, Any]) -> rk.Json:
+    """Several decisions on calls of one batch given at once: one kernel resume."""
+    if not decisions:
+        raise ValueError("no decision")
+    messages: dict[str, str] = {}
+    for d in decisions:
+        messages.update(d["messages"])
+    return {"at": max(d["at"] for d in decisions), "checkpoint": decisions[0]["checkpoint"],
+            "decisions": [c for d in decisions for c in d["decisions"]], "messages": messages}
+
+
 class ApprovalDesk:
     """One agent run's approvals, decided by the kernel. ``clock`` gives each input's time."""
 
@@ -101,6 +161,7 @@ class ApprovalDesk:
                  clock: Callable[[], int], operator: str = "ops",
                  reconcile_window: int = 3600) -> None:
         self.store, self.name, self.clock = store, name, clock
+        self._lock = threading.Lock()
         self.identity = dict(identity)
         if store.load(name) is None:
             policy = {"operator": operator, "reconcile_window": reconcile_window}
@@ -113,69 +174,98 @@ class ApprovalDesk:
         return t
 
     def _step(self, input: rk.Json, state: Optional[Mapping[str, Any]] = None) -> rk.Accepted:
-        """One kernel step, committed with the SDK's state before anything else happens."""
-        t = self.turn()
-        v = rk.step(t.run, input)
-        if isinstance(v, rk.Rejected):
-            raise Refused(v)
-        t.history.apply(v.effects)
-        before = t.run["revision"]
-        t.run, t.checkpoint = v.run, v.checkpoint or t.checkpoint
-        if state is not None:
-            t.state = state
-        self.store.commit(self.name, before, t)
-        return v
+        """One kernel step, committed with the SDK's state before anything else happens. The
+        SDK may run a turn's tools in parallel: their results are stepped one at a time."""
+        with self._lock:
+            t = self.turn()
+            v = rk.step(t.run, input)
+            if isinstance(v, rk.Rejected):
+                raise Refused(v)
+            t.history.apply(v.effects)
+            before = t.run["revision"]
+            t.run, t.checkpoint = v.run, v.checkpoint or t.checkpoint
+            if state is not None:
+                t.state = state
+            self.store.commit(self.name, before, t)
+            return v
 
     def suspend(self, result: Any, requester: str, approver: str, expires_in: int) -> rk.Json:
-        """Suspends the kernel's run for the turn's one interruption and stores the SDK's
-        state with it. Returns the request an approver decides on."""
+        """Suspends the kernel's run for the turn's interruptions, all in one batch, and stores
+        the SDK's state with it. Returns the request an approver decides on: the calls, in
+        the SDK's order, and the batch's checkpoint."""
         items = result.interruptions
-        if len(items) != 1:
-            raise NotBuilt(f"{len(items)} approvals in one turn: the kernel's batches decide those")
-        call = call_of(items[0], self.name)
-        wait = {"wait": "approval", "call": call, "requester": requester,
-                "prior": self.turn().history.prior(call)}
+        if len(items) > rk.BATCH_CAPACITY:
+            raise NotBuilt(f"{len(items)} approvals in one turn: one batch holds at most "
+                           f"{rk.BATCH_CAPACITY}, and the desk does not split a turn")
+        history = self.turn().history
+        calls = []
+        for item in items:
+            call = call_of(item, self.name)
+            calls.append({"call": call, "requester": requester, "prior": history.prior(call)})
         now = self.clock()
-        v = self._step({"at": now, "kind": "suspend", "wait": wait,
+        v = self._step({"at": now, "kind": "suspend", "wait": {"wait": "batch", "calls": calls},
                         "expires_at": now + expires_in, "responsible": approver,
                         "resource_version": 0}, state=result.to_state().to_json())
-        return {"call": call, "requester": requester, "checkpoint": v.checkpoint}
+        return {"calls": calls, "checkpoint": v.checkpoint}
 
     async def decide(self, agent: Any, decision: Mapping[str, Any]) -> Any:
-        """Feeds an approver's decision to the kernel first (``Refused`` when it refuses:
-        nothing changes); an accepted approval is applied to the SDK's state, stored in the
-        same commit as the kernel's run, and returned ready to run."""
+        """Feeds an approver's decisions (:func:`approve`, :func:`reject`, :func:`deny`,
+        :func:`together`) to the kernel first (``Refused`` when it refuses: nothing changes);
+        accepted ones are applied to the SDK's state, stored in the same commit as the
+        kernel's run. Returns the state, ready to run, once every call of the batch is
+        decided; ``None`` while some still await a decision. A denial raises ``Denied`` after
+        it is committed: the run has failed."""
         from agents import RunState
 
         t = self.turn()
         assert t.state is not None and t.checkpoint is not None
-        state = await RunState.from_json(agent, dict(t.state))
+        messages = decision.get("messages", {})
+        for d in decision["decisions"]:
+            if d["verdict"] == "reject":
+                message = messages.get(d["approval"]["call_id"])
+                if message is None or rk.digest(message) != d["reason"]:
+                    raise ValueError(f"the rejection of {d['approval']['call_id']} does not "
+                                     "carry the message its reason is the digest of")
         cp = decision["checkpoint"]
         facts = {"resource_version": cp["resource_version"], "permitted": True,
                  "within_budget": True}
         input = {"at": decision["at"], "kind": "resume", "checkpoint": cp,
-                 "decision": decision["decision"], "facts": facts}
+                 "decision": {"decision": "batch", "decisions": list(decision["decisions"])},
+                 "facts": facts}
         # Checked before the SDK's state is touched: a refusal leaves both as they were.
         verdict = rk.step(t.run, input)
         if isinstance(verdict, rk.Rejected):
             raise Refused(verdict)
-        (item,) = state.get_interruptions()
-        if decision["decision"]["decision"] == "approve":
-            state.approve(item)
-        else:
-            state.reject(item, rejection_message="denied by " + decision["decision"]["approver"])
-        self._step(input, state=state.to_json())
-        return state
+        state = await RunState.from_json(agent, dict(t.state))
+        items = {i.raw_item.call_id: i for i in state.get_interruptions()}
+        for d in decision["decisions"]:
+            call_id = d["approval"]["call_id"]
+            if d["verdict"] == "approve":
+                state.approve(items[call_id])
+            elif d["verdict"] == "reject":
+                state.reject(items[call_id], rejection_message=messages[call_id])
+        run = self._step(input, state=state.to_json()).run
+        if run["phase"]["phase"] == "failed":
+            raise Denied(f"run {self.name} failed: {run['phase']}")
+        return None if run["phase"]["phase"] == "suspended" else state
 
     def dispatch_for(self, call_id: str) -> Optional[rk.Json]:
-        """The dispatch the kernel committed for ``call_id`` (its tool key), if it is in flight."""
-        phase = self.turn().run["phase"]
+        """The dispatch the kernel committed for ``call_id`` (its tool key and attempt), if
+        that call is in flight."""
+        run = self.turn().run
+        phase = run["phase"]
         flight = phase.get("in_flight") if phase["phase"] == "running" else None
-        if flight is None or flight["call"]["call"]["call_id"] != call_id:
-            return None
-        call = flight["call"]["call"]
+        if flight is not None and flight["call"]["call"]["call_id"] == call_id:
+            call, attempt = flight["call"]["call"], flight["attempt"]
+        else:
+            slots = (run.get("batch") or {}).get("slots", [])
+            slot = next((s for s in slots if s["call"]["call"]["call_id"] == call_id
+                         and s["state"] == "in_flight"), None)
+            if slot is None:
+                return None
+            call, attempt = slot["call"]["call"], slot["attempt"]
         return {"call_id": call_id, "tool_key": rk.tool_key(self.identity, call["key"]),
-                "attempt": flight["attempt"]}
+                "attempt": attempt}
 
     def record(self, call_id: str, attempt: int, result: str) -> None:
         """Records the tool's result in the kernel's run."""

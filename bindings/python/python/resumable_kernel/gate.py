@@ -17,9 +17,10 @@ compare-and-set on the revision, before anything it commands is carried out. So:
   finds the dispatch in flight, and the kernel reconciles it by asking the tool under the same
   tool key instead of dispatching blindly (spec REC-1).
 
-Not built yet: several calls decided in one interrupt (batches), editing a call's arguments,
-and rejecting a call while the run goes on. The kernel decides one call per suspension, and a
-denial ends the run (:class:`Denied`).
+The gate asks for one call per interrupt, and a denial ends the run (:class:`Denied`). A
+model turn of several calls decided in one interrupt, with edits and rejections handed back to
+the agent, is LangChain's ``HumanInTheLoopMiddleware`` with the kernel first:
+:mod:`resumable_kernel.hitl`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,111 @@
+'use strict';
+// One process of an agent run whose model asks for two `needsApproval` calls in one turn
+// (parallel tool calls), gated by the kernel's desk as one batch; started by
+// agents-batch.test.js as `node -e "require(WORKER).main(...)" STEP DIR [ARGS...]`.
+//
+// STEP `start` runs the turn until the approvals and stores the kernel's suspended batch with
+// the SDK's state, in one write; `decide CALL_ID VERDICT [APPROVER]` decides one call
+// (`approve`, `reject` or `deny`) through the kernel first and, once every call is decided,
+// runs the tools and finishes the turn; `restart` runs the stored state again, as a new
+// process after a crash would. With CRASH=after the process kills itself with SIGKILL right
+// after the first tool committed. The model is scripted; nothing leaves the machine. The last
+// line printed is JSON.
+
+const fs = require('node:fs');
+const path = require('node:path');
+
+const Database = require('better-sqlite3');
+const { Agent, run, tool } = require('@openai/agents');
+const { z } = require('zod');
+
+const agents = require('../agents');
+const { DedupingTool, Ledger } = require('./ledger');
+const { ScriptedModel, assistantMessage, functionCall } = require('./scripted-model');
+
+const IDENTITY = { tenant: 'acme', session: 'chat-1', run: 'run-1', definition: 'writer@1' };
+const clock = () => Date.now();
+
+class CrashingTool extends DedupingTool {
+  async commit(toolKey, name, args) {
+    const result = await super.commit(toolKey, name, args);
+    if (process.env.CRASH === 'after') process.kill(process.pid, 'SIGKILL');
+    return result;
+  }
+}
+
+const TURN = [
+  functionCall('publish', { post: 1 }, 'call_1'),
+  functionCall('publish', { post: 2 }, 'call_2'),
+];
+
+async function main([step, dir, ...rest]) {
+  const desk = new agents.ApprovalDesk({
+    store: new agents.SqliteTurnStore(new Database(path.join(dir, 'turns.db'))),
+    name: 'run-1',
+    identity: IDENTITY,
+    clock,
+    reconcileWindow: 3_600_000,
+  });
+  const publisher = new CrashingTool(new Ledger(path.join(dir, 'tool.ledger')));
+  const publish = tool({
+    name: 'publish',
+    description: 'Publish a post.',
+    parameters: z.object({ post: z.number() }),
+    needsApproval: true,
+    execute: async ({ post }, _ctx, details) => {
+      const result = await desk.runTool(details.toolCall.callId, publisher, { post });
+      return result ?? 'refused: the kernel has not dispatched this call';
+    },
+  });
+  const agent = (turns) =>
+    new Agent({ name: 'writer', model: new ScriptedModel(turns), tools: [publish] });
+  const requestFile = path.join(dir, 'request.json');
+  let out;
+  if (step === 'start') {
+    const result = await run(agent([TURN]), 'publish posts 1 and 2');
+    const request = desk.suspend(result, {
+      requester: 'writer',
+      approver: 'alice',
+      expiresIn: 600_000,
+    });
+    fs.writeFileSync(requestFile, JSON.stringify(request));
+    out = { suspended: request.calls.map((c) => c.call.call_id) };
+  } else {
+    const a = agent([[assistantMessage('done')]]);
+    let state;
+    if (step === 'decide') {
+      const [callId, verdict, approver = 'alice'] = rest;
+      const request = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
+      const now = clock();
+      // The approval lasts as long as the batch: the same decision made again is identical.
+      const until = request.checkpoint.expires_at;
+      const decision =
+        verdict === 'approve'
+          ? agents.approveCall(request, callId, approver, until)
+          : verdict === 'reject'
+            ? agents.rejectCall(request, callId, approver, until, `${approver} said no`)
+            : agents.denyCall(request, callId, approver, until);
+      try {
+        state = await desk.decide(a, agents.decisions(request, [decision], now));
+      } catch (e) {
+        if (!(e instanceof agents.Refused)) throw e;
+        out = { refused: e.rejection.verdict };
+      }
+      if (out === undefined && state === null) {
+        const slots = desk.turn().run.batch.slots;
+        const awaiting = slots.filter((s) => s.state === 'awaiting');
+        out = { awaiting: awaiting.map((s) => s.call.call.call_id) };
+      }
+    } else {
+      try {
+        state = await desk.storedState(a);
+      } catch (e) {
+        out = { error: e.message };
+      }
+    }
+    if (out === undefined) out = { final: (await run(a, state)).finalOutput };
+  }
+  console.log(JSON.stringify(out));
+}
+
+module.exports = { main };

@@ -1,0 +1,121 @@
+'use strict';
+// One process of a LangChain agent run whose human-in-the-loop is the kernel's gate, started
+// by hitl-crash.test.js as `node -e "require(WORKER).main(...)" STEP DIR`. STEP `start` runs
+// until the interrupt and keeps its request; `decide` resumes with the approver's answer
+// (approve the first call, edit the second's post to 20), kept in DIR so that it can be sent
+// again as it was; `resend` sends that same answer again, as an app retrying after a crash
+// would. With CRASH=decided the process kills itself with SIGKILL right after the kernel took
+// the decisions, before the graph stored the middleware's answer or any tool ran. The graph's
+// checkpointer, the kernel's store and the tool's ledger are files in DIR; the chat model is
+// scripted. The last line printed is JSON.
+
+const fs = require('node:fs');
+const path = require('node:path');
+
+const Database = require('better-sqlite3');
+const { createAgent, tool } = require('langchain');
+const { BaseChatModel } = require('@langchain/core/language_models/chat_models');
+const { AIMessage } = require('@langchain/core/messages');
+const { Command } = require('@langchain/langgraph');
+const { SqliteSaver } = require('@langchain/langgraph-checkpoint-sqlite');
+const { z } = require('zod');
+
+const agents = require('../agents');
+const hitl = require('../hitl');
+const { DedupingTool, Ledger } = require('./ledger');
+
+const IDENTITY = { tenant: 'acme', session: 'thread-1', run: 'run-1', definition: 'agent@1' };
+const CFG = { configurable: { thread_id: 'thread-1' } };
+
+/** Two tool calls in one AIMessage while no tool answered yet, then a closing word. */
+class ScriptedChatModel extends BaseChatModel {
+  _llmType() {
+    return 'scripted';
+  }
+
+  bindTools() {
+    return this;
+  }
+
+  async _generate(messages) {
+    const answered = messages.some((m) => m.getType() === 'tool');
+    const message = answered
+      ? new AIMessage({ content: 'done', id: 'ai-2' })
+      : new AIMessage({
+          content: '',
+          id: 'ai-1',
+          tool_calls: [
+            { name: 'publish', args: { post: 1 }, id: 'c1', type: 'tool_call' },
+            { name: 'publish', args: { post: 2 }, id: 'c2', type: 'tool_call' },
+          ],
+        });
+    return { generations: [{ text: '', message }] };
+  }
+}
+
+class CrashingGate extends hitl.HitlGate {
+  resume(answer, gated, texts) {
+    super.resume(answer, gated, texts);
+    if (process.env.CRASH === 'decided') process.kill(process.pid, 'SIGKILL');
+  }
+}
+
+async function main([step, dir]) {
+  const gate = new CrashingGate({
+    store: new agents.SqliteTurnStore(new Database(path.join(dir, 'kernel.db'))),
+    name: 'run-1',
+    identity: IDENTITY,
+    clock: () => Date.now(),
+    interruptOn: { publish: true },
+    requester: 'agent',
+    approver: 'alice',
+    expiresIn: 600_000,
+    reconcileWindow: 3_600_000,
+  });
+  const publisher = new DedupingTool(new Ledger(path.join(dir, 'tool.ledger')));
+  const publish = tool(
+    async ({ post }, config) => {
+      const result = await gate.runTool(config.toolCall.id, publisher, { post });
+      return result ?? 'refused: the kernel has not dispatched this call';
+    },
+    { name: 'publish', description: 'Publish a post.', schema: z.object({ post: z.number() }) },
+  );
+  const saver = SqliteSaver.fromConnString(path.join(dir, 'graph.db'));
+  const agent = createAgent({
+    model: new ScriptedChatModel({}),
+    tools: [publish],
+    middleware: [gate.middleware()],
+    checkpointer: saver,
+  });
+  const requestFile = path.join(dir, 'request.json');
+  const answerFile = path.join(dir, 'answer.json');
+  let result;
+  if (step === 'start') {
+    result = await agent.invoke({ messages: [{ role: 'user', content: 'publish 1 and 2' }] }, CFG);
+    const request = result.__interrupt__[0].value;
+    fs.writeFileSync(requestFile, JSON.stringify(request));
+    console.log(JSON.stringify({ awaiting: request.awaiting }));
+    return;
+  }
+  if (step === 'decide') {
+    const request = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
+    const at = Date.now();
+    const edit = { type: 'edit', editedAction: { name: 'publish', args: { post: 20 } } };
+    const answer = hitl.hitlDecisions(request, [{ type: 'approve' }, edit], {
+      approver: 'alice',
+      expiresAt: at + 60_000,
+      at,
+    });
+    fs.writeFileSync(answerFile, JSON.stringify(answer));
+  }
+  const answer = JSON.parse(fs.readFileSync(answerFile, 'utf8'));
+  result = await agent.invoke(new Command({ resume: answer }), CFG);
+  const interrupted = result.__interrupt__?.[0]?.value;
+  console.log(
+    JSON.stringify(
+      interrupted ? { refused: interrupted.refused } : { final: result.messages.at(-1).content },
+    ),
+  );
+}
+
+module.exports = { main };

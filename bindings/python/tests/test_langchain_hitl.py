@@ -1,0 +1,253 @@
+"""Inside LangChain 1.x (`create_agent` with `HumanInTheLoopMiddleware`, batched mode, and a
+fake chat model from langchain_core whose one AIMessage carries several tool calls): the
+turn's action requests are ONE kernel batch, each call's `contract.allowed` its tool's
+`allowed_decisions`, and `Command(resume=...)` with approve / edit / reject / respond is fed
+as one `decision: batch`. Plain-middleware tests show what the middleware alone lets through.
+The tool's ledger is a file, outside the graph's state."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Annotated, Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+import resumable_kernel as rk
+from ledger import DedupingTool, Ledger
+from resumable_kernel import gate, hitl
+
+IDENTITY = {"tenant": "acme", "session": "thread-1", "run": "run-1", "definition": "agent@1"}
+REVIEW = {"publish": {"allowed_decisions": ["approve", "edit", "reject"]},
+          "ask": {"allowed_decisions": ["approve", "reject", "respond"]}}
+
+
+class ToolCallingModel(FakeMessagesListChatModel):
+    """The fake chat model, taking the agent's tools as given (it answers from its list)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> "ToolCallingModel":
+        return self
+
+
+def turn(*calls: tuple[str, dict, str]) -> AIMessage:
+    """One model turn proposing the given (tool, args, id) calls in parallel."""
+    return AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"}
+                                             for n, a, i in calls])
+
+
+CFG = {"configurable": {"thread_id": "thread-1"}}
+
+
+class Scene:
+    """An agent with a publish tool (a ledger outside the graph) and an ask-the-user tool,
+    gated by the kernel's middleware (``kernel=True``) or the plain one."""
+
+    def __init__(self, tmp_path, responses: list[AIMessage], kernel: bool = True) -> None:
+        self.ledger = Ledger(tmp_path / "tool.ledger")
+        self.asked: list[str] = []
+        self.ticks = itertools.count(1)
+        deduping = DedupingTool(self.ledger)
+        scene = self
+
+        @tool
+        def publish(post: int, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+            """Publish a post."""
+            if scene.middleware is None or not isinstance(scene.middleware, hitl.KernelHITL):
+                scene.ledger.append({"tool": "publish", "args": {"post": post}})
+                return "published"
+            dispatch = scene.middleware.dispatch_for(tool_call_id)
+            assert dispatch is not None, "the middleware let an undispatched call through"
+            return deduping.commit(dispatch["tool_key"], "publish", {"post": post})
+
+        @tool
+        def ask(question: str) -> str:
+            """Ask the user."""
+            scene.asked.append(question)
+            return "no answer"
+
+        if kernel:
+            self.store = gate.RunStore(str(tmp_path / "kernel.db"))
+            self.middleware: Any = hitl.KernelHITL(
+                REVIEW, store=self.store, run_name="run-1", identity=IDENTITY, clock=self.clock,
+                requester="agent", approver="alice", expires_in=1000)
+        else:
+            self.middleware = HumanInTheLoopMiddleware(REVIEW)
+        self.agent = create_agent(ToolCallingModel(responses=responses), [publish, ask],
+                                  middleware=[self.middleware], checkpointer=InMemorySaver())
+
+    def clock(self) -> int:
+        return next(self.ticks)
+
+    def run(self) -> rk.Json:
+        return self.middleware.stored().run
+
+    def start(self, text: str = "go") -> dict:
+        out = self.agent.invoke({"messages": [{"role": "user", "content": text}]}, CFG)
+        (pause,) = out["__interrupt__"]
+        return pause.value
+
+    def resume(self, value: Any) -> dict:
+        return self.agent.invoke(Command(resume=value), CFG)
+
+    def answer(self, request: dict, *decisions: dict, valid_for: int = 100) -> dict:
+        now = self.clock()
+        return hitl.answer(request, list(decisions), "alice", now, now + valid_for)
+
+
+def tool_messages(out: dict) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+
+
+def test_kernel_one_turn_is_one_batch_and_approve_edit_respond_are_one_resume(tmp_path) -> None:
+    s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2"),
+                              ("ask", {"question": "which day?"}, "t3")),
+                         AIMessage(content="done")])
+    request = s.start()
+    # The middleware's own request, with what binds an answer to this batch.
+    assert [a["name"] for a in request["action_requests"]] == ["publish", "publish", "ask"]
+    run = s.run()
+    assert run["revision"] == 1 and run["phase"]["reason"]["reason"] == "pending_batch"
+    assert request["checkpoint"]["revision"] == 1
+    slots = run["batch"]["slots"]
+    assert [sl["state"] for sl in slots] == ["awaiting"] * 3
+    # Each tool's allowed_decisions are its calls' contract.allowed (POL-1).
+    assert [sl["call"]["call"]["contract"]["allowed"] for sl in slots] == [
+        ["approve", "edit", "reject"], ["approve", "edit", "reject"],
+        ["approve", "reject", "respond"]]
+    assert s.ledger.commits() == 0
+    out = s.resume(s.answer(request, {"type": "approve"},
+                            {"type": "edit", "edited_action": {"name": "publish",
+                                                               "args": {"post": 20}}},
+                            {"type": "respond", "message": "Tuesday"}))
+    assert out["messages"][-1].content == "done"
+    # The approved call ran as proposed, the edited one with the approver's arguments, the
+    # answered one never reached its tool.
+    # (The agent runs a turn's tools in parallel: their order is not fixed.)
+    assert sorted(e["args"]["post"] for e in s.ledger.entries()) == [1, 20]
+    assert s.asked == []
+    assert tool_messages(out)["t3"].content == "Tuesday"
+    run = s.run()
+    slots = run["batch"]["slots"]
+    assert [sl["state"] for sl in slots] == ["committed", "committed", "responded"]
+    # The edited call's key is bound to the digest (RFC 8785) of the edited arguments.
+    assert slots[1]["call"]["call"]["args"] == rk.digest({"post": 20})
+    assert slots[1]["proposed"] == rk.digest({"post": 2})
+    # One resume for the three decisions: each recorded at the same revision.
+    assert len({sl["decided"][1] for sl in slots}) == 1
+
+
+def test_kernel_a_rejection_goes_back_to_the_model_and_the_run_goes_on(tmp_path) -> None:
+    s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2")),
+                         AIMessage(content="done")])
+    request = s.start()
+    out = s.resume(s.answer(request, {"type": "reject", "message": "not that one"},
+                            {"type": "approve"}))
+    assert out["messages"][-1].content == "done"
+    assert "not that one" in tool_messages(out)["t1"].content
+    assert [e["args"]["post"] for e in s.ledger.entries()] == [2]
+    slots = s.run()["batch"]["slots"]
+    assert [sl["state"] for sl in slots] == ["rejected", "committed"]
+    assert slots[0]["reason"] == rk.digest("not that one")
+    assert s.run()["phase"]["phase"] == "running"
+
+
+def two_turns() -> list[AIMessage]:
+    return [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2")),
+            AIMessage(content="first done"),
+            turn(("publish", {"post": 3}, "t3"), ("publish", {"post": 666}, "t4")),
+            AIMessage(content="second done")]
+
+
+def test_plain_a_decision_list_made_for_another_interrupt_is_accepted(tmp_path) -> None:
+    s = Scene(tmp_path, two_turns(), kernel=False)
+    s.start("first")
+    first_answer = {"decisions": [{"type": "approve"}, {"type": "approve"}]}
+    assert s.resume(first_answer)["messages"][-1].content == "first done"
+    s.start("second")
+    # The list approved for posts 1 and 2, delivered to the interrupt about posts 3 and 666:
+    # the middleware matches decisions by position only, and post 666 goes out.
+    assert s.resume(first_answer)["messages"][-1].content == "second done"
+    assert sorted(e["args"]["post"] for e in s.ledger.entries()) == [1, 2, 3, 666]
+
+
+def test_kernel_a_decision_list_made_for_another_interrupt_is_refused(tmp_path) -> None:
+    s = Scene(tmp_path, two_turns())
+    first = s.start("first")
+    first_answer = s.answer(first, {"type": "approve"}, {"type": "approve"}, valid_for=10_000)
+    assert s.resume(first_answer)["messages"][-1].content == "first done"
+    second = s.start("second")
+    before = s.run()
+    out = s.resume(first_answer)
+    # Refused: nothing committed, nothing dispatched, and the middleware asks again, saying why.
+    (pause,) = out["__interrupt__"]
+    assert pause.value["refused"]["rejection"] == "stale_revision"
+    assert pause.value["checkpoint"] == second["checkpoint"]
+    assert s.run() == before
+    assert sorted(e["args"]["post"] for e in s.ledger.entries()) == [1, 2]
+    # A list for this interrupt, bound to the calls as they were shown, is taken.
+    out = s.resume(s.answer(second, {"type": "approve"}, {"type": "reject", "message": "no"}))
+    assert out["messages"][-1].content == "second done"
+    assert sorted(e["args"]["post"] for e in s.ledger.entries()) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("decisions, kind", [
+    ([{"type": "respond", "message": "x"}, {"type": "approve"}], "decision_not_allowed"),
+    ([{"type": "edit", "edited_action": {"name": "ask", "args": {"question": "?"}}},
+      {"type": "approve"}], "not_a_decision"),
+    ([{"type": "approve"}], "not_a_decision"),
+])
+def test_kernel_refuses_what_the_tool_does_not_allow_a_renamed_edit_and_a_short_list(
+    tmp_path, decisions, kind
+) -> None:
+    s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2")),
+                         AIMessage(content="done")])
+    request = s.start()
+    before = s.run()
+    value = s.answer(request, *decisions)
+    if len(decisions) < 2:
+        value["approvals"] = value["approvals"][:1]
+    (pause,) = s.resume(value)["__interrupt__"]
+    assert pause.value["refused"]["rejection"] == kind
+    assert s.run() == before and s.ledger.commits() == 0
+
+
+def test_kernel_the_per_call_mode_and_a_turn_larger_than_a_batch_are_refused_by_name(
+    tmp_path,
+) -> None:
+    with pytest.raises(hitl.NotBuilt):
+        hitl.KernelHITL(REVIEW, store=gate.RunStore(str(tmp_path / "k.db")), run_name="r",
+                        identity=IDENTITY, clock=lambda: 1, requester="agent",
+                        approver="alice", expires_in=10, interrupt_mode="per_call")
+    n = rk.BATCH_CAPACITY + 1
+    s = Scene(tmp_path, [turn(*[("publish", {"post": i}, f"t{i}") for i in range(n)]),
+                         AIMessage(content="done")])
+    with pytest.raises(hitl.NotBuilt):
+        s.start()
+    assert s.run()["phase"]["phase"] == "running" and s.ledger.commits() == 0
+
+
+def test_kernel_an_answer_already_recorded_is_taken_again_only_as_it_was(tmp_path) -> None:
+    # The node that asked runs again when the graph had not saved its step (a crash after the
+    # kernel's commit): the graph hands the same answer back, and the kernel finds it recorded.
+    s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2")),
+                         AIMessage(content="done")])
+    request = s.start()
+    value = s.answer(request, {"type": "approve"}, {"type": "reject", "message": "no"})
+    calls = [{"call_id": c["call_id"], "tool": "publish"} for c in request["calls"]]
+    assert s.middleware._resume(value, calls) == value["decisions"]
+    after = s.run()
+    assert s.middleware._resume(value, calls) == value["decisions"]
+    assert s.run() == after
+    # Another answer whose first decision is the recorded one: the kernel names that call
+    # (already_applied), but the answer is not the one recorded, so it is refused.
+    other = dict(value, decisions=[{"type": "approve"}, {"type": "approve"}])
+    with pytest.raises(gate.Refused) as refused:
+        s.middleware._resume(other, calls)
+    assert refused.value.rejection.kind == "already_applied" and s.run() == after
+    assert s.ledger.commits() == 0

@@ -414,13 +414,15 @@ impl Config {
                 query_unknown: false,
                 ..direct(true, false)
             },
-            // One batch, one worker, no crash, no loss, no duplicate, no time passing: the
-            // approver's decisions on each call, one at a time or both at once.
+            // One batch, one worker, no loss, no duplicate, no time passing: the approver's
+            // decisions on each call, one at a time or both at once (and a crash, with both
+            // calls in flight, so that the exposing worlds together reach every partner).
             Variant::BatchDecisionWrongCall
             | Variant::BatchOneApprovalForAll
             | Variant::RejectedDispatched
             | Variant::EditIgnored => Config {
                 workers: 1,
+                crashes: 1,
                 losses: 0,
                 duplicates: 0,
                 max_time: 0,

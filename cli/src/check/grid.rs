@@ -229,6 +229,8 @@ mod tests {
             reuses: 1,
             outsider_moves: 1,
             program: resumable_model::config::Program::ThreeCalls,
+            batch_verdicts: false,
+            resource_start: 3,
             suspend_for: d.suspend_for + 1,
             approval_ttl: d.approval_ttl + 1,
             reconcile_window: d.reconcile_window + 1,

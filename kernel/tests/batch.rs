@@ -86,6 +86,7 @@ fn bat_1_a_batch_binds_each_call_and_persists_one_checkpoint_with_the_listing() 
     );
     assert_eq!((cp.pending, cp.requester), (None, None));
     assert!(cp.verify().is_ok());
+    assert_eq!(run.batch().unwrap().checkpoint, cp.digest);
 }
 
 #[test]
@@ -376,6 +377,15 @@ fn bat_5_an_edited_call_runs_with_the_approvers_arguments_under_a_fresh_key_only
         ),
         Rejection::EditKeyBound { key: a.key }
     );
+    // Approved as proposed, it runs under the key as bound.
+    let (_, fx) = accept(
+        &run,
+        at(2, decisions(cp, &[decide(&cp, &a, Verdict::Approve)])),
+    );
+    assert_eq!(
+        fx.dispatch().map(|d| (d.key, d.args)),
+        Some((a.key, a.args))
+    );
 }
 
 #[test]
@@ -600,4 +610,67 @@ fn a_run_holding_a_batch_reads_back_and_one_without_writes_no_new_field() {
     assert!(plain["policy"].get("allowed").is_none());
     let contract = serde_json::to_value(publish().contract).unwrap();
     assert!(contract.get("allowed").is_none());
+}
+
+#[test]
+fn res_2_evidence_on_a_batch_goes_only_to_a_holder_of_its_very_checkpoint() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let first = decide(&cp, &a, Verdict::Approve);
+    let (run, _) = accept(&run, at(2, decisions(cp, &[first])));
+    // Another checkpoint of the batch's revision (resealed with another expiry): no evidence.
+    let other = resealed(cp, |c| c.expires_at = Time(49));
+    assert_eq!(
+        reject(&run, at(3, decisions(other, &[first]))),
+        Rejection::StaleRevision {
+            current: Revision(2),
+            got: Revision(1)
+        }
+    );
+    let second = decide(&cp, &b, Verdict::Approve);
+    assert_eq!(
+        reject(&run, at(3, decisions(other, &[second]))),
+        Rejection::StaleRevision {
+            current: Revision(2),
+            got: Revision(1)
+        }
+    );
+    // A checkpoint of the run's current revision is not the batch's either.
+    let current = resealed(cp, |c| c.revision = Revision(2));
+    assert_eq!(
+        reject(&run, at(3, decisions(current, &[second]))),
+        Rejection::StaleRevision {
+            current: Revision(2),
+            got: Revision(2)
+        }
+    );
+}
+
+#[test]
+fn res_4_a_checkpoint_that_differs_from_the_batchs_is_refused_field_by_field() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let longer = resealed(cp, |c| c.expires_at = Time(49));
+    assert_eq!(
+        reject(
+            &run,
+            at(2, decisions(longer, &[decide(&cp, &a, Verdict::Approve)]))
+        ),
+        Rejection::CheckpointMismatch {
+            field: CheckpointField::ExpiresAt
+        }
+    );
+    let other_listing = resealed(cp, |c| c.batch = Some(Digest::of(b"another listing")));
+    assert_eq!(
+        reject(
+            &run,
+            at(
+                2,
+                decisions(other_listing, &[decide(&cp, &a, Verdict::Approve)])
+            )
+        ),
+        Rejection::CheckpointMismatch {
+            field: CheckpointField::Batch
+        }
+    );
 }

@@ -52,6 +52,9 @@ fn wire<T: serde::Serialize>(v: &T) -> String {
 /// suspension reason as its own state, so the picture shows where each input leads.
 fn state_of(run: &Run) -> String {
     match run.phase() {
+        Phase::Running { in_flight: None } if matches!(run.next(), Next::Results { .. }) => {
+            "dispatching_batch".to_string()
+        }
         Phase::Running { in_flight: None } => "running".to_string(),
         Phase::Running { in_flight: Some(_) } => "dispatching".to_string(),
         Phase::Suspended(s) => format!("suspended_{}", wire(&s.reason.kind())),
@@ -98,6 +101,71 @@ fn cancel_pending(c: Call) -> Run {
     accept(&dispatching(c), at(2, Event::Cancel { by: OPERATOR })).0
 }
 
+/// The two calls of the batch fixtures: a deduping tool and a fencing one.
+fn batch_calls() -> [Call; 2] {
+    [
+        call("call-a", "publish:demo", "idem-a"),
+        Call {
+            contract: contract(false, true),
+            ..call("call-b", "email:demo", "idem-b")
+        },
+    ]
+}
+
+/// A run suspended for a batch of two calls, with `decided` of them approved already.
+fn batch_pending(decided: usize) -> Run {
+    let [a, b] = batch_calls();
+    let proposals = [a, b].map(|c| Proposal {
+        call: c,
+        requester: REQUESTER,
+        prior: Prior::NONE,
+    });
+    let suspend = Event::Suspend {
+        wait: Wait::Batch {
+            calls: Proposals::of(&proposals).unwrap(),
+        },
+        expires_at: Time(50),
+        responsible: APPROVER,
+        resource_version: 1,
+    };
+    let (mut run, fx) = accept(&new_run("run-batch"), at(1, suspend));
+    let cp = *fx.checkpoint().unwrap();
+    for (i, c) in [a, b].iter().take(decided).enumerate() {
+        let decision = batch_decision(&cp, &[(*c, Verdict::Approve)]);
+        run = accept(&run, at(2 + i as u64, resume(cp, decision))).0;
+    }
+    run
+}
+
+/// A batch decision on `cp` giving each call its verdict.
+fn batch_decision(cp: &Checkpoint, verdicts: &[(Call, Verdict)]) -> Decision {
+    let each: Vec<CallDecision> = verdicts
+        .iter()
+        .map(|(c, verdict)| CallDecision {
+            approval: approval(cp, c),
+            verdict: *verdict,
+        })
+        .collect();
+    Decision::Batch {
+        decisions: Decisions::of(&each).unwrap(),
+    }
+}
+
+/// A run with the batch's calls in flight together: both, or only the second left.
+fn batch_in_flight(both: bool) -> Run {
+    let run = batch_pending(2);
+    if both {
+        return run;
+    }
+    let [a, _] = batch_calls();
+    let answer = Event::ToolResult {
+        call_id: a.call_id,
+        attempt: 0,
+        result: Digest::of(b"ok"),
+    };
+    accept(&run, at(5, answer)).0
+}
+
 /// A run that ended with `event` straight away: completed or failed.
 fn ended(event: Event) -> Run {
     accept(&new_run("run-ended"), at(1, event)).0
@@ -140,6 +208,10 @@ fn fixtures() -> Vec<Run> {
         outcome_unknown(with(contract(false, false))).0,
         outcome_unknown(with(exhausted)).0,
         cancel_pending(with(contract(true, false))),
+        batch_pending(0),
+        batch_pending(1),
+        batch_in_flight(true),
+        batch_in_flight(false),
         ended(Event::Complete {
             result: Digest::of(b"done"),
         }),
@@ -260,7 +332,16 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
         ..call("call-new", "tool:new", "key-new")
     };
     let mut out = Vec::new();
+    let batch = Wait::Batch {
+        calls: Proposals::of(&[Proposal {
+            call: fresh(contract(true, false)),
+            requester: REQUESTER,
+            prior: Prior::NONE,
+        }])
+        .unwrap(),
+    };
     for (label, wait, responsible) in [
+        ("batch", batch, APPROVER),
         (
             "approval",
             Wait::Approval {
@@ -306,10 +387,15 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
         };
         out.push((format!("dispatch:{label}"), input(dispatch)));
     }
-    // A tool result answers the call in flight, when there is one.
-    let (call_id, attempt) = run.in_flight().map_or((Name::lit("call-x"), 0), |f| {
-        (f.call.call.call_id, f.attempt)
-    });
+    // A tool result answers the call in flight, when there is one (a batch's first).
+    let (call_id, attempt) = match run.next() {
+        Next::Results { dispatches } => dispatches
+            .get(0)
+            .map_or((Name::lit("call-x"), 0), |d| (d.call_id, d.attempt)),
+        _ => run.in_flight().map_or((Name::lit("call-x"), 0), |f| {
+            (f.call.call.call_id, f.attempt)
+        }),
+    };
     let answer = Event::ToolResult {
         call_id,
         attempt,
@@ -345,6 +431,30 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
     let cp = checkpoint_for(run, now);
     for (label, decision) in decisions(run) {
         out.push((format!("resume:{label}"), input(resume(cp, decision))));
+    }
+    // A batch's decisions: on its calls still awaiting one, all approved, all rejected, the
+    // first denied, or only the first approved.
+    let awaiting: Vec<Call> = run
+        .batch()
+        .filter(|b| b.is_open())
+        .map(|b| {
+            b.slots
+                .iter()
+                .filter(|s| s.decided.is_none())
+                .map(|s| s.call.call)
+                .collect()
+        })
+        .unwrap_or_else(|| batch_calls().to_vec());
+    let every = |verdict| awaiting.iter().map(|c| (*c, verdict)).collect::<Vec<_>>();
+    let reason = Digest::of(b"no");
+    for (label, verdicts) in [
+        ("batch:approve", every(Verdict::Approve)),
+        ("batch:reject", every(Verdict::Reject { reason })),
+        ("batch:deny", every(Verdict::Deny)),
+        ("batch:approve_first", every(Verdict::Approve)[..1].to_vec()),
+    ] {
+        let decision = batch_decision(&cp, &verdicts);
+        out.push((label.to_string(), input(resume(cp, decision))));
     }
     out
 }

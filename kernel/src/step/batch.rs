@@ -351,13 +351,14 @@ pub(super) fn seal(run: &Run, next: &mut Run) -> Option<Checkpoint> {
             run.suspension().map(|s| s.reason),
             Some(Reason::PendingBatch)
         );
-        if was_pending && !pending && b.closed.is_none() {
+        if was_pending && !pending {
             b.closed = Some(revision);
         }
     }
     let checkpoint = Checkpoint::of(next);
     if let (Some(b), Some(cp)) = (next.batch.as_mut(), &checkpoint) {
-        if pending && b.opened == revision {
+        // The batch opened with this very step: its checkpoint is the one just sealed.
+        if b.opened == revision {
             b.checkpoint = cp.digest;
         }
     }

@@ -64,6 +64,9 @@ pub enum ProgramArg {
     /// Dispatch an ungated call, suspend for approval of a gated one, dispatch a third,
     /// complete; where the third is due the agent may propose an earlier call again.
     ThreeCalls,
+    /// Suspend for a batch of two gated calls, each decided on its own, run the approved
+    /// ones together, complete.
+    Batch,
 }
 
 /// What is checked: the subject and the world around it. Shared by `check` and `explore`.
@@ -128,6 +131,10 @@ pub struct ModelArgs {
     /// The status query may also answer "unknown".
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub query_unknown: Option<bool>,
+    /// With `--program batch`, the approver gives every verdict (approve, edit, reject,
+    /// answer, deny); with false, it only approves.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub batch_verdicts: Option<bool>,
     /// An operator settles manual interventions.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub operator: Option<bool>,
@@ -141,6 +148,9 @@ pub struct ModelArgs {
     /// How many times an outsider may move a run's resource.
     #[arg(long)]
     pub outsider_moves: Option<u8>,
+    /// The version the runs' resource starts at.
+    #[arg(long)]
+    pub resource_start: Option<u8>,
     /// Ticks an approval suspension lasts before it expires.
     #[arg(long)]
     pub suspend_for: Option<u8>,
@@ -330,6 +340,7 @@ impl ModelArgs {
         set(&mut config.cancels, self.cancels);
         set(&mut config.reuses, self.reuses);
         set(&mut config.outsider_moves, self.outsider_moves);
+        set(&mut config.resource_start, self.resource_start);
         set(&mut config.suspend_for, self.suspend_for);
         set(&mut config.approval_ttl, self.approval_ttl);
         set(&mut config.reconcile_window, self.reconcile_window);
@@ -346,12 +357,14 @@ impl ModelArgs {
         switch(&mut config.cross_tenant, self.cross_tenant);
         switch(&mut config.query_unknown, self.query_unknown);
         switch(&mut config.operator, self.operator);
+        switch(&mut config.batch_verdicts, self.batch_verdicts);
         if let Some(program) = self.program {
             config.program = match program {
                 ProgramArg::Approval => Program::Approval,
                 ProgramArg::Direct => Program::Direct,
                 ProgramArg::SideEffectFirst => Program::SideEffectFirst,
                 ProgramArg::ThreeCalls => Program::ThreeCalls,
+                ProgramArg::Batch => Program::Batch,
             };
         }
     }
@@ -524,6 +537,12 @@ fn extras(config: &Config) -> String {
             "moves of the resource by an outsider",
         ));
     }
+    if config.resource_start > 0 {
+        on.push(format!(
+            "the resource starting at version {}",
+            config.resource_start
+        ));
+    }
     if config.self_approval {
         on.push("the requester approving its own call".to_owned());
     }
@@ -538,6 +557,9 @@ fn extras(config: &Config) -> String {
     }
     if config.operator {
         on.push("an operator settling manual interventions".to_owned());
+    }
+    if config.program == Program::Batch && !config.batch_verdicts {
+        on.push("batch decisions that only approve".to_owned());
     }
     if on.is_empty() {
         String::new()

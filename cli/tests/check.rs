@@ -145,7 +145,7 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
             "{name} missing from: {out}"
         );
     }
-    assert_eq!(out.lines().count(), 25, "one line per variant: {out}");
+    assert_eq!(out.lines().count(), 29, "one line per variant: {out}");
 }
 
 #[test]
@@ -392,7 +392,7 @@ fn partial_order_reduction_judges_alike_and_is_reported() {
 // --- The default check -------------------------------------------------------------------------
 
 #[test]
-fn the_default_check_runs_its_five_worlds_and_merges_them() {
+fn the_default_check_runs_its_seven_worlds_and_merges_them() {
     // Bounded by depth so it stays short in debug; every world is still checked. The full
     // default check, which must pass with every property exercised, is CI's main job
     // (`cargo run --release -- check`, about four seconds).
@@ -404,7 +404,15 @@ fn the_default_check_runs_its_five_worlds_and_merges_them() {
         .collect();
     assert_eq!(
         worlds,
-        ["default", "self-approval", "two-tenants", "cancel", "reuse"]
+        [
+            "default",
+            "self-approval",
+            "two-tenants",
+            "cancel",
+            "reuse",
+            "batch",
+            "batch-crash"
+        ]
     );
     // Cut by the depth bound, the merge says incomplete, never pass.
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
@@ -416,7 +424,7 @@ fn the_default_check_runs_its_five_worlds_and_merges_them() {
     std::fs::write(&file, &o.stdout).expect("written");
     let o = check(&["--merge", &file.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stdout(&o).contains("merged 5 checks"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("merged 7 checks"), "{}", stdout(&o));
     assert!(stdout(&o).contains("suite.json#reuse"), "{}", stdout(&o));
 }
 

@@ -132,7 +132,7 @@ fn cell(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
 }
 
 /// Small worlds that together exercise every property of the kernel, though none does alone.
-const SMALL: [(&str, &[&str]); 8] = [
+const SMALL: [(&str, &[&str]); 9] = [
     (
         "approval",
         &[
@@ -252,6 +252,24 @@ const SMALL: [(&str, &[&str]); 8] = [
             "--query-unknown=false",
         ],
     ),
+    (
+        "batch",
+        &[
+            "--program",
+            "batch",
+            "--workers",
+            "1",
+            "--losses",
+            "0",
+            "--duplicates",
+            "0",
+            "--query-unknown=false",
+            "--max-time",
+            "0",
+            "--suspend-for",
+            "1",
+        ],
+    ),
 ];
 
 #[test]
@@ -271,14 +289,14 @@ fn a_merge_passes_when_the_cells_together_exercise_every_property() {
     let o = check(&args);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-    assert!(out.contains("merged 8 checks"), "{out}");
+    assert!(out.contains("merged 9 checks"), "{out}");
     assert!(out.contains("result: pass"), "{out}");
 
     args.extend(["--format", "json"]);
     let o = check(&args);
     let merged: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     assert_eq!(merged["schema"], "resumable-check-merge/1");
-    assert_eq!(merged["cells"].as_array().map(Vec::len), Some(8));
+    assert_eq!(merged["cells"].as_array().map(Vec::len), Some(9));
     assert_eq!(merged["exit_code"], 0);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -1197,11 +1197,16 @@ fn kernel_and_reference_agree_after_every_input_of_long_random_sequences() {
 
 /// The same sequences bite: against each broken variant of the reference, some case of the
 /// first few hundred finds a disagreement. A property that passes on every variant would not
-/// be checking anything.
+/// be checking anything. The variants that break batches part from the kernel only on a
+/// batch's inputs, which these programs never make: `model/tests/reference_batch.rs` shows
+/// each parting on a named sequence, and the world's batch properties catch each.
 #[test]
 fn the_same_sequences_find_a_disagreement_with_every_broken_variant() {
     let mut escaped = Vec::new();
-    for variant in Variant::ALL {
+    for variant in Variant::ALL
+        .into_iter()
+        .filter(|v| !Variant::BATCH.contains(v))
+    {
         let config = ProptestConfig {
             failure_persistence: None,
             // Finding a disagreement is the point here, not its smallest form.

@@ -22,6 +22,9 @@ pub enum Program {
     /// Dispatch `c0`, suspend for approval of `c1`, dispatch `c2`, then complete. Where `c2` is
     /// due, the agent may instead propose an earlier call id or key again (see `reuses`).
     ThreeCalls,
+    /// Suspend for one batch of the gated calls `c1` and `c2` (spec 5.5), each decided on its
+    /// own; once every call of the batch is settled, complete.
+    Batch,
 }
 
 impl Program {
@@ -32,15 +35,17 @@ impl Program {
             Program::Direct => "direct",
             Program::SideEffectFirst => "side-effect-first",
             Program::ThreeCalls => "three-calls",
+            Program::Batch => "batch",
         }
     }
 
     /// Every program, for listings.
-    pub const ALL: [Program; 4] = [
+    pub const ALL: [Program; 5] = [
         Program::Approval,
         Program::Direct,
         Program::SideEffectFirst,
         Program::ThreeCalls,
+        Program::Batch,
     ];
 }
 
@@ -88,6 +93,13 @@ pub struct Config {
     pub outsider_moves: u8,
     /// The agent program.
     pub program: Program,
+    /// With the batch program, the approver gives every verdict (approve, edit, reject,
+    /// answer, deny); without, it only approves, one call at a time or both at once.
+    pub batch_verdicts: bool,
+    /// The version the runs' resource starts at (before anything moves it). Above 0, a run
+    /// that never recorded the version it acted on compares against a version it never saw
+    /// (spec 4.4, RES-3).
+    pub resource_start: u8,
     /// Ticks an approval suspension lasts before it expires (at least 1).
     pub suspend_for: u8,
     /// Ticks an approval is valid after it is given (spec APR-2).
@@ -129,6 +141,8 @@ impl Default for Config {
             reuses: 0,
             outsider_moves: 0,
             program: Program::Approval,
+            batch_verdicts: true,
+            resource_start: 0,
             suspend_for: 2,
             approval_ttl: 1,
             reconcile_window: 1,
@@ -201,6 +215,7 @@ impl Config {
         range("cancels", self.cancels, 0, 4)?;
         range("reuses", self.reuses, 0, 3)?;
         range("outsider_moves", self.outsider_moves, 0, 4)?;
+        range("resource_start", self.resource_start, 0, 8)?;
         range("suspend_for", self.suspend_for, 1, 20)?;
         range("approval_ttl", self.approval_ttl, 0, 20)?;
         range("reconcile_window", self.reconcile_window, 1, 20)?;
@@ -217,7 +232,7 @@ impl Config {
     /// tenant, a cancel that meets an unknown outcome, an agent re-proposing an earlier call),
     /// each turned down to what its situation needs so the whole takes seconds. Every property
     /// has a partner reached in one of them; each `always` must hold in all of them.
-    pub fn suite() -> [(&'static str, Config); 5] {
+    pub fn suite() -> [(&'static str, Config); 7] {
         let default = Config::default();
         // No lost response, no duplicated decision, a query that never answers "unknown".
         let quiet = Config {
@@ -264,10 +279,48 @@ impl Config {
                 Config {
                     program: Program::ThreeCalls,
                     reuses: 1,
+                    // The first call is dispatched without a suspension before it: its
+                    // worker states the version it observed, which a retry re-checks.
+                    resource_start: 2,
                     ..quiet
                 },
             ),
+            ("batch", Config::batch()),
+            ("batch-crash", Config::batch_crash()),
         ]
+    }
+
+    /// The default check's world of batches (spec 5.5): one run whose agent proposes `c1` and
+    /// `c2` together; the approver decides each call (approve, edit, reject, deny, or answer
+    /// in the tool's place), one at a time or both at once, and a decision may be delivered
+    /// twice, late; two workers race to write them; the approved calls run together and a
+    /// response may be lost.
+    pub fn batch() -> Config {
+        Config {
+            program: Program::Batch,
+            query_unknown: false,
+            crashes: 0,
+            max_time: 2,
+            suspend_for: 1,
+            ..Config::default()
+        }
+    }
+
+    /// The default check's world of batch calls in flight together (spec BAT-4): one worker
+    /// that may crash, possibly with both calls in flight, and an owner who may cancel while
+    /// the batch awaits decisions or has calls in flight; the approver only approves, one
+    /// call at a time or both at once (the verdicts are [`Config::batch`]'s).
+    pub fn batch_crash() -> Config {
+        Config {
+            workers: 1,
+            cancels: 1,
+            losses: 0,
+            duplicates: 0,
+            batch_verdicts: false,
+            crashes: 1,
+            suspend_for: 2,
+            ..Config::batch()
+        }
     }
 
     /// A small configuration in which the flaw of `variant` is reachable, so that the property
@@ -361,12 +414,20 @@ impl Config {
                 query_unknown: false,
                 ..direct(true, false)
             },
-            // The world does not propose batches yet: no configuration exposes these, which
-            // is why they are not in `Variant::ALL` (see `Variant::BATCH`).
+            // One batch, one worker, no loss, no duplicate, no time passing: the approver's
+            // decisions on each call, one at a time or both at once (and a crash, with both
+            // calls in flight, so that the exposing worlds together reach every partner).
             Variant::BatchDecisionWrongCall
             | Variant::BatchOneApprovalForAll
             | Variant::RejectedDispatched
-            | Variant::EditIgnored => base,
+            | Variant::EditIgnored => Config {
+                workers: 1,
+                crashes: 1,
+                losses: 0,
+                duplicates: 0,
+                max_time: 0,
+                ..Config::batch()
+            },
             Variant::LastCallOnlyKeyCheck => Config {
                 program: Program::ThreeCalls,
                 reuses: 1,

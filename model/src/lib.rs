@@ -14,8 +14,8 @@ pub mod variant;
 pub mod world;
 
 use resumable_kernel::{
-    CallOutcome, Effects, Identity, Input, Phase, Policy, PolicyError, Rejection, Revision, Run,
-    Time,
+    Batch, CallOutcome, Effects, Identity, Input, Phase, Policy, PolicyError, Rejection, Revision,
+    Run, Time,
 };
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -58,6 +58,15 @@ pub trait Lifecycle: Clone + Debug + Send + Sync + 'static {
 
     /// The run as the properties see it.
     fn snapshot(&self, run: &Self::Run) -> Snapshot;
+
+    /// The run's last batch of calls, as the kernel lists it (`Run::batch`, spec 5.5): what
+    /// the approvers of a batch read (which calls still await a decision) and where each
+    /// call stands. The world reads it to offer decisions and to tell a call in flight;
+    /// the batch properties check what it says against the world's own ledger. A lifecycle
+    /// without batches has none.
+    fn batch(&self, _run: &Self::Run) -> Option<Batch> {
+        None
+    }
 }
 
 /// The kernel as a lifecycle implementation: the default subject of every check.
@@ -86,5 +95,9 @@ impl Lifecycle for Kernel {
             phase: *run.phase(),
             last_call: run.last_call().copied(),
         }
+    }
+
+    fn batch(&self, run: &Run) -> Option<Batch> {
+        run.batch().copied()
     }
 }

@@ -31,6 +31,10 @@
 //! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | a run waiting for approval is offered a second suspend | `step_violations` |
 //! | LIVE-1 | in every state: no suspension outlasts its bound | no-expiry | a suspension expires | here, `within_bound` |
 //! | LIVE-2 | in every state: every suspension not past its expiry accepts some honest answer | resource-blocks-answers | a decision arrives after the resource moved | `World::stuck_run` (`world/honest.rs`) |
+//! | BAT-2 | when a dispatch lands: its batch call was approved or edited by an accepted decision naming it | batch-one-approval-for-all, batch-decision-wrong-call | a batch's calls are decided one at a time | `batch_dispatch` |
+//! | BAT-3 | when a dispatch lands: its batch call was not rejected, answered or denied | rejected-dispatched | a batch runs on without the call it rejected or answered | `batch_dispatch` |
+//! | BAT-4 | when a write lands: each call of the batch is settled at most once, as the world knows it was, and all of them when the run completes | batch-decision-wrong-call | two calls in flight meet a restart or a cancel; a run completes after its batch | `batch_settled` |
+//! | BAT-5 | when a dispatch lands: its batch call carries the approver's arguments (the edited ones after an edit) | edit-ignored | an edited call is dispatched | `batch_dispatch` |
 //!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
 //! current suspension has lasted and the property requires it to stay within the longest
@@ -98,6 +102,14 @@ pub mod names {
     pub const SUS_2: &str = "SUS-2 a suspend while suspended is refused";
     /// LIVE-1, always (budgeted).
     pub const LIVE_1: &str = "LIVE-1 every suspension is left within its bound";
+    /// BAT-2, always.
+    pub const BAT_2: &str = "BAT-2 no call of a batch runs without its own decision";
+    /// BAT-3, always.
+    pub const BAT_3: &str = "BAT-3 a call rejected, answered or denied never runs";
+    /// BAT-4, always.
+    pub const BAT_4: &str = "BAT-4 every call of a batch is settled once";
+    /// BAT-5, always.
+    pub const BAT_5: &str = "BAT-5 an edited call runs only with the approver's arguments";
 
     /// RES-2's partner.
     pub const RACE_WON: &str = "RES-2 two workers race to resume one suspension and one wins";
@@ -146,6 +158,19 @@ pub mod names {
     pub const CANCEL_WAITS: &str = "CAN-2 a cancel waits while a person settles an unknown outcome";
     /// EFF-2's partner (with crashes or cancels).
     pub const LATE_AFTER_END: &str = "EFF-2 a request is still on its way when its run ends";
+
+    /// BAT-2's partner (the batch program).
+    pub const BATCH_SPLIT: &str = "BAT-2 a batch's calls are decided one at a time";
+    /// BAT-3's partner (the batch program).
+    pub const BATCH_RUNS_ON: &str =
+        "BAT-3 a batch runs on without the call it rejected or answered";
+    /// BAT-4's partner (the batch program, with a crash or a cancel).
+    pub const BATCH_TWO_UNKNOWN: &str =
+        "BAT-4 two calls of a batch in flight meet a restart or a cancel";
+    /// BAT-4's partner (the batch program).
+    pub const BATCH_COMPLETES: &str = "BAT-4 a run completes after its batch";
+    /// BAT-5's partner (the batch program).
+    pub const EDITED_DISPATCHED: &str = "BAT-5 an edited call is dispatched";
 
     /// Not in the default list: a `sometimes` that no correct lifecycle reaches. Where the
     /// tool neither dedupes nor fences and a broken lifecycle retries after "not committed",
@@ -215,6 +240,10 @@ pub fn properties<L: Lifecycle>(
         .always(Sus2, SUS_2, |_, s| clean(s, Sus2))
         .always(Live1, LIVE_1, within_bound)
         .always(Live2, LIVE_2, |w, s| w.stuck_run(s).is_none())
+        .always(Bat2, BAT_2, |_, s| clean(s, Bat2))
+        .always(Bat3, BAT_3, |_, s| clean(s, Bat3))
+        .always(Bat4, BAT_4, |_, s| clean(s, Bat4))
+        .always(Bat5, BAT_5, |_, s| clean(s, Bat5))
         .sometimes(Res2, RACE_WON, |_, s| {
             s.workers.iter().any(|w| match w {
                 crate::world::Worker::Staged(st) => {
@@ -316,6 +345,20 @@ pub fn properties<L: Lifecycle>(
                     .get(usize::from(m.run))
                     .is_some_and(|slot| slot.run.view.ending.is_some())
             })
+        })
+        .sometimes(Bat2, BATCH_SPLIT, |_, s| s.seen & witness::BATCH_SPLIT != 0)
+        .sometimes(Bat3, BATCH_RUNS_ON, |_, s| {
+            s.seen & witness::BATCH_RUNS_ON != 0
+        })
+        .sometimes(Bat4, BATCH_TWO_UNKNOWN, |_, s| {
+            s.seen & witness::BATCH_TWO_UNKNOWN != 0
+        })
+        .sometimes(Bat4, BATCH_COMPLETES, |w, s| {
+            w.config().program == crate::config::Program::Batch
+                && any_run(s, |v| v.ending == Some(Ending::Completed))
+        })
+        .sometimes(Bat5, EDITED_DISPATCHED, |_, s| {
+            s.seen & witness::EDITED_DISPATCHED != 0
         })
         .build()
 }

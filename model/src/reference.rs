@@ -287,4 +287,8 @@ impl Lifecycle for Reference {
     fn snapshot(&self, run: &RefRun) -> Snapshot {
         run.snapshot()
     }
+
+    fn batch(&self, run: &RefRun) -> Option<Batch> {
+        run.batch
+    }
 }

@@ -45,13 +45,15 @@ mod reduce;
 mod state;
 mod transition;
 
-pub use cast::{Cast, Proposal, Step, GATED, KEY_OF, PROPOSALS};
+pub use cast::{Cast, Proposal, Step, BATCH, GATED, KEY_OF, PROPOSALS};
 pub use intern::{Interner, Shared};
 pub use state::*;
 
 use crate::config::{Config, ConfigError};
 use crate::{Lifecycle, Snapshot};
-use resumable_kernel::{Checkpoint, Facts, FailCause, InFlight, Phase, Reason, Time};
+use resumable_kernel::{
+    Checkpoint, Facts, FailCause, InFlight, Phase, Reason, ReasonKind, SlotState, Time,
+};
 use stateright::{Model, Property};
 
 /// The world: a lifecycle under test and the configuration of its environment.
@@ -111,8 +113,36 @@ impl<L: Lifecycle> World<L> {
 
     /// The run as the store holds it: interned, with its view.
     fn store(&self, run: L::Run, history: StoreHistory) -> Shared<Stored<L::Run>> {
-        let view = view_of(&self.lifecycle.snapshot(&run));
+        let mut view = view_of(&self.lifecycle.snapshot(&run));
+        for (i, state) in self.batch_states(&run).iter().enumerate() {
+            match state {
+                Some(SlotState::Awaiting) if view.reason == Some(ReasonKind::PendingBatch) => {
+                    view.awaiting |= 1 << i;
+                }
+                Some(SlotState::InFlight { .. }) => {
+                    view.batch_in_flight += 1;
+                    view.in_flight = true;
+                }
+                _ => {}
+            }
+        }
         self.runs.intern(Stored { run, history, view })
+    }
+
+    /// Where each call of [`BATCH`] stands in the run's batch, as the lifecycle lists it.
+    pub fn batch_states(&self, run: &L::Run) -> [Option<SlotState>; 2] {
+        let mut states = [None; 2];
+        if self.config.program != crate::config::Program::Batch {
+            return states;
+        }
+        let Some(batch) = self.lifecycle.batch(run) else {
+            return states;
+        };
+        for (state, p) in states.iter_mut().zip(BATCH) {
+            let call_id = self.cast.proposals[usize::from(p)].call.call_id;
+            *state = batch.slot(&call_id).map(|s| s.state);
+        }
+        states
     }
 
     /// A checkpoint log with one more checkpoint.
@@ -162,8 +192,9 @@ impl<L: Lifecycle> World<L> {
                 payloads: [0; KEYS],
                 dispatched: 0,
                 tool: ToolSide::default(),
-                resource: 0,
+                resource: self.config.resource_start,
                 cancelled: false,
+                decided: [None; 2],
             })
             .collect()
     }
@@ -203,6 +234,8 @@ pub fn view_of(snap: &Snapshot) -> RunView {
         cancel_pending: suspension.is_some_and(|s| s.reason.cancelled_by().is_some()),
         well_formed,
         self_approved,
+        awaiting: 0,
+        batch_in_flight: 0,
     }
 }
 

@@ -121,4 +121,8 @@ snapshots! {
     late_result_recorded_changes_a_finished_run: LateResultRecorded;
     resume_record_from_checkpoint_audits_the_past: ResumeRecordFromCheckpoint;
     escalation_keeps_deadline_opens_an_expired_suspension: EscalationKeepsDeadline;
+    batch_decision_wrong_call_runs_a_call_on_another_call_s_decision: BatchDecisionWrongCall;
+    batch_one_approval_for_all_runs_a_call_nobody_decided: BatchOneApprovalForAll;
+    rejected_dispatched_runs_a_rejected_call: RejectedDispatched;
+    edit_ignored_runs_the_proposed_arguments: EditIgnored;
 }

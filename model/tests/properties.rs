@@ -85,6 +85,19 @@ fn small() -> Vec<(&'static str, Config)> {
                 ..direct(true, false)
             },
         ),
+        // A batch of two calls, decided one at a time or together, a crash with both in
+        // flight (spec 5.5).
+        (
+            "a batch, a crash, no time passing",
+            Config {
+                workers: 1,
+                crashes: 1,
+                losses: 0,
+                duplicates: 0,
+                max_time: 0,
+                ..Config::batch()
+            },
+        ),
         // The agent re-proposes an earlier call where the third is due (spec KEY-1).
         (
             "three calls, a reuse",

@@ -83,6 +83,10 @@ caught_by! {
     late_result_recorded_is_caught_by_inv_1: LateResultRecorded;
     resume_record_from_checkpoint_is_caught_by_aud_1: ResumeRecordFromCheckpoint;
     escalation_keeps_deadline_is_caught_by_sus_1: EscalationKeepsDeadline;
+    batch_decision_wrong_call_is_caught_by_bat_2: BatchDecisionWrongCall;
+    batch_one_approval_for_all_is_caught_by_bat_2: BatchOneApprovalForAll;
+    rejected_dispatched_is_caught_by_bat_3: RejectedDispatched;
+    edit_ignored_is_caught_by_bat_5: EditIgnored;
 }
 
 /// Every `always` property bites: each is violated by a variant that targets its spec ID, in
@@ -133,10 +137,8 @@ fn every_variant_has_a_test_above(v: Variant) {
         | Variant::CancelExpiryForgetsEffect
         | Variant::LateResultRecorded
         | Variant::ResumeRecordFromCheckpoint
-        | Variant::EscalationKeepsDeadline => {}
-        // No world proposes batches yet (see `Variant::BATCH`): until one does and a batch
-        // property catches each, tests/reference_batch.rs shows each parting from the kernel.
-        Variant::BatchDecisionWrongCall
+        | Variant::EscalationKeepsDeadline
+        | Variant::BatchDecisionWrongCall
         | Variant::BatchOneApprovalForAll
         | Variant::RejectedDispatched
         | Variant::EditIgnored => {}

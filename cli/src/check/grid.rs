@@ -59,6 +59,7 @@ pub fn flags(config: &Config) -> Vec<String> {
     count("cancels", config.cancels, d.cancels);
     count("reuses", config.reuses, d.reuses);
     count("outsider-moves", config.outsider_moves, d.outsider_moves);
+    count("resource-start", config.resource_start, d.resource_start);
     count("max-attempts", config.max_attempts, d.max_attempts);
     count("suspend-for", config.suspend_for, d.suspend_for);
     count("approval-ttl", config.approval_ttl, d.approval_ttl);
@@ -85,6 +86,7 @@ pub fn flags(config: &Config) -> Vec<String> {
     switch("query-fences", config.query_fences, d.query_fences);
     switch("query-unknown", config.query_unknown, d.query_unknown);
     switch("operator", config.operator, d.operator);
+    switch("batch-verdicts", config.batch_verdicts, d.batch_verdicts);
     if config.program != d.program {
         flags.push(format!("--program={}", config.program.name()));
     }
@@ -227,6 +229,8 @@ mod tests {
             reuses: 1,
             outsider_moves: 1,
             program: resumable_model::config::Program::ThreeCalls,
+            batch_verdicts: false,
+            resource_start: 3,
             suspend_for: d.suspend_for + 1,
             approval_ttl: d.approval_ttl + 1,
             reconcile_window: d.reconcile_window + 1,

@@ -270,6 +270,13 @@ impl<A: Observable, B: Observable> Lifecycle for Pair<A, B> {
             Side::B => self.b.snapshot(&run.b),
         }
     }
+
+    fn batch(&self, run: &Self::Run) -> Option<resumable_kernel::Batch> {
+        match run.lead {
+            Side::A => self.a.batch(&run.a),
+            Side::B => self.b.batch(&run.b),
+        }
+    }
 }
 
 impl<A: Observable, B: Observable> Observable for Pair<A, B> {

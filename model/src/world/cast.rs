@@ -21,6 +21,10 @@ pub const PROPOSALS: usize = 5;
 /// The proposal of the gated call `c1`: the only call any program gates.
 pub const GATED: u8 = 1;
 
+/// The proposals of the batch program's one batch, in slot order: `c1` and `c2`, under keys
+/// of their own (spec 5.5).
+pub const BATCH: [u8; 2] = [1, 2];
+
 /// The key index of each proposal: `c0`, `c1`, `c2` under keys of their own, the
 /// re-proposals `c3` and `c4` under `c0`'s key `k0`.
 pub const KEY_OF: [u8; PROPOSALS] = [0, 1, 2, 0, 0];
@@ -44,6 +48,10 @@ pub struct Cast {
     pub proposals: [Proposal; PROPOSALS],
     /// The argument digest of an edited `c1`.
     pub edited_args: Digest,
+    /// The digest of the message an approver hands back with a rejection.
+    pub rejection: Digest,
+    /// The digest of the answer a person gives in the tool's place.
+    pub answer: Digest,
     /// The result each key commits with.
     pub results: [Digest; KEYS],
     /// The run's final result.
@@ -67,7 +75,13 @@ impl Cast {
             dedupes: config.dedupes,
             query_fences: config.query_fences,
             max_attempts: config.max_attempts,
-            ..ToolContract::default()
+            // The batch world's tool lets a person answer in its place (spec POL-1); the
+            // single-call programs keep the default, which is all they use.
+            allowed: if config.program == Program::Batch {
+                resumable_kernel::Allowed::ALL
+            } else {
+                resumable_kernel::Allowed::TOOL_DEFAULT
+            },
         };
         let proposal = |id: &str, index: usize, args: &[u8]| {
             let key = KEY_OF[index];
@@ -103,6 +117,8 @@ impl Cast {
                 proposal("c4", 4, b"c0 args"),
             ],
             edited_args: Digest::of(b"c1 args, edited"),
+            rejection: Digest::of(b"rejected: ask again with other arguments"),
+            answer: Digest::of(b"answered by a person"),
             results: [
                 Digest::of(b"k0 result"),
                 Digest::of(b"k1 result"),
@@ -155,6 +171,8 @@ impl Program {
             Program::Direct => &[Step::Ungated(GATED)],
             Program::SideEffectFirst => &[Step::Ungated(0), Step::Gated(GATED)],
             Program::ThreeCalls => &[Step::Ungated(0), Step::Gated(GATED), Step::Ungated(2)],
+            // One batch (see [`BATCH`]), which no single-call step describes.
+            Program::Batch => &[],
         }
     }
 

@@ -3,14 +3,40 @@
 
 use super::cast::{Cast, Step};
 use super::{
-    Action, Answer, Choice, DecisionMsg, Intent, Party, RunSlot, Settle, ToolMsg, ToolOutcome,
-    ToolSide, Verdict, Worker, World, WorldState,
+    Action, Answer, CallVerdict, Choice, DecisionMsg, Intent, Party, Picks, RunSlot, Settle,
+    ToolMsg, ToolOutcome, ToolSide, Verdict, Worker, World, WorldState,
 };
+use crate::config::Program;
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{Event, Identity, Input, Phase, PhaseKind, ReasonKind};
 
 /// The call the agent asks approval for while its first approval is pending.
 const SECOND_SUSPEND: u8 = 2;
+
+/// The approvals alone, one call at a time or both at once: where the world is about what
+/// happens to calls in flight, not about verdicts.
+const BATCH_APPROVALS: [Picks; 3] = [
+    [Some(CallVerdict::Approve), None],
+    [None, Some(CallVerdict::Approve)],
+    [Some(CallVerdict::Approve), Some(CallVerdict::Approve)],
+];
+
+/// The decisions an approver may send on a batch of `c1` and `c2` (by slot): on one call at
+/// a time, every verdict on `c1` (the edit rebinds its fresh key), approve, reject or answer
+/// in the tool's place on `c2`; or both calls approved at once.
+const BATCH_OFFERS: [Picks; 8] = {
+    use CallVerdict::*;
+    [
+        [Some(Approve), None],
+        [Some(Edit), None],
+        [Some(Reject), None],
+        [Some(Deny), None],
+        [None, Some(Approve)],
+        [None, Some(Reject)],
+        [None, Some(Respond)],
+        [Some(Approve), Some(Approve)],
+    ]
+};
 
 impl<L: Lifecycle> World<L> {
     /// Workers with work in hand finish it (write, or send the dispatch); the first idle
@@ -125,6 +151,18 @@ impl<L: Lifecycle> World<L> {
     /// program's step at the position given by the calls the run has bound, then complete.
     fn intent(&self, slot: &RunSlot<L::Run>, snap: &Snapshot, out: &mut Vec<Choice>) {
         let steps = self.config.program.steps();
+        if self.config.program == Program::Batch {
+            // One batch, then complete once every call of it is settled: nothing is asked
+            // while calls of the batch are in flight (every request would be refused).
+            if matches!(snap.phase, Phase::Running { in_flight: None }) && !slot.run.view.in_flight
+            {
+                out.push(Choice::Agent(match slot.run.history.is_empty() {
+                    true => Intent::SuspendBatch,
+                    false => Intent::Complete,
+                }));
+            }
+            return;
+        }
         match &snap.phase {
             Phase::Running { in_flight: None } => {}
             // While the first approval is pending, the agent asks to suspend again, for
@@ -216,7 +254,7 @@ impl<L: Lifecycle> World<L> {
             }
             last = Some(m);
         }
-        if slot.orphaned && matches!(snap.phase, Phase::Running { in_flight: Some(_) }) {
+        if slot.orphaned && slot.run.view.in_flight && matches!(snap.phase, Phase::Running { .. }) {
             out.push(Choice::Recover);
         }
         if let Phase::Suspended(s) = &snap.phase {
@@ -225,7 +263,11 @@ impl<L: Lifecycle> World<L> {
             }
             self.reconcile_choices(state, r, &snap, out);
         }
-        if state.budgets.cancels > 0 && !snap.phase.is_terminal() {
+        // The batch world's owner cancels while the batch awaits decisions or has calls in
+        // flight (spec 5.5, BAT-4): the single-call worlds cancel in every other phase.
+        let batch_phase = slot.run.view.awaiting != 0 || slot.run.view.batch_in_flight > 0;
+        let cancel_offered = self.config.program != Program::Batch || batch_phase;
+        if state.budgets.cancels > 0 && !snap.phase.is_terminal() && cancel_offered {
             out.push(Choice::Cancel);
         }
     }
@@ -351,6 +393,10 @@ impl<L: Lifecycle> World<L> {
             let Some(cp) = slot.checkpoints.last() else {
                 continue;
             };
+            if cp.reason == ReasonKind::PendingBatch {
+                self.batch_decisions(state, r, expires_at, out);
+                continue;
+            }
             if cp.reason != ReasonKind::PendingApproval
                 || cp.revision.0 != view.revision
                 || view.phase != PhaseKind::Suspended
@@ -404,6 +450,70 @@ impl<L: Lifecycle> World<L> {
             if self.config.cross_tenant && source == 1 && sent(0, Party::Approver) == 0 {
                 out.push(Action::Decide {
                     msg: msg(0, Party::Approver, Verdict::Approve),
+                });
+            }
+        }
+    }
+
+    /// Decisions the approver can send on run `r`'s open batch: each of [`BATCH_OFFERS`]
+    /// whose calls all still await a decision, as the run lists them, and that no more than
+    /// `approvers` decisions sent on the batch's checkpoint named already (spec 5.5).
+    fn batch_decisions(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        expires_at: u8,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(slot) = state.runs.get(r) else {
+            return;
+        };
+        let view = &slot.run.view;
+        if view.reason != Some(ReasonKind::PendingBatch) || view.awaiting == 0 {
+            return;
+        }
+        let (Ok(source), Some(index)) = (
+            u8::try_from(r),
+            (slot.checkpoints.len().checked_sub(1)).and_then(|i| u8::try_from(i).ok()),
+        ) else {
+            return;
+        };
+        let Some(revision) =
+            (slot.checkpoints.last()).and_then(|cp| u8::try_from(cp.revision.0).ok())
+        else {
+            return;
+        };
+        let sent = |i: usize| {
+            (state.decisions.iter())
+                .filter(|m| {
+                    m.source == source
+                        && m.checkpoint == index
+                        && matches!(m.verdict, Verdict::Batch(p) if p[i].is_some())
+                })
+                .count()
+        };
+        let offers = match self.config.batch_verdicts {
+            true => &BATCH_OFFERS[..],
+            false => &BATCH_APPROVALS[..],
+        };
+        for &picks in offers {
+            let open = (0..picks.len()).all(|i| {
+                picks[i].is_none()
+                    || (view.awaiting & (1 << i) != 0
+                        && sent(i) < usize::from(self.config.approvers))
+            });
+            if open {
+                out.push(Action::Decide {
+                    msg: DecisionMsg {
+                        target: source,
+                        source,
+                        checkpoint: index,
+                        revision,
+                        party: Party::Approver,
+                        verdict: Verdict::Batch(picks),
+                        expires_at,
+                        delivered: 0,
+                    },
                 });
             }
         }

@@ -1,9 +1,10 @@
 //! Words for actions and states, so that a trace reads as who did what: "Worker(1) steps run 0
 //! with resume approve c1@r1 from alice", then what the lifecycle said and where the world is.
 
+use super::cast::BATCH;
 use super::{
-    Action, Answer, Choice, DecisionMsg, Intent, Party, Settle, ToolMsg, ToolOutcome, Verdict,
-    Worker, World, WorldState,
+    Action, Answer, CallVerdict, Choice, DecisionMsg, Intent, Party, Picks, Settle, ToolMsg,
+    ToolOutcome, Verdict, Worker, World, WorldState,
 };
 use crate::Lifecycle;
 use core::fmt;
@@ -28,11 +29,43 @@ fn party(p: Party) -> &'static str {
     }
 }
 
+/// A batch decision's verdicts: "approve c1, reject c2".
+fn picks(f: &mut fmt::Formatter<'_>, picks: &Picks) -> fmt::Result {
+    let mut first = true;
+    for (pick, call) in picks.iter().zip(BATCH) {
+        let Some(pick) = pick else {
+            continue;
+        };
+        let verdict = match pick {
+            CallVerdict::Approve => "approve",
+            CallVerdict::Edit => "edit",
+            CallVerdict::Reject => "reject",
+            CallVerdict::Respond => "answer",
+            CallVerdict::Deny => "deny",
+        };
+        if !first {
+            f.write_str(", ")?;
+        }
+        first = false;
+        write!(f, "{verdict} c{call}")?;
+    }
+    Ok(())
+}
+
 fn decision(f: &mut fmt::Formatter<'_>, m: &DecisionMsg) -> fmt::Result {
     let verdict = match m.verdict {
         Verdict::Approve => "approve",
         Verdict::Deny => "deny",
         Verdict::ApproveEdited => "approve edited",
+        Verdict::Batch(p) => {
+            f.write_str("batch: ")?;
+            picks(f, &p)?;
+            write!(f, " @r{} from {}", m.revision, party(m.party))?;
+            if m.delivered > 0 {
+                f.write_str(" again")?;
+            }
+            return Ok(());
+        }
     };
     write!(f, "{verdict} c1@r{} from {}", m.revision, party(m.party))?;
     if m.source != m.target {
@@ -54,6 +87,7 @@ impl fmt::Display for Choice {
                     "suspend for approval of c{c}, naming itself the approver"
                 )
             }
+            Choice::Agent(Intent::SuspendBatch) => f.write_str("suspend for a batch of c1 and c2"),
             Choice::Agent(Intent::Dispatch(c)) => write!(f, "dispatch c{c}"),
             Choice::Agent(Intent::Reuse(c)) => {
                 f.write_str("propose again: ")?;
@@ -140,6 +174,13 @@ impl fmt::Display for Action {
                 f.write_str("Tool response lost: ")?;
                 tool_msg(f, msg)
             }
+            Action::Decide { msg } if matches!(msg.verdict, Verdict::Batch(_)) => {
+                f.write_str("Approver alice decides on the batch: ")?;
+                if let Verdict::Batch(p) = msg.verdict {
+                    picks(f, &p)?;
+                }
+                write!(f, " at r{} of run {}", msg.revision, msg.source)
+            }
             Action::Decide { msg } => {
                 let (who, what) = match (msg.party, msg.verdict) {
                     (Party::Requester, _) => ("Requester agent", "approves its own"),
@@ -148,6 +189,7 @@ impl fmt::Display for Action {
                     (Party::Approver, Verdict::ApproveEdited) => {
                         ("Approver alice", "approves an edited")
                     }
+                    (Party::Approver, Verdict::Batch(_)) => ("Approver alice", "decides on"),
                 };
                 write!(
                     f,

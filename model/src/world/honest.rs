@@ -3,7 +3,7 @@
 //! accepts none of them is stuck with honest facts.
 
 use super::memo::{self, AnswerKey};
-use super::{Answer, Settle, World, WorldState};
+use super::{Answer, CallVerdict, DecisionMsg, Party, Picks, Settle, Verdict, World, WorldState};
 use crate::Lifecycle;
 use resumable_kernel::{
     Approval, Decision, Digest, Event, Input, Phase, QueryAnswer, Reason, ReasonKind, Resolution,
@@ -90,7 +90,8 @@ impl<L: Lifecycle> World<L> {
         let (Phase::Suspended(s), Some(cp)) = (&snap.phase, slot.checkpoints.last()) else {
             return Vec::new();
         };
-        if cp.revision != snap.revision {
+        // A batch's checkpoint stays the one it opened with, whatever decisions were recorded.
+        if cp.revision != snap.revision && cp.reason != ReasonKind::PendingBatch {
             return Vec::new();
         }
         let resume = |decision| {
@@ -149,6 +150,39 @@ impl<L: Lifecycle> World<L> {
                             by: self.cast.policy.operator,
                             resolution,
                         }))
+                    })
+                    .collect()
+            }
+            // A batch: the approver decides every call still awaiting, all at once: deny,
+            // reject or approve each (spec 5.5).
+            (Reason::PendingBatch, _) => {
+                let m = DecisionMsg {
+                    target: 0,
+                    source: 0,
+                    checkpoint: 0,
+                    revision: 0,
+                    party: Party::Approver,
+                    verdict: Verdict::Approve,
+                    expires_at: state.now.saturating_add(self.config.approval_ttl),
+                    delivered: 0,
+                };
+                let awaiting = slot.run.view.awaiting;
+                [CallVerdict::Deny, CallVerdict::Reject, CallVerdict::Approve]
+                    .into_iter()
+                    .map(|v| {
+                        let mut picks: Picks = [None; 2];
+                        for (i, pick) in picks.iter_mut().enumerate() {
+                            if awaiting & (1 << i) != 0 {
+                                *pick = Some(v);
+                            }
+                        }
+                        resume(self.decision_of(
+                            &DecisionMsg {
+                                verdict: Verdict::Batch(picks),
+                                ..m
+                            },
+                            cp,
+                        ))
                     })
                     .collect()
             }

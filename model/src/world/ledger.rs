@@ -3,14 +3,17 @@
 //! rule is checked here against the world's own truth, never against the lifecycle's view of
 //! itself.
 
+use super::cast::BATCH;
+use super::transition::Before;
 use super::{
-    book, in_flight, Answer, Choice, Ending, RunSlot, Settle, Verdict, Violations, Worker, World,
-    WorldState,
+    book, in_flight, Answer, CallVerdict, Choice, DecisionMsg, Ending, RunSlot, Settle, Verdict,
+    Violations, Worker, World, WorldState,
 };
+use crate::config::Program;
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
     Checkpoint, Decision, Dispatch, Effect, Effects, Event, FailCause, Input, Phase, Reason,
-    Resolution, Resume, SpecId, Time, Wait,
+    ReasonKind, Resolution, Resume, SlotState, SpecId, Time, Wait,
 };
 
 impl<L: Lifecycle> World<L> {
@@ -19,11 +22,12 @@ impl<L: Lifecycle> World<L> {
     pub(super) fn step_violations(
         &self,
         r: usize,
-        before: &Snapshot,
+        from: &Before<'_>,
         after: &Snapshot,
         input: &Input,
         effects: &Effects,
     ) -> Violations {
+        let before = from.snap;
         let mut raise = Violations::NONE;
         if before.phase.is_terminal() {
             raise |= SpecId::Inv1;
@@ -40,7 +44,7 @@ impl<L: Lifecycle> World<L> {
             raise |= SpecId::Aud1;
         }
         match &input.event {
-            Event::Resume(res) => raise |= self.resume_violations(r, before, after, input.at, res),
+            Event::Resume(res) => raise |= self.resume_violations(r, from, after, input.at, res),
             Event::Suspend {
                 wait, responsible, ..
             } => {
@@ -50,6 +54,12 @@ impl<L: Lifecycle> World<L> {
                 // APR-3: a suspension for approval never names its requester as approver.
                 if matches!(wait, Wait::Approval { .. }) && *responsible == self.cast.requester {
                     raise |= SpecId::Apr3;
+                }
+                // APR-3 for a batch: no call of it names its approver as its requester.
+                if let Wait::Batch { calls } = wait {
+                    if calls.iter().any(|c| c.requester == *responsible) {
+                        raise |= SpecId::Apr3;
+                    }
                 }
             }
             _ => {}
@@ -61,14 +71,20 @@ impl<L: Lifecycle> World<L> {
     fn resume_violations(
         &self,
         r: usize,
-        before: &Snapshot,
+        from: &Before<'_>,
         after: &Snapshot,
         at: Time,
         res: &Resume,
     ) -> Violations {
+        let before = from.snap;
         let mut raise = Violations::NONE;
-        // RES-3: the checkpoint is at the run's revision.
-        if res.checkpoint.revision != before.revision {
+        // RES-3: the checkpoint is at the run's revision; a batch's decisions, while it awaits
+        // them, at the revision of the checkpoint it opened with (spec 5.5).
+        let expected = match (&res.decision, from.opened) {
+            (Decision::Batch { .. }, Some(opened)) => opened,
+            _ => before.revision,
+        };
+        if res.checkpoint.revision != expected {
             raise |= SpecId::Res3;
         }
         // RES-3: a person's go-ahead acts on the resource the checkpoint showed.
@@ -101,7 +117,7 @@ impl<L: Lifecycle> World<L> {
         {
             raise |= SpecId::Apr4;
         }
-        if let Decision::Approve(a) | Decision::Deny(a) = &res.decision {
+        let mut approval = |a: &resumable_kernel::Approval| {
             // APR-2: the decision has not expired.
             if at > a.expires_at {
                 raise |= SpecId::Apr2;
@@ -109,6 +125,20 @@ impl<L: Lifecycle> World<L> {
             // APR-3: only the recorded approver decides, never the requester.
             if a.approver != self.cast.approver || a.approver == self.cast.requester {
                 raise |= SpecId::Apr3;
+            }
+        };
+        match &res.decision {
+            Decision::Approve(a) | Decision::Deny(a) => approval(a),
+            Decision::Batch { decisions } => decisions.iter().for_each(|d| approval(&d.approval)),
+            _ => {}
+        }
+        // APR-4: a batch decision that denies a call fails the run.
+        if let Decision::Batch { decisions } = &res.decision {
+            let denies = decisions
+                .iter()
+                .any(|d| matches!(d.verdict, resumable_kernel::Verdict::Deny));
+            if denies && !matches!(after.phase, Phase::Failed(FailCause::Denied { .. })) {
+                raise |= SpecId::Apr4;
             }
         }
         raise
@@ -179,17 +209,31 @@ impl<L: Lifecycle> World<L> {
         }
         let after = self.lifecycle.snapshot(&st.next.run);
         let mut raise = st.raise;
+        let was = self.batch_states(&slot.run.run);
         self.settle_books(state, slot, &st.choice, &after);
-        for (call, attempt) in st.dispatches.iter().flatten().copied() {
-            raise |= self.book_dispatch(slot, call, attempt, st.approval_binds);
+        if let Choice::Decision(m) = st.choice {
+            if let Verdict::Batch(picks) = m.verdict {
+                for (decided, pick) in slot.decided.iter_mut().zip(picks) {
+                    *decided = decided.or(pick);
+                }
+            }
         }
+        for (i, (call, attempt)) in st.dispatches.iter().flatten().copied().enumerate() {
+            raise |= self.book_dispatch(slot, call, attempt, st.approval_binds);
+            raise |= self.batch_dispatch(slot, call, st.edited & (1 << i) != 0);
+        }
+        raise |= self.batch_settled(slot, &was, &self.batch_states(&st.next.run), &st.next.view);
         if st.dispatches[0].is_some() {
             next.workers[w] = Worker::Dispatching {
                 run: st.run,
                 queue: st.dispatches,
             };
         }
-        if let Some(revision) = st.resumed_from {
+        // A decision that leaves a batch awaiting others has not resumed it: every decision
+        // of a batch binds to its one checkpoint, and only the last resumes (spec 5.5).
+        let partial = matches!(st.choice, Choice::Decision(m) if matches!(m.verdict, Verdict::Batch(_)))
+            && st.next.view.reason == Some(ReasonKind::PendingBatch);
+        if let Some(revision) = st.resumed_from.filter(|_| !partial) {
             let bit = 1u32.checked_shl(u32::from(revision)).unwrap_or(0);
             if slot.won & bit != 0 {
                 raise |= SpecId::Res2;
@@ -203,7 +247,11 @@ impl<L: Lifecycle> World<L> {
             .or(slot.checkpoints.last().map(|c| &**c));
         raise |= can_2(slot.cancelled, &st.next.view, persisted);
         slot.audited = slot.audited.saturating_add(st.audits);
-        if let Some(cp) = st.checkpoint {
+        // A batch's checkpoint, emitted again with each decision recorded, is persisted once.
+        if let Some(cp) = st
+            .checkpoint
+            .filter(|cp| slot.checkpoints.last() != Some(cp))
+        {
             slot.checkpoints = self.append(slot.checkpoints, *cp);
         }
         slot.waiting_since = match (&before.phase, &after.phase) {
@@ -215,7 +263,9 @@ impl<L: Lifecycle> World<L> {
             (_, Phase::Suspended(_)) => Some(now),
             _ => None,
         };
-        slot.orphaned = slot.orphaned && in_flight(&before.phase) == in_flight(&after.phase);
+        slot.orphaned = slot.orphaned
+            && st.next.view.in_flight
+            && in_flight(&before.phase) == in_flight(&after.phase);
         slot.run = st.next;
         next.violated |= raise;
         next.seen |= st.witness;
@@ -284,6 +334,82 @@ impl<L: Lifecycle> World<L> {
         raise
     }
 
+    /// The batch rules a durable dispatch breaks, against the world's ledger of the
+    /// decisions accepted: a call of the batch runs only if a decision naming it approved or
+    /// edited it (BAT-2), never if one rejected, answered or denied it (BAT-3), and with the
+    /// approver's arguments: the edited ones after an edit, the proposed ones otherwise
+    /// (BAT-5).
+    fn batch_dispatch(&self, slot: &RunSlot<L::Run>, call: u8, edited: bool) -> Violations {
+        if self.config.program != Program::Batch {
+            return Violations::NONE;
+        }
+        let Some(i) = BATCH.iter().position(|&p| p == call) else {
+            return Violations::NONE;
+        };
+        match slot.decided.get(i).copied().flatten() {
+            Some(v) if v.runs() => {
+                if (v == CallVerdict::Edit) != edited {
+                    Violations::of(SpecId::Bat5)
+                } else {
+                    Violations::NONE
+                }
+            }
+            Some(_) => Violations::of(SpecId::Bat2) | Violations::of(SpecId::Bat3),
+            None => Violations::of(SpecId::Bat2),
+        }
+    }
+
+    /// BAT-4 when a write lands: a call of the batch once settled (committed, rejected,
+    /// answered, dropped) stays so; a call newly settled is so in the world's truth (the tool
+    /// committed its key and the result is the tool's; the approver rejected it, or answered
+    /// it; dropped with nothing committed under its key); and a run that completes has every
+    /// call of its batch settled.
+    fn batch_settled(
+        &self,
+        slot: &RunSlot<L::Run>,
+        was: &[Option<SlotState>; 2],
+        now: &[Option<SlotState>; 2],
+        after: &super::RunView,
+    ) -> Violations {
+        let settled = |s: &Option<SlotState>| {
+            matches!(
+                s,
+                Some(
+                    SlotState::Committed { .. }
+                        | SlotState::Rejected { .. }
+                        | SlotState::Responded { .. }
+                        | SlotState::Dropped
+                )
+            )
+        };
+        let mut broken = false;
+        for (i, ((b, a), call)) in was.iter().zip(now).zip(BATCH).enumerate() {
+            if settled(b) {
+                broken |= a != b;
+                continue;
+            }
+            let key = self.cast.key_of(call).unwrap_or(0);
+            let decided = slot.decided.get(i).copied().flatten();
+            broken |= match a {
+                Some(SlotState::Committed { result }) => {
+                    !slot.tool.committed_key(key) || Some(*result) != self.result_of(call)
+                }
+                Some(SlotState::Rejected { .. }) => decided != Some(CallVerdict::Reject),
+                Some(SlotState::Responded { .. }) => decided != Some(CallVerdict::Respond),
+                Some(SlotState::Dropped) => slot.tool.committed_key(key),
+                _ => false,
+            };
+            if after.ending == Some(Ending::Completed) && a.is_some() && !settled(a) {
+                broken = true;
+            }
+        }
+        if broken {
+            Violations::of(SpecId::Bat4)
+        } else {
+            Violations::NONE
+        }
+    }
+
     /// What an accepted input teaches the world's ledger about the run's keys.
     fn settle_books(
         &self,
@@ -320,6 +446,18 @@ impl<L: Lifecycle> World<L> {
             } => {
                 if let Some(b) = key(call).and_then(|k| slot.books.get_mut(k)) {
                     *b &= !book::OPEN;
+                }
+            }
+            Choice::Decision(DecisionMsg {
+                verdict: Verdict::Batch(picks),
+                ..
+            }) => {
+                for (pick, call) in picks.iter().zip(BATCH) {
+                    if *pick == Some(CallVerdict::Deny) {
+                        if let Some(b) = key(call).and_then(|k| slot.books.get_mut(k)) {
+                            *b |= book::DENIED;
+                        }
+                    }
                 }
             }
             Choice::Decision(m) if m.verdict == Verdict::Deny => {

@@ -138,6 +138,11 @@ pub struct RunView {
     pub well_formed: bool,
     /// APR-3: suspended for an approval whose responsible party is its own requester.
     pub self_approved: bool,
+    /// The calls of the run's open batch that await a decision, one bit per slot of
+    /// [`super::cast::BATCH`] (spec 5.5): what the approver reads before deciding.
+    pub awaiting: u8,
+    /// How many calls of the run's batch are in flight together (spec BAT-4).
+    pub batch_in_flight: u8,
 }
 
 /// The state of the whole world, generic over the lifecycle's run type `R`.
@@ -216,6 +221,11 @@ pub struct RunSlot<R: 'static> {
     pub resource: u8,
     /// A cancel of the run was accepted (spec CAN-2).
     pub cancelled: bool,
+    /// The world's ledger of the batch: the verdict the approver gave each call of
+    /// [`super::cast::BATCH`] in an accepted decision naming it (the first, if a broken
+    /// lifecycle accepts more). What the batch properties check dispatches and settlements
+    /// against (spec BAT-2, BAT-3, BAT-4, BAT-5).
+    pub decided: [Option<CallVerdict>; 2],
 }
 
 /// Bits of [`RunSlot::books`]: the world's ledger of each key, for the properties.
@@ -309,6 +319,9 @@ pub struct Staged<R: 'static> {
     pub raise: Violations,
     /// Witness bits the write makes real.
     pub witness: u16,
+    /// Which of the dispatches carry the approver's edited arguments, one bit per dispatch
+    /// (spec BAT-5).
+    pub edited: u32,
 }
 
 // Workers are ordered by their whole content, so that sorting them is canonical. Written out
@@ -325,7 +338,7 @@ impl<R> Staged<R> {
             Shared<Stored<R>>,
             Option<Shared<Checkpoint>>,
         ),
-        (Dispatches, Option<u8>, u8, bool, Violations, u16),
+        (Dispatches, Option<u8>, u8, bool, Violations, u16, u32),
     ) {
         (
             (self.run, self.from, self.choice, self.next, self.checkpoint),
@@ -336,6 +349,7 @@ impl<R> Staged<R> {
                 self.approval_binds,
                 self.raise,
                 self.witness,
+                self.edited,
             ),
         )
     }
@@ -407,7 +421,35 @@ pub enum Verdict {
     Deny,
     /// Approve an edited version of it: other arguments (spec APR-1, KEY-2).
     ApproveEdited,
+    /// Decisions on calls of a batch (spec 5.5), one per slot of [`super::cast::BATCH`] named.
+    Batch(Picks),
 }
+
+/// What an approver decides about one call of a batch (spec 5.5).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum CallVerdict {
+    /// Run it as proposed.
+    Approve,
+    /// Run it with the approver's arguments (spec BAT-5).
+    Edit,
+    /// Never run it; the rejection goes back to the agent.
+    Reject,
+    /// Never run it; a person's answer is its result.
+    Respond,
+    /// Never run it, and fail the run (spec APR-4).
+    Deny,
+}
+
+impl CallVerdict {
+    /// Whether the call runs: approved or edited.
+    pub fn runs(self) -> bool {
+        matches!(self, CallVerdict::Approve | CallVerdict::Edit)
+    }
+}
+
+/// The verdicts one batch decision gives, by slot of [`super::cast::BATCH`]; `None` for a
+/// call it does not name.
+pub type Picks = [Option<CallVerdict>; 2];
 
 /// A decision on a checkpoint, in flight to a run.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -435,6 +477,8 @@ pub struct DecisionMsg {
 pub enum Intent {
     /// Suspend for approval of a gated proposal.
     Suspend(u8),
+    /// Suspend for the batch of [`super::cast::BATCH`] (spec 5.5).
+    SuspendBatch,
     /// Suspend for approval of a gated proposal, naming the requester itself as the approver
     /// (spec APR-3): an agent that fills in the approver field with its own name. Offered
     /// only where the requester tries to approve itself (`Config::self_approval`); refused by
@@ -681,4 +725,12 @@ pub mod witness {
     pub const REUSE_PROPOSED: u16 = 1 << 7;
     /// A resume arrived with a resource version other than its checkpoint's (spec RES-3).
     pub const RESOURCE_MOVED: u16 = 1 << 8;
+    /// A decision on one call of a batch was accepted while another still awaited one.
+    pub const BATCH_SPLIT: u16 = 1 << 9;
+    /// A batch resumed with a call rejected or answered by a person and another dispatched.
+    pub const BATCH_RUNS_ON: u16 = 1 << 10;
+    /// A restart or a cancel found two calls of a batch in flight together (spec BAT-4).
+    pub const BATCH_TWO_UNKNOWN: u16 = 1 << 11;
+    /// A call edited by the approver was dispatched (spec BAT-5).
+    pub const EDITED_DISPATCHED: u16 = 1 << 12;
 }

@@ -2,17 +2,29 @@
 //! delivers inputs, writes what was accepted, and keeps the ledger the properties read
 //! (see `ledger`).
 
-use super::cast::GATED;
+use super::cast::{BATCH, GATED};
 use super::memo::{self, StepKey, Stepped};
 use super::{
-    witness, Answer, Choice, DecisionMsg, Intent, Party, RunView, Settle, Staged, ToolMsg,
-    ToolOutcome, ToolSide, Verdict, Worker, World, WorldState,
+    witness, Answer, CallVerdict, Choice, DecisionMsg, Intent, Party, Picks, RunView, Settle,
+    Staged, ToolMsg, ToolOutcome, ToolSide, Verdict, Worker, World, WorldState,
 };
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
-    Approval, Checkpoint, Decision, Effect, Effects, Event, Input, Phase, QueryAnswer, Rejection,
-    Resolution, Resume, SpecId, Time, Wait,
+    Approval, CallDecision, Checkpoint, Decision, Decisions, Effect, Effects, Event, Input, Phase,
+    Proposal, Proposals, QueryAnswer, ReasonKind, Rejection, Resolution, Resume, SlotState, SpecId,
+    Time, Verdict as BatchVerdict, Wait,
 };
+
+/// What a step starts from: the run's snapshot and view, and, while its batch awaits
+/// decisions, the revision of the batch's checkpoint.
+pub(super) struct Before<'a> {
+    /// The run as the properties see it.
+    pub(super) snap: &'a Snapshot,
+    /// What the world reads of it.
+    pub(super) view: &'a RunView,
+    /// The revision of the open batch's checkpoint, if the run waits on one.
+    pub(super) opened: Option<resumable_kernel::Revision>,
+}
 
 /// Inserts into a sorted vector, keeping it sorted: the multiset's canonical order.
 pub(super) fn insert_sorted<T: Ord>(v: &mut Vec<T>, x: T) {
@@ -30,6 +42,9 @@ impl<L: Lifecycle> World<L> {
     /// The decision an approver's message carries, built from the checkpoint it was made on:
     /// an approval binds to that checkpoint's call, arguments, requester and revision.
     pub(super) fn decision_of(&self, m: &DecisionMsg, cp: &Checkpoint) -> Decision {
+        if let Verdict::Batch(picks) = m.verdict {
+            return self.batch_decision(m, cp, picks);
+        }
         let gated = self.cast.proposals[usize::from(GATED)].call;
         let pending = cp.pending;
         let approval = Approval {
@@ -48,8 +63,49 @@ impl<L: Lifecycle> World<L> {
         };
         match m.verdict {
             Verdict::Deny => Decision::Deny(approval),
-            Verdict::Approve | Verdict::ApproveEdited => Decision::Approve(approval),
+            Verdict::Approve | Verdict::ApproveEdited | Verdict::Batch(_) => {
+                Decision::Approve(approval)
+            }
         }
+    }
+
+    /// A batch decision (spec 5.5): for each call it names, an approval bound to the batch's
+    /// checkpoint and to the call as proposed, and the verdict.
+    fn batch_decision(&self, m: &DecisionMsg, cp: &Checkpoint, picks: Picks) -> Decision {
+        let mut decisions = Decisions::new();
+        for (pick, p) in picks.iter().zip(BATCH) {
+            let Some(pick) = pick else {
+                continue;
+            };
+            let call = self.cast.proposals[usize::from(p)].call;
+            let approval = Approval {
+                call_id: call.call_id,
+                args: call.args,
+                requester: self.cast.requester,
+                approver: match m.party {
+                    Party::Approver => self.cast.approver,
+                    Party::Requester => self.cast.requester,
+                },
+                revision: cp.revision,
+                expires_at: Time(u64::from(m.expires_at)),
+            };
+            let verdict = match pick {
+                CallVerdict::Approve => BatchVerdict::Approve,
+                CallVerdict::Edit => BatchVerdict::Edit {
+                    args: self.cast.edited_args,
+                },
+                CallVerdict::Reject => BatchVerdict::Reject {
+                    reason: self.cast.rejection,
+                },
+                CallVerdict::Respond => BatchVerdict::Respond {
+                    result: self.cast.answer,
+                },
+                CallVerdict::Deny => BatchVerdict::Deny,
+            };
+            // Two calls at most: the list holds eight.
+            let _ = decisions.push(CallDecision { approval, verdict });
+        }
+        Decision::Batch { decisions }
     }
 
     /// The event a choice feeds run `r`, as the world would build it in `state`.
@@ -84,10 +140,31 @@ impl<L: Lifecycle> World<L> {
                 },
                 resource_version: u64::from(slot.resource),
             },
+            Choice::Agent(Intent::SuspendBatch) => {
+                let mut calls = Proposals::new();
+                for p in BATCH {
+                    let call = self.cast.proposal(p)?.call;
+                    calls
+                        .push(Proposal {
+                            call,
+                            requester: self.cast.requester,
+                            prior: slot.run.history.prior(&call),
+                        })
+                        .ok()?;
+                }
+                Event::Suspend {
+                    wait: Wait::Batch { calls },
+                    expires_at: at.after(u64::from(self.config.suspend_for)),
+                    responsible: self.cast.approver,
+                    resource_version: u64::from(slot.resource),
+                }
+            }
+            // The worker states the resource version the agent observed when it decided to
+            // call (spec 4.4), so a retry after "not committed" re-checks against it.
             Choice::Agent(Intent::Dispatch(p) | Intent::Reuse(p)) => Event::Dispatch {
                 call: self.cast.proposal(p)?.call,
                 prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
-                resource_version: None,
+                resource_version: Some(u64::from(slot.resource)),
             },
             Choice::Agent(Intent::Complete) => Event::Complete {
                 result: self.cast.final_result,
@@ -192,7 +269,11 @@ impl<L: Lifecycle> World<L> {
                 }
                 taken.delivered = taken.delivered.saturating_add(1);
                 insert_sorted(&mut next.decisions, taken);
-                if m.target == m.source && u64::from(m.revision) < before.revision {
+                // A batch's decisions all bind to the checkpoint it opened with, so one is
+                // stale only once the batch has left its suspension.
+                let open_batch = matches!(m.verdict, Verdict::Batch(_))
+                    && before.reason == Some(ReasonKind::PendingBatch);
+                if m.target == m.source && u64::from(m.revision) < before.revision && !open_batch {
                     next.seen |= witness::STALE_ARRIVED;
                 }
                 if at > Time(u64::from(m.expires_at)) {
@@ -319,12 +400,26 @@ impl<L: Lifecycle> World<L> {
             }
             Ok((run, effects)) => {
                 let before = self.lifecycle.snapshot(&slot.run.run);
-                // The history entry is written with the run, in the same commit.
-                let Some(history) = slot.run.history.with(effects.history()) else {
-                    return Stepped::Impossible;
-                };
+                // The history entries are written with the run, in the same commit.
+                let mut history = slot.run.history;
+                for entry in effects.histories() {
+                    let Some(next) = history.with(Some(entry)) else {
+                        return Stepped::Impossible;
+                    };
+                    history = next;
+                }
                 let stored = self.store(run, history);
-                match self.staged(r, &before, &input, choice, stored, &effects) {
+                // A batch's decisions bind to the checkpoint persisted when it opened: the
+                // latest of the run's log while the batch awaits them (spec 5.5).
+                let opened = (slot.run.view.reason == Some(ReasonKind::PendingBatch))
+                    .then(|| slot.checkpoints.last().map(|cp| cp.revision))
+                    .flatten();
+                let from = Before {
+                    snap: &before,
+                    view: &slot.run.view,
+                    opened,
+                };
+                match self.staged(r, &from, &input, choice, stored, &effects) {
                     Some(staged) => Stepped::Accepted { moved, staged },
                     None => Stepped::Impossible,
                 }
@@ -336,27 +431,32 @@ impl<L: Lifecycle> World<L> {
     fn staged(
         &self,
         r: usize,
-        before: &Snapshot,
+        from: &Before<'_>,
         input: &Input,
         choice: Choice,
         next: super::Shared<super::Stored<L::Run>>,
         effects: &Effects,
     ) -> Option<Staged<L::Run>> {
+        let before = from.snap;
         let after = self.lifecycle.snapshot(&next.run);
-        let mut raise = self.step_violations(r, before, &after, input, effects);
+        let mut raise = self.step_violations(r, from, &after, input, effects);
         let mut dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];
         let mut approval_binds = false;
+        let mut edited = 0u32;
         let sent = effects.iter().filter_map(|e| match e {
             Effect::Dispatch(d) => Some(d),
             _ => None,
         });
-        for (slot, d) in dispatches.iter_mut().zip(sent) {
+        for (i, (slot, d)) in dispatches.iter_mut().zip(sent).enumerate() {
             // A dispatch of a call the world does not know is counted against the gated
             // call: the world's ledger must never lose a dispatch.
             let call = self.cast.proposal_by_id(&d.call_id).unwrap_or(GATED);
             *slot = Some((call, d.attempt));
             approval_binds |=
                 self.config.program.gated(call) && self.approval_binds(before, input, &d);
+            if d.args == self.cast.edited_args {
+                edited |= 1 << i;
+            }
         }
         if dispatches[0].is_some() {
             raise |= self.acts_on_moved_resource(input);
@@ -375,6 +475,7 @@ impl<L: Lifecycle> World<L> {
             ) => witness |= witness::REUSED,
             _ => {}
         }
+        witness |= self.batch_witness(from, choice, &next, edited);
         Some(Staged {
             run: super::index(r),
             from: before.revision.0,
@@ -396,7 +497,48 @@ impl<L: Lifecycle> World<L> {
             approval_binds,
             raise,
             witness,
+            edited,
         })
+    }
+
+    /// The rare batch events a step shows (see [`witness`]).
+    fn batch_witness(
+        &self,
+        from: &Before<'_>,
+        choice: Choice,
+        next: &super::Stored<L::Run>,
+        edited: u32,
+    ) -> u16 {
+        let after = &next.view;
+        let mut seen = 0;
+        let batch_decision = matches!(
+            choice,
+            Choice::Decision(DecisionMsg {
+                verdict: Verdict::Batch(_),
+                ..
+            })
+        );
+        if batch_decision && after.reason == Some(ReasonKind::PendingBatch) && after.awaiting != 0 {
+            seen |= witness::BATCH_SPLIT;
+        }
+        if batch_decision && after.batch_in_flight > 0 {
+            let declined = self.batch_states(&next.run).iter().any(|s| {
+                matches!(
+                    s,
+                    Some(SlotState::Rejected { .. } | SlotState::Responded { .. })
+                )
+            });
+            if declined {
+                seen |= witness::BATCH_RUNS_ON;
+            }
+        }
+        if matches!(choice, Choice::Recover | Choice::Cancel) && from.view.batch_in_flight >= 2 {
+            seen |= witness::BATCH_TWO_UNKNOWN;
+        }
+        if edited != 0 {
+            seen |= witness::EDITED_DISPATCHED;
+        }
+        seen
     }
 
     /// The worker sends its next dispatch to the tool.

@@ -34,55 +34,18 @@
 
 const rk = require('./index.js');
 // One error class for a shape not built yet, shared with the gate.
-const { MAX_ROUNDS, NotBuilt, Refused, historyJson, historyOf } = require('./gate.js');
+const { MAX_ROUNDS, NotBuilt, Refused } = require('./gate.js');
+const { SqliteStore } = require('./sqlite-store.js');
 
 /**
- * Kernel runs and SDK run states in SQLite, one row per run, compare-and-set on the kernel's
- * revision. `db` has better-sqlite3's synchronous API; the caller brings it.
+ * Kernel runs and SDK run states in SQLite, one row per run (table `turns`: the gate's store
+ * with the SDK's serialised RunState in a `state` column), compare-and-set on the kernel's
+ * revision, both written in one statement. `db` has better-sqlite3's synchronous API; the
+ * caller brings it.
  */
-class SqliteTurnStore {
+class SqliteTurnStore extends SqliteStore {
   constructor(db) {
-    this.db = db;
-    db.exec(
-      'CREATE TABLE IF NOT EXISTS turns (name TEXT PRIMARY KEY, revision INTEGER NOT NULL, ' +
-        'run TEXT NOT NULL, history TEXT NOT NULL, checkpoint TEXT, state TEXT)',
-    );
-  }
-
-  /** The turn stored under `name` (`state` is the SDK's serialised RunState), or null. */
-  load(name) {
-    const row = this.db
-      .prepare('SELECT run, history, checkpoint, state FROM turns WHERE name = ?')
-      .get(name);
-    if (row === undefined) return null;
-    return {
-      run: rk.parse(row.run),
-      history: historyOf(JSON.parse(row.history)),
-      checkpoint: row.checkpoint === null ? null : rk.parse(row.checkpoint),
-      state: row.state,
-    };
-  }
-
-  /** Stores the turn, in one statement, if the stored revision is still `before`. */
-  commit(name, before, turn) {
-    const values = [
-      turn.run.revision,
-      rk.stringify(turn.run),
-      JSON.stringify(historyJson(turn.history)),
-      turn.checkpoint === null ? null : rk.stringify(turn.checkpoint),
-      turn.state,
-    ];
-    if (before === null) {
-      this.db.prepare('INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?)').run(name, ...values);
-      return;
-    }
-    const changed = this.db
-      .prepare(
-        'UPDATE turns SET revision = ?, run = ?, history = ?, checkpoint = ?, state = ? ' +
-          'WHERE name = ? AND revision = ?',
-      )
-      .run(...values, name, before).changes;
-    if (changed !== 1) throw new Error(`run ${name}: revision ${before} is no longer current`);
+    super(db, 'turns', ['state']);
   }
 }
 

@@ -26,6 +26,7 @@
 // the second throws `NotBuilt`, and nothing of it is committed or dispatched.
 
 const rk = require('./index.js');
+const { SqliteStore, historyJson, historyOf } = require('./sqlite-store.js');
 
 /** How many answers one call may go through before the gate gives up. */
 const MAX_ROUNDS = 1000;
@@ -58,68 +59,15 @@ class Denied extends Error {
   }
 }
 
-/** A run's call history as JSON (sorted, so that equal histories are equal text). */
-function historyJson(history) {
-  const keys = {};
-  for (const k of [...history.keys.keys()].sort()) keys[k] = { ...history.keys.get(k) };
-  return { call_ids: [...history.callIds].sort(), keys };
-}
-
-/** The call history a `historyJson` form holds. */
-function historyOf(json) {
-  const h = new rk.History();
-  for (const id of json.call_ids) h.callIds.add(id);
-  for (const [k, v] of Object.entries(json.keys)) h.keys.set(k, { ...v });
-  return h;
-}
-
 /**
  * The kernel's runs in SQLite: one row per run, with its call history and its last
- * checkpoint, written with compare-and-set on the revision. `db` is an open database with the
- * synchronous API of better-sqlite3 (`exec`, `prepare(sql).get/run`); the package does not
- * depend on it, the caller brings it.
+ * checkpoint, written with compare-and-set on the revision (table `kernel_runs`). `db` is an
+ * open database with the synchronous API of better-sqlite3 (`exec`, `prepare(sql).get/run`);
+ * the package does not depend on it, the caller brings it.
  */
-class SqliteRunStore {
+class SqliteRunStore extends SqliteStore {
   constructor(db) {
-    this.db = db;
-    db.exec(
-      'CREATE TABLE IF NOT EXISTS kernel_runs (name TEXT PRIMARY KEY, ' +
-        'revision INTEGER NOT NULL, run TEXT NOT NULL, history TEXT NOT NULL, checkpoint TEXT)',
-    );
-  }
-
-  /** The run stored under `name`, or null. */
-  load(name) {
-    const row = this.db
-      .prepare('SELECT run, history, checkpoint FROM kernel_runs WHERE name = ?')
-      .get(name);
-    if (row === undefined) return null;
-    return {
-      run: rk.parse(row.run),
-      history: historyOf(JSON.parse(row.history)),
-      checkpoint: row.checkpoint === null ? null : rk.parse(row.checkpoint),
-    };
-  }
-
-  /** Stores the run if the stored revision is still `before` (null: a new run). */
-  commit(name, before, stored) {
-    const values = [
-      stored.run.revision,
-      rk.stringify(stored.run),
-      JSON.stringify(historyJson(stored.history)),
-      stored.checkpoint === null ? null : rk.stringify(stored.checkpoint),
-    ];
-    if (before === null) {
-      this.db.prepare('INSERT INTO kernel_runs VALUES (?, ?, ?, ?, ?)').run(name, ...values);
-      return;
-    }
-    const changed = this.db
-      .prepare(
-        'UPDATE kernel_runs SET revision = ?, run = ?, history = ?, checkpoint = ? ' +
-          'WHERE name = ? AND revision = ?',
-      )
-      .run(...values, name, before).changes;
-    if (changed !== 1) throw new Error(`run ${name}: revision ${before} is no longer current`);
+    super(db, 'kernel_runs', []);
   }
 }
 

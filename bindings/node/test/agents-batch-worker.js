@@ -11,27 +11,14 @@
 // after the first tool committed. The model is scripted; nothing leaves the machine. The last
 // line printed is JSON.
 
-const fs = require('node:fs');
 const path = require('node:path');
 
-const Database = require('better-sqlite3');
-const { Agent, run, tool } = require('@openai/agents');
-const { z } = require('zod');
+const { Agent, run } = require('@openai/agents');
 
 const agents = require('../agents');
-const { DedupingTool, Ledger } = require('./ledger');
+const { gatedPublish, keptRequest, suspendAndKeep, workerDesk } = require('./desk');
+const { CrashingTool, Ledger } = require('./ledger');
 const { ScriptedModel, assistantMessage, functionCall } = require('./scripted-model');
-
-const IDENTITY = { tenant: 'acme', session: 'chat-1', run: 'run-1', definition: 'writer@1' };
-const clock = () => Date.now();
-
-class CrashingTool extends DedupingTool {
-  async commit(toolKey, name, args) {
-    const result = await super.commit(toolKey, name, args);
-    if (process.env.CRASH === 'after') process.kill(process.pid, 'SIGKILL');
-    return result;
-  }
-}
 
 const TURN = [
   functionCall('publish', { post: 1 }, 'call_1'),
@@ -39,44 +26,23 @@ const TURN = [
 ];
 
 async function main([step, dir, ...rest]) {
-  const desk = new agents.ApprovalDesk({
-    store: new agents.SqliteTurnStore(new Database(path.join(dir, 'turns.db'))),
-    name: 'run-1',
-    identity: IDENTITY,
-    clock,
-    reconcileWindow: 3_600_000,
-  });
+  const desk = workerDesk(dir);
   const publisher = new CrashingTool(new Ledger(path.join(dir, 'tool.ledger')));
-  const publish = tool({
-    name: 'publish',
-    description: 'Publish a post.',
-    parameters: z.object({ post: z.number() }),
-    needsApproval: true,
-    execute: async ({ post }, _ctx, details) => {
-      const result = await desk.runTool(details.toolCall.callId, publisher, { post });
-      return result ?? 'refused: the kernel has not dispatched this call';
-    },
-  });
+  const publish = gatedPublish(desk, publisher);
   const agent = (turns) =>
     new Agent({ name: 'writer', model: new ScriptedModel(turns), tools: [publish] });
-  const requestFile = path.join(dir, 'request.json');
   let out;
   if (step === 'start') {
     const result = await run(agent([TURN]), 'publish posts 1 and 2');
-    const request = desk.suspend(result, {
-      requester: 'writer',
-      approver: 'alice',
-      expiresIn: 600_000,
-    });
-    fs.writeFileSync(requestFile, JSON.stringify(request));
+    const request = suspendAndKeep(desk, result, dir);
     out = { suspended: request.calls.map((c) => c.call.call_id) };
   } else {
     const a = agent([[assistantMessage('done')]]);
     let state;
     if (step === 'decide') {
       const [callId, verdict, approver = 'alice'] = rest;
-      const request = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
-      const now = clock();
+      const request = keptRequest(dir);
+      const now = Date.now();
       // The approval lasts as long as the batch: the same decision made again is identical.
       const until = request.checkpoint.expires_at;
       const decision =

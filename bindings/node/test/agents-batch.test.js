@@ -7,60 +7,31 @@
 // each leaving the kernel's run, the SDK's stored state and the tool's ledger as they were.
 
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { test, afterEach } = require('node:test');
+const { test } = require('node:test');
 
-const Database = require('better-sqlite3');
-const { Agent, RunState, run, tool } = require('@openai/agents');
-const { z } = require('zod');
+const { run } = require('@openai/agents');
 
 const rk = require('..');
 const agents = require('../agents');
-const { DedupingTool, Ledger } = require('./ledger');
-const { ScriptedModel, assistantMessage, functionCall } = require('./scripted-model');
+const { DeskScene } = require('./desk');
+const { said, scratch, spawnWorker, storedIn } = require('./helpers');
+const { Ledger } = require('./ledger');
+const { assistantMessage, functionCall } = require('./scripted-model');
 
 const WORKER = path.join(__dirname, 'agents-batch-worker.js');
-const IDENTITY = { tenant: 'acme', session: 'chat-1', run: 'run-1', definition: 'writer@1' };
 
-const dirs = [];
-const closers = [];
-afterEach(() => {
-  while (closers.length > 0) closers.pop()();
-  while (dirs.length > 0) fs.rmSync(dirs.pop(), { recursive: true, force: true });
-});
-function tmp() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'resumable-agents-batch-'));
-  dirs.push(dir);
-  return dir;
-}
+const { tmp, closing } = scratch('resumable-agents-batch-');
 
 function spawn(dir, args, crash = '') {
-  const script = `require(${JSON.stringify(WORKER)}).main(process.argv.slice(1))`;
-  return spawnSync(process.execPath, ['-e', script, args[0], dir, ...args.slice(1)], {
-    env: { ...process.env, CRASH: crash },
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
+  return spawnWorker(WORKER, [args[0], dir, ...args.slice(1)], crash);
 }
 
 function worker(dir, ...args) {
-  const p = spawn(dir, args);
-  assert.equal(p.status, 0, p.stderr);
-  const lines = p.stdout.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]);
+  return said(spawn(dir, args));
 }
 
-function stored(dir) {
-  const db = new Database(path.join(dir, 'turns.db'));
-  try {
-    return new agents.SqliteTurnStore(db).load('run-1');
-  } finally {
-    db.close();
-  }
-}
+const stored = (dir) => storedIn(path.join(dir, 'turns.db'), agents.SqliteTurnStore);
 
 const states = (run_) => run_.batch.slots.map((s) => [s.call.call.call_id, s.state]);
 const refusedAs = (kind) => (e) => e instanceof agents.Refused && e.rejection.verdict === kind;
@@ -76,42 +47,10 @@ function toolOutputs(result) {
   return out;
 }
 
-/** An agent whose publish tool needs approval, the kernel's desk, and a ledger. */
-class Scene {
-  constructor(dir, { allowed } = {}) {
-    this.ledger = new Ledger(path.join(dir, 'tool.ledger'));
-    this.ticks = 0;
-    const db = new Database(path.join(dir, 'turns.db'));
-    closers.push(() => db.close());
-    this.desk = new agents.ApprovalDesk({
-      store: new agents.SqliteTurnStore(db),
-      name: 'run-1',
-      identity: IDENTITY,
-      clock: () => this.clock(),
-      allowed,
-      RunState,
-    });
-    const publisher = new DedupingTool(this.ledger);
-    const desk = this.desk;
-    this.publish = tool({
-      name: 'publish',
-      description: 'Publish a post.',
-      parameters: z.object({ post: z.number() }),
-      needsApproval: true,
-      execute: async ({ post }, _ctx, details) => {
-        const result = await desk.runTool(details.toolCall.callId, publisher, { post });
-        return result ?? 'refused: the kernel has not dispatched this call';
-      },
-    });
-  }
-
-  clock() {
-    this.ticks += 1;
-    return this.ticks;
-  }
-
-  agent(...turns) {
-    return new Agent({ name: 'writer', model: new ScriptedModel(turns), tools: [this.publish] });
+/** The desk's scene, the calls of a turn one batch. */
+class Scene extends DeskScene {
+  constructor(dir, options) {
+    super(dir, closing, options);
   }
 
   /** One model turn asking for each post at once; suspended as one batch. */

@@ -13,39 +13,12 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const Database = require('better-sqlite3');
-const { Agent, RunState, run, tool } = require('@openai/agents');
-const { z } = require('zod');
+const { Agent, RunState, run } = require('@openai/agents');
 
 const agents = require('../agents');
-const { DedupingTool, Ledger } = require('./ledger');
+const { gatedPublish, keptRequest, publishTool, suspendAndKeep, workerDesk } = require('./desk');
+const { CrashingTool, Ledger, crash } = require('./ledger');
 const { ScriptedModel, assistantMessage, functionCall } = require('./scripted-model');
-
-const IDENTITY = { tenant: 'acme', session: 'chat-1', run: 'run-1', definition: 'writer@1' };
-const clock = () => Date.now();
-
-function crash(when) {
-  if (process.env.CRASH === when) process.kill(process.pid, 'SIGKILL');
-}
-
-class CrashingTool extends DedupingTool {
-  async commit(toolKey, name, args) {
-    crash('before'); // after the kernel's commit, before the tool is reached
-    const result = await super.commit(toolKey, name, args);
-    crash('after');
-    return result;
-  }
-}
-
-function publishTool(execute) {
-  return tool({
-    name: 'publish',
-    description: 'Publish a post.',
-    parameters: z.object({ post: z.number() }),
-    needsApproval: true,
-    execute,
-  });
-}
 
 const firstTurn = () => new ScriptedModel([[functionCall('publish', { post: 42 }, 'call_42')]]);
 const lastTurn = () => new ScriptedModel([[assistantMessage('done')]]);
@@ -74,35 +47,20 @@ async function plain(step, dir) {
 }
 
 async function kernel(step, dir, approver) {
-  const desk = new agents.ApprovalDesk({
-    store: new agents.SqliteTurnStore(new Database(path.join(dir, 'turns.db'))),
-    name: 'run-1',
-    identity: IDENTITY,
-    clock,
-    reconcileWindow: 3_600_000,
-  });
+  const desk = workerDesk(dir);
   const publisher = new CrashingTool(new Ledger(path.join(dir, 'tool.ledger')));
-  const publish = publishTool(async ({ post }, _ctx, details) => {
-    const result = await desk.runTool(details.toolCall.callId, publisher, { post });
-    return result ?? 'refused: the kernel has not dispatched this call';
-  });
+  const publish = gatedPublish(desk, publisher);
   const agent = (model) => new Agent({ name: 'writer', model, tools: [publish] });
-  const requestFile = path.join(dir, 'request.json');
   if (step === 'start') {
     const result = await run(agent(firstTurn()), 'publish post 42');
-    const request = desk.suspend(result, {
-      requester: 'writer',
-      approver: 'alice',
-      expiresIn: 600_000,
-    });
-    fs.writeFileSync(requestFile, JSON.stringify(request));
+    const request = suspendAndKeep(desk, result, dir);
     return { suspended: request.calls[0].call.call_id };
   }
   const a = agent(lastTurn());
   let state;
   if (step === 'approve') {
-    const request = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
-    const now = clock();
+    const request = keptRequest(dir);
+    const now = Date.now();
     try {
       const approval = agents.approveCall(request, 'call_42', approver, now + 60_000);
       state = await desk.decide(a, agents.decisions(request, [approval], now));

@@ -6,112 +6,47 @@
 // what the SDK alone lets through (each fails, and says so, the day the SDK stops it).
 
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { test, afterEach } = require('node:test');
+const { test } = require('node:test');
 
-const Database = require('better-sqlite3');
-const { Agent, RunState, run, tool } = require('@openai/agents');
-const { z } = require('zod');
+const { Agent, run } = require('@openai/agents');
 
 const rk = require('..');
 const agents = require('../agents');
 const gate = require('../gate');
-const { DedupingTool, Ledger } = require('./ledger');
+const { DeskScene, publishTool } = require('./desk');
+const { said, scratch, spawnWorker, storedIn } = require('./helpers');
+const { Ledger } = require('./ledger');
 const { ScriptedModel, assistantMessage, functionCall } = require('./scripted-model');
 
 const WORKER = path.join(__dirname, 'agents-worker.js');
-const IDENTITY = { tenant: 'acme', session: 'chat-1', run: 'run-1', definition: 'writer@1' };
 const STILL = 'the Agents SDK no longer shows this: the kernel test beside it guards nothing here';
 
-const dirs = [];
-const closers = [];
-afterEach(() => {
-  while (closers.length > 0) closers.pop()();
-  while (dirs.length > 0) fs.rmSync(dirs.pop(), { recursive: true, force: true });
-});
-function tmp() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'resumable-agents-'));
-  dirs.push(dir);
-  return dir;
-}
+const { tmp, closing } = scratch('resumable-agents-');
 
 function spawn(mode, step, dir, { approver = 'alice', crash = '' } = {}) {
-  const script = `require(${JSON.stringify(WORKER)}).main(process.argv.slice(1))`;
-  return spawnSync(process.execPath, ['-e', script, mode, step, dir, approver], {
-    env: { ...process.env, CRASH: crash },
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
+  return spawnWorker(WORKER, [mode, step, dir, approver], crash);
 }
 
 function worker(step, dir, approver = 'alice', mode = 'kernel') {
-  const p = spawn(mode, step, dir, { approver });
-  assert.equal(p.status, 0, p.stderr);
-  const lines = p.stdout.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]);
+  return said(spawn(mode, step, dir, { approver }));
 }
 
-function kernelRunIn(dir) {
-  const db = new Database(path.join(dir, 'turns.db'));
-  try {
-    return new agents.SqliteTurnStore(db).load('run-1').run;
-  } finally {
-    db.close();
-  }
-}
+const turnIn = (dir) => storedIn(path.join(dir, 'turns.db'), agents.SqliteTurnStore);
+const kernelRunIn = (dir) => turnIn(dir).run;
 
 /** A publish tool that commits straight to the ledger: the SDK's approval is all it has. */
 function plainPublish(ledger) {
-  return tool({
-    name: 'publish',
-    description: 'Publish a post.',
-    parameters: z.object({ post: z.number() }),
-    needsApproval: true,
-    execute: async ({ post }) => {
-      ledger.append({ tool: 'publish', post });
-      return 'published';
-    },
+  return publishTool(async ({ post }) => {
+    ledger.append({ tool: 'publish', post });
+    return 'published';
   });
 }
 
-/** An agent whose publish tool needs approval, the kernel's desk, and a ledger. */
-class Scene {
+/** The desk's scene, one call a turn. */
+class Scene extends DeskScene {
   constructor(dir) {
-    this.ledger = new Ledger(path.join(dir, 'tool.ledger'));
-    this.ticks = 0;
-    const db = new Database(path.join(dir, 'turns.db'));
-    closers.push(() => db.close());
-    this.desk = new agents.ApprovalDesk({
-      store: new agents.SqliteTurnStore(db),
-      name: 'run-1',
-      identity: IDENTITY,
-      clock: () => this.clock(),
-      RunState,
-    });
-    const publisher = new DedupingTool(this.ledger);
-    const desk = this.desk;
-    this.publish = tool({
-      name: 'publish',
-      description: 'Publish a post.',
-      parameters: z.object({ post: z.number() }),
-      needsApproval: true,
-      execute: async ({ post }, _ctx, details) => {
-        const result = await desk.runTool(details.toolCall.callId, publisher, { post });
-        return result ?? 'refused: the kernel has not dispatched this call';
-      },
-    });
-  }
-
-  clock() {
-    this.ticks += 1;
-    return this.ticks;
-  }
-
-  agent(...turns) {
-    return new Agent({ name: 'writer', model: new ScriptedModel(turns), tools: [this.publish] });
+    super(dir, closing);
   }
 
   async turn(post, callId) {
@@ -136,9 +71,7 @@ test('kernel: the decision arrives in a new process and is honoured once', () =>
   const dir = tmp();
   assert.deepEqual(worker('start', dir), { suspended: 'call_42' });
   // The kernel's run and the SDK's state were stored in one write, in one row.
-  const db = new Database(path.join(dir, 'turns.db'));
-  const turn = new agents.SqliteTurnStore(db).load('run-1');
-  db.close();
+  const turn = turnIn(dir);
   // A turn of one call is a batch of one (spec 5.5).
   assert.equal(turn.run.phase.reason.reason, 'pending_batch');
   assert.equal(JSON.parse(turn.state).currentStep.type, 'next_step_interruption');

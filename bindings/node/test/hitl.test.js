@@ -8,10 +8,8 @@
 // middleware stops it).
 
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { test, afterEach } = require('node:test');
+const { test } = require('node:test');
 
 const Database = require('better-sqlite3');
 const { createAgent, humanInTheLoopMiddleware, tool } = require('langchain');
@@ -23,23 +21,14 @@ const { z } = require('zod');
 const rk = require('..');
 const agents = require('../agents');
 const hitl = require('../hitl');
+const { scratch } = require('./helpers');
 const { DedupingTool, Ledger } = require('./ledger');
 
 const IDENTITY = { tenant: 'acme', session: 'thread-1', run: 'run-1', definition: 'agent@1' };
 const CFG = { configurable: { thread_id: 'thread-1' } };
 const STILL = 'the middleware no longer shows this: the gate test beside it guards nothing here';
 
-const dirs = [];
-const closers = [];
-afterEach(() => {
-  while (closers.length > 0) closers.pop()();
-  while (dirs.length > 0) fs.rmSync(dirs.pop(), { recursive: true, force: true });
-});
-function tmp() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'resumable-hitl-'));
-  dirs.push(dir);
-  return dir;
-}
+const { tmp, closing } = scratch('resumable-hitl-');
 
 /** A chat model that answers each request with the next scripted AIMessage. */
 class ScriptedChatModel extends BaseChatModel {
@@ -122,7 +111,7 @@ function plainAgent(dir, turns) {
 function gatedAgent(dir, turns, { allowed } = {}) {
   const ledger = new Ledger(path.join(dir, 'tool.ledger'));
   const db = new Database(path.join(dir, 'kernel.db'));
-  closers.push(() => db.close());
+  closing(() => db.close());
   let ticks = 0;
   const gate = new hitl.HitlGate({
     store: new agents.SqliteTurnStore(db),

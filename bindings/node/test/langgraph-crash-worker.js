@@ -17,7 +17,7 @@ const { Annotation, Command, END, START, StateGraph, interrupt } = require('@lan
 const { SqliteSaver } = require('@langchain/langgraph-checkpoint-sqlite');
 
 const gate = require('../gate');
-const { DedupingTool, Ledger } = require('./ledger');
+const { CrashingTool, Ledger, crash } = require('./ledger');
 
 const IDENTITY = { tenant: 'acme', session: 'thread-1', run: 'run-1', definition: 'graph@1' };
 const POST = { callId: 'call-1', tool: 'publish', args: { post: 42 }, key: 'idem-post-42' };
@@ -26,19 +26,6 @@ const CFG = { configurable: { thread_id: 'thread-1' } };
 const State = Annotation.Root({
   out: Annotation({ reducer: (_old, next) => next, default: () => [] }),
 });
-
-function crash(when) {
-  if (process.env.CRASH === when) process.kill(process.pid, 'SIGKILL');
-}
-
-class CrashingTool extends DedupingTool {
-  async commit(toolKey, tool, args) {
-    crash('before'); // after the kernel's commit, before the tool is reached
-    const result = await super.commit(toolKey, tool, args);
-    crash('after');
-    return result;
-  }
-}
 
 const clock = () => Date.now(); // milliseconds
 

@@ -5,57 +5,28 @@
 // file outside both, where the commits are counted.
 
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { test, afterEach } = require('node:test');
-
-const Database = require('better-sqlite3');
+const { test } = require('node:test');
 
 const rk = require('..');
 const gate = require('../gate');
+const { said, scratch, spawnWorker, storedIn } = require('./helpers');
 const { Ledger } = require('./ledger');
 
 const WORKER = path.join(__dirname, 'langgraph-crash-worker.js');
 const STILL = 'LangGraph.js no longer shows this: the gate test beside it guards nothing here';
 
-const dirs = [];
-afterEach(() => {
-  while (dirs.length > 0) fs.rmSync(dirs.pop(), { recursive: true, force: true });
-});
-function tmp() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'resumable-crash-'));
-  dirs.push(dir);
-  return dir;
-}
+const { tmp } = scratch('resumable-crash-');
 
-function worker(mode, step, dir, crash = '') {
-  const script = `require(${JSON.stringify(WORKER)}).main(process.argv.slice(1))`;
-  return spawnSync(process.execPath, ['-e', script, mode, step, dir], {
-    env: { ...process.env, CRASH: crash },
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
-}
-
-function said(p) {
-  assert.equal(p.status, 0, p.stderr);
-  const lines = p.stdout.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]);
-}
+const worker = (mode, step, dir, crash = '') => spawnWorker(WORKER, [mode, step, dir], crash);
 
 const commits = (dir) => new Ledger(path.join(dir, 'tool.ledger')).commits();
 
 // How the kernel's run was last resumed: a reconciliation shows the tool was asked, not
 // called again blindly (which a deduping tool would hide from the ledger).
 function lastResume(dir) {
-  const db = new Database(path.join(dir, 'kernel.db'));
-  try {
-    return new gate.SqliteRunStore(db).load('run-1').run.last_resume.decision;
-  } finally {
-    db.close();
-  }
+  const stored = storedIn(path.join(dir, 'kernel.db'), gate.SqliteRunStore);
+  return stored.run.last_resume.decision;
 }
 
 test('plain: a crash after the commit repeats it', () => {

@@ -7,10 +7,8 @@
 // counted as the world would see them.
 
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { describe, test, afterEach } = require('node:test');
+const { describe, test } = require('node:test');
 
 const Database = require('better-sqlite3');
 const { Annotation, Command, END, MemorySaver, START, StateGraph, interrupt } = require(
@@ -20,6 +18,7 @@ const { SqliteSaver } = require('@langchain/langgraph-checkpoint-sqlite');
 
 const rk = require('..');
 const gate = require('../gate');
+const { scratch } = require('./helpers');
 const { DedupingTool, Ledger } = require('./ledger');
 
 const IDENTITY = { tenant: 'acme', session: 'thread-1', run: 'run-1', definition: 'graph@1' };
@@ -50,23 +49,13 @@ function requestOf(result) {
   return result.__interrupt__[0].value;
 }
 
-const dirs = [];
-const closers = [];
-function tmp() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'resumable-langgraph-'));
-  dirs.push(dir);
-  return dir;
-}
-afterEach(() => {
-  while (closers.length > 0) closers.pop()();
-  while (dirs.length > 0) fs.rmSync(dirs.pop(), { recursive: true, force: true });
-});
+const { tmp, closing } = scratch('resumable-langgraph-');
 
 const SAVERS = {
   memory: () => new MemorySaver(),
   sqlite: (dir) => {
     const saver = SqliteSaver.fromConnString(path.join(dir, 'graph.db'));
-    closers.push(() => saver.db.close());
+    closing(() => saver.db.close());
     return saver;
   },
 };
@@ -76,7 +65,7 @@ class Kernel {
   constructor(dir) {
     this.ledger = new Ledger(path.join(dir, 'tool.ledger'));
     const db = new Database(path.join(dir, 'kernel.db'));
-    closers.push(() => db.close());
+    closing(() => db.close());
     this.store = new gate.SqliteRunStore(db);
     this.ticks = 0;
   }

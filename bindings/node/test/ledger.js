@@ -1,7 +1,8 @@
 'use strict';
 // A tool's ledger kept outside the process that calls it: one JSON line per commit, flushed to
 // disk before the tool answers, so that a commit survives the caller's SIGKILL and can be
-// counted afterwards. And the tool the kernel drives over it.
+// counted afterwards. And the tool the kernel drives over it, and the same tool in a worker
+// process that kills itself around a commit.
 
 const fs = require('node:fs');
 
@@ -54,4 +55,23 @@ class DedupingTool {
   }
 }
 
-module.exports = { DedupingTool, Ledger };
+/** Kills this process with SIGKILL, as a crash would, when CRASH is `when`. */
+function crash(when) {
+  if (process.env.CRASH === when) process.kill(process.pid, 'SIGKILL');
+}
+
+/**
+ * The deduping tool in a worker process that may die: with CRASH=before it is killed when a
+ * commit reaches it (after the kernel's commit, before the tool); with CRASH=after, right
+ * after the commit is on the ledger, before anything else is written.
+ */
+class CrashingTool extends DedupingTool {
+  async commit(toolKey, tool, args) {
+    crash('before');
+    const result = await super.commit(toolKey, tool, args);
+    crash('after');
+    return result;
+  }
+}
+
+module.exports = { CrashingTool, DedupingTool, Ledger, crash };

@@ -575,10 +575,11 @@ fn the_kernel_holds_on_a_grid_of_small_configurations() {
         }
     }
     grid.push(("two runs", two_runs()));
-    // A cancel and a reuse of an earlier call need worlds of their own (as in the default
-    // check): the grid's programs have no third call, and none of its worlds cancels.
+    // A cancel, a reuse of an earlier call and a batch need worlds of their own (as in the
+    // default check): the grid's programs have no third call, no batch, and none of its worlds
+    // cancels.
     for (name, config) in Config::suite() {
-        if matches!(name, "cancel" | "reuse") {
+        if matches!(name, "cancel" | "reuse" | "batch" | "batch-crash") {
             grid.push((name, config));
         }
     }

@@ -42,7 +42,7 @@
 //!   transition that binds a call or spends a key emits a `history` effect (the audit
 //!   record's verdict carries it); a run holds no `calls` and is never refused for having
 //!   made too many (`call_log_full` is gone). Audit-log format 3.
-//! - **5**, releases d70eac4 to ccd623f: batches of calls (spec 5.5): `suspend` with `wait: batch`, `resume`
+//! - **5**, releases d70eac4 to 216041f: batches of calls (spec 5.5): `suspend` with `wait: batch`, `resume`
 //!   with `decision: batch` (approve, edit, reject, respond, deny per call), calls in flight
 //!   together, a run's `batch`, a checkpoint's `batch` digest; the decisions a run's policy and
 //!   a tool's contract allow (`allowed`, POL-1); a `dispatch` may state the resource version

@@ -72,7 +72,9 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Start, Finding> {
         }
     };
     let judging = match rules {
-        // Rules 5 only added to rules 4: a rules-4 log is judged as strictly as one of its own.
+        // Rules 5 only added to rules 4, and rules 6 changed only verdicts a rules-4 log cannot
+        // hold (a batch, a narrowed policy): a rules-4 log is judged as strictly as one of its
+        // own. A rules-5 log is read as written, and judged until its kernel answers otherwise.
         Some(RULES_VERSION | 4) => Judging::Strict,
         Some(r) if Dialects::of_rules(r).is_empty() => Judging::Not,
         Some(r) => Judging::Lenient(Dialects::of_rules(r)),

@@ -6,7 +6,7 @@
 //! validator judges a log by re-running its own kernel, so it can judge a log of other rules
 //! only where it can read their shapes and its kernel still agrees with them. It reads:
 //!
-//! - its own rules' shapes ([`Dialect::Current`]);
+//! - its own rules' shapes ([`Dialect::Current`]), which are also those of rules 4 and 5;
 //! - those of rules 3 ([`Dialect::Rules3`]): a call proposed without the `prior` its history
 //!   holds (the kernel kept the history itself, so the validator states the prior its own
 //!   history holds, which is what that kernel checked) and a verdict without the `history`
@@ -49,8 +49,9 @@ pub(crate) enum Dialect {
 impl Dialect {
     /// The dialect the kernel values of `rules` are written in, if this validator reads it.
     fn of_rules(rules: u16) -> Option<Dialect> {
-        // Rules 5 added batches and optional fields only: a rules-4 log reads as written.
-        if rules == RULES_VERSION || rules == 4 {
+        // Rules 5 added batches and optional fields only, and rules 6 changed verdicts, not
+        // shapes: logs of rules 4 and 5 read as written.
+        if rules == RULES_VERSION || rules == 4 || rules == 5 {
             Some(Dialect::Current)
         } else if rules == 3 {
             Some(Dialect::Rules3)

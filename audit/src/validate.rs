@@ -294,6 +294,8 @@ impl Validator {
             }),
             None => Ok(None),
         };
+        let other_rules = start.rules.is_some_and(|r| r != RULES_VERSION)
+            && matches!(start.judging, Judging::Lenient(_));
         let (mode, not_judged) = match (start.judging, run(start.run)?) {
             (Judging::Strict, Some(r)) => (Mode::Strict(r), None),
             (Judging::Lenient(d), Some(r)) => (Mode::Lenient(r, d), None),
@@ -346,7 +348,10 @@ impl Validator {
             commits,
             history: History::new(),
             summary,
-            lenient: false,
+            // A log that names rules other than this validator's, read in its own shapes (rules
+            // 5), is judged by a kernel of other rules all the same: what it proves is the
+            // same as for a log read in an older dialect.
+            lenient: other_rules,
         })
     }
 

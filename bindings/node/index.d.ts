@@ -326,7 +326,7 @@ export type RejectionKind =
   | 'no_dispatch_in_flight' | 'result_mismatch' | 'nothing_in_flight' | 'nothing_unresolved'
   | 'not_expired' | 'cancel_pending' | 'revision_exhausted' | 'empty_batch'
   | 'duplicate_in_batch' | 'no_decision' | 'duplicate_decision' | 'decision_not_allowed'
-  | 'edit_key_bound';
+  | 'edit_key_bound' | 'no_decision_allowed';
 
 /** A rejection in the kernel's form: its name, and its evidence as further fields. */
 export interface Rejection {

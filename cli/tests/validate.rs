@@ -55,7 +55,7 @@ fn a_conforming_log_with_its_key_and_anchor_exits_0_with_a_summary() {
         format!(
             "{path}: conforming: 9 records (4 accepted, 5 refused); run \
              acme/session-1/run-approval at revision 4, completed; 1 dispatch, 1 commit\n\
-             format 3, rules 5, chain hmac-sha256: every line's MAC verified under key \
+             format 3, rules 6, chain hmac-sha256: every line's MAC verified under key \
              de3490493e18cac4; ends at the anchor (9 records)\n"
         )
     );

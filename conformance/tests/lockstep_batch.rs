@@ -481,35 +481,67 @@ fn two_denials_in_one_input_fail_the_run_naming_the_first() {
     st.done();
 }
 
-/// APR-4 with a denial beside an approval of another call in the same input. Spec 5.5: "if
-/// any is `deny`: the run fails [...]; otherwise each call decided takes its state", so the
-/// approved call is left as it was; the kernel records it approved. The machines part here,
-/// and only here: this case pins the disagreement until one of them changes.
+/// APR-4 with a denial beside other decisions of the same input (spec 5.5): the run fails,
+/// and only the denial is recorded. The approval, the edit and the answer in the tool's place
+/// beside it leave their calls awaiting (no key rebound, no result recorded, no history
+/// entry); sent again, each learns that the batch was resumed, and the denial that it won.
 #[test]
-fn a_denial_beside_an_approval_is_where_the_kernel_records_the_approval_too() {
-    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
-    let both = st.decide(&[
-        st.decision(&a, Verdict::Approve),
-        st.decision(&b, Verdict::Deny),
-    ]);
-    let row = st.s.feed(&Input {
-        at: Time(st.now + 1),
-        event: both,
-    });
-    let slot_a = |said: &Said| match said {
-        Said::Accepted { run, .. } => run.batch.and_then(|b| b.slots.get(0).map(|s| s.state)),
-        _ => None,
-    };
-    assert_eq!(slot_a(&row.a), Some(SlotState::Approved), "the kernel");
-    assert_eq!(slot_a(&row.b), Some(SlotState::Awaiting), "the reference");
-    let d = st.s.divergence().expect("the machines part on this input");
-    assert_eq!(
-        d.disagreement(),
-        resumable_conformance::lockstep::Disagreement::Runs
+fn a_denial_beside_an_approval_an_edit_and_an_answer_records_the_denial_alone() {
+    let (a, b, c, d) = (
+        call("a", DEDUPES),
+        call("b", FENCES),
+        call("c", ASKS),
+        call("d", DEDUPES),
     );
+    let mut st = Story::new();
+    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c), proposal(d)]);
+    st.accept(ev);
+    let opened = st.batch();
+    let together = [
+        st.decision(&a, Verdict::Approve),
+        st.decision(&b, edit()),
+        st.decision(&d, Verdict::Deny),
+        st.decision(&c, respond()),
+    ];
+    let fx = st.accept(st.decide(&together));
+    assert_eq!(fx.dispatches().count(), 0);
+    assert_eq!(fx.histories().count(), 0);
+    assert_eq!(
+        st.phase(),
+        Phase::Failed(FailCause::Denied { call_id: d.call_id })
+    );
+    assert_eq!(st.run().last_call(), None);
+    assert_eq!(
+        st.states(),
+        vec![
+            SlotState::Awaiting,
+            SlotState::Awaiting,
+            SlotState::Awaiting,
+            SlotState::Denied
+        ]
+    );
+    let closed = st.batch();
+    for (was, now) in opened.slots.iter().zip(closed.slots.iter()).take(3) {
+        assert_eq!(now, was);
+    }
+    let to = closed.closed.expect("the denial closed the batch");
+    for again in [together[0], together[1], together[3]] {
+        assert_eq!(
+            st.refuse(st.decide(&[again])),
+            Rejection::AlreadyResumed {
+                from: opened.opened,
+                to
+            }
+        );
+    }
+    assert_eq!(
+        st.refuse(st.decide(&[together[2]])),
+        Rejection::AlreadyApplied {
+            from: opened.opened,
+            to
+        }
+    );
+    st.done();
 }
 
 /// POL-1: a run whose policy leaves `deny` out refuses a denial; a tool that does not allow
@@ -539,6 +571,86 @@ fn decisions_the_policy_or_the_tool_does_not_allow_are_refused() {
     );
     st.accept(st.decide(&[st.decision(&a, reject()), st.decision(&b, reject())]));
     assert_eq!(st.phase(), Phase::Running { in_flight: None });
+    st.done();
+}
+
+/// POL-1 at suspend time (spec 4.3, 5.5): a call no decision could answer is refused before
+/// the suspension begins, by both machines alike and after the call's own checks; the run is
+/// left as it was, and a suspension that leaves some decision is accepted.
+#[test]
+fn a_suspension_no_decision_could_answer_is_refused_alike() {
+    use VerdictKind::*;
+    let only = |kinds: &[VerdictKind], c: Call| Call {
+        contract: ToolContract {
+            allowed: Allowed::of(kinds),
+            ..c.contract
+        },
+        ..c
+    };
+    let single = |c: Call, requester: Name| Event::Suspend {
+        wait: Wait::Approval {
+            call: c,
+            requester,
+            prior: Prior::NONE,
+        },
+        expires_at: Time(40),
+        responsible: ALICE,
+        resource_version: VERSION,
+    };
+    // A run that answers for its tools and rejects, never approves nor denies.
+    let mut st = Story::with_policy(Allowed::of(&[Edit, Reject, Respond]));
+    let (a, b) = (call("a", DEDUPES), call("b", ASKS));
+    assert_eq!(
+        st.refuse(single(a, AGENT)),
+        Rejection::NoDecisionAllowed { call_id: a.call_id }
+    );
+    assert_eq!(
+        st.refuse(single(a, ALICE)),
+        Rejection::SelfApproval { party: ALICE }
+    );
+    let never = Call {
+        contract: ToolContract {
+            max_attempts: 0,
+            ..a.contract
+        },
+        ..a
+    };
+    assert_eq!(
+        st.refuse(single(never, AGENT)),
+        Rejection::NoAttemptsAllowed
+    );
+    assert_eq!(st.run().revision(), Revision(0));
+    // As calls of a batch, both can be answered: rejected, edited, or answered in b's place.
+    let ev = st.suspend(&[proposal(a), proposal(b)]);
+    st.accept(ev);
+    st.done();
+    // A run that only lets its approver answer in the tool's place: only b can be answered.
+    let mut st = Story::with_policy(Allowed::of(&[Respond]));
+    let ev = st.suspend(&[proposal(b), proposal(a)]);
+    assert_eq!(
+        st.refuse(ev),
+        Rejection::NoDecisionAllowed { call_id: a.call_id }
+    );
+    // A tool whose approver may only edit: not when an earlier call bound its key.
+    let mut st = Story::new();
+    let e = only(&[Edit], call("e", DEDUPES));
+    let bound = Proposal {
+        prior: Prior {
+            call_id_used: false,
+            key: Some(KeyUse {
+                args: e.args,
+                committed: false,
+            }),
+        },
+        ..proposal(e)
+    };
+    let ev = st.suspend(&[bound]);
+    assert_eq!(
+        st.refuse(ev),
+        Rejection::NoDecisionAllowed { call_id: e.call_id }
+    );
+    let ev = st.suspend(&[proposal(e)]);
+    st.accept(ev);
     st.done();
 }
 

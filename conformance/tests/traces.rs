@@ -184,7 +184,7 @@ fn reachable_by_a_scenario(kind: RejectionKind) -> bool {
         | KeyConflict | KeyCommitted | CallIdReused | DispatchInFlight | NoDispatchInFlight
         | ResultMismatch | NothingInFlight | NothingUnresolved | NotExpired | CancelPending
         | EmptyBatch | DuplicateInBatch | NoDecision | DuplicateDecision | DecisionNotAllowed
-        | EditKeyBound => true,
+        | EditKeyBound | NoDecisionAllowed => true,
     }
 }
 

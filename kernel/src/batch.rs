@@ -178,6 +178,11 @@ impl Allowed {
         Allowed(self.0 & other.0)
     }
 
+    /// Whether the set holds no verdict at all.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
     /// The verdicts of the set, in declaration order.
     pub fn iter(self) -> impl Iterator<Item = VerdictKind> {
         VerdictKind::ALL

@@ -390,6 +390,13 @@ pub enum Rejection {
         /// The key.
         key: IdempotencyKey,
     },
+    /// A suspension that puts a call to an approver who could give it no decision: none of
+    /// the decisions the call takes is one the run's policy and the call's tool both allow.
+    #[error("no decision the run's policy and call {call_id}'s contract both allow: no approver could answer it")]
+    NoDecisionAllowed {
+        /// The call no decision could answer.
+        call_id: Name,
+    },
 }
 
 named! {
@@ -492,6 +499,8 @@ named! {
         DecisionNotAllowed = "decision_not_allowed",
         /// [`Rejection::EditKeyBound`].
         EditKeyBound = "edit_key_bound",
+        /// [`Rejection::NoDecisionAllowed`].
+        NoDecisionAllowed = "no_decision_allowed",
     }
 }
 
@@ -545,6 +554,7 @@ impl Rejection {
             Rejection::DuplicateDecision { .. } => RejectionKind::DuplicateDecision,
             Rejection::DecisionNotAllowed { .. } => RejectionKind::DecisionNotAllowed,
             Rejection::EditKeyBound { .. } => RejectionKind::EditKeyBound,
+            Rejection::NoDecisionAllowed { .. } => RejectionKind::NoDecisionAllowed,
         }
     }
 
@@ -598,7 +608,8 @@ impl Rejection {
             | NoDecision
             | DuplicateDecision { .. }
             | DecisionNotAllowed { .. }
-            | EditKeyBound { .. } => Fault::Caller,
+            | EditKeyBound { .. }
+            | NoDecisionAllowed { .. } => Fault::Caller,
         }
     }
 }

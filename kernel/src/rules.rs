@@ -42,14 +42,24 @@
 //!   transition that binds a call or spends a key emits a `history` effect (the audit
 //!   record's verdict carries it); a run holds no `calls` and is never refused for having
 //!   made too many (`call_log_full` is gone). Audit-log format 3.
-//! - **5**, this release: batches of calls (spec 5.5): `suspend` with `wait: batch`, `resume`
+//! - **5**, releases d70eac4 to 216041f: batches of calls (spec 5.5): `suspend` with `wait: batch`, `resume`
 //!   with `decision: batch` (approve, edit, reject, respond, deny per call), calls in flight
 //!   together, a run's `batch`, a checkpoint's `batch` digest; the decisions a run's policy and
 //!   a tool's contract allow (`allowed`, POL-1); a `dispatch` may state the resource version
 //!   the agent observed. Every input rules 4 accepted or refused has the same verdict and every
 //!   value rules 4 wrote is written the same (the new fields are absent when they hold their
 //!   defaults), so a rules-4 log is read as written. Audit-log format 3.
+//! - **6**, this release: a batch input that denies a call records its denials alone (the
+//!   input's other decisions leave their calls awaiting, with no history entry and no result
+//!   recorded), where rules 5 recorded every decision of the input before failing the run; a
+//!   `suspend` that puts a call to an approver whom the run's policy and the call's contract
+//!   leave no decision is refused, `no_decision_allowed { call_id }` (POL-1), where rules 5
+//!   accepted it and let it wait for its expiry. Every other input has the verdict rules 5 gave
+//!   it, and every value is written as rules 5 wrote it; a rules-5 log is judged until the
+//!   first record whose verdict these two changes make differ, and not judged from there
+//!   (a rules-4 log, which holds neither batches nor narrowed policies, is judged strictly).
+//!   Audit-log format 3.
 
 /// The rules this kernel decides by (see the module docs for what the number names and its
 /// history).
-pub const RULES_VERSION: u16 = 5;
+pub const RULES_VERSION: u16 = 6;

@@ -230,6 +230,7 @@ fn suspend(
                 return Err(Rejection::SelfApproval { party: *requester });
             }
             let call = bind(call, prior)?;
+            resume::decidable(run, &call, resume::SINGLE_APPROVAL)?;
             Reason::PendingApproval {
                 call,
                 requester: *requester,

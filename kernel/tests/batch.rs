@@ -674,3 +674,267 @@ fn res_4_a_checkpoint_that_differs_from_the_batchs_is_refused_field_by_field() {
         }
     );
 }
+
+fn ask(c: Call) -> Call {
+    Call {
+        contract: ToolContract {
+            allowed: Allowed::ALL,
+            ..c.contract
+        },
+        ..c
+    }
+}
+
+/// A run whose policy allows `allowed`, and nothing else.
+fn run_allowing(allowed: &[VerdictKind]) -> Run {
+    let run = new_run("run-policy");
+    let policy = Policy {
+        allowed: Allowed::of(allowed),
+        ..*run.policy()
+    };
+    Run::new(*run.identity(), policy, Time(0)).unwrap()
+}
+
+fn with_allowed(c: Call, allowed: &[VerdictKind]) -> Call {
+    Call {
+        contract: ToolContract {
+            allowed: Allowed::of(allowed),
+            ..c.contract
+        },
+        ..c
+    }
+}
+
+/// APR-4 (spec 5.5): an input that denies a call records the denial alone. An approval, an
+/// edit and an answer in the tool's place beside it are not recorded: their calls stay
+/// awaiting, the edit rebinds nothing, the answer spends no key, and the transition carries
+/// the audit record alone.
+#[test]
+fn apr_4_a_denial_beside_an_approval_an_edit_and_an_answer_records_the_denial_alone() {
+    let (a, b) = two();
+    let (c, d) = (
+        ask(call("call-c", "ask", "idem-c")),
+        call("call-d", "pay", "idem-d"),
+    );
+    let (run, cp) = batch_of(&[a, b, c, d]);
+    let denial = decide(&cp, &d, Verdict::Deny);
+    let ds = [
+        decide(&cp, &a, Verdict::Approve),
+        decide(
+            &cp,
+            &b,
+            Verdict::Edit {
+                args: Digest::of(b"edited"),
+            },
+        ),
+        denial,
+        decide(
+            &cp,
+            &c,
+            Verdict::Respond {
+                result: Digest::of(b"Tuesday"),
+            },
+        ),
+    ];
+    let (next, fx) = accept(&run, at(2, decisions(cp, &ds)));
+    assert_eq!(
+        effects(&fx),
+        [audit(
+            2,
+            2,
+            EventKind::Resume,
+            Some(DecisionKind::Batch),
+            PhaseKind::Failed,
+            None
+        )]
+    );
+    assert_eq!(
+        next.phase(),
+        &Phase::Failed(FailCause::Denied { call_id: d.call_id })
+    );
+    assert_eq!(next.last_call(), None);
+    let before = run.batch().unwrap();
+    let after = next.batch().unwrap();
+    for (was, now) in before.slots.iter().zip(after.slots.iter()).take(3) {
+        assert_eq!(now, was, "{} is left as it was", was.call.call.call_id);
+    }
+    let last = after.slot(&d.call_id).unwrap();
+    assert_eq!(last.state, SlotState::Denied);
+    assert_eq!(last.decided, Some((denial, Revision(2))));
+    assert_eq!(after.closed, Some(Revision(2)));
+    // Re-sent on the batch's checkpoint, each is answered from the batch (spec 5.5,
+    // "Duplicates and late decisions"): the denial won; the others were never recorded and
+    // learn that the batch was resumed by another decision.
+    assert_eq!(
+        reject(&next, at(3, decisions(cp, &[denial]))),
+        Rejection::AlreadyApplied {
+            from: Revision(1),
+            to: Revision(2)
+        }
+    );
+    for other in [ds[0], ds[1], ds[3]] {
+        assert_eq!(
+            reject(&next, at(3, decisions(cp, &[other]))),
+            Rejection::AlreadyResumed {
+                from: Revision(1),
+                to: Revision(2)
+            }
+        );
+    }
+}
+
+/// APR-4 with the calls decided before: what earlier inputs recorded stays recorded, and the
+/// input with the denial adds the denial only.
+#[test]
+fn apr_4_decisions_recorded_before_a_denial_stay_and_the_denials_input_adds_only_it() {
+    let (a, b) = two();
+    let c = call("call-c", "pay", "idem-c");
+    let (run, cp) = batch_of(&[a, b, c]);
+    let first = decide(&cp, &a, Verdict::Approve);
+    let (run, _) = accept(&run, at(2, decisions(cp, &[first])));
+    let ds = [
+        decide(&cp, &c, Verdict::Deny),
+        decide(&cp, &b, Verdict::Approve),
+    ];
+    let (run, fx) = accept(&run, at(3, decisions(cp, &ds)));
+    assert_eq!(fx.histories().count(), 0);
+    assert_eq!(
+        (state(&run, &a), state(&run, &b), state(&run, &c)),
+        (SlotState::Approved, SlotState::Awaiting, SlotState::Denied)
+    );
+    let batch = run.batch().unwrap();
+    assert_eq!(
+        batch.slot(&a.call_id).unwrap().decided,
+        Some((first, Revision(2)))
+    );
+    assert_eq!(batch.slot(&b.call_id).unwrap().decided, None);
+}
+
+/// POL-1 at suspend time (spec 4.3): a single approval takes approve or deny; a suspension
+/// for one that the run's policy and the call's tool leave neither is refused, since no
+/// decision could ever answer it. One of the two is enough.
+#[test]
+fn pol_1_a_single_approval_no_decision_could_answer_is_refused_at_suspend() {
+    use VerdictKind::*;
+    let c = publish();
+    let refused = Rejection::NoDecisionAllowed { call_id: c.call_id };
+    let neither = run_allowing(&[Edit, Reject, Respond]);
+    assert_eq!(
+        reject(&neither, at(1, suspend_for_approval(c, 50))),
+        refused
+    );
+    // Each set alone leaves one, but not the same one.
+    let approve_only = run_allowing(&[Approve, Reject]);
+    let deny_only = with_allowed(c, &[Reject, Deny]);
+    assert_eq!(
+        reject(&approve_only, at(1, suspend_for_approval(deny_only, 50))),
+        refused
+    );
+    // The tool's set alone leaves neither.
+    let answers_only = with_allowed(c, &[Reject, Respond]);
+    assert_eq!(
+        reject(
+            &new_run("run-policy"),
+            at(1, suspend_for_approval(answers_only, 50))
+        ),
+        refused
+    );
+    // Either one left is enough: a denial is an answer.
+    let (run, fx) = accept(&run_allowing(&[Deny]), at(1, suspend_for_approval(c, 50)));
+    let cp = *fx.checkpoint().unwrap();
+    let (run, _) = accept(&run, at(2, resume(cp, Decision::Deny(approval(&cp, &c)))));
+    assert!(run.phase().is_terminal());
+    accept(&approve_only, at(1, suspend_for_approval(c, 50)));
+}
+
+/// POL-1 comes after the call's own checks: a self-approval and a call that cannot be bound
+/// are refused for that first.
+#[test]
+fn pol_1_the_suspensions_other_checks_come_first() {
+    let neither = run_allowing(&[VerdictKind::Reject]);
+    let c = publish();
+    let own = Event::Suspend {
+        wait: Wait::Approval {
+            call: c,
+            requester: APPROVER,
+            prior: Prior::NONE,
+        },
+        expires_at: Time(50),
+        responsible: APPROVER,
+        resource_version: 1,
+    };
+    assert_eq!(
+        reject(&neither, at(1, own)),
+        Rejection::SelfApproval { party: APPROVER }
+    );
+    let never = with_contract(c, true, false, 0);
+    assert_eq!(
+        reject(&neither, at(1, suspend_for_approval(never, 50))),
+        Rejection::NoAttemptsAllowed
+    );
+    assert_eq!(
+        reject(&neither, at(1, suspend_batch(&[proposal(never)]))),
+        Rejection::NoAttemptsAllowed
+    );
+}
+
+/// POL-1 for a batch (spec 5.5, BAT-1): a call of a batch takes every verdict, but an edit
+/// only if its key is fresh (BAT-5); a call that none of those the run and its tool allow
+/// could answer refuses the suspension, calls checked in order.
+#[test]
+fn pol_1_a_batch_call_no_decision_could_answer_is_refused_at_suspend() {
+    use VerdictKind::*;
+    let (a, b) = two();
+    let answers = run_allowing(&[Respond]);
+    // The default tool takes no answer in its place; an ask-the-user tool does.
+    assert_eq!(
+        reject(
+            &answers,
+            at(1, suspend_batch(&[proposal(ask(a)), proposal(b)]))
+        ),
+        Rejection::NoDecisionAllowed { call_id: b.call_id }
+    );
+    accept(
+        &answers,
+        at(1, suspend_batch(&[proposal(ask(a)), proposal(ask(b))])),
+    );
+    // The first call no decision could answer is named, before a later call's own checks.
+    let own = Proposal {
+        requester: APPROVER,
+        ..proposal(ask(b))
+    };
+    assert_eq!(
+        reject(&answers, at(1, suspend_batch(&[proposal(a), own]))),
+        Rejection::NoDecisionAllowed { call_id: a.call_id }
+    );
+    // A tool whose approver may only edit: a fresh key can be edited, a bound one never.
+    let edits = with_allowed(a, &[Edit]);
+    let (run, _) = accept(
+        &new_run("run-batch"),
+        at(1, suspend_batch(&[proposal(edits)])),
+    );
+    assert_eq!(
+        run.suspension().map(|s| s.reason),
+        Some(Reason::PendingBatch)
+    );
+    let known = Proposal {
+        prior: Prior {
+            call_id_used: false,
+            key: Some(KeyUse {
+                args: a.args,
+                committed: false,
+            }),
+        },
+        ..proposal(edits)
+    };
+    assert_eq!(
+        reject(&new_run("run-batch"), at(1, suspend_batch(&[known]))),
+        Rejection::NoDecisionAllowed { call_id: a.call_id }
+    );
+    // With another verdict beside the edit, the bound key leaves that one.
+    let known = Proposal {
+        call: with_allowed(a, &[Edit, Reject]),
+        ..known
+    };
+    accept(&new_run("run-batch"), at(1, suspend_batch(&[known])));
+}

@@ -773,6 +773,7 @@ fn every_rejection() -> Vec<Rejection> {
             decision: VerdictKind::Deny,
         },
         EditKeyBound { key: k },
+        NoDecisionAllowed { call_id: n },
     ]
 }
 

@@ -2,7 +2,10 @@
 tools gated by the kernel. The interruptions of one turn are one kernel batch; the SDK's state
 is stored in the same commit as the kernel's run; each decision goes through the kernel first
 and may arrive in a new process; a decision the kernel refuses changes nothing. Plain-SDK
-tests show what the SDK alone lets through. Batches of several calls: test_openai_batch.py."""
+tests show what the SDK alone lets through, except for #4244 (an approval lost when the resumed
+`Runner.run` is given a context), fixed in the SDK since 0.20.0: its SDK test asserts the fix on
+the pinned release, its kernel twin the same flow through the desk. Batches of several calls:
+test_openai_batch.py."""
 
 from __future__ import annotations
 
@@ -12,9 +15,11 @@ import json
 import pathlib
 import subprocess
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
-from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents import Agent, Runner, RunState, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.tool_context import ToolContext
 
@@ -27,8 +32,8 @@ WORKER = pathlib.Path(__file__).with_name("agents_worker.py")
 IDENTITY = {"tenant": "acme", "session": "chat-1", "run": "run-1", "definition": "writer@1"}
 
 
-def worker(step: str, dir: pathlib.Path, approver: str = "alice") -> dict:
-    p = subprocess.run([sys.executable, str(WORKER), step, str(dir), approver],
+def worker(step: str, dir: pathlib.Path, approver: str = "alice", context: str = "none") -> dict:
+    p = subprocess.run([sys.executable, str(WORKER), step, str(dir), approver, context],
                        capture_output=True, text=True, cwd=WORKER.parent, timeout=120)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.splitlines()[-1])
@@ -46,6 +51,66 @@ def test_kernel_the_decision_arrives_in_a_new_process_and_is_honoured_once(tmp_p
     assert Ledger(tmp_path / "tool.ledger").commits() == 0
     assert worker("approve", tmp_path) == {"final": "done"}
     assert worker("approve", tmp_path) == {"refused": "already_resumed"}
+    assert Ledger(tmp_path / "tool.ledger").commits() == 1
+
+
+# --- openai-agents-python #4244: an approval resumed with `Runner.run(..., context=...)` ------
+# Up to openai-agents 0.19.4, a context given to the resumed `Runner.run` replaced the restored
+# run context with a fresh one, and the approvals recorded on the restored one were lost: the
+# run interrupted again and the tool never ran. Fixed in 0.20.0 (the restored context stays and
+# only its application value is replaced). Checked against the pinned 0.24.0, where the plain
+# SDK honours the approval: this pair's SDK half asserts the fix, so that a regression fails it,
+# and cannot show the bug. With 0.19.4's code put back, both halves fail: the desk does not
+# shield the tool from it (the kernel dispatches, the SDK then never runs the tool).
+
+
+@dataclass
+class Session:
+    user: str
+
+
+CONTEXTS = {"dict": lambda: {"user": "bob"}, "dataclass": lambda: Session("bob")}
+
+
+@pytest.mark.parametrize("kind", sorted(CONTEXTS))
+def test_sdk_4244_is_fixed_an_approval_resumed_with_a_context_is_honoured(kind) -> None:
+    ran: list[Any] = []
+
+    @function_tool(needs_approval=True)
+    def publish(ctx: ToolContext, post: int) -> str:
+        """Publish a post."""
+        ran.append((post, ctx.context))
+        return "published"
+
+    def agent(*steps) -> Agent:
+        return Agent(name="writer", model=ScriptedModel(list(steps)), tools=[publish])
+
+    context = CONTEXTS[kind]()
+    result = asyncio.run(Runner.run(agent([function_call("publish", {"post": 42}, call_id="c1")]),
+                                    "publish", context=context))
+    assert [i.raw_item.call_id for i in result.interruptions] == ["c1"] and ran == []
+    # Stored as JSON text, restored in what could be another process, as the issue does it.
+    text = json.dumps(result.to_state().to_json())
+    restore = {} if kind == "dict" else {"context_deserializer": lambda d: Session(**d)}
+    resumed_agent = agent([assistant_message("done")])
+    state = asyncio.run(RunState.from_json(resumed_agent, json.loads(text), **restore))
+    state.approve(state.get_interruptions()[0])
+    resumed = asyncio.run(Runner.run(resumed_agent, state, context=context))
+    assert resumed.interruptions == [] and resumed.final_output == "done"
+    assert ran == [(42, context)]
+
+
+@pytest.mark.parametrize("kind", sorted(CONTEXTS))
+def test_kernel_4244_a_decision_resumed_with_a_context_is_honoured_once(tmp_path, kind) -> None:
+    assert worker("start", tmp_path, context=kind) == {"suspended": ["call_42"]}
+    refused = worker("approve", tmp_path, approver="writer", context=kind)
+    assert refused == {"refused": "self_approval"}
+    assert Ledger(tmp_path / "tool.ledger").commits() == 0
+    # Both steps give `Runner.run` the application context; the tool runs once and sees it.
+    done = worker("approve", tmp_path, context=kind)
+    assert done == {"final": "done", "tool_saw": [{"type": type(CONTEXTS[kind]()).__name__,
+                                                   "user": "bob"}]}
+    assert worker("approve", tmp_path, context=kind) == {"refused": "already_resumed"}
     assert Ledger(tmp_path / "tool.ledger").commits() == 1
 
 

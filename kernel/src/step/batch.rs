@@ -4,9 +4,9 @@
 use super::checks::{
     bind, check_approval, dispatch_of, held_by_operator, recheck, record, unknown,
 };
-use super::resume::{allowed, Resumed};
+use super::resume::{allowed, decidable, Resumed, BOUND_KEY};
 use super::Commands;
-use crate::batch::{Batch, Decisions, List, Proposals, Slot, SlotState, Verdict};
+use crate::batch::{Allowed, Batch, Decisions, List, Proposals, Slot, SlotState, Verdict};
 use crate::checkpoint::{key_digest, Checkpoint};
 use crate::effect::Command;
 use crate::ids::{Digest, Name, Revision, Time};
@@ -15,7 +15,8 @@ use crate::reject::{ApprovalField, Rejection};
 use crate::run::{FailCause, InFlight, Phase, Reason, Run, Suspension};
 
 /// BAT-1: the batch a `suspend` opens: not empty, no call id or key twice, each requester not
-/// the approver (APR-3), each call bound by its own prior (4.9).
+/// the approver (APR-3), each call bound by its own prior (4.9) and left some decision its
+/// approver may give (POL-1).
 pub(super) fn open(
     run: &Run,
     calls: &Proposals,
@@ -42,11 +43,13 @@ pub(super) fn open(
             return Err(Rejection::SelfApproval { party: p.requester });
         }
         let call = bind(&p.call, &p.prior)?;
+        let fresh = p.prior.key.is_none();
+        decidable(run, &call, if fresh { Allowed::ALL } else { BOUND_KEY })?;
         let _ = slots.push(Slot {
             call,
             requester: p.requester,
             proposed: p.call.args,
-            fresh: p.prior.key.is_none(),
+            fresh,
             decided: None,
             state: SlotState::Awaiting,
         });
@@ -155,11 +158,14 @@ pub(super) fn decide(
     let mut next = *batch;
     let mut last_call = None;
     let mut denied = None;
+    // APR-4: an input that denies a call records its denials only. The run fails on them, so
+    // the other decisions of the input would never take effect: none is recorded (no edit
+    // rebinds a key, no answer spends one), and each call they name stays as it was.
+    let denying = decisions.iter().any(|d| d.verdict == Verdict::Deny);
     for slot in next.slots.iter_mut() {
-        let Some(d) = decisions
-            .iter()
-            .find(|d| d.approval.call_id == slot.call.call.call_id)
-        else {
+        let Some(d) = decisions.iter().find(|d| {
+            d.approval.call_id == slot.call.call.call_id && (!denying || d.verdict == Verdict::Deny)
+        }) else {
             continue;
         };
         slot.decided = Some((*d, decided_at));

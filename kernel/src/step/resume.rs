@@ -5,7 +5,7 @@ use super::checks::{
     record, settled,
 };
 use super::{batch, one, Commands, Stepped};
-use crate::batch::VerdictKind;
+use crate::batch::{Allowed, VerdictKind};
 use crate::checkpoint::Checkpoint;
 use crate::effect::Command;
 use crate::ids::{Digest, Name, Time};
@@ -86,6 +86,38 @@ pub(super) fn allowed(run: &Run, call: &BoundCall, decision: VerdictKind) -> Res
         Ok(())
     } else {
         Err(Rejection::DecisionNotAllowed { decision })
+    }
+}
+
+/// The decisions a single pending approval takes (spec 5.1).
+pub(super) const SINGLE_APPROVAL: Allowed = Allowed::of(&[VerdictKind::Approve, VerdictKind::Deny]);
+
+/// The decisions a call of a batch takes when an earlier call bound its key: every verdict but
+/// an edit, which could not rebind the key (BAT-5).
+pub(super) const BOUND_KEY: Allowed = Allowed::of(&[
+    VerdictKind::Approve,
+    VerdictKind::Reject,
+    VerdictKind::Respond,
+    VerdictKind::Deny,
+]);
+
+/// POL-1: a call put to an approver leaves them some decision that `decide` could accept:
+/// one of the `offered` ones (approve and deny for a single approval, every verdict for a
+/// call of a batch) that the run's policy and the call's tool both allow. Otherwise no
+/// decision could ever answer the suspension, and the run would wait for its expiry.
+pub(super) fn decidable(run: &Run, call: &BoundCall, offered: Allowed) -> Result<(), Rejection> {
+    if run
+        .policy
+        .allowed
+        .and(call.call.contract.allowed)
+        .and(offered)
+        .is_empty()
+    {
+        Err(Rejection::NoDecisionAllowed {
+            call_id: call.call.call_id,
+        })
+    } else {
+        Ok(())
     }
 }
 

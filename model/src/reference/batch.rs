@@ -6,14 +6,16 @@
 //! ([`Batch`], [`Slot`], [`SlotState`]) so that lockstep can compare it slot by slot; every
 //! rule that reads or changes it is here.
 
-use super::guards::{guard_party, guard_policy, guard_requester_is_not_responsible};
+use super::guards::{
+    guard_party, guard_policy, guard_requester_is_not_responsible, guard_some_decision,
+};
 use super::moves::{bind, command, held_by_operator, Move};
 use super::{RecordedCall, RefRun, Reference, Status};
 use crate::variant::Variant;
 use resumable_kernel::{
     ApprovalField, Batch, CallDecision, Command, Decisions, Digest, FailCause, HistoryEntry,
     InFlight, List, Name, Proposals, Reason, Rejection, Resume, Slot, SlotState, Suspension, Time,
-    Verdict,
+    Verdict, VerdictKind,
 };
 
 impl Reference {
@@ -46,6 +48,19 @@ impl Reference {
         for p in calls.iter() {
             guard_requester_is_not_responsible(p.requester, responsible)?;
             self.admit(run, &p.call, &p.prior)?;
+            // POL-1: some verdict could answer the call; an edit only if its key is fresh
+            // (BAT-5 refuses an edit of a key an earlier call bound).
+            let takes: &[VerdictKind] = if p.prior.key.is_none() {
+                &VerdictKind::ALL
+            } else {
+                &[
+                    VerdictKind::Approve,
+                    VerdictKind::Reject,
+                    VerdictKind::Respond,
+                    VerdictKind::Deny,
+                ]
+            };
+            guard_some_decision(run, &p.call, takes)?;
         }
         let opened = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
         let mut slots = List::new();

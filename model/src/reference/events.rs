@@ -4,14 +4,14 @@
 use super::guards::{
     guard_clock, guard_digest, guard_expiry, guard_new_call, guard_new_call_against_last,
     guard_not_terminal, guard_requester_is_not_responsible, guard_revision_counter,
-    guard_running_idle, guard_schema, in_flight_rejection, terminal,
+    guard_running_idle, guard_schema, guard_some_decision, in_flight_rejection, terminal,
 };
 use super::moves::{bind, command, escalate, finish_step, held_by_operator, Move, Stepped};
 use super::{RecordedCall, RefRun, Reference, Status};
 use crate::variant::Variant;
 use resumable_kernel::{
     Call, Checkpoint, Command, Digest, Effects, Event, EventKind, FailCause, InFlight, Input, Name,
-    Prior, Reason, Rejection, Suspension, Time, Wait,
+    Prior, Reason, Rejection, Suspension, Time, VerdictKind, Wait,
 };
 
 impl Reference {
@@ -142,6 +142,8 @@ impl Reference {
                     guard_requester_is_not_responsible(requester, responsible)?;
                 }
                 self.admit(run, &call, &prior)?;
+                // POL-1: a single approval is answered by an approval or a denial.
+                guard_some_decision(run, &call, &[VerdictKind::Approve, VerdictKind::Deny])?;
                 binds = Some(call);
                 Reason::PendingApproval {
                     call: bind(&call),

@@ -4,7 +4,7 @@
 use super::{RefRun, Status};
 use resumable_kernel::{
     Call, Checkpoint, CheckpointField, Facts, InFlight, Name, Prior, Rejection, Suspension, Time,
-    SCHEMA_VERSION,
+    VerdictKind, SCHEMA_VERSION,
 };
 
 /// CLK-1: time never runs backwards within a run.
@@ -116,6 +116,26 @@ pub(super) fn guard_new_call_against_last(run: &RefRun, call: &Call) -> Result<(
         }
     }
     Ok(())
+}
+
+/// POL-1 at suspend time (spec 4.3, 5.5): a call is put to an approver only if some decision
+/// it takes (`takes`) is one the run's policy and the call's tool both allow; otherwise no
+/// decision could ever answer the suspension.
+pub(super) fn guard_some_decision(
+    run: &RefRun,
+    call: &Call,
+    takes: &[VerdictKind],
+) -> Result<(), Rejection> {
+    let answerable = takes
+        .iter()
+        .any(|kind| run.policy.allowed.contains(*kind) && call.contract.allowed.contains(*kind));
+    if answerable {
+        Ok(())
+    } else {
+        Err(Rejection::NoDecisionAllowed {
+            call_id: call.call_id,
+        })
+    }
 }
 
 /// APR-3: the party responsible for an approval is never its requester.

@@ -75,14 +75,14 @@ impl From<Phase> for Resumed {
     }
 }
 
+/// POL-1: the decisions the run's policy and the call's tool both allow.
+fn permitted(run: &Run, call: &BoundCall) -> Allowed {
+    run.policy.allowed.and(call.call.contract.allowed)
+}
+
 /// POL-1: the decision is one the run's policy and the call's tool both allow.
 pub(super) fn allowed(run: &Run, call: &BoundCall, decision: VerdictKind) -> Result<(), Rejection> {
-    if run
-        .policy
-        .allowed
-        .and(call.call.contract.allowed)
-        .contains(decision)
-    {
+    if permitted(run, call).contains(decision) {
         Ok(())
     } else {
         Err(Rejection::DecisionNotAllowed { decision })
@@ -106,13 +106,7 @@ pub(super) const BOUND_KEY: Allowed = Allowed::of(&[
 /// call of a batch) that the run's policy and the call's tool both allow. Otherwise no
 /// decision could ever answer the suspension, and the run would wait for its expiry.
 pub(super) fn decidable(run: &Run, call: &BoundCall, offered: Allowed) -> Result<(), Rejection> {
-    if run
-        .policy
-        .allowed
-        .and(call.call.contract.allowed)
-        .and(offered)
-        .is_empty()
-    {
+    if permitted(run, call).and(offered).is_empty() {
         Err(Rejection::NoDecisionAllowed {
             call_id: call.call.call_id,
         })

@@ -156,6 +156,22 @@ def _decision(kind: str, request: Mapping[str, Any], approver: str, expires_at: 
     }
 
 
+def open_run(store: RunStore, name: str, identity: Mapping[str, str], operator: str,
+             reconcile_window: int, clock: Callable[[], int]) -> None:
+    """Stores a new kernel run under ``name`` unless one is stored there already."""
+    if store.load(name) is None:
+        policy = {"operator": operator, "reconcile_window": reconcile_window}
+        store.commit(name, None, Stored(rk.new_run(identity, policy, clock())))
+
+
+def stored_run(store: RunStore, name: str) -> Stored:
+    """The run stored under ``name``; a store that lost it is an error, never an empty run."""
+    s = store.load(name)
+    if s is None:
+        raise RuntimeError(f"run {name} is not in the store")
+    return s
+
+
 class ApprovalGate:
     """Gates the calls of one kernel run behind approvals. ``interrupt`` is the graph's (it
     returns the resume value, or pauses the graph); ``clock`` gives the time of each input."""
@@ -166,14 +182,10 @@ class ApprovalGate:
         self.store, self.name, self.tool = store, name, tool
         self.interrupt, self.clock = interrupt, clock
         self.identity = dict(identity)
-        if store.load(name) is None:
-            policy = {"operator": operator, "reconcile_window": reconcile_window}
-            store.commit(name, None, Stored(rk.new_run(identity, policy, clock())))
+        open_run(store, name, identity, operator, reconcile_window, clock)
 
     def stored(self) -> Stored:
-        s = self.store.load(self.name)
-        assert s is not None, f"run {self.name} is not in the store"
-        return s
+        return stored_run(self.store, self.name)
 
     def _step(self, input: rk.Json) -> rk.Accepted:
         """One kernel step, committed before anything it commands is carried out."""

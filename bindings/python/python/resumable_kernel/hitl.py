@@ -38,7 +38,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import interrupt
 
 import resumable_kernel as rk
-from resumable_kernel.gate import MAX_ROUNDS, Refused, RunStore, Stored
+from resumable_kernel.gate import MAX_ROUNDS, Refused, RunStore, Stored, open_run, stored_run
 
 
 class NotBuilt(Exception):
@@ -103,14 +103,10 @@ class KernelHITL(HumanInTheLoopMiddleware):
         self._lock = threading.Lock()
         self.identity = dict(identity)
         self.requester, self.approver, self.expires_in = requester, approver, expires_in
-        if store.load(run_name) is None:
-            policy = {"operator": operator, "reconcile_window": reconcile_window}
-            store.commit(run_name, None, Stored(rk.new_run(identity, policy, clock())))
+        open_run(store, run_name, identity, operator, reconcile_window, clock)
 
     def stored(self) -> Stored:
-        s = self.run_store.load(self.run_name)
-        assert s is not None, f"run {self.run_name} is not in the store"
-        return s
+        return stored_run(self.run_store, self.run_name)
 
     def _step(self, input: rk.Json) -> rk.Accepted:
         """One kernel step, committed before anything it commands is carried out. The agent

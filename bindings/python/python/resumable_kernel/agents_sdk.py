@@ -170,7 +170,8 @@ class ApprovalDesk:
 
     def turn(self) -> Turn:
         t = self.store.load(self.name)
-        assert t is not None
+        if t is None:
+            raise RuntimeError(f"run {self.name} is not in the store")
         return t
 
     def _step(self, input: rk.Json, state: Optional[Mapping[str, Any]] = None) -> rk.Accepted:

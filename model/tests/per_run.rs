@@ -11,10 +11,13 @@ use resumable_model::checker::{self, merge, Options, Report, Verdict};
 use resumable_model::config::{Config, ConfigError, Program};
 use resumable_model::reference::Reference;
 use resumable_model::variant::Variant;
-use resumable_model::world::{witness, Action, World, WorldState};
+use resumable_model::world::{
+    witness, Action, DecisionMsg, RunSlot, ToolMsg, Worker, World, WorldState,
+};
 use resumable_model::{Kernel, Lifecycle};
 use stateright::Model;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
 
 /// Checks `world` (symmetry on); past the first violation with `keep_going`.
 fn check<L: Lifecycle + Sync>(lifecycle: L, config: Config, keep_going: bool) -> Report
@@ -296,4 +299,143 @@ fn every_variant_with_two_runs_is_caught_with_as_short_a_counterexample() {
         checked >= Variant::ALL.len() - 2,
         "{checked} variants checked"
     );
+}
+
+/// What a state shows of run `r`: its durable side, the clock, the workers holding its work
+/// (the others idle, the whole as a multiset: workers are interchangeable), and the messages
+/// addressed to it.
+type Projection<R> = (
+    RunSlot<R>,
+    u8,
+    Vec<u64>,
+    Vec<ToolMsg>,
+    Vec<ToolMsg>,
+    Vec<DecisionMsg>,
+);
+
+fn projection<R: Clone + Hash>(state: &WorldState<R>, r: u8) -> Projection<R> {
+    let of_r = |w: &Worker<R>| match w {
+        Worker::Idle => false,
+        Worker::Staged(st) => st.run == r,
+        Worker::Dispatching { run, .. } => *run == r,
+    };
+    let mut workers: Vec<u64> = (state.workers.iter())
+        .map(|w| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            if of_r(w) {
+                w.hash(&mut h);
+            } else {
+                Worker::<R>::Idle.hash(&mut h);
+            }
+            h.finish()
+        })
+        .collect();
+    workers.sort_unstable();
+    let mine = |m: &&ToolMsg| m.run == r;
+    (
+        state.runs[usize::from(r)].clone(),
+        state.now,
+        workers,
+        state.requests.iter().filter(mine).copied().collect(),
+        state.responses.iter().filter(mine).copied().collect(),
+        (state.decisions.iter())
+            .filter(|m| m.target == r)
+            .copied()
+            .collect(),
+    )
+}
+
+/// Every state of `world`'s whole graph, breadth-first, each projected on run `r`. States
+/// are told apart by a 64-bit hash of the whole state (the checker's own identification).
+fn projections<L: Lifecycle>(world: &World<L>, r: u8) -> HashSet<Projection<L::Run>> {
+    let fingerprint = |s: &WorldState<L::Run>| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        s.hash(&mut h);
+        h.finish()
+    };
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut found = HashSet::new();
+    let mut queue: VecDeque<WorldState<L::Run>> = VecDeque::new();
+    for s in world.init_states() {
+        if seen.insert(fingerprint(&s)) {
+            found.insert(projection(&s, r));
+            queue.push_back(s);
+        }
+    }
+    let mut actions = Vec::new();
+    while let Some(state) = queue.pop_front() {
+        world.actions(&state, &mut actions);
+        for action in actions.drain(..) {
+            if let Some(next) = world.next_state(&state, action) {
+                if seen.insert(fingerprint(&next)) {
+                    found.insert(projection(&next, r));
+                    queue.push_back(next);
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+#[ignore = "seconds in release; run with --release -- --ignored"]
+fn what_two_runs_show_of_run_0_is_what_its_world_alone_reaches_with_a_free_clock() {
+    // The lemma the reduction rests on, state by state: every state of the two-run world,
+    // seen from run 0, is a state of `run-0`'s world. And the free clock is needed for it:
+    // the world of run 0 alone whose clock ticks only while it waits misses some of them
+    // (time passes while run 0 runs, as long as run 1 waits).
+    let quiet = Config {
+        runs: 2,
+        losses: 0,
+        duplicates: 0,
+        ..Config::default()
+    };
+    let worlds = [
+        (
+            "approval, no crash",
+            Config {
+                crashes: 0,
+                ..quiet
+            },
+        ),
+        // One crash for the two runs: the budget is shared.
+        (
+            "direct, one worker, one crash",
+            Config {
+                workers: 1,
+                program: Program::Direct,
+                ..quiet
+            },
+        ),
+    ];
+    for (name, two) in worlds {
+        let [(_, run0), _] = two.per_run().expect("two runs");
+        let whole = projections(&World::new(Kernel, two).expect("valid"), 0);
+        let alone = projections(&World::new(Kernel, run0).expect("valid"), 0);
+        let strict = Config {
+            free_clock: false,
+            ..run0
+        };
+        let plain = projections(&World::new(Kernel, strict).expect("valid"), 0);
+        let missing = whole.iter().filter(|p| !alone.contains(p)).count();
+        assert_eq!(
+            missing,
+            0,
+            "{name}: {missing} of {} not in run-0's world",
+            whole.len()
+        );
+        let beyond_plain = whole.iter().filter(|p| !plain.contains(p)).count();
+        assert!(
+            beyond_plain > 0,
+            "{name}: the plain world of run 0 reaches all {} already",
+            whole.len()
+        );
+        eprintln!(
+            "{name}: {} projections of the two-run world; run-0's world {}, without the free \
+             clock {} ({beyond_plain} of the two-run world's missing there)",
+            whole.len(),
+            alone.len(),
+            plain.len()
+        );
+    }
 }

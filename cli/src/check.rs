@@ -50,6 +50,10 @@ pub enum ReductionArg {
     /// everything that can come before it and that no property tells, only that action
     /// (spec/check-output.md, "Partial-order reduction").
     Por,
+    /// The per-run reduction of a two-run world: each run checked alone, in a world of its
+    /// own with every worker and budget and a clock that may pass at any step
+    /// (spec/check-output.md, "The per-run reduction").
+    PerRun,
 }
 
 /// The agent program each run executes.
@@ -203,8 +207,9 @@ pub struct Args {
     /// Symmetry reduction over interchangeable workers.
     #[arg(long)]
     pub symmetry: bool,
-    /// Reduction of interleavings: none, or partial-order reduction (same verdicts,
-    /// counterexamples as short; fewer states where the world has actions to take alone).
+    /// Reduction of interleavings: none; partial-order reduction (same verdicts,
+    /// counterexamples as short; fewer states where the world has actions to take alone); or,
+    /// for two runs, the per-run reduction (each run in a world of its own).
     #[arg(long, value_enum, default_value_t = ReductionArg::None)]
     pub reduction: ReductionArg,
     /// Also print a shortest witness for each `sometimes` property.
@@ -402,12 +407,18 @@ pub fn run(args: &Args) -> ExitCode {
         ..args.model.clone()
     };
     if about_world == ModelArgs::default() {
+        if args.reduction == ReductionArg::PerRun {
+            return misuse("--reduction per-run reduces a world of two runs: give --runs 2");
+        }
         return suite::run(args, timeout);
     }
     let setup = match args.model.setup(args.depth) {
         Ok(setup) => setup,
         Err(message) => return misuse(&message),
     };
+    if args.reduction == ReductionArg::PerRun {
+        return suite::per_run(args, timeout, setup);
+    }
     if args.format == Format::Text {
         let heading = format!(
             "checking {} in {}\nconfiguration: {}\n\n",
@@ -465,7 +476,8 @@ pub(crate) fn check_world<L: Lifecycle>(
         witnesses: args.witnesses,
         itf: args.trace_format == TraceFormat::Itf,
         reduction: match args.reduction {
-            ReductionArg::None => Reduction::None,
+            // The per-run reduction is in the worlds checked, not in their search.
+            ReductionArg::None | ReductionArg::PerRun => Reduction::None,
             ReductionArg::Por => Reduction::PartialOrder,
         },
         ..Options::default()
@@ -551,6 +563,15 @@ fn extras(config: &Config) -> String {
     }
     if config.cross_tenant {
         on.push("a checkpoint offered across tenants".to_owned());
+    }
+    if config.identity > 0 {
+        on.push(format!(
+            "the run under the identity of run {}",
+            config.identity
+        ));
+    }
+    if config.free_clock {
+        on.push("a clock that may pass at any step".to_owned());
     }
     if !config.query_unknown {
         on.push("a query that never answers unknown".to_owned());

@@ -389,6 +389,77 @@ fn partial_order_reduction_judges_alike_and_is_reported() {
     assert!(unique(&por) < unique(&none));
 }
 
+#[test]
+fn the_per_run_reduction_checks_each_run_alone_and_judges_as_the_whole() {
+    // Two runs of the direct program, no crash: the whole world and its two one-run worlds
+    // (each run under its own identity, a free clock) give every property the same verdict.
+    let flags = [
+        "--runs",
+        "2",
+        "--program",
+        "direct",
+        "--crashes",
+        "0",
+        "--keep-going",
+    ];
+    let json = |extra: &[&str]| {
+        let o = check(&[&flags[..], extra, &["--format", "json"]].concat());
+        let doc = serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("JSON");
+        (o.status.code(), doc)
+    };
+    let (whole_code, whole) = json(&[]);
+    let (code, reduced) = json(&["--reduction", "per-run"]);
+    assert_eq!(code, whole_code);
+    assert_eq!(reduced["schema"], "resumable-check-suite/1");
+    let worlds = reduced["worlds"].as_array().expect("worlds");
+    let names: Vec<&str> = worlds.iter().filter_map(|w| w["world"].as_str()).collect();
+    assert_eq!(names, ["run-0", "run-1"]);
+    for (i, w) in worlds.iter().enumerate() {
+        let config = &w["report"]["config"];
+        assert_eq!(config["runs"], 1);
+        assert_eq!(config["identity"], i);
+        assert_eq!(config["free_clock"], true);
+    }
+    let verdicts = |props: &serde_json::Value| -> Vec<(String, String)> {
+        (props.as_array().expect("properties").iter())
+            .map(|p| (p["name"].to_string(), p["verdict"].to_string()))
+            .collect()
+    };
+    assert_eq!(
+        verdicts(&reduced["merged"]["properties"]),
+        verdicts(&whole["properties"])
+    );
+    let text = stdout(&check(&[&flags[..], &["--reduction", "per-run"]].concat()));
+    assert!(text.contains("by the per-run reduction"), "{text}");
+    assert!(text.contains("run-1: a world of 1 run"), "{text}");
+}
+
+#[test]
+fn the_per_run_reduction_is_refused_where_it_does_not_apply() {
+    for (args, says) in [
+        (&["--reduction", "per-run"][..], "give --runs 2"),
+        (
+            &["--runs", "1", "--reduction", "per-run"][..],
+            "needs two runs",
+        ),
+        (
+            &[
+                "--runs",
+                "2",
+                "--cross-tenant",
+                "true",
+                "--reduction",
+                "per-run",
+            ][..],
+            "across tenants",
+        ),
+    ] {
+        let o = check(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}
+
 // --- The default check -------------------------------------------------------------------------
 
 #[test]

@@ -110,6 +110,15 @@ pub trait Checkable: Summarize {
     fn persistent(&self, state: &Self::State, actions: &mut Vec<Self::Action>) {
         let _ = (state, actions);
     }
+
+    /// Whether `state` may witness a `sometimes` property: a model whose exploration
+    /// over-approximates what it stands for marks the states only the over-approximation
+    /// reaches, and no `sometimes` is credited there (an `always` is judged in every state).
+    /// The default: every state.
+    fn may_witness(&self, state: &Self::State) -> bool {
+        let _ = state;
+        true
+    }
 }
 
 /// Which reduction of the interleavings the search applies.
@@ -258,6 +267,7 @@ where
         .map(|p| Target {
             condition: p.condition,
             hit: p.expectation == Expectation::Sometimes,
+            may_witness: M::may_witness,
         })
         .collect();
     let limits = Limits {
@@ -337,6 +347,7 @@ where
         .map(|&i| Target {
             condition: targets[i].condition,
             hit: targets[i].hit,
+            may_witness: targets[i].may_witness,
         })
         .collect();
     let paths = shortest::shortest_paths(

@@ -114,6 +114,16 @@ pub struct Config {
     /// An optional bound on the depth of the exploration, in actions. A check cut short by it
     /// is incomplete, never a pass.
     pub depth_bound: Option<usize>,
+    /// Which of the cast's two identities the first run takes (0 or 1; `identity + runs` is
+    /// at most 2). The per-run reduction ([`Config::per_run`]) checks the second run of a
+    /// two-run world as a world of its own, under its own name.
+    pub identity: u8,
+    /// Time may pass at any step, not only while some run waits: in the per-run reduction
+    /// ([`Config::per_run`]), the stand-in for the suspensions of the run left out. A tick
+    /// taken while no run of the world waits is borrowed, and no `sometimes` property is
+    /// credited in a state reached through one (spec/check-output.md, "The per-run
+    /// reduction").
+    pub free_clock: bool,
 }
 
 impl Default for Config {
@@ -149,6 +159,8 @@ impl Default for Config {
             max_time: 4,
             max_revision: 12,
             depth_bound: None,
+            identity: 0,
+            free_clock: false,
         }
     }
 }
@@ -169,6 +181,10 @@ pub enum ConfigError {
     },
     /// `cross_tenant` needs two runs.
     CrossTenantNeedsTwoRuns,
+    /// The first run's identity leaves no identity for another run.
+    IdentityOutOfCast,
+    /// The per-run reduction was asked of a world it does not apply to.
+    NotPerRun,
 }
 
 impl fmt::Display for ConfigError {
@@ -183,6 +199,13 @@ impl fmt::Display for ConfigError {
             ConfigError::CrossTenantNeedsTwoRuns => {
                 f.write_str("a cross-tenant resume needs two runs")
             }
+            ConfigError::IdentityOutOfCast => {
+                f.write_str("the cast has two identities: identity + runs must be at most 2")
+            }
+            ConfigError::NotPerRun => f.write_str(
+                "the per-run reduction needs two runs and no approval offered across tenants \
+                 (--cross-tenant couples the runs)",
+            ),
         }
     }
 }
@@ -224,7 +247,33 @@ impl Config {
         if self.cross_tenant && self.runs != 2 {
             return Err(ConfigError::CrossTenantNeedsTwoRuns);
         }
+        if usize::from(self.identity) + usize::from(self.runs) > 2 {
+            return Err(ConfigError::IdentityOutOfCast);
+        }
         Ok(())
+    }
+
+    /// The per-run reduction of a two-run world (spec/check-output.md, "The per-run
+    /// reduction"): one world for each of its runs, named `run-0` and `run-1`, holding that run
+    /// alone under its own identity, with every budget and worker of the whole, and a clock
+    /// that may pass at any step. Without an approval offered across tenants the two runs share
+    /// nothing but the workers, the budgets and the clock, so each run's steps in the two-run
+    /// world, its neighbour's left out, are steps of its own world: every `always` property
+    /// (each speaks of one run at a time) that holds in both holds in the two-run world. A
+    /// state reached without a borrowed tick is one the two-run world reaches with the other
+    /// run not yet started, so a `sometimes` property reached there is reached in the whole.
+    pub fn per_run(&self) -> Result<[(&'static str, Config); 2], ConfigError> {
+        self.validate()?;
+        if self.runs != 2 || self.cross_tenant {
+            return Err(ConfigError::NotPerRun);
+        }
+        let alone = |identity| Config {
+            runs: 1,
+            identity,
+            free_clock: true,
+            ..*self
+        };
+        Ok([("run-0", alone(0)), ("run-1", alone(1))])
     }
 
     /// The worlds of the default check, by name: the default world, and beside it the small

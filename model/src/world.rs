@@ -166,6 +166,13 @@ impl<L: Lifecycle> World<L> {
         })
     }
 
+    /// Whether `state` may witness a `sometimes` property: not if the path to it took a tick
+    /// only a free clock allows (`Config::free_clock`), which stands for another run's
+    /// suspension and so may show what no two-run world reaches.
+    pub fn may_witness(&self, state: &WorldState<L::Run>) -> bool {
+        state.seen & witness::BORROWED_TIME == 0
+    }
+
     fn time(state: &WorldState<L::Run>) -> Time {
         Time(u64::from(state.now))
     }
@@ -186,6 +193,7 @@ impl<L: Lifecycle> World<L> {
             .cast
             .identities
             .iter()
+            .skip(usize::from(self.config.identity))
             .take(usize::from(self.config.runs));
         identities
             // The configuration's reconcile window is at least 1, so every lifecycle
@@ -311,6 +319,10 @@ impl<L: Lifecycle> Model for World<L> {
             Action::Tick { to } => {
                 let mut next = last.clone();
                 next.now = to;
+                // Only a free clock ticks while no run waits (`Config::free_clock`).
+                if !self.someone_waits(last) {
+                    next.seen |= witness::BORROWED_TIME;
+                }
                 Some(next)
             }
             Action::Outsider { run } => self.outsider(last, usize::from(run)),

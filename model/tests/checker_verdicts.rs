@@ -36,6 +36,9 @@ struct Extended {
     unpartnered: bool,
     vacuous: bool,
     panics: bool,
+    /// A state where every rm committed may not witness a `sometimes` (as the world's states
+    /// reached through a borrowed tick may not).
+    distrusts_commits: bool,
 }
 
 impl Extended {
@@ -48,6 +51,7 @@ impl Extended {
             unpartnered: false,
             vacuous: true,
             panics: false,
+            distrusts_commits: false,
         }
     }
 
@@ -136,6 +140,32 @@ impl Checkable for Extended {
             })
             .build()
     }
+
+    fn may_witness(&self, state: &TpcState) -> bool {
+        !self.distrusts_commits || state.rms.iter().any(|rm| rm.phase != RmPhase::Committed)
+    }
+}
+
+#[test]
+fn a_sometimes_is_not_credited_in_a_state_the_model_says_cannot_witness_it() {
+    // Every rm committing is reached, but only in states the model distrusts: unreached, and
+    // the `always` it partners unexercised, where the same model trusting them is exercised.
+    let trusting = Extended {
+        vacuous: false,
+        ..Extended::new(3)
+    };
+    let trusted = check(trusting, &Options::default()).unwrap();
+    assert_eq!(verdict(&trusted, ALL_COMMIT), Verdict::Holds);
+    assert_eq!(verdict(&trusted, CONSISTENT), Verdict::Holds);
+    let distrusting = Extended {
+        vacuous: false,
+        distrusts_commits: true,
+        ..Extended::new(3)
+    };
+    let report = check(distrusting, &Options::default()).unwrap();
+    assert_eq!(verdict(&report, ALL_COMMIT), Verdict::Unreached);
+    assert_eq!(verdict(&report, CONSISTENT), Verdict::Unexercised);
+    assert_eq!(report.stats.unique, trusted.stats.unique);
 }
 
 #[test]

@@ -237,6 +237,9 @@ mod tests {
             max_time: d.max_time + 1,
             max_revision: d.max_revision + 1,
             depth_bound: None,
+            // Not flags: only the per-run reduction sets them, in the worlds it makes.
+            identity: 0,
+            free_clock: false,
         };
         let parsed = parse(&flags(&every));
         assert_eq!(parsed.model.setup(None).map(|s| s.config).ok(), Some(every));

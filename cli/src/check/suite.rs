@@ -24,15 +24,60 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> ExitCode {
         Err(message) => return misuse(&message),
     };
     let worlds = Config::suite();
+    let heading = format!(
+        "checking {} in the {} worlds of the default check (each property must hold in \
+         every world and be exercised in one; `--world NAME` checks one):\n",
+        base.name,
+        worlds.len()
+    );
+    let worlds = (worlds.into_iter())
+        .map(|(name, config)| {
+            let origin = format!("the world {name} of the default check");
+            (name, config, origin)
+        })
+        .collect();
+    check_worlds(args, timeout, &base, heading, worlds)
+}
+
+/// `check --runs 2 --reduction per-run`: the two-run world of `setup` checked as one world
+/// per run (`Config::per_run`, spec/check-output.md, "The per-run reduction"), folded as the
+/// default check's worlds are; the exploration flags apply to each world, as there.
+pub fn per_run(args: &Args, timeout: Option<Duration>, setup: Setup) -> ExitCode {
+    let worlds = match setup.config.per_run() {
+        Ok(worlds) => worlds,
+        Err(e) => return misuse(&e.to_string()),
+    };
+    let heading = format!(
+        "checking {} in {}\nconfiguration: {}\nby the per-run reduction: each run alone in a \
+         world of its own, with every worker and budget and a clock that may pass at any step \
+         (each property must hold in both and be exercised in one; spec/check-output.md, \
+         \"The per-run reduction\"):\n",
+        setup.name,
+        describe(&setup.config),
+        setup.origin
+    );
+    let worlds = (worlds.into_iter())
+        .map(|(name, config)| {
+            let origin = format!("{name} of the per-run reduction of {}", setup.origin);
+            (name, config, origin)
+        })
+        .collect();
+    check_worlds(args, timeout, &setup, heading, worlds)
+}
+
+/// Checks each of `worlds` (name, configuration, where it comes from) with the subject of
+/// `base`, folds the reports and prints the merged verdict.
+fn check_worlds(
+    args: &Args,
+    timeout: Option<Duration>,
+    base: &Setup,
+    heading: String,
+    worlds: Vec<(&str, Config, String)>,
+) -> ExitCode {
     let text = args.format == Format::Text;
     if text {
-        let mut heading = format!(
-            "checking {} in the {} worlds of the default check (each property must hold in \
-             every world and be exercised in one; `--world NAME` checks one):\n",
-            base.name,
-            worlds.len()
-        );
-        for (name, config) in &worlds {
+        let mut heading = heading;
+        for (name, config, _) in &worlds {
             heading.push_str(&format!("  {name}: {}\n", describe(config)));
         }
         heading.push('\n');
@@ -41,14 +86,14 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> ExitCode {
         }
     }
     let mut reports = Vec::with_capacity(worlds.len());
-    for (name, config) in worlds {
+    for (name, config, origin) in worlds {
         output::note(&format!("world {name}"));
         let setup = Setup {
             config: Config {
                 depth_bound: args.depth,
                 ..config
             },
-            origin: format!("the world {name} of the default check"),
+            origin,
             ..base.clone()
         };
         let report = match setup.lifecycle {

@@ -177,7 +177,7 @@ where
     /// Evaluates every undecided target on `state`, found at `depth`.
     fn judge(&self, state: &M::State, depth: usize) {
         for (target, slot) in self.targets.iter().zip(&self.decided) {
-            if slot.load(Relaxed) != NONE || (target.condition)(self.model, state) != target.hit {
+            if slot.load(Relaxed) != NONE || !target.found(self.model, state) {
                 continue;
             }
             if slot.fetch_min(depth, Relaxed) == NONE {

@@ -22,10 +22,20 @@ const MEMORY_EVERY: usize = 16 * 1024;
 /// A property condition of a model.
 pub(crate) type Condition<M> = fn(&M, &<M as Model>::State) -> bool;
 
-/// A state to look for: one whose condition evaluates to `hit`.
+/// A state to look for: one whose condition evaluates to `hit` (for a `sometimes`, also one
+/// the model lets witness it: [`super::Checkable::may_witness`]).
 pub(crate) struct Target<M: Model> {
     pub(crate) condition: Condition<M>,
     pub(crate) hit: bool,
+    pub(crate) may_witness: Condition<M>,
+}
+
+impl<M: Model> Target<M> {
+    /// Whether `state` is what the target looks for.
+    pub(crate) fn found(&self, model: &M, state: &M::State) -> bool {
+        (self.condition)(model, state) == self.hit
+            && (!self.hit || (self.may_witness)(model, state))
+    }
 }
 
 /// A path as stateright encodes one: the index of the initial state (among those within the
@@ -108,7 +118,7 @@ where
     'levels: for steps in 0..=max_steps {
         for (state, node) in &level {
             for (target, slot) in targets.iter().zip(found.iter_mut()) {
-                if slot.is_none() && (target.condition)(model, state) == target.hit {
+                if slot.is_none() && target.found(model, state) {
                     *slot = Some(*node);
                     remaining -= 1;
                 }

@@ -81,6 +81,11 @@ impl<L: Lifecycle> Checkable for World<L> {
     fn persistent(&self, state: &WorldState<L::Run>, actions: &mut Vec<Action>) {
         World::persistent(self, state, actions);
     }
+
+    /// Not a state reached through a borrowed tick of a free clock (`Config::free_clock`).
+    fn may_witness(&self, state: &WorldState<L::Run>) -> bool {
+        World::may_witness(self, state)
+    }
 }
 
 /// A run's durable side as an ITF record.
@@ -155,5 +160,7 @@ pub fn config_json(config: &Config) -> Value {
         "max_time": config.max_time,
         "max_revision": config.max_revision,
         "depth_bound": config.depth_bound,
+        "identity": config.identity,
+        "free_clock": config.free_clock,
     })
 }

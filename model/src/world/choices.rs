@@ -150,8 +150,8 @@ impl<L: Lifecycle> World<L> {
                 }
             }
         }
-        if state.now < self.config.max_time && self.someone_waits(state) && !self.expiry_due(state)
-        {
+        let waits = self.config.free_clock || self.someone_waits(state);
+        if state.now < self.config.max_time && waits && !self.expiry_due(state) {
             actions.push(Action::Tick { to: state.now + 1 });
         }
     }
@@ -578,7 +578,7 @@ impl<L: Lifecycle> World<L> {
     /// Whether some run is suspended. Time passes only then: while no run waits, a tick
     /// would only shift every later time by the same amount, and no rule depends on absolute
     /// time, so leaving those ticks out loses no behaviour and saves a factor of the clock.
-    fn someone_waits(&self, state: &WorldState<L::Run>) -> bool {
+    pub(super) fn someone_waits(&self, state: &WorldState<L::Run>) -> bool {
         state
             .runs
             .iter()
@@ -587,6 +587,7 @@ impl<L: Lifecycle> World<L> {
 
     /// Whether an identity is not run `r`'s.
     pub(super) fn foreign(&self, identity: &Identity, r: usize) -> bool {
-        self.cast.identities.get(r) != Some(identity)
+        let index = r.saturating_add(usize::from(self.config.identity));
+        self.cast.identities.get(index) != Some(identity)
     }
 }

@@ -1013,4 +1013,9 @@ pub mod witness {
     pub const BATCH_TWO_UNKNOWN: u16 = 1 << 11;
     /// A call edited by the approver was dispatched (spec BAT-5).
     pub const EDITED_DISPATCHED: u16 = 1 << 12;
+    /// The clock ticked while no run waited: only a free clock does (`Config::free_clock`,
+    /// the per-run reduction's stand-in for the other run's suspensions). Not a witness but
+    /// its opposite: no `sometimes` property is credited in a state reached through such a
+    /// tick ([`crate::world::World::may_witness`]).
+    pub const BORROWED_TIME: u16 = 1 << 13;
 }

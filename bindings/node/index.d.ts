@@ -313,26 +313,238 @@ export type Effect =
 
 export type EffectKind = Effect['effect'];
 
-/** The names of the kernel's rejections (spec/lifecycle.md lists each with its evidence). */
-export type RejectionKind =
-  | 'terminal' | 'identity_mismatch' | 'clock_regressed' | 'schema_too_new' | 'unknown_schema'
-  | 'migration_required' | 'digest_mismatch' | 'stale_revision' | 'future_revision'
-  | 'already_applied' | 'already_resumed' | 'resource_changed' | 'not_suspended'
-  | 'checkpoint_mismatch' | 'expired' | 'decision_mismatch' | 'approval_mismatch'
-  | 'approval_expired' | 'self_approval' | 'unauthorised' | 'wait_mismatch'
-  | 'permission_revoked' | 'budget_exhausted' | 'not_running' | 'already_suspended'
-  | 'expiry_not_in_future' | 'expiry_unreachable' | 'clock_exhausted' | 'no_attempts_allowed'
-  | 'key_conflict' | 'key_committed' | 'call_id_reused' | 'dispatch_in_flight'
-  | 'no_dispatch_in_flight' | 'result_mismatch' | 'nothing_in_flight' | 'nothing_unresolved'
-  | 'not_expired' | 'cancel_pending' | 'revision_exhausted' | 'empty_batch'
-  | 'duplicate_in_batch' | 'no_decision' | 'duplicate_decision' | 'decision_not_allowed'
-  | 'edit_key_bound' | 'no_decision_allowed';
+/** Which identity field a checkpoint got wrong; the values are never echoed (ID-1). */
+export type IdentityField = 'tenant' | 'session' | 'run' | 'definition';
 
-/** A rejection in the kernel's form: its name, and its evidence as further fields. */
-export interface Rejection {
-  rejection: RejectionKind;
-  [evidence: string]: unknown;
+/**
+ * Which checkpoint field disagrees with the run it claims to describe (`pending_call`: the
+ * pending call's id, tool, arguments or attempt).
+ */
+export type CheckpointField =
+  | 'reason' | 'pending_call' | 'key_digest' | 'requester' | 'waiting_on' | 'expires_at'
+  | 'responsible' | 'created_at' | 'resource_version' | 'cancel_requested_by' | 'batch';
+
+/** Which part of an approval does not bind to the pending call (APR-1). */
+export type ApprovalField = 'call_id' | 'args' | 'requester' | 'revision';
+
+// The kernel's rejections, one interface each: the `rejection` tag and the evidence, field for
+// field as the kernel writes them (spec/lifecycle.md section 8). A checkpoint's schema versions
+// and a call's attempts are small integers (`number`); times, revisions and resource versions
+// are `U64`.
+
+/** The run is completed or failed; nothing moves it again. */
+export interface TerminalRejection { rejection: 'terminal'; phase: PhaseKind }
+/** The checkpoint names another tenant, session, run or definition. */
+export interface IdentityMismatchRejection { rejection: 'identity_mismatch'; field: IdentityField }
+/** The input's time is before the run's last accepted input. */
+export interface ClockRegressedRejection { rejection: 'clock_regressed'; last: Time; got: Time }
+/** The checkpoint was written by a newer schema than this kernel reads. */
+export interface SchemaTooNewRejection {
+  rejection: 'schema_too_new';
+  supported: number;
+  got: number;
 }
+/** The checkpoint claims a schema version no kernel ever wrote (0). */
+export interface UnknownSchemaRejection { rejection: 'unknown_schema'; got: number }
+/** The checkpoint is an older schema and was not migrated. */
+export interface MigrationRequiredRejection {
+  rejection: 'migration_required';
+  got: number;
+  current: number;
+}
+/** The checkpoint's digest does not match its fields: `expected` recomputed, `found` carried. */
+export interface DigestMismatchRejection {
+  rejection: 'digest_mismatch';
+  expected: Digest;
+  found: Digest;
+}
+/** The checkpoint is older than the run and no resume was taken from it. */
+export interface StaleRevisionRejection {
+  rejection: 'stale_revision';
+  current: Revision;
+  got: Revision;
+}
+/** The checkpoint claims a revision the run never reached. */
+export interface FutureRevisionRejection {
+  rejection: 'future_revision';
+  current: Revision;
+  got: Revision;
+}
+/** This exact decision already resumed this checkpoint: the caller won. */
+export interface AlreadyAppliedRejection {
+  rejection: 'already_applied';
+  from: Revision;
+  to: Revision;
+}
+/** Another decision already resumed this checkpoint: the caller lost. */
+export interface AlreadyResumedRejection {
+  rejection: 'already_resumed';
+  from: Revision;
+  to: Revision;
+}
+/** The resource changed since the checkpoint. */
+export interface ResourceChangedRejection {
+  rejection: 'resource_changed';
+  checkpoint: U64;
+  current: U64;
+}
+/** The run is not suspended. */
+export interface NotSuspendedRejection { rejection: 'not_suspended'; phase: PhaseKind }
+/** The checkpoint disagrees with the run's suspension: the first field that differs. */
+export interface CheckpointMismatchRejection {
+  rejection: 'checkpoint_mismatch';
+  field: CheckpointField;
+}
+/** The suspension expired before the decision arrived. */
+export interface ExpiredRejection { rejection: 'expired'; expires_at: Time; now: Time }
+/** The decision does not answer the suspension's reason. */
+export interface DecisionMismatchRejection {
+  rejection: 'decision_mismatch';
+  reason: ReasonKind;
+  decision: DecisionKind;
+}
+/** The approval is for another call, arguments, requester or revision. */
+export interface ApprovalMismatchRejection { rejection: 'approval_mismatch'; field: ApprovalField }
+/** The approval itself expired. */
+export interface ApprovalExpiredRejection {
+  rejection: 'approval_expired';
+  expires_at: Time;
+  now: Time;
+}
+/** The requester tried to approve its own call. */
+export interface SelfApprovalRejection { rejection: 'self_approval'; party: Name }
+/** The decision came from a party other than the one the kernel recorded. */
+export interface UnauthorisedRejection { rejection: 'unauthorised'; expected: Name; got: Name }
+/** The callback or resource is not the one awaited. */
+export interface WaitMismatchRejection { rejection: 'wait_mismatch'; expected: Name; got: Name }
+/** Current policy no longer permits the step about to run. */
+export interface PermissionRevokedRejection { rejection: 'permission_revoked' }
+/** The budget no longer covers the step about to run. */
+export interface BudgetExhaustedRejection { rejection: 'budget_exhausted' }
+/** The input needs a running run. */
+export interface NotRunningRejection { rejection: 'not_running'; phase: PhaseKind }
+/** A suspend arrived while a suspension is pending: its reason. */
+export interface AlreadySuspendedRejection { rejection: 'already_suspended'; reason: ReasonKind }
+/** The expiry is not after the input's time. */
+export interface ExpiryNotInFutureRejection {
+  rejection: 'expiry_not_in_future';
+  expires_at: Time;
+  now: Time;
+}
+/** The expiry is the last instant, which no later input could pass. */
+export interface ExpiryUnreachableRejection { rejection: 'expiry_unreachable'; expires_at: Time }
+/** The input's time is the last instant: no suspension can begin. */
+export interface ClockExhaustedRejection { rejection: 'clock_exhausted'; at: Time }
+/** A call declared a contract allowing no attempt at all. */
+export interface NoAttemptsAllowedRejection { rejection: 'no_attempts_allowed' }
+/** The key was already used with other arguments. */
+export interface KeyConflictRejection { rejection: 'key_conflict'; key: IdempotencyKey }
+/** The key's committed result is already recorded: reuse it, never execute again. */
+export interface KeyCommittedRejection { rejection: 'key_committed'; key: IdempotencyKey }
+/** The call id was already used; an edited call needs a new id. */
+export interface CallIdReusedRejection { rejection: 'call_id_reused'; call_id: Name }
+/** The run's in-flight dispatch (this call) must be answered first. */
+export interface DispatchInFlightRejection { rejection: 'dispatch_in_flight'; call_id: Name }
+/** A tool result arrived while nothing is being dispatched. */
+export interface NoDispatchInFlightRejection {
+  rejection: 'no_dispatch_in_flight';
+  phase: PhaseKind;
+}
+/** A tool result for another call or attempt than the one in flight. */
+export interface ResultMismatchRejection {
+  rejection: 'result_mismatch';
+  /** The call in flight. */
+  call_id: Name;
+  /** The attempt in flight. */
+  attempt: number;
+  /** The call answered. */
+  got_call: Name;
+  /** The attempt answered. */
+  got_attempt: number;
+}
+/** Recover arrived with nothing in flight. */
+export interface NothingInFlightRejection { rejection: 'nothing_in_flight'; phase: PhaseKind }
+/** An intervention said an effect committed, but no effect is unsettled. */
+export interface NothingUnresolvedRejection { rejection: 'nothing_unresolved' }
+/** Expire arrived before the expiry. */
+export interface NotExpiredRejection { rejection: 'not_expired'; expires_at: Time; now: Time }
+/** A cancel already waits for an unsettled effect to be settled. */
+export interface CancelPendingRejection { rejection: 'cancel_pending' }
+/** The revision counter is exhausted. */
+export interface RevisionExhaustedRejection { rejection: 'revision_exhausted' }
+/** A batch with no calls. */
+export interface EmptyBatchRejection { rejection: 'empty_batch' }
+/** Two calls of one batch share a call id or a key: the later of the two. */
+export interface DuplicateInBatchRejection { rejection: 'duplicate_in_batch'; call_id: Name }
+/** A batch resume with no decision. */
+export interface NoDecisionRejection { rejection: 'no_decision' }
+/** Two decisions of one resume on the same call. */
+export interface DuplicateDecisionRejection { rejection: 'duplicate_decision'; call_id: Name }
+/** A decision the run's policy or the call's tool does not allow. */
+export interface DecisionNotAllowedRejection {
+  rejection: 'decision_not_allowed';
+  decision: VerdictKind;
+}
+/** An edit of a call whose key an earlier call bound (BAT-5). */
+export interface EditKeyBoundRejection { rejection: 'edit_key_bound'; key: IdempotencyKey }
+/** A suspension of a call no approver could answer: no decision both policy and tool allow. */
+export interface NoDecisionAllowedRejection { rejection: 'no_decision_allowed'; call_id: Name }
+
+/**
+ * A rejection in the kernel's form: its name in `rejection`, its evidence as further fields
+ * (spec/lifecycle.md section 8). Narrow on `rejection` to read the evidence.
+ */
+export type Rejection =
+  | TerminalRejection
+  | IdentityMismatchRejection
+  | ClockRegressedRejection
+  | SchemaTooNewRejection
+  | UnknownSchemaRejection
+  | MigrationRequiredRejection
+  | DigestMismatchRejection
+  | StaleRevisionRejection
+  | FutureRevisionRejection
+  | AlreadyAppliedRejection
+  | AlreadyResumedRejection
+  | ResourceChangedRejection
+  | NotSuspendedRejection
+  | CheckpointMismatchRejection
+  | ExpiredRejection
+  | DecisionMismatchRejection
+  | ApprovalMismatchRejection
+  | ApprovalExpiredRejection
+  | SelfApprovalRejection
+  | UnauthorisedRejection
+  | WaitMismatchRejection
+  | PermissionRevokedRejection
+  | BudgetExhaustedRejection
+  | NotRunningRejection
+  | AlreadySuspendedRejection
+  | ExpiryNotInFutureRejection
+  | ExpiryUnreachableRejection
+  | ClockExhaustedRejection
+  | NoAttemptsAllowedRejection
+  | KeyConflictRejection
+  | KeyCommittedRejection
+  | CallIdReusedRejection
+  | DispatchInFlightRejection
+  | NoDispatchInFlightRejection
+  | ResultMismatchRejection
+  | NothingInFlightRejection
+  | NothingUnresolvedRejection
+  | NotExpiredRejection
+  | CancelPendingRejection
+  | RevisionExhaustedRejection
+  | EmptyBatchRejection
+  | DuplicateInBatchRejection
+  | NoDecisionRejection
+  | DuplicateDecisionRejection
+  | DecisionNotAllowedRejection
+  | EditKeyBoundRejection
+  | NoDecisionAllowedRejection;
+
+/** The names of the kernel's rejections. */
+export type RejectionKind = Rejection['rejection'];
 
 /** The kernel accepted the input: store `run`, then carry out `effects` in order. */
 export interface Accepted {

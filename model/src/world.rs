@@ -65,6 +65,8 @@ pub struct World<L: Lifecycle> {
     runs: &'static Interner<Stored<L::Run>>,
     checkpoints: &'static Interner<Checkpoint>,
     logs: &'static Interner<Vec<Shared<Checkpoint>>>,
+    steps: &'static Interner<Staged<L::Run>>,
+    queues: &'static Interner<Queue>,
     /// Names this world in each thread's memo of steps (`memo.rs`); a clone keeps it, since
     /// it steps alike.
     id: u64,
@@ -81,6 +83,8 @@ impl<L: Lifecycle> World<L> {
             runs: Interner::global(),
             checkpoints: Interner::global(),
             logs: Interner::global(),
+            steps: Interner::global(),
+            queues: Interner::global(),
             id: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -105,15 +109,13 @@ impl<L: Lifecycle> World<L> {
 
     /// The stored run `r` as the properties see it.
     pub fn snapshot(&self, state: &WorldState<L::Run>, r: usize) -> Option<Snapshot> {
-        state
-            .runs
-            .get(r)
-            .map(|slot| self.lifecycle.snapshot(&slot.run.run))
+        state.runs.get(r).map(|slot| slot.run.snapshot)
     }
 
     /// The run as the store holds it: interned, with its view.
     fn store(&self, run: L::Run, history: StoreHistory) -> Shared<Stored<L::Run>> {
-        let mut view = view_of(&self.lifecycle.snapshot(&run));
+        let snapshot = self.lifecycle.snapshot(&run);
+        let mut view = view_of(&snapshot);
         for (i, state) in self.batch_states(&run).iter().enumerate() {
             match state {
                 Some(SlotState::Awaiting) if view.reason == Some(ReasonKind::PendingBatch) => {
@@ -126,7 +128,12 @@ impl<L: Lifecycle> World<L> {
                 _ => {}
             }
         }
-        self.runs.intern(Stored { run, history, view })
+        self.runs.intern(Stored {
+            run,
+            history,
+            view,
+            snapshot,
+        })
     }
 
     /// Where each call of [`BATCH`] stands in the run's batch, as the lifecycle lists it.
@@ -145,15 +152,18 @@ impl<L: Lifecycle> World<L> {
         states
     }
 
-    /// A checkpoint log with one more checkpoint.
+    /// A checkpoint log with one more (interned) checkpoint: remembered by both addresses
+    /// (`memo.rs`), so a log is copied and interned once per distinct append.
     fn append(
         &self,
         log: Shared<Vec<Shared<Checkpoint>>>,
-        checkpoint: Checkpoint,
+        checkpoint: Shared<Checkpoint>,
     ) -> Shared<Vec<Shared<Checkpoint>>> {
-        let mut next = (*log).clone();
-        next.push(self.checkpoints.intern(checkpoint));
-        self.logs.intern(next)
+        memo::appended(log, checkpoint, || {
+            let mut next = (*log).clone();
+            next.push(checkpoint);
+            self.logs.intern(next)
+        })
     }
 
     /// Whether `state` may witness a `sometimes` property: not if the path to it took a tick
@@ -276,11 +286,11 @@ impl<L: Lifecycle> Model for World<L> {
                 reuses: self.config.reuses,
                 outsider_moves: self.config.outsider_moves,
             },
-            runs: self.first_runs(),
-            workers: vec![Worker::Idle; usize::from(self.config.workers)],
-            requests: Vec::new(),
-            responses: Vec::new(),
-            decisions: Vec::new(),
+            runs: Runs::from_vec(self.first_runs()),
+            workers: Workers::from_elem(Worker::Idle, usize::from(self.config.workers)),
+            requests: ToolMsgs::new(),
+            responses: ToolMsgs::new(),
+            decisions: DecisionMsgs::new(),
             violated: Violations::NONE,
             seen: 0,
         }]

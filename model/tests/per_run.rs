@@ -339,7 +339,7 @@ fn projection<R: Clone + Hash>(state: &WorldState<R>, r: u8) -> Projection<R> {
     workers.sort_unstable();
     let mine = |m: &&ToolMsg| m.run == r;
     (
-        state.runs[usize::from(r)].clone(),
+        state.runs[usize::from(r)],
         state.now,
         workers,
         state.requests.iter().filter(mine).copied().collect(),

@@ -14,7 +14,17 @@ import {
 import { HitlGate, hitlDecisions } from '../hitl';
 import type { ApprovalRequest, SqliteDatabase } from '../gate';
 import type { HitlRequest } from '../hitl';
-import type { Batch, CallDecision, Decision, Proposal, Run, Slot, Wait } from '../index';
+import type {
+  Batch,
+  CallDecision,
+  Decision,
+  Proposal,
+  Rejected,
+  Revision,
+  Run,
+  Slot,
+  Wait,
+} from '../index';
 
 declare const db: SqliteDatabase;
 const identity = { tenant: 'a', session: 'b', run: 'c', definition: 'd' };
@@ -100,6 +110,16 @@ export function refusedKind(e: unknown): string | undefined {
   return undefined;
 }
 export { callOf };
+
+// A rejection's evidence, read after narrowing on its name: a caller whose reply was lost learns
+// from `already_applied` that its decision won, and at which revision.
+export function wonAt(refused: Rejected): Revision | undefined {
+  const r = refused.rejection;
+  if (r.rejection === 'already_applied') return r.to;
+  // @ts-expect-error: `to` is evidence of already_applied and already_resumed only.
+  if (r.rejection === 'stale_revision') return r.to;
+  return undefined;
+}
 
 // @ts-expect-error: a call without its idempotency key does not type-check.
 gated.call({ callId: 'c', tool: 't', args: {} }, { requester: 'a', approver: 'b', expiresIn: 1 });

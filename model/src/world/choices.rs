@@ -2,6 +2,7 @@
 //! inputs a worker may feed each run.
 
 use super::cast::{Cast, Step};
+use super::memo::{self, ExpiryKey};
 use super::{
     Action, Answer, CallVerdict, Choice, DecisionMsg, Intent, Party, Picks, RunSlot, Settle,
     ToolMsg, ToolOutcome, ToolSide, Verdict, Worker, World, WorldState,
@@ -9,6 +10,14 @@ use super::{
 use crate::config::Program;
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{Event, Identity, Input, Phase, PhaseKind, ReasonKind};
+use smallvec::SmallVec;
+
+/// The inputs on offer to one run, inline: the most a state offers is a few agent requests,
+/// the decisions and responses in flight, and a handful of others.
+pub(super) type Choices = SmallVec<[Choice; 16]>;
+
+/// What an honest operator may say, inline: at most two of the three settlements.
+pub(super) type Settlements = SmallVec<[Settle; 3]>;
 
 /// The call the agent asks approval for while its first approval is pending.
 const SECOND_SUSPEND: u8 = 2;
@@ -81,7 +90,7 @@ impl<L: Lifecycle> World<L> {
         }
         let idle = state.workers.iter().position(|w| matches!(w, Worker::Idle));
         if let Some(i) = idle {
-            let mut choices = Vec::new();
+            let mut choices = Choices::new();
             for r in 0..state.runs.len() {
                 choices.clear();
                 self.choices(state, r, &mut choices);
@@ -149,7 +158,7 @@ impl<L: Lifecycle> World<L> {
 
     /// The agent program's next request for a run, read from the run's own state: the
     /// program's step at the position given by the calls the run has bound, then complete.
-    fn intent(&self, slot: &RunSlot<L::Run>, snap: &Snapshot, out: &mut Vec<Choice>) {
+    fn intent(&self, slot: &RunSlot<L::Run>, snap: &Snapshot, out: &mut Choices) {
         let steps = self.config.program.steps();
         if self.config.program == Program::Batch {
             // One batch, then complete once every call of it is settled: nothing is asked
@@ -213,16 +222,16 @@ impl<L: Lifecycle> World<L> {
     }
 
     /// The inputs the world offers run `r`, in a fixed order.
-    pub(super) fn choices(&self, state: &WorldState<L::Run>, r: usize, out: &mut Vec<Choice>) {
+    pub(super) fn choices(&self, state: &WorldState<L::Run>, r: usize, out: &mut Choices) {
         let Some(slot) = state.runs.get(r) else {
             return;
         };
         if slot.run.view.revision >= u64::from(self.config.max_revision) {
             return;
         }
-        let snap = self.lifecycle.snapshot(&slot.run.run);
+        let snap = &slot.run.snapshot;
         let before = out.len();
-        self.intent(slot, &snap, out);
+        self.intent(slot, snap, out);
         if state.budgets.reuses == 0 {
             let mut i = before;
             while i < out.len() {
@@ -261,7 +270,7 @@ impl<L: Lifecycle> World<L> {
             if Self::time(state) > s.expires_at {
                 out.push(Choice::Expire);
             }
-            self.reconcile_choices(state, r, &snap, out);
+            self.reconcile_choices(state, r, snap, out);
         }
         // The batch world's owner cancels while the batch awaits decisions or has calls in
         // flight (spec 5.5, BAT-4): the single-call worlds cancel in every other phase.
@@ -280,7 +289,7 @@ impl<L: Lifecycle> World<L> {
         state: &WorldState<L::Run>,
         r: usize,
         snap: &Snapshot,
-        out: &mut Vec<Choice>,
+        out: &mut Choices,
     ) {
         let (Phase::Suspended(current), Some(slot)) = (&snap.phase, state.runs.get(r)) else {
             return;
@@ -353,9 +362,9 @@ impl<L: Lifecycle> World<L> {
         state: &WorldState<L::Run>,
         r: usize,
         call: Option<u8>,
-    ) -> Vec<Settle> {
+    ) -> Settlements {
         let Some(slot) = state.runs.get(r) else {
-            return Vec::new();
+            return Settlements::new();
         };
         let key = call.and_then(|c| self.cast.key_of(c));
         let committed = key.is_some_and(|k| slot.tool.committed_key(k));
@@ -374,7 +383,7 @@ impl<L: Lifecycle> World<L> {
             _ => false,
         });
         let can_commit_later = sent || to_send;
-        let mut out = Vec::with_capacity(3);
+        let mut out = Settlements::new();
         if committed {
             out.push(Settle::Committed);
         } else if !can_commit_later {
@@ -431,11 +440,11 @@ impl<L: Lifecycle> World<L> {
                     .count()
             };
             if sent(source, Party::Approver) < usize::from(self.config.approvers) {
-                let mut verdicts = vec![Verdict::Approve, Verdict::Deny];
-                if self.config.edited_approvals {
-                    verdicts.push(Verdict::ApproveEdited);
-                }
-                for verdict in verdicts {
+                let verdicts: &[Verdict] = match self.config.edited_approvals {
+                    true => &[Verdict::Approve, Verdict::Deny, Verdict::ApproveEdited],
+                    false => &[Verdict::Approve, Verdict::Deny],
+                };
+                for &verdict in verdicts {
                     out.push(Action::Decide {
                         msg: msg(source, Party::Approver, verdict),
                     });
@@ -539,7 +548,8 @@ impl<L: Lifecycle> World<L> {
 
     /// Whether some run's expiry is due: the clock has passed it and the lifecycle would
     /// accept the expiry now. Time does not pass a due expiry until a worker has fed it, which
-    /// is what bounds every suspension for a correct lifecycle (spec LIVE-1).
+    /// is what bounds every suspension for a correct lifecycle (spec LIVE-1). The answer is a
+    /// function of the interned run and the clock, so it is remembered (`memo.rs`).
     fn expiry_due(&self, state: &WorldState<L::Run>) -> bool {
         let at = Self::time(state);
         state.runs.iter().any(|slot| {
@@ -550,8 +560,15 @@ impl<L: Lifecycle> World<L> {
                         at,
                         event: Event::Expire,
                     };
+                    let key = ExpiryKey {
+                        world: self.id,
+                        run: slot.run.addr(),
+                        now: state.now,
+                    };
                     view.revision < u64::from(self.config.max_revision)
-                        && self.lifecycle.step(&slot.run.run, &expire).is_ok()
+                        && memo::expires(key, || {
+                            self.lifecycle.step(&slot.run.run, &expire).is_ok()
+                        })
                 }
                 _ => false,
             }

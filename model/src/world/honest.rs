@@ -59,10 +59,7 @@ impl<L: Lifecycle> World<L> {
     /// What an honest operator may say of run `r`'s intervention, as bits of [`Settle`]: the
     /// part of its honest answers that depends on more than the run and its tool.
     fn settlement_bits(&self, state: &WorldState<L::Run>, r: usize) -> u8 {
-        let snap = state
-            .runs
-            .get(r)
-            .map(|slot| self.lifecycle.snapshot(&slot.run.run));
+        let snap = state.runs.get(r).map(|slot| slot.run.snapshot);
         let call = (snap.as_ref())
             .and_then(|snap| match &snap.phase {
                 Phase::Suspended(s) => s.reason.call(),

@@ -64,6 +64,12 @@ impl<T> Shared<T> {
     pub fn addr(&self) -> usize {
         std::ptr::from_ref(self.0) as usize
     }
+
+    /// The value, for as long as the process lives (interned values are never freed): a
+    /// borrow of it does not hold the reference it was read through.
+    pub fn value(self) -> &'static T {
+        self.0
+    }
 }
 
 impl<T> Hash for Shared<T> {

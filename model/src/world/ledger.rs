@@ -203,14 +203,14 @@ impl<L: Lifecycle> World<L> {
         let r = usize::from(st.run);
         let now = next.now;
         let slot = next.runs.get_mut(r)?;
-        let before = self.lifecycle.snapshot(&slot.run.run);
+        let before = &slot.run.value().snapshot;
         if before.revision.0 != st.from {
             return Some(next);
         }
-        let after = self.lifecycle.snapshot(&st.next.run);
+        let after = &st.next.value().snapshot;
         let mut raise = st.raise;
         let was = self.batch_states(&slot.run.run);
-        self.settle_books(state, slot, &st.choice, &after);
+        self.settle_books(state, slot, &st.choice, after);
         if let Choice::Decision(m) = st.choice {
             if let Verdict::Batch(picks) = m.verdict {
                 for (decided, pick) in slot.decided.iter_mut().zip(picks) {
@@ -223,11 +223,8 @@ impl<L: Lifecycle> World<L> {
             raise |= self.batch_dispatch(slot, call, st.edited & (1 << i) != 0);
         }
         raise |= self.batch_settled(slot, &was, &self.batch_states(&st.next.run), &st.next.view);
-        if st.dispatches[0].is_some() {
-            next.workers[w] = Worker::Dispatching {
-                run: st.run,
-                queue: st.dispatches,
-            };
+        if let Some(queue) = st.queue {
+            next.workers[w] = Worker::Dispatching { run: st.run, queue };
         }
         // A decision that leaves a batch awaiting others has not resumed it: every decision
         // of a batch binds to its one checkpoint, and only the last resumes (spec 5.5).
@@ -252,7 +249,7 @@ impl<L: Lifecycle> World<L> {
             .checkpoint
             .filter(|cp| slot.checkpoints.last() != Some(cp))
         {
-            slot.checkpoints = self.append(slot.checkpoints, *cp);
+            slot.checkpoints = self.append(slot.checkpoints, cp);
         }
         slot.waiting_since = match (&before.phase, &after.phase) {
             (Phase::Suspended(b), Phase::Suspended(a))

@@ -12,8 +12,9 @@
 //! that grows past its bound is emptied and starts again: a bound on memory, never a change
 //! in what is computed.
 
-use super::intern::FastHasher;
+use super::intern::{FastHasher, Shared};
 use super::{Choice, Staged};
+use resumable_kernel::Checkpoint;
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -60,8 +61,8 @@ pub(super) enum Stepped<R: 'static> {
     Accepted {
         /// As above.
         moved: bool,
-        /// The step.
-        staged: Staged<R>,
+        /// The step, interned.
+        staged: Shared<Staged<R>>,
     },
 }
 
@@ -87,6 +88,18 @@ pub(super) struct AnswerKey {
     pub(super) settlements: u8,
 }
 
+/// Everything it depends on whether a run accepts its expiry now: the run, once the clock
+/// has passed the suspension's expiry (see `World::expiry_due`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) struct ExpiryKey {
+    /// The world, by id.
+    pub(super) world: u64,
+    /// The stored run, by address.
+    pub(super) run: usize,
+    /// The clock.
+    pub(super) now: u8,
+}
+
 thread_local! {
     /// Per world (by id), this thread's remembered steps: a `Steps<R>` each.
     static STEPS: RefCell<HashMap<u64, Box<dyn Any>, FastBuild>> =
@@ -94,24 +107,72 @@ thread_local! {
     /// This thread's remembered answers to LIVE-2's question, for every world.
     static ANSWERS: RefCell<HashMap<AnswerKey, bool, FastBuild>> =
         RefCell::new(HashMap::default());
+    /// This thread's remembered appends to checkpoint logs, by the log's and the
+    /// checkpoint's addresses: the same for every world, as the interners are.
+    static APPENDS: RefCell<HashMap<(usize, usize), Log, FastBuild>> =
+        RefCell::new(HashMap::default());
+    /// This thread's remembered answers to whether a run accepts its expiry, for every world.
+    static EXPIRIES: RefCell<HashMap<ExpiryKey, bool, FastBuild>> =
+        RefCell::new(HashMap::default());
+}
+
+/// A run's checkpoint log, interned.
+type Log = Shared<Vec<Shared<Checkpoint>>>;
+
+/// `log` with `checkpoint` appended: remembered, or made by `compute` and remembered.
+pub(super) fn appended(
+    log: Log,
+    checkpoint: Shared<Checkpoint>,
+    compute: impl FnOnce() -> Log,
+) -> Log {
+    let key = (log.addr(), checkpoint.addr());
+    let known = APPENDS.try_with(|appends| appends.borrow().get(&key).copied());
+    if let Ok(Some(appended)) = known {
+        return appended;
+    }
+    let appended = compute();
+    let _ = APPENDS.try_with(|appends| {
+        let mut appends = appends.borrow_mut();
+        if appends.len() >= MAX_STEPS {
+            appends.clear();
+        }
+        appends.insert(key, appended);
+    });
+    appended
+}
+
+/// The answer of `key` in `memo`: remembered, or computed by `compute` and remembered.
+fn remembered<K: Eq + std::hash::Hash>(
+    memo: &'static std::thread::LocalKey<RefCell<HashMap<K, bool, FastBuild>>>,
+    key: K,
+    compute: impl FnOnce() -> bool,
+) -> bool {
+    // During a thread's teardown its memo may be gone: the answer is then computed.
+    let known = memo.try_with(|answers| answers.borrow().get(&key).copied());
+    if let Ok(Some(answer)) = known {
+        return answer;
+    }
+    let answer = compute();
+    let _ = memo.try_with(|answers| {
+        let mut answers = answers.borrow_mut();
+        if answers.len() >= MAX_STEPS {
+            answers.clear();
+        }
+        answers.insert(key, answer);
+    });
+    answer
 }
 
 /// Whether the run of `key` accepts some honest answer: remembered, or computed by
 /// `compute` and remembered.
 pub(super) fn answered(key: AnswerKey, compute: impl FnOnce() -> bool) -> bool {
-    let known = ANSWERS.try_with(|answers| answers.borrow().get(&key).copied());
-    if let Ok(Some(answered)) = known {
-        return answered;
-    }
-    let answered = compute();
-    let _ = ANSWERS.try_with(|answers| {
-        let mut answers = answers.borrow_mut();
-        if answers.len() >= MAX_STEPS {
-            answers.clear();
-        }
-        answers.insert(key, answered);
-    });
-    answered
+    remembered(&ANSWERS, key, compute)
+}
+
+/// Whether the run of `key` accepts its expiry: remembered, or computed by `compute` and
+/// remembered.
+pub(super) fn expires(key: ExpiryKey, compute: impl FnOnce() -> bool) -> bool {
+    remembered(&EXPIRIES, key, compute)
 }
 
 /// The step of `key` in world `world`: remembered, or computed by `compute` and remembered.

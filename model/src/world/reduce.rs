@@ -93,7 +93,7 @@ impl<L: Lifecycle> World<L> {
         if busy {
             return false;
         }
-        let mut offered = Vec::new();
+        let mut offered = super::choices::Choices::new();
         self.choices(state, r, &mut offered);
         offered.is_empty()
     }

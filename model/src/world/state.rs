@@ -2,12 +2,20 @@
 //! so it is kept small: indices are `u8`, sets of keys and revisions are bit sets, messages
 //! are sorted vectors (a multiset with one canonical order), and the configuration lives
 //! outside, in [`crate::config::Config`].
+//!
+//! Every successor the checker generates is a copy of its state, so the state's vectors are
+//! held inline ([`SmallVec`]) and a copy allocates nothing: runs and workers up to the
+//! configuration's bounds, messages up to the few that are usually in flight. A message bag
+//! may still grow past its inline room (a broken lifecycle may dispatch again and again); it
+//! then moves to the heap, and the state is the same value, equal and hashed as before.
 
 use super::intern::Shared;
 use resumable_kernel::{
     Call, Checkpoint, Digest, Fingerprint, HistoryEntry, KeyUse, PhaseKind, Prior, ReasonKind,
     SpecId, Time,
 };
+use smallvec::SmallVec;
+use std::hash::{Hash, Hasher};
 use std::ops::{BitOr, BitOrAssign};
 
 /// The idempotency keys the world's calls use (`k0`, `k1`, `k2`): the tool's ledger and the
@@ -31,6 +39,9 @@ pub struct Stored<R> {
     pub history: StoreHistory,
     /// What the world reads of it.
     pub view: RunView,
+    /// The run as the properties see it, taken once when the run is stored: the world reads
+    /// it at every state, and a snapshot copies the run's phase whole.
+    pub snapshot: crate::Snapshot,
 }
 
 /// The most bindings the world's programs make in one run: three calls, the agent's
@@ -145,30 +156,133 @@ pub struct RunView {
     pub batch_in_flight: u8,
 }
 
+/// The most runs a configuration has ([`crate::config::Config::validate`]): the runs are
+/// held inline up to it.
+pub const MAX_RUNS: usize = 2;
+
+/// The most workers a configuration has ([`crate::config::Config::validate`]): the workers
+/// are held inline up to it.
+pub const MAX_WORKERS: usize = 4;
+
+/// Messages of one kind held inline before a bag moves to the heap: more than a correct
+/// lifecycle has in flight in the default check's worlds.
+pub const INLINE_MESSAGES: usize = 4;
+
+/// The runs of a state, inline.
+pub type Runs<R> = SmallVec<[RunSlot<R>; MAX_RUNS]>;
+
+/// The workers of a state, inline.
+pub type Workers<R> = SmallVec<[Worker<R>; MAX_WORKERS]>;
+
+/// A bag of tool messages, sorted, inline while small.
+pub type ToolMsgs = SmallVec<[ToolMsg; INLINE_MESSAGES]>;
+
+/// A bag of decisions, sorted, inline while small.
+pub type DecisionMsgs = SmallVec<[DecisionMsg; INLINE_MESSAGES]>;
+
 /// The state of the whole world, generic over the lifecycle's run type `R`.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(PartialEq, Eq, Debug)]
 pub struct WorldState<R: 'static> {
     /// The logical clock, in ticks.
     pub now: u8,
     /// What the environment may still do.
     pub budgets: Budgets,
     /// One slot per run: its durable store, its log summary, the tool's durable side.
-    pub runs: Vec<RunSlot<R>>,
+    pub runs: Runs<R>,
     /// The workers. None of them is named anywhere else in the state, so they are
     /// interchangeable: sorting them gives a canonical representative.
-    pub workers: Vec<Worker<R>>,
+    pub workers: Workers<R>,
     /// Requests dispatched to the tool and not yet handled (delayed arbitrarily).
-    pub requests: Vec<ToolMsg>,
+    pub requests: ToolMsgs,
     /// Tool responses travelling back (delayed arbitrarily, or lost within the budget).
-    pub responses: Vec<ToolMsg>,
+    pub responses: ToolMsgs,
     /// Decisions sent by approvers, each with how often it has been delivered so far.
-    pub decisions: Vec<DecisionMsg>,
+    pub decisions: DecisionMsgs,
     /// The rules found broken along the path to this state, by spec ID (see [`Violations`]).
     /// Always empty for a correct lifecycle, so it never splits its states.
     pub violated: Violations,
     /// Rare events seen along the path that no state shows otherwise, for the `sometimes`
     /// properties: see [`witness`].
     pub seen: u16,
+}
+
+// Every successor starts as a clone of its state: each vector is copied whole from its
+// slice (its elements are all copies), not element by element as a derive would.
+impl<R> Clone for WorldState<R> {
+    fn clone(&self) -> Self {
+        let WorldState {
+            now,
+            budgets,
+            runs,
+            workers,
+            requests,
+            responses,
+            decisions,
+            violated,
+            seen,
+        } = self;
+        WorldState {
+            now: *now,
+            budgets: *budgets,
+            runs: SmallVec::from_slice(runs),
+            workers: SmallVec::from_slice(workers),
+            requests: SmallVec::from_slice(requests),
+            responses: SmallVec::from_slice(responses),
+            decisions: SmallVec::from_slice(decisions),
+            violated: *violated,
+            seen: *seen,
+        }
+    }
+}
+
+// The checker identifies a state by this hash alone, so different states must write
+// different words: the small fields packed into words, each in bits of its own, then the
+// lengths of the vectors, then their elements (each written the same way). A state is hashed
+// for every successor generated; a few words cost less than a word per field.
+impl<R: Hash> Hash for WorldState<R> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let WorldState {
+            now,
+            budgets,
+            runs,
+            workers,
+            requests,
+            responses,
+            decisions,
+            violated,
+            seen,
+        } = self;
+        let Budgets {
+            crashes,
+            losses,
+            duplicates,
+            cancels,
+            reuses,
+            outsider_moves,
+        } = *budgets;
+        // A vector grows by at most one element a step, far from 65,535 on any path the
+        // checker explores.
+        let length = |n: usize| u64::from(u16::try_from(n).unwrap_or(u16::MAX));
+        state.write_u64(
+            u64::from(*now)
+                | u64::from(crashes) << 8
+                | u64::from(losses) << 16
+                | u64::from(duplicates) << 24
+                | u64::from(cancels) << 32
+                | u64::from(reuses) << 40
+                | u64::from(outsider_moves) << 48,
+        );
+        state.write_u64(violated.bits());
+        state.write_u64(u64::from(*seen) | length(runs.len()) << 16 | length(workers.len()) << 32);
+        state.write_u64(
+            length(requests.len()) | length(responses.len()) << 16 | length(decisions.len()) << 32,
+        );
+        runs.iter().for_each(|r| r.hash(state));
+        workers.iter().for_each(|w| w.hash(state));
+        requests.iter().for_each(|m| m.hash(state));
+        responses.iter().for_each(|m| m.hash(state));
+        decisions.iter().for_each(|m| m.hash(state));
+    }
 }
 
 /// The environment's remaining budgets.
@@ -189,7 +303,7 @@ pub struct Budgets {
 }
 
 /// One run's durable side of the world.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(PartialEq, Eq, Debug)]
 pub struct RunSlot<R: 'static> {
     /// The durable store's record of the run, written with compare-and-set on its revision.
     pub run: Shared<Stored<R>>,
@@ -226,6 +340,77 @@ pub struct RunSlot<R: 'static> {
     /// lifecycle accepts more). What the batch properties check dispatches and settlements
     /// against (spec BAT-2, BAT-3, BAT-4, BAT-5).
     pub decided: [Option<CallVerdict>; 2],
+}
+
+// Written out because a derive would require `R: Clone`; every field is a copy.
+impl<R> Clone for RunSlot<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for RunSlot<R> {}
+
+// Hashed at every state: the two references, then three words holding every other field,
+// each in bits of its own, so that different slots write different words.
+impl<R> Hash for RunSlot<R> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let RunSlot {
+            run,
+            checkpoints,
+            audited,
+            waiting_since,
+            orphaned,
+            won,
+            books: [b0, b1, b2],
+            payloads: [p0, p1, p2],
+            dispatched,
+            tool:
+                ToolSide {
+                    committed,
+                    fenced,
+                    denied_commit,
+                },
+            resource,
+            cancelled,
+            decided: [d0, d1],
+        } = *self;
+        let since = waiting_since.map_or(0, |t| 0x100 | u64::from(t));
+        let decided = |v: Option<CallVerdict>| match v {
+            None => 0,
+            Some(CallVerdict::Approve) => 1,
+            Some(CallVerdict::Edit) => 2,
+            Some(CallVerdict::Reject) => 3,
+            Some(CallVerdict::Respond) => 4,
+            Some(CallVerdict::Deny) => 5,
+        };
+        run.hash(state);
+        checkpoints.hash(state);
+        state.write_u64(
+            u64::from(won)
+                | u64::from(dispatched) << 32
+                | u64::from(audited) << 48
+                | u64::from(resource) << 56,
+        );
+        state.write_u64(
+            u64::from(b0)
+                | u64::from(b1) << 8
+                | u64::from(b2) << 16
+                | u64::from(p0) << 24
+                | u64::from(p1) << 32
+                | u64::from(p2) << 40
+                | since << 48
+                | u64::from(orphaned) << 57
+                | u64::from(cancelled) << 58,
+        );
+        state.write_u64(
+            u64::from(committed)
+                | u64::from(fenced) << 16
+                | u64::from(denied_commit) << 32
+                | decided(d0) << 48
+                | decided(d1) << 51,
+        );
+    }
 }
 
 /// Bits of [`RunSlot::books`]: the world's ledger of each key, for the properties.
@@ -273,24 +458,54 @@ impl ToolSide {
 }
 
 /// A worker: idle, holding a step it computed and will write, or carrying out a dispatch.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+/// What it holds is interned, so a worker is a few bytes to copy and hash.
+#[derive(PartialEq, Eq, Hash, Debug)]
 pub enum Worker<R: 'static> {
     /// Nothing in hand.
     Idle,
-    /// It read the run at `from`, stepped it locally and will compare-and-set.
-    Staged(Staged<R>),
+    /// It read the run at `from`, stepped it locally and will compare-and-set. The step is
+    /// interned, as the runs are: a step is computed once and held by many states, which
+    /// then copy and hash a reference rather than the step.
+    Staged(Shared<Staged<R>>),
     /// Its write landed; it still has to send the step's dispatches to the tool, in order.
     Dispatching {
         /// The run.
         run: u8,
         /// Call and attempt of each dispatch still to send; the first is always present.
-        queue: Dispatches,
+        queue: Shared<Queue>,
     },
 }
+
+// Written out because a derive would require `R: Clone`; every field is a copy.
+impl<R> Clone for Worker<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Worker<R> {}
 
 /// Up to [`resumable_kernel::effect::MAX_EFFECTS`] dispatches (proposal, attempt), in order,
 /// packed to the front: as many as one effect list can hold.
 pub type Dispatches = [Option<(u8, u8)>; resumable_kernel::effect::MAX_EFFECTS];
+
+/// A worker's dispatches still to send, never empty, interned with what is left of it once
+/// its first is sent: sending one is following a reference.
+#[derive(PartialEq, Eq, Hash, Debug)]
+pub struct Queue {
+    /// The dispatches, packed to the front; the first is always present.
+    pub dispatches: Dispatches,
+    /// The queue once the first is sent, or `None` if it was the last. A function of
+    /// `dispatches`, interned as they are.
+    pub rest: Option<Shared<Queue>>,
+}
+
+impl std::ops::Deref for Queue {
+    type Target = Dispatches;
+    fn deref(&self) -> &Dispatches {
+        &self.dispatches
+    }
+}
 
 /// A step computed and not yet written.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -308,6 +523,9 @@ pub struct Staged<R: 'static> {
     /// The dispatches to carry out after the write, in order. A correct lifecycle emits at
     /// most one; a broken one may emit more.
     pub dispatches: Dispatches,
+    /// The same dispatches as the queue a worker carries after the write (`None` if there
+    /// are none): determined by `dispatches`, made once with the step.
+    pub queue: Option<Shared<Queue>>,
     /// For a resume, the revision of the checkpoint it was taken from (the configuration
     /// keeps revisions below 32).
     pub resumed_from: Option<u8>,
@@ -380,20 +598,22 @@ impl<R: Eq> Ord for Worker<R> {
             (Worker::Idle, Worker::Idle) => Ordering::Equal,
             (Worker::Idle, _) => Ordering::Less,
             (_, Worker::Idle) => Ordering::Greater,
-            (Worker::Staged(a), Worker::Staged(b)) => a.cmp(b),
+            // By content, not by address: the order is the one of the steps themselves.
+            (Worker::Staged(a), Worker::Staged(b)) => (**a).cmp(&**b),
             (Worker::Staged(_), _) => Ordering::Less,
             (_, Worker::Staged(_)) => Ordering::Greater,
+            // By content, as above.
             (
                 Worker::Dispatching { run: a, queue: qa },
                 Worker::Dispatching { run: b, queue: qb },
-            ) => (a, qa).cmp(&(b, qb)),
+            ) => (a, &qa.dispatches).cmp(&(b, &qb.dispatches)),
         }
     }
 }
 
 /// A request to the tool or its response: the run, the proposal (the call as the agent made
 /// it: id, key and arguments) and the attempt.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord)]
 pub struct ToolMsg {
     /// The run.
     pub run: u8,
@@ -401,6 +621,14 @@ pub struct ToolMsg {
     pub call: u8,
     /// The attempt.
     pub attempt: u8,
+}
+
+// One word per message, written at every state that holds it.
+impl Hash for ToolMsg {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let ToolMsg { run, call, attempt } = *self;
+        state.write_u32(u32::from(run) << 16 | u32::from(call) << 8 | u32::from(attempt));
+    }
 }
 
 /// Who sent a decision.
@@ -452,7 +680,7 @@ impl CallVerdict {
 pub type Picks = [Option<CallVerdict>; 2];
 
 /// A decision on a checkpoint, in flight to a run.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord)]
 pub struct DecisionMsg {
     /// The run it is sent to.
     pub target: u8,
@@ -470,6 +698,58 @@ pub struct DecisionMsg {
     pub expires_at: u8,
     /// How often it has been delivered.
     pub delivered: u8,
+}
+
+impl Verdict {
+    /// A number for each verdict, different for different verdicts: below 3 for the single
+    /// verdicts, and for a batch 3 plus its two picks in base 6.
+    fn code(self) -> u64 {
+        let pick = |p: Option<CallVerdict>| match p {
+            None => 0,
+            Some(CallVerdict::Approve) => 1,
+            Some(CallVerdict::Edit) => 2,
+            Some(CallVerdict::Reject) => 3,
+            Some(CallVerdict::Respond) => 4,
+            Some(CallVerdict::Deny) => 5,
+        };
+        match self {
+            Verdict::Approve => 0,
+            Verdict::Deny => 1,
+            Verdict::ApproveEdited => 2,
+            Verdict::Batch([a, b]) => 3 + 6 * pick(a) + pick(b),
+        }
+    }
+}
+
+// One word per decision, written at every state that holds it: each field in bits of its
+// own (the verdict's code is below 64), so different decisions write different words.
+impl Hash for DecisionMsg {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let DecisionMsg {
+            target,
+            source,
+            checkpoint,
+            revision,
+            party,
+            verdict,
+            expires_at,
+            delivered,
+        } = *self;
+        let party = match party {
+            Party::Approver => 0,
+            Party::Requester => 1,
+        };
+        state.write_u64(
+            u64::from(target)
+                | u64::from(source) << 8
+                | u64::from(checkpoint) << 16
+                | u64::from(revision) << 24
+                | u64::from(expires_at) << 32
+                | u64::from(delivered) << 40
+                | party << 48
+                | verdict.code() << 49,
+        );
+    }
 }
 
 /// The agent program's next request.

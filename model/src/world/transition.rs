@@ -5,8 +5,9 @@
 use super::cast::{BATCH, GATED};
 use super::memo::{self, StepKey, Stepped};
 use super::{
-    witness, Answer, CallVerdict, Choice, DecisionMsg, Intent, Party, Picks, RunView, Settle,
-    Staged, ToolMsg, ToolOutcome, ToolSide, Verdict, Worker, World, WorldState,
+    witness, Answer, CallVerdict, Choice, DecisionMsg, Dispatches, Intent, Party, Picks, Queue,
+    RunView, Settle, Shared, Staged, ToolMsg, ToolOutcome, ToolSide, Verdict, Worker, World,
+    WorldState,
 };
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
@@ -14,6 +15,7 @@ use resumable_kernel::{
     Proposal, Proposals, QueryAnswer, ReasonKind, Rejection, Resolution, Resume, SlotState, SpecId,
     Time, Verdict as BatchVerdict, Wait,
 };
+use smallvec::{Array, SmallVec};
 
 /// What a step starts from: the run's snapshot and view, and, while its batch awaits
 /// decisions, the revision of the batch's checkpoint.
@@ -27,13 +29,19 @@ pub(super) struct Before<'a> {
 }
 
 /// Inserts into a sorted vector, keeping it sorted: the multiset's canonical order.
-pub(super) fn insert_sorted<T: Ord>(v: &mut Vec<T>, x: T) {
+pub(super) fn insert_sorted<A: Array>(v: &mut SmallVec<A>, x: A::Item)
+where
+    A::Item: Ord,
+{
     let i = v.partition_point(|y| *y <= x);
     v.insert(i, x);
 }
 
 /// Removes one element equal to `x`, if any.
-fn remove_one<T: PartialEq>(v: &mut Vec<T>, x: &T) -> Option<T> {
+fn remove_one<A: Array>(v: &mut SmallVec<A>, x: &A::Item) -> Option<A::Item>
+where
+    A::Item: PartialEq,
+{
     let i = v.iter().position(|y| y == x)?;
     Some(v.remove(i))
 }
@@ -420,7 +428,10 @@ impl<L: Lifecycle> World<L> {
                     opened,
                 };
                 match self.staged(r, &from, &input, choice, stored, &effects) {
-                    Some(staged) => Stepped::Accepted { moved, staged },
+                    Some(staged) => Stepped::Accepted {
+                        moved,
+                        staged: self.steps.intern(staged),
+                    },
                     None => Stepped::Impossible,
                 }
             }
@@ -483,6 +494,7 @@ impl<L: Lifecycle> World<L> {
             next,
             checkpoint: effects.checkpoint().map(|c| self.checkpoints.intern(*c)),
             dispatches,
+            queue: self.queue(dispatches),
             resumed_from: match &input.event {
                 Event::Resume(res) => u8::try_from(res.checkpoint.revision.0).ok(),
                 _ => None,
@@ -499,6 +511,18 @@ impl<L: Lifecycle> World<L> {
             witness,
             edited,
         })
+    }
+
+    /// The queue a worker carries to send `dispatches` (packed to the front), with every
+    /// queue left after each send, interned; `None` if there is nothing to send.
+    fn queue(&self, dispatches: Dispatches) -> Option<Shared<Queue>> {
+        dispatches[0]?;
+        let mut rest = [None; resumable_kernel::effect::MAX_EFFECTS];
+        rest[..dispatches.len() - 1].copy_from_slice(&dispatches[1..]);
+        Some(self.queues.intern(Queue {
+            dispatches,
+            rest: self.queue(rest),
+        }))
     }
 
     /// The rare batch events a step shows (see [`witness`]).
@@ -550,18 +574,12 @@ impl<L: Lifecycle> World<L> {
     ) -> Option<WorldState<L::Run>> {
         let mut next = state.clone();
         let worker = next.workers.get_mut(w)?;
-        let Worker::Dispatching { run, queue } = worker else {
+        let Worker::Dispatching { run, queue } = *worker else {
             return None;
         };
-        let mut rest = [None; resumable_kernel::effect::MAX_EFFECTS];
-        rest[..queue.len() - 1].copy_from_slice(&queue[1..]);
-        *worker = if rest[0].is_some() {
-            Worker::Dispatching {
-                run: *run,
-                queue: rest,
-            }
-        } else {
-            Worker::Idle
+        *worker = match queue.rest {
+            Some(rest) => Worker::Dispatching { run, queue: rest },
+            None => Worker::Idle,
         };
         insert_sorted(&mut next.requests, msg);
         Some(next)

@@ -438,6 +438,13 @@ pub fn run(args: &Args) -> ExitCode {
     };
     match result {
         Ok(report) => {
+            // Two runs multiply: where the whole world was cut short, say what does finish.
+            if report.exit_code == output::status::INCOMPLETE && setup.config.per_run().is_ok() {
+                output::note(
+                    "note: two runs multiply each other's states; `--reduction per-run` checks \
+                     each run alone, soundly (spec/check-output.md, \"The per-run reduction\")",
+                );
+            }
             let text = match args.format {
                 Format::Text => report.to_text(),
                 Format::Json => format!("{}\n", report.to_json()),

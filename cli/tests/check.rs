@@ -435,6 +435,17 @@ fn the_per_run_reduction_checks_each_run_alone_and_judges_as_the_whole() {
 }
 
 #[test]
+fn a_two_run_check_cut_short_points_to_the_per_run_reduction() {
+    let o = check(&["--runs", "2", "--max-states", "50"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    assert!(stderr(&o).contains("--reduction per-run"), "{}", stderr(&o));
+    // One run, or a pass, says nothing of it.
+    let o = check(&["--runs", "1", "--max-states", "50"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(!stderr(&o).contains("per-run"), "{}", stderr(&o));
+}
+
+#[test]
 fn the_per_run_reduction_is_refused_where_it_does_not_apply() {
     for (args, says) in [
         (&["--reduction", "per-run"][..], "give --runs 2"),

@@ -19,6 +19,16 @@ use stateright::Model;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
+/// Two runs of the default world, without lost responses or duplicated decisions.
+fn quiet_two() -> Config {
+    Config {
+        runs: 2,
+        losses: 0,
+        duplicates: 0,
+        ..Config::default()
+    }
+}
+
 /// Checks `world` (symmetry on); past the first violation with `keep_going`.
 fn check<L: Lifecycle + Sync>(lifecycle: L, config: Config, keep_going: bool) -> Report
 where
@@ -231,11 +241,7 @@ fn every_two_run_world_small_enough_for_the_whole_search_agrees() {
         runs: 2,
         ..Config::default()
     };
-    let quiet = Config {
-        losses: 0,
-        duplicates: 0,
-        ..two
-    };
+    let quiet = quiet_two();
     let worlds = [
         ("approval, no crash", Config { crashes: 0, ..two }),
         (
@@ -384,12 +390,7 @@ fn what_two_runs_show_of_run_0_is_what_its_world_alone_reaches_with_a_free_clock
     // seen from run 0, is a state of `run-0`'s world. And the free clock is needed for it:
     // the world of run 0 alone whose clock ticks only while it waits misses some of them
     // (time passes while run 0 runs, as long as run 1 waits).
-    let quiet = Config {
-        runs: 2,
-        losses: 0,
-        duplicates: 0,
-        ..Config::default()
-    };
+    let quiet = quiet_two();
     let worlds = [
         (
             "approval, no crash",

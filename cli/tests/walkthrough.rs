@@ -100,7 +100,10 @@ fn the_readmes_runtime_walkthrough_runs_as_written_and_prints_what_it_shows() {
             continue;
         }
         if trimmed == "kill %1" {
-            drop(service.0.take().expect("a background service to stop"));
+            // Dropping a `Child` leaves its process running: stop it, as `kill %1` does.
+            let mut child = service.0.take().expect("a background service to stop");
+            child.kill().expect("the service is stopped");
+            child.wait().expect("the service is reaped");
             continue;
         }
         let (mut words, out, background) = parse(trimmed);

@@ -578,6 +578,8 @@ impl<L: Lifecycle> World<L> {
     /// Whether some run is suspended. Time passes only then: while no run waits, a tick
     /// would only shift every later time by the same amount, and no rule depends on absolute
     /// time, so leaving those ticks out loses no behaviour and saves a factor of the clock.
+    /// A free clock (`Config::free_clock`, the per-run reduction's) ticks at any step: in a
+    /// world of one run it stands for another run's suspensions, which that world leaves out.
     pub(super) fn someone_waits(&self, state: &WorldState<L::Run>) -> bool {
         state
             .runs

@@ -125,42 +125,29 @@ pub(super) fn appended(
     checkpoint: Shared<Checkpoint>,
     compute: impl FnOnce() -> Log,
 ) -> Log {
-    let key = (log.addr(), checkpoint.addr());
-    let known = APPENDS.try_with(|appends| appends.borrow().get(&key).copied());
-    if let Ok(Some(appended)) = known {
-        return appended;
-    }
-    let appended = compute();
-    let _ = APPENDS.try_with(|appends| {
-        let mut appends = appends.borrow_mut();
-        if appends.len() >= MAX_STEPS {
-            appends.clear();
-        }
-        appends.insert(key, appended);
-    });
-    appended
+    remembered(&APPENDS, (log.addr(), checkpoint.addr()), compute)
 }
 
-/// The answer of `key` in `memo`: remembered, or computed by `compute` and remembered.
-fn remembered<K: Eq + std::hash::Hash>(
-    memo: &'static std::thread::LocalKey<RefCell<HashMap<K, bool, FastBuild>>>,
+/// The value of `key` in `memo`: remembered, or computed by `compute` and remembered.
+fn remembered<K: Eq + std::hash::Hash, V: Copy>(
+    memo: &'static std::thread::LocalKey<RefCell<HashMap<K, V, FastBuild>>>,
     key: K,
-    compute: impl FnOnce() -> bool,
-) -> bool {
-    // During a thread's teardown its memo may be gone: the answer is then computed.
-    let known = memo.try_with(|answers| answers.borrow().get(&key).copied());
-    if let Ok(Some(answer)) = known {
-        return answer;
+    compute: impl FnOnce() -> V,
+) -> V {
+    // During a thread's teardown its memo may be gone: the value is then computed.
+    let known = memo.try_with(|values| values.borrow().get(&key).copied());
+    if let Ok(Some(value)) = known {
+        return value;
     }
-    let answer = compute();
-    let _ = memo.try_with(|answers| {
-        let mut answers = answers.borrow_mut();
-        if answers.len() >= MAX_STEPS {
-            answers.clear();
+    let value = compute();
+    let _ = memo.try_with(|values| {
+        let mut values = values.borrow_mut();
+        if values.len() >= MAX_STEPS {
+            values.clear();
         }
-        answers.insert(key, answer);
+        values.insert(key, value);
     });
-    answer
+    value
 }
 
 /// Whether the run of `key` accepts some honest answer: remembered, or computed by

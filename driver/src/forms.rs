@@ -1,0 +1,420 @@
+//! The driver core as pure functions over JSON text, for the Python and Node packages: what
+//! they offer is written here once, so the two cannot drift. Every function takes what the
+//! adapter's store holds (the held run and its book) and the driver's `now`, and returns what
+//! to commit and what to carry out; it holds no state and reads no clock. An error is the
+//! message a binding raises as its one error class; a rejection is a value.
+//!
+//! The forms:
+//! - `held`: `{"run", "anchor", "checkpoint"}` ([`Held`]); `book`: [`Book`].
+//! - a proposal: `{"call_id", "tool", "args": ANY JSON, "key", "contract", "requester",
+//!   "approver": NAME | null, "expires_in": N}`.
+//! - facts: `{"resource_version", "permitted", "within_budget"}`, as the driver observed them.
+//! - what [`feed`] returns: `{"verdict": VERDICT, "held", "book", "line", "history": [...],
+//!   "tool_calls": [ToolCall...], "query": DISPATCH | null}`, where `VERDICT` is the step's
+//!   (`{"verdict": "accepted", "run", "effects"}` or `{"verdict": KIND, "rejection",
+//!   "message"}`). Commit `held`, `book`, `line` and `history` in one transaction with
+//!   compare-and-set on the held run's revision and anchor; only then carry out `tool_calls`
+//!   and `query`.
+
+use crate::book::{Book, Kept, ToolCall};
+use crate::held::Held;
+use crate::party::{self, Answer, Word};
+use crate::plan::{self, Proposal, Request, Todo};
+use crate::stage::{Core, Staged};
+use resumable_audit::forms::parse;
+use resumable_audit::{Header, Key};
+use resumable_kernel::{Dispatch, Effect, Event, Facts, Name, Rejection, Run, Time, ToolContract};
+use serde::{Deserialize, Serialize};
+
+/// What a binding raises: the message.
+pub type Result<T> = std::result::Result<T, String>;
+
+fn to_json<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| format!("cannot write JSON: {e}"))
+}
+
+fn core(key: Option<&str>) -> Result<Core> {
+    let key = key
+        .map(|k| Key::from_hex(k.trim()).map_err(|e| format!("audit key: {e}")))
+        .transpose()?;
+    Ok(Core::new(key))
+}
+
+/// A step's verdict on the wire, as `resumable_audit::forms::step` gives it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Verdict<'a> {
+    Accepted {
+        verdict: &'static str,
+        run: &'a Run,
+        effects: Vec<Effect>,
+    },
+    Rejected {
+        verdict: &'static str,
+        rejection: &'a Rejection,
+        message: String,
+    },
+}
+
+#[derive(Serialize)]
+struct Opened<'a> {
+    held: &'a Held,
+    book: Book,
+    line: String,
+}
+
+/// A new run from its log's header (`{"run": {"identity", "policy", "created_at"}, "tools":
+/// [...] | null}`), sealed under `key` (64 hex digits) or chained by SHA-256: `{"held", "book",
+/// "line"}`, `line` being line 1 of its audit log.
+pub fn open(header: &str, key: Option<&str>) -> Result<String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct LogHeader {
+        run: resumable_audit::RunHeader,
+        #[serde(default)]
+        tools: Option<Vec<resumable_audit::ToolPolicy>>,
+    }
+    let h: LogHeader = parse("audit header", header)?;
+    let header = Header {
+        run: h.run,
+        tools: h.tools,
+    };
+    let (held, line) = core(key)?.open(&header)?;
+    to_json(&Opened {
+        held: &held,
+        book: Book::default(),
+        line: String::from_utf8(line).map_err(|e| e.to_string())?,
+    })
+}
+
+/// A proposal as the bindings write it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProposalForm {
+    call_id: String,
+    tool: String,
+    args: serde_json::Value,
+    key: String,
+    contract: ToolContract,
+    requester: String,
+    #[serde(default)]
+    approver: Option<String>,
+    #[serde(default)]
+    expires_in: u64,
+}
+
+impl ProposalForm {
+    fn read(self) -> Result<Proposal> {
+        let args = serde_json::to_string(&self.args).map_err(|e| e.to_string())?;
+        Proposal::new(
+            &self.call_id,
+            &self.tool,
+            &args,
+            &self.key,
+            self.contract,
+            &self.requester,
+            self.approver.as_deref(),
+            self.expires_in,
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// [`Todo`] on the wire.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made once per call, written out at once"
+)]
+#[derive(Serialize)]
+#[serde(tag = "todo", rename_all = "snake_case")]
+enum TodoForm {
+    Feed {
+        event: Event,
+        kept: Kept,
+    },
+    Ask {
+        request: Request,
+    },
+    Query {
+        dispatch: Dispatch,
+    },
+    Done {
+        outcomes: Vec<crate::book::Outcome>,
+        answers: u32,
+    },
+    Changed {
+        recorded: resumable_kernel::Call,
+        proposed: resumable_kernel::Call,
+    },
+    Waits {
+        reason: resumable_kernel::ReasonKind,
+        responsible: Name,
+        expires_at: Time,
+    },
+    Busy {
+        call_id: Name,
+    },
+    Ended {
+        phase: resumable_kernel::PhaseKind,
+        cause: Option<resumable_kernel::FailCause>,
+    },
+}
+
+impl From<Todo> for TodoForm {
+    fn from(todo: Todo) -> TodoForm {
+        match todo {
+            Todo::Feed(event, kept) => TodoForm::Feed { event, kept },
+            Todo::Ask(request) => TodoForm::Ask { request: *request },
+            Todo::Query(dispatch) => TodoForm::Query { dispatch },
+            Todo::Done { outcomes, answers } => TodoForm::Done { outcomes, answers },
+            Todo::Changed { recorded, proposed } => TodoForm::Changed {
+                recorded: *recorded,
+                proposed: *proposed,
+            },
+            Todo::Waits {
+                reason,
+                responsible,
+                expires_at,
+            } => TodoForm::Waits {
+                reason,
+                responsible,
+                expires_at,
+            },
+            Todo::Busy { call_id } => TodoForm::Busy { call_id },
+            Todo::Ended { phase, cause } => TodoForm::Ended { phase, cause },
+        }
+    }
+}
+
+/// What to do now about `proposals` (a JSON list of one or more proposals, one model turn),
+/// on the held run and its book, at `now`, with the facts observed now ([`plan::plan_batch`]).
+pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
+    let held: Held = parse("held", held)?;
+    let book: Book = parse("book", book)?;
+    let forms: Vec<ProposalForm> = parse("proposals", proposals)?;
+    let proposals = forms
+        .into_iter()
+        .map(ProposalForm::read)
+        .collect::<Result<Vec<_>>>()?;
+    if proposals.is_empty() {
+        return Err("proposals: at least one call".into());
+    }
+    let facts: Facts = parse("facts", facts)?;
+    let todo = plan::plan_batch(&held, &book, Time(now), &proposals, facts);
+    to_json(&TodoForm::from(todo))
+}
+
+#[derive(Serialize)]
+struct Fed<'a> {
+    verdict: Verdict<'a>,
+    held: Held,
+    book: Book,
+    line: String,
+    history: Vec<resumable_kernel::HistoryEntry>,
+    tool_calls: Vec<ToolCall>,
+    query: Option<Dispatch>,
+}
+
+fn fed(
+    core: &Core,
+    held: &Held,
+    mut book: Book,
+    now: u64,
+    event: Event,
+    kept: &Kept,
+) -> Result<String> {
+    let staged: Staged = core
+        .stage(held, Time(now), event, &mut book)
+        .map_err(|e| e.to_string())?;
+    book.keep(&staged, kept);
+    let tool_calls = staged
+        .dispatches()
+        .map(|d| book.tool_call(d).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>>>()?;
+    let verdict = match &staged.result {
+        Ok(t) => Verdict::Accepted {
+            verdict: "accepted",
+            run: &t.next,
+            effects: t.effects.iter().collect(),
+        },
+        Err(r) => Verdict::Rejected {
+            verdict: r.kind().name(),
+            rejection: r,
+            message: r.to_string(),
+        },
+    };
+    to_json(&Fed {
+        verdict,
+        held: staged.after,
+        line: String::from_utf8(staged.line.clone()).map_err(|e| e.to_string())?,
+        history: staged.history().copied().collect(),
+        query: staged.query().copied(),
+        tool_calls,
+        book,
+    })
+}
+
+/// Feeds `event` (as [`plan`] gave it, in `{"todo": "feed"}`) with what the book keeps of it,
+/// at the driver's `now`, sealing its audit line under `key`.
+pub fn feed(
+    held: &str,
+    book: &str,
+    now: u64,
+    event: &str,
+    kept: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    let held: Held = parse("held", held)?;
+    let book: Book = parse("book", book)?;
+    let event: Event = parse("event", event)?;
+    let kept: Kept = parse("kept", kept)?;
+    fed(&core(key)?, &held, book, now, event, &kept)
+}
+
+/// Refused before the kernel: the party's message is not an answer. Nothing is written.
+#[derive(Serialize)]
+struct Refused {
+    verdict: &'static str,
+    rejection: Empty,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+fn not_a_decision(message: String) -> Result<String> {
+    to_json(&Refused {
+        verdict: "not_a_decision",
+        rejection: Empty {},
+        message,
+    })
+}
+
+/// Feeds a party's answer to `request` (as [`plan`] put it): `message` is whatever the party
+/// sent; only its `checkpoint` and `decision` are read, never a time or facts it claims. The
+/// facts are the driver's, observed now. A message that is not an answer is refused as
+/// `{"verdict": "not_a_decision", "message"}`, with nothing to commit.
+pub fn answer(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    message: &str,
+    facts: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    let held: Held = parse("held", held)?;
+    let book: Book = parse("book", book)?;
+    let request: Request = parse("request", request)?;
+    let facts: Facts = parse("facts", facts)?;
+    let answer: Answer = match serde_json::from_str::<Answer>(message) {
+        Ok(a) => a,
+        Err(e) => {
+            return not_a_decision(format!("the answer is not a decision on a checkpoint: {e}"))
+        }
+    };
+    fed(
+        &core(key)?,
+        &held,
+        book,
+        now,
+        answer.event(facts),
+        &Answer::kept(&request),
+    )
+}
+
+/// A framework's decision list (`words`: one decision per call of `request`, in the
+/// framework's words, `{"type": "approve" | "edit" | "reject" | "respond" | "deny", ...}`) by
+/// `approver`, valid until `expires_at`, fed as one batch answer (spec/frameworks.md). A list
+/// that is not such a list is refused as `not_a_decision`, with nothing to commit.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per input of the step"
+)]
+pub fn decide(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    words: &str,
+    approver: &str,
+    expires_at: u64,
+    facts: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    let held: Held = parse("held", held)?;
+    let book: Book = parse("book", book)?;
+    let request: Request = parse("request", request)?;
+    let facts: Facts = parse("facts", facts)?;
+    let words: Vec<Word> = match serde_json::from_str(words) {
+        Ok(w) => w,
+        Err(e) => return not_a_decision(format!("the decisions are not the framework's: {e}")),
+    };
+    let approver = match Name::new(approver) {
+        Ok(a) => a,
+        Err(e) => return not_a_decision(format!("approver {approver:?}: {e}")),
+    };
+    match party::decide(&request, &words, approver, Time(expires_at)) {
+        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
+        Err(e) => not_a_decision(e.to_string()),
+    }
+}
+
+/// Feeds the tool's answer to `tool_call` (as [`feed`] handed it out): `result` is the JSON
+/// the tool returned, recorded by its digest in the run and kept whole in the book.
+pub fn tool_result(
+    held: &str,
+    book: &str,
+    now: u64,
+    tool_call: &str,
+    result: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    let held: Held = parse("held", held)?;
+    let book: Book = parse("book", book)?;
+    let call: ToolCall = parse("tool call", tool_call)?;
+    let (event, kept) = Book::tool_result(&call, result)?;
+    fed(&core(key)?, &held, book, now, event, &kept)
+}
+
+/// Feeds the status query's answer about `dispatch`: `found` the JSON result the tool
+/// committed under the key, `null` for a firm "not committed", or absent (`None`) when the
+/// query failed (the outcome stays unknown). The facts are the driver's, observed now.
+pub fn reconcile(
+    held: &str,
+    book: &str,
+    now: u64,
+    dispatch: &str,
+    found: Option<&str>,
+    facts: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    let held_v: Held = parse("held", held)?;
+    let book: Book = parse("book", book)?;
+    let d: Dispatch = parse("dispatch", dispatch)?;
+    let facts: Facts = parse("facts", facts)?;
+    let found = match found {
+        None => Err(()),
+        Some("null") => Ok(None),
+        Some(text) => Ok(Some(text)),
+    };
+    let (event, kept) = plan::reconcile(&held_v, &d, found, facts)?;
+    fed(&core(key)?, &held_v, book, now, event, &kept)
+}
+
+/// When the driver must next call in for the held run if nothing else happens (the run's
+/// deadline, ms or whatever unit its times are in), or `null`.
+pub fn wake_at(held: &str) -> Result<String> {
+    let held: Held = parse("held", held)?;
+    to_json(&crate::clock::wake_at(&held.run))
+}
+
+/// The approver's answer approving (`approve` true) or denying the one call of `request`,
+/// with the approver's name and the decision's own expiry: what an approver's UI sends.
+pub fn approval(request: &str, approve: bool, approver: &str, expires_at: u64) -> Result<String> {
+    let request: Request = parse("request", request)?;
+    let approver = Name::new(approver).map_err(|e| format!("approver {approver:?}: {e}"))?;
+    let answer = party::approval(&request, approve, approver, Time(expires_at))
+        .ok_or_else(|| "request: no call to decide".to_string())?;
+    to_json(&answer)
+}

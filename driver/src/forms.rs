@@ -245,7 +245,7 @@ fn fed(
     };
     to_json(&Fed {
         verdict,
-        held: staged.after,
+        held: staged.after(held),
         line: String::from_utf8(staged.line.clone()).map_err(|e| e.to_string())?,
         history: staged.history().copied().collect(),
         query: staged.query().copied(),

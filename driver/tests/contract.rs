@@ -56,7 +56,7 @@ impl Store {
             return false;
         }
         self.book.keep(staged, kept);
-        self.held = staged.after;
+        self.held = staged.after(on);
         self.lines.push(staged.line.clone());
         true
     }

@@ -15,7 +15,7 @@
 use super::DriveError;
 use crate::program::{Program, Timing};
 use crate::store::{Inbox, Lease, Row, Summary};
-use resumable_kernel::{Dispatch, Event, Next};
+use resumable_kernel::{Dispatch, Event, Next, Time};
 
 #[cfg(test)]
 mod tests;
@@ -71,16 +71,18 @@ pub fn plan(
     if let Some(request) = pending {
         return Ok(Some(Action::Request(request.clone())));
     }
-    if row.run.deadline().is_some_and(|due| now >= due.0) {
+    if resumable_driver::clock::due(&row.run, Time(now)) {
         return Ok(Some(Action::Expire));
     }
     Ok(match row.run.next() {
         Next::Agent => {
-            let program = Program::parse(&row.program).ok_or_else(|| {
-                DriveError::Invalid(format!("{}: unknown program {}", row.key, row.program))
-            })?;
-            // An input is never stamped before the run's last one (CLK-1).
-            let at = now.max(row.run.updated_at().0);
+            let program =
+                Program::parse(&row.program).ok_or_else(|| DriveError::UnknownProgram {
+                    run: row.key.clone(),
+                    program: row.program.clone(),
+                })?;
+            // The time the core will stamp the step with (CLK-1).
+            let at = resumable_driver::clock::stamp(&row.run, Time(now)).0;
             program
                 .step(row.pc, at, row.resource_version, timing)
                 .map(Action::Program)

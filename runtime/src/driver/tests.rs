@@ -136,12 +136,9 @@ fn driver_of<S: Store>(
     (Driver::new(store, tools, config(flavor)), key)
 }
 
-/// `event` as an input one time unit after the run's last.
-fn input(row: &Row, event: Event) -> Input {
-    Input {
-        at: Time(row.run.updated_at().0 + 1),
-        event,
-    }
+/// The time one unit after the run's last input: what these tests feed their events at.
+fn next_ms(row: &Row) -> u64 {
+    row.run.updated_at().0 + 1
 }
 
 fn program_event(row: &Row) -> Event {
@@ -166,7 +163,7 @@ fn accepted(fed: Fed) -> Moved {
 /// The program's own next step on `key`, fed and accepted.
 fn program_step<S: Store, T: Tools>(d: &mut Driver<S, T>, key: &RunKey) -> Moved {
     let row = load(d, key);
-    let fed = d.feed(&row, &input(&row, program_event(&row)), row.pc + 1, None);
+    let fed = d.feed(&row, next_ms(&row), program_event(&row), row.pc + 1, None);
     accepted(fed.unwrap())
 }
 
@@ -242,7 +239,7 @@ fn feed_of_a_refused_input_records_the_refusal_and_changes_nothing_else() {
         result: Digest::of(b"charged"),
     };
     assert!(matches!(
-        d.feed(&row, &input(&row, answer), 7, None).unwrap(),
+        d.feed(&row, next_ms(&row), answer, 7, None).unwrap(),
         Fed::Rejected
     ));
     let after = load(&mut d, &key);
@@ -268,10 +265,14 @@ fn feed_after_another_writer_moved_the_run_is_a_conflict_and_writes_nothing() {
     let cancel = Event::Cancel {
         by: Name::lit("ops"),
     };
-    accepted(other.feed(&fresh, &input(&fresh, cancel), 0, None).unwrap());
+    accepted(
+        other
+            .feed(&fresh, next_ms(&fresh), cancel, 0, None)
+            .unwrap(),
+    );
     let event = program_event(&stale);
     assert!(matches!(
-        d.feed(&stale, &input(&stale, event), 1, None).unwrap(),
+        d.feed(&stale, next_ms(&stale), event, 1, None).unwrap(),
         Fed::Conflict
     ));
     assert_eq!(d.commits(), 0);
@@ -292,10 +293,10 @@ fn feed_of_a_party_request_stores_the_kernels_answer_with_the_record_accepted_or
     let event = Event::Cancel {
         by: Name::lit("ops"),
     };
-    let moved = accepted(d.feed(&row, &input(&row, event), 0, Some(first)).unwrap());
+    let moved = accepted(d.feed(&row, next_ms(&row), event, 0, Some(first)).unwrap());
     let row = moved.row;
     assert!(matches!(
-        d.feed(&row, &input(&row, event), 0, Some(second)).unwrap(),
+        d.feed(&row, next_ms(&row), event, 0, Some(second)).unwrap(),
         Fed::Rejected
     ));
     let answers: Vec<Option<Answered>> = d
@@ -330,9 +331,9 @@ fn feed_of_a_request_answered_already_is_a_conflict() {
     let event = Event::Cancel {
         by: Name::lit("ops"),
     };
-    let moved = accepted(d.feed(&row, &input(&row, event), 0, Some(id)).unwrap());
+    let moved = accepted(d.feed(&row, next_ms(&row), event, 0, Some(id)).unwrap());
     // A second worker that read the same request feeds it again on the run as it now is.
-    let again = d.feed(&moved.row, &input(&moved.row, event), 0, Some(id));
+    let again = d.feed(&moved.row, next_ms(&moved.row), event, 0, Some(id));
     assert!(matches!(again.unwrap(), Fed::Conflict));
     assert_eq!(records(&mut d, &key), (1, 0));
 }
@@ -414,7 +415,7 @@ fn refusal_by_another_worker(key: RunKey) -> Race {
             result: Digest::of(b"stray"),
         };
         assert!(matches!(
-            w.feed(&row, &input(&row, stray), row.pc, None).unwrap(),
+            w.feed(&row, next_ms(&row), stray, row.pc, None).unwrap(),
             Fed::Rejected
         ));
     })

@@ -8,7 +8,7 @@ use crate::auth::Parties;
 use crate::rng::now_ms;
 use crate::store::{Request, Row, RunKey, Store, Summary};
 use crate::tool::Tools;
-use resumable_kernel::{Event, Input, Next, Resume};
+use resumable_kernel::{Event, Next, Resume};
 use std::time::Duration;
 
 /// Most actions one turn takes on one run before the worker moves on to the next.
@@ -107,14 +107,10 @@ impl<S: Store, T: Tools> Driver<S, T> {
                 (request_event(&row, r.request), row.pc, Some(r.id))
             }
         };
-        let input = Input {
-            at: Self::at(&row.run),
-            event,
-        };
         if self.config.flavor == Flavor::DispatchBeforeCommit {
-            return self.feed_dispatching_first(&row, &input, pc, consumed);
+            return self.feed_dispatching_first(&row, event, pc, consumed);
         }
-        let fed = self.feed(&row, &input, pc, consumed)?;
+        let fed = self.feed(&row, now_ms(), event, pc, consumed)?;
         self.settle(&row.key, fed, consumed.is_some())
     }
 

@@ -223,7 +223,7 @@ fn fed(
     event: Event,
     kept: &Kept,
 ) -> Result<String> {
-    let staged: Staged = core
+    let staged: Box<Staged> = core
         .stage(held, Time(now), event, &mut book)
         .map_err(|e| e.to_string())?;
     book.keep(&staged, kept);

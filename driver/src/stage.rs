@@ -137,7 +137,7 @@ impl Core {
         now: Time,
         event: Event,
         ledger: &mut L,
-    ) -> Result<Staged, StageError<L::Error>> {
+    ) -> Result<Box<Staged>, StageError<L::Error>> {
         let input = Input {
             at: clock::stamp(&held.run, now),
             event: stating_priors(event, ledger).map_err(StageError::Ledger)?,
@@ -152,13 +152,15 @@ impl Core {
             Ok(t) => t.effects.checkpoint().copied().or(held.checkpoint),
             Err(_) => held.checkpoint,
         };
-        Ok(Staged {
+        // Boxed: a run and its transition are kilobytes each, and a driver passes the staged
+        // step through several frames before it commits.
+        Ok(Box::new(Staged {
             input,
             result,
             line,
             anchor,
             checkpoint,
-        })
+        }))
     }
 }
 

@@ -68,7 +68,7 @@ impl Store {
         now: u64,
         event: resumable_kernel::Event,
         kept: &Kept,
-    ) -> Staged {
+    ) -> Box<Staged> {
         let on = self.held;
         let mut ledger = self.book.clone();
         let staged = core.stage(&on, Time(now), event, &mut ledger).unwrap();
@@ -148,7 +148,12 @@ fn ask(store: &mut Store, core: &Core, now: u64, p: &Proposal) -> Request {
 }
 
 /// Feeds alice's approval of `request` at `now`; returns what the commit hands to the tool.
-fn approve(store: &mut Store, core: &Core, now: u64, request: &Request) -> (Staged, Vec<ToolCall>) {
+fn approve(
+    store: &mut Store,
+    core: &Core,
+    now: u64,
+    request: &Request,
+) -> (Box<Staged>, Vec<ToolCall>) {
     let answer = party::approval(request, true, Name::lit("alice"), Time(1_000)).unwrap();
     let staged = store.feed(
         core,

@@ -160,7 +160,7 @@ pub(crate) enum Fed {
 /// writes. Nothing outside the driver has seen it.
 pub(crate) struct Landing {
     /// The core's staged step: the input as stamped, the kernel's answer, the audit line.
-    staged: Staged,
+    staged: Box<Staged>,
     /// The row as the commit will leave it (the old run, checkpoint, position and lease for
     /// a refused input; only the log's end moves).
     after: Row,
@@ -175,15 +175,11 @@ impl Landing {
     }
 }
 
-/// The facts of a resume, established just before it under current policy (RES-7). This
-/// runtime's policy permits every step and has no budget; the resource version is the
-/// store's.
-pub fn facts(row: &Row) -> Facts {
-    Facts {
-        resource_version: row.resource_version,
-        permitted: true,
-        within_budget: true,
-    }
+/// The facts of a resume, established just before it under current policy (RES-7): this
+/// runtime's policy permits every step and has no budget; the resource version is the one
+/// the tool service reports now ([`Driver::observe`]), never one a party sent.
+pub fn facts(resource_version: u64) -> Facts {
+    resumable_driver::observed(resource_version)
 }
 
 /// Creates a run of `program` named `name` in `store`, with its log's header; `Ok(None)` if
@@ -366,7 +362,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
         } = landing;
         self.config.crash.at(CrashPoint::BeforeCommit);
         let history: Vec<resumable_kernel::HistoryEntry> = staged.history().copied().collect();
-        let Staged { result, line, .. } = staged;
+        let Staged { result, line, .. } = *staged;
         let commit = Commit {
             key: &row.key,
             expect: Expect::of(row),
@@ -393,7 +389,21 @@ impl<S: Store, T: Tools> Driver<S, T> {
         })
     }
 
-    /// The request for a dispatch or a status query of `d`, under the run's tool key.
+    /// The version of the resource run `key` acts on, as the tool service reports it now:
+    /// the fact a decision is re-checked against (RES-3). `None` while the service cannot
+    /// say (unreachable): nothing that needs the fact is fed.
+    pub(crate) fn observe(&mut self, key: &RunKey) -> Option<u64> {
+        let request = ToolRequest::Version {
+            resource: key.0.clone(),
+        };
+        match self.tools.call(&request) {
+            Ok(ToolReply::Version { version }) => Some(version),
+            _ => None,
+        }
+    }
+
+    /// The request for a dispatch or a status query of `d`, under the run's tool key. A
+    /// dispatch names the resource it acts on, the run's own, whose version its commit moves.
     fn request(&self, run: &Run, d: &Dispatch, query: bool) -> ToolRequest {
         let tool = d.tool.as_str().to_string();
         let key = d.tool_key.to_string();
@@ -410,6 +420,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
                 key,
                 attempt: d.attempt,
                 args: d.args,
+                resource: Some(lifecycle::run_key(run.identity()).0),
             }
         }
     }
@@ -479,10 +490,13 @@ impl<S: Store, T: Tools> Driver<S, T> {
         let Some(checkpoint) = checkpoint.or(row.checkpoint) else {
             return Ok(None);
         };
+        let Some(version) = self.observe(&row.key) else {
+            return Ok(None); // the facts cannot be established now: asked again later
+        };
         let event = Event::Resume(resumable_kernel::Resume {
             checkpoint,
             decision: resumable_kernel::Decision::Reconcile(reply.as_answer()),
-            facts: facts(row),
+            facts: facts(version),
         });
         self.feed_retrying(row, event)
     }

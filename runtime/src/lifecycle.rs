@@ -114,7 +114,7 @@ pub fn stage(
     row: &Row,
     now: u64,
     event: Event,
-) -> Result<Staged, StageError<StoreError>> {
+) -> Result<Box<Staged>, StageError<StoreError>> {
     let mut history = History {
         store,
         key: &row.key,

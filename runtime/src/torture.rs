@@ -53,6 +53,10 @@ pub struct Options {
     pub tool_kills: u32,
     /// How many times the database is restarted (at seeded worker kills), by `db_restart`.
     pub db_restarts: u32,
+    /// How many times an outside writer moves the resource of a run that waits on an
+    /// approval (at seeded worker kills): a decision made on the checkpoint it was shown must
+    /// then be refused with `resource_changed` (RES-3), never carried out.
+    pub resource_moves: u32,
     /// The shell command that restarts the database server (stop, then start), e.g.
     /// `runtime/scripts/postgres.sh restart DIR PORT`.
     pub db_restart: Option<String>,
@@ -146,8 +150,8 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "tool ledger: {} commits, {} fences",
-            t.tool_commits, t.fences
+            "tool ledger: {} commits, {} fences, {} resources moved from outside; {} decisions refused for a moved resource",
+            t.tool_commits, t.fences, t.outside_moves, t.resource_changed
         );
         let _ = writeln!(
             out,
@@ -306,6 +310,8 @@ enum Fault {
     KillTools,
     /// Restart the database server.
     RestartDb,
+    /// Move the resource of a run that waits on an approval, from outside.
+    MoveResource,
 }
 
 /// The tool service and the faults still due, in order of the worker kill they follow.
@@ -328,6 +334,9 @@ fn schedule(o: &Options) -> Vec<(u32, Fault)> {
             due.push((1 + rng.below(span) as u32, Fault::RestartDb));
         }
     }
+    for _ in 0..o.resource_moves {
+        due.push((1 + rng.below(span) as u32, Fault::MoveResource));
+    }
     due.sort_by_key(|(at, _)| *at);
     due
 }
@@ -335,6 +344,7 @@ fn schedule(o: &Options) -> Vec<(u32, Fault)> {
 /// Injects the faults due at this many worker kills.
 fn inject(
     o: &Options,
+    store: &mut dyn Store,
     faults: &mut Faults<'_>,
     report: &mut Report,
     progress: &mut dyn FnMut(&str),
@@ -378,9 +388,40 @@ fn inject(
                     .entry("database restarted".into())
                     .or_insert(0) += 1;
             }
+            Fault::MoveResource => {
+                if move_a_resource(o, store, faults.address) {
+                    *report
+                        .faults
+                        .entry("resource moved from outside".into())
+                        .or_insert(0) += 1;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// An outside writer moves the resource of the first run (by key) that waits on an approval,
+/// through the tool service, which keeps each resource's version; returns whether one moved.
+fn move_a_resource(o: &Options, store: &mut dyn Store, address: &str) -> bool {
+    let Ok(list) = store.scan(false) else {
+        return false;
+    };
+    let Some(waiting) = list
+        .iter()
+        .find(|s| s.status == crate::store::Status::Approval)
+    else {
+        return false;
+    };
+    let key = crate::auth::SharedKey::read(&o.dir.join("tools.key"), false).ok();
+    let mut tools = crate::tool::TcpTools::new(address, Duration::from_secs(5), key);
+    let request = crate::tool::ToolRequest::Move {
+        resource: waiting.key.0.clone(),
+    };
+    matches!(
+        crate::tool::Tools::call(&mut tools, &request),
+        Ok(crate::tool::ToolReply::Version { .. })
+    )
 }
 
 /// The last check: a copy of the ledger with a line in its middle damaged must be refused by
@@ -467,7 +508,7 @@ fn supervise(
         for slot in slots.iter_mut() {
             tend(slot, o, spec, store, report, kills, &mut rng)?;
         }
-        inject(o, faults, report, progress)?;
+        inject(o, store, faults, report, progress)?;
         if last_look.elapsed() >= Duration::from_millis(20) {
             last_look = Instant::now();
             let killing = report.total_kills() < o.kills;

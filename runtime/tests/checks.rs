@@ -93,7 +93,7 @@ impl World {
         else {
             unreachable!()
         };
-        let facts = resumable_runtime::driver::facts(&row);
+        let facts = resumable_runtime::driver::facts(row.resource_version);
         (
             id,
             Event::Resume(resumable_kernel::Resume {
@@ -118,6 +118,7 @@ impl World {
             key: row_key,
             attempt: 0,
             result,
+            resource: None,
         };
         let line = serde_json::to_string(&entry).unwrap() + "\n";
         std::fs::write(self.dir.join("ledger"), line.repeat(times)).unwrap();

@@ -76,7 +76,7 @@ fn a_run_stored_by_release_604adaf_loads_its_history_moves_to_the_store_and_it_r
         event: Event::Resume(Resume {
             checkpoint: cp,
             decision: Decision::Approve(approval),
-            facts: facts(&row),
+            facts: facts(row.resource_version),
         }),
     };
     let t = resumable_kernel::step(&row.run, &input).expect("the old checkpoint resumes");

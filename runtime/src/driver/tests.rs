@@ -16,19 +16,27 @@ use std::io;
 #[derive(Default)]
 struct Recorder {
     inner: MemoryTools,
+    /// The calls and queries sent, in order (the resource-version reads are not kept).
     sent: Vec<ToolRequest>,
+    observing: bool,
     dispatches_unanswered: bool,
     queries_unanswered: bool,
 }
 
 impl Tools for Recorder {
     fn send(&mut self, request: &ToolRequest) -> io::Result<()> {
-        self.sent.push(request.clone());
+        self.observing = matches!(request, ToolRequest::Version { .. });
+        if !self.observing {
+            self.sent.push(request.clone());
+        }
         self.inner.send(request)
     }
 
     fn receive(&mut self) -> io::Result<ToolReply> {
         let reply = self.inner.receive()?; // the tool commits, whether or not it answers
+        if self.observing {
+            return Ok(reply);
+        }
         let unanswered = match self.sent.last() {
             Some(ToolRequest::Dispatch { .. }) => self.dispatches_unanswered,
             _ => self.queries_unanswered,
@@ -48,6 +56,8 @@ impl Recorder {
                 ToolRequest::Dispatch { .. } => "dispatch",
                 ToolRequest::Query { .. } => "query",
                 ToolRequest::Auth { .. } => "auth",
+                ToolRequest::Version { .. } => "version",
+                ToolRequest::Move { .. } => "move",
             })
             .collect()
     }
@@ -350,6 +360,7 @@ fn carry_out_dispatches_after_the_commit_and_records_the_result() {
         key: commanded.tool_key.to_string(),
         attempt: 0,
         args: Digest::of(b"amount=42"),
+        resource: Some(key.0.clone()),
     };
     assert_eq!(d.tools.sent, [expected]);
     let after = load(&mut d, &key);
@@ -639,4 +650,64 @@ fn a_run_sealed_under_another_key_or_none_is_refused_before_anything_is_written(
     );
     assert!(d.turn(&keyed, false).unwrap());
     assert!(d.store.log(&keyed).unwrap().len() > 1);
+}
+
+/// A seed run driven to its approval wait, and the approver's request for that checkpoint.
+fn seed_awaiting_approval() -> (Driver<MemoryStore, Recorder>, RunKey, Request) {
+    let (mut d, key) = driver_of(
+        MemoryStore::new(),
+        Recorder::default(),
+        Flavor::Correct,
+        Program::Seed,
+    );
+    assert!(d.turn(&key, false).unwrap());
+    let row = load(&mut d, &key);
+    assert_eq!(status_of(&row.run), Status::Approval);
+    let Event::Resume(resume) = crate::testing::approval_of(&row) else {
+        unreachable!("an approval is a resume")
+    };
+    let request = Request::Resume {
+        checkpoint: resume.checkpoint,
+        decision: resume.decision,
+    };
+    (d, key, request)
+}
+
+fn answer_of(d: &mut Driver<MemoryStore, Recorder>, key: &RunKey, id: u64) -> Answer {
+    let inbox = d.store.inbox(key, false).unwrap();
+    let request = inbox.iter().find(|r| r.id == id).expect("the request");
+    request.answer.expect("answered").answer
+}
+
+#[test]
+fn an_approval_on_a_resource_moved_from_outside_is_refused_with_resource_changed() {
+    let approver = crate::program::APPROVER;
+    // Nothing moved: the approval is accepted and the call dispatched.
+    let (mut d, key, request) = seed_awaiting_approval();
+    let id = submit_sealed(&mut d.store, &key, approver, 20, &request);
+    assert!(d.turn(&key, true).unwrap());
+    assert!(matches!(answer_of(&mut d, &key, id), Answer::Accepted(_)));
+    assert!(d.tools.kinds().contains(&"dispatch"));
+    // Another system moves the run's resource while the approver looks at the checkpoint:
+    // the version the worker observes is no longer the checkpoint's, and the approval is
+    // refused, never carried out (RES-3).
+    let (mut d, key, request) = seed_awaiting_approval();
+    let moved = ToolRequest::Move {
+        resource: key.0.clone(),
+    };
+    assert_eq!(
+        d.tools.inner.call(&moved).unwrap(),
+        ToolReply::Version { version: 1 }
+    );
+    let id = submit_sealed(&mut d.store, &key, approver, 20, &request);
+    assert!(d.turn(&key, true).unwrap());
+    match answer_of(&mut d, &key, id) {
+        Answer::Rejected(Rejection::ResourceChanged {
+            checkpoint,
+            current,
+        }) => assert_eq!((checkpoint, current), (0, 1)),
+        other => panic!("the approval must be refused for the moved resource: {other:?}"),
+    }
+    assert!(!d.tools.kinds().contains(&"dispatch"), "nothing was sent");
+    assert_eq!(status_of(&load(&mut d, &key).run), Status::Approval);
 }

@@ -42,6 +42,10 @@ pub struct Tally {
     pub tool_commits: u64,
     /// Fences in the tool's ledger.
     pub fences: u64,
+    /// Resources moved by an outside writer, in the tool's ledger.
+    pub outside_moves: u64,
+    /// Decisions refused because the resource moved since their checkpoint (RES-3).
+    pub resource_changed: u64,
 }
 
 /// The runs' logs, parsed, by key (for the recovery times).
@@ -67,6 +71,7 @@ pub fn check(
                 results.insert((key.clone(), *result));
             }
             Entry::Fence { .. } => tally.fences += 1,
+            Entry::Moved { .. } => tally.outside_moves += 1,
         }
     }
     let mut logs = Logs::new();
@@ -135,7 +140,12 @@ pub fn check(
 fn count(records: &[Record], tally: &mut Tally) {
     for r in records {
         match &r.verdict {
-            Verdict::Rejected(_) => tally.rejections += 1,
+            Verdict::Rejected(r) => {
+                tally.rejections += 1;
+                if r.kind() == resumable_kernel::RejectionKind::ResourceChanged {
+                    tally.resource_changed += 1;
+                }
+            }
             Verdict::Accepted(a) => {
                 tally.commits += 1;
                 if a.event == EventKind::Recover {

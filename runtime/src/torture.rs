@@ -199,29 +199,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
             o.store
         ));
     }
-    std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
-    // The run's audit key, from the seed: a torture key, reproducible, never a real one.
-    let key_file = o.dir.join("audit.key");
-    let mut rng = Rng::fork(o.seed, 2);
-    let mut bytes = [0u8; 32];
-    for chunk in bytes.chunks_mut(8) {
-        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
-    }
-    crate::lifecycle::write_key(&key_file, bytes)?;
-    // The tool service's key, from the seed too.
-    for chunk in bytes.chunks_mut(8) {
-        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
-    }
-    crate::lifecycle::write_key(&o.dir.join("tools.key"), bytes)?;
-    // The parties' keys, from the seed too: the workers check every request against them.
-    std::fs::create_dir_all(o.dir.join("parties"))
-        .map_err(|e| format!("{}: {e}", o.dir.display()))?;
-    for party in [crate::program::APPROVER, crate::program::PAYMENTS] {
-        for chunk in bytes.chunks_mut(8) {
-            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
-        }
-        crate::lifecycle::write_key(&procs::party_key(&o.dir, party), bytes)?;
-    }
+    let key_file = write_keys(o)?;
     let key = crate::lifecycle::read_key(&key_file, false)?;
     let (proc, address) = procs::tool_service(
         &o.exe,
@@ -248,18 +226,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
         key_file: &key_file,
         key: &key,
     };
-    let mut report = Report {
-        seed: o.seed,
-        backend: if o.store.contains("postgres") || o.store.contains("host=") {
-            "postgres"
-        } else {
-            "sqlite"
-        }
-        .into(),
-        flavor: o.flavor.as_str().into(),
-        workers: o.workers,
-        ..Report::default()
-    };
+    let mut report = Report::new(o);
     let mut kills = Vec::new();
     let mut faults = Faults {
         tools: &mut tools,
@@ -301,6 +268,47 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
     report.recovery_ms = recovery_times(&kills, &logs);
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// Writes the torture's keys into its directory, all drawn from the seed (reproducible, never
+/// real ones): the runs' audit key, the tool service's, and each party's, which the workers
+/// check every request against. Returns the audit key's file.
+fn write_keys(o: &Options) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(o.dir.join("parties"))
+        .map_err(|e| format!("{}: {e}", o.dir.display()))?;
+    let mut rng = Rng::fork(o.seed, 2);
+    let mut seeded = || {
+        let mut bytes = [0u8; 32];
+        for chunk in bytes.chunks_mut(8) {
+            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        bytes
+    };
+    let key_file = o.dir.join("audit.key");
+    crate::lifecycle::write_key(&key_file, seeded())?;
+    crate::lifecycle::write_key(&o.dir.join("tools.key"), seeded())?;
+    for party in [crate::program::APPROVER, crate::program::PAYMENTS] {
+        crate::lifecycle::write_key(&procs::party_key(&o.dir, party), seeded())?;
+    }
+    Ok(key_file)
+}
+
+impl Report {
+    /// An empty report of the torture `o` describes.
+    fn new(o: &Options) -> Report {
+        Report {
+            seed: o.seed,
+            backend: if o.store.contains("postgres") || o.store.contains("host=") {
+                "postgres"
+            } else {
+                "sqlite"
+            }
+            .into(),
+            flavor: o.flavor.as_str().into(),
+            workers: o.workers,
+            ..Report::default()
+        }
+    }
 }
 
 /// A fault other than a worker's kill, due once this many workers were killed.

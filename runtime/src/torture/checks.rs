@@ -13,7 +13,7 @@ use crate::parties::describe;
 use crate::store::{Answer, Answered, Request, Status, Store, StoreError};
 use crate::tool::service::{commits_per_key, read_ledger, Entry};
 use resumable_audit::Record;
-use resumable_kernel::{Event, EventKind, Resume};
+use resumable_kernel::{Digest, Event, EventKind, Resume};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
@@ -63,17 +63,7 @@ pub fn check(
     let mut tally = Tally::default();
     let mut violations = Vec::new();
     let entries = read_ledger(ledger).map_err(|e| StoreError::Backend(format!("ledger: {e}")))?;
-    let mut results = HashSet::new();
-    for e in &entries {
-        match e {
-            Entry::Commit { key, result, .. } => {
-                tally.tool_commits += 1;
-                results.insert((key.clone(), *result));
-            }
-            Entry::Fence { .. } => tally.fences += 1,
-            Entry::Moved { .. } => tally.outside_moves += 1,
-        }
-    }
+    let results = ledger_tally(&entries, &mut tally);
     let mut logs = Logs::new();
     let now = crate::rng::now_ms();
     // The tool sees digests; people read `run/key`.
@@ -135,6 +125,22 @@ pub fn check(
         }
     }
     Ok((tally, logs, violations))
+}
+
+/// Counts the ledger's entries; returns every (key, result) the tool committed.
+fn ledger_tally(entries: &[Entry], tally: &mut Tally) -> HashSet<(String, Digest)> {
+    let mut results = HashSet::new();
+    for e in entries {
+        match e {
+            Entry::Commit { key, result, .. } => {
+                tally.tool_commits += 1;
+                results.insert((key.clone(), *result));
+            }
+            Entry::Fence { .. } => tally.fences += 1,
+            Entry::Moved { .. } => tally.outside_moves += 1,
+        }
+    }
+    results
 }
 
 fn count(records: &[Record], tally: &mut Tally) {

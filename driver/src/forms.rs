@@ -21,9 +21,9 @@ use crate::held::Held;
 use crate::party::{self, Answer, Word};
 use crate::plan::{self, Proposal, Request, Todo};
 use crate::stage::{Core, Staged};
-use resumable_audit::forms::parse;
+use resumable_audit::forms::{parse, Verdict};
 use resumable_audit::{Header, Key};
-use resumable_kernel::{Dispatch, Effect, Event, Facts, Name, Rejection, Run, Time, ToolContract};
+use resumable_kernel::{Dispatch, Event, Facts, Name, Time, ToolContract};
 use serde::{Deserialize, Serialize};
 
 /// What a binding raises: the message.
@@ -38,22 +38,6 @@ fn core(key: Option<&str>) -> Result<Core> {
         .map(|k| Key::from_hex(k.trim()).map_err(|e| format!("audit key: {e}")))
         .transpose()?;
     Ok(Core::new(key))
-}
-
-/// A step's verdict on the wire, as `resumable_audit::forms::step` gives it.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Verdict<'a> {
-    Accepted {
-        verdict: &'static str,
-        run: &'a Run,
-        effects: Vec<Effect>,
-    },
-    Rejected {
-        verdict: &'static str,
-        rejection: &'a Rejection,
-        message: String,
-    },
 }
 
 #[derive(Serialize)]
@@ -186,11 +170,15 @@ impl From<Todo> for TodoForm {
     }
 }
 
+/// The held run and its book, as an adapter's store gives them.
+fn stored(held: &str, book: &str) -> Result<(Held, Book)> {
+    Ok((parse("held", held)?, parse("book", book)?))
+}
+
 /// What to do now about `proposals` (a JSON list of one or more proposals, one model turn),
 /// on the held run and its book, at `now`, with the facts observed now ([`plan::plan_batch`]).
 pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let forms: Vec<ProposalForm> = parse("proposals", proposals)?;
     let proposals = forms
         .into_iter()
@@ -231,18 +219,7 @@ fn fed(
         .dispatches()
         .map(|d| book.tool_call(d).map_err(|e| e.to_string()))
         .collect::<Result<Vec<_>>>()?;
-    let verdict = match &staged.result {
-        Ok(t) => Verdict::Accepted {
-            verdict: "accepted",
-            run: &t.next,
-            effects: t.effects.iter().collect(),
-        },
-        Err(r) => Verdict::Rejected {
-            verdict: r.kind().name(),
-            rejection: r,
-            message: r.to_string(),
-        },
-    };
+    let verdict = Verdict::of(&staged.result);
     to_json(&Fed {
         verdict,
         held: staged.after(held),
@@ -264,8 +241,7 @@ pub fn feed(
     kept: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let event: Event = parse("event", event)?;
     let kept: Kept = parse("kept", kept)?;
     fed(&core(key)?, &held, book, now, event, &kept)
@@ -303,8 +279,7 @@ pub fn answer(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let request: Request = parse("request", request)?;
     let facts: Facts = parse("facts", facts)?;
     let answer: Answer = match serde_json::from_str::<Answer>(message) {
@@ -342,8 +317,7 @@ pub fn decide(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let request: Request = parse("request", request)?;
     let facts: Facts = parse("facts", facts)?;
     let words: Vec<Word> = match serde_json::from_str(words) {
@@ -370,8 +344,7 @@ pub fn tool_result(
     result: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let call: ToolCall = parse("tool call", tool_call)?;
     let (event, kept) = Book::tool_result(&call, result)?;
     fed(&core(key)?, &held, book, now, event, &kept)

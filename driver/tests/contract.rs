@@ -553,3 +553,24 @@ fn a_prior_is_stated_from_the_ledger_whatever_the_event_claimed() {
     assert!(prior.key.is_some_and(|k| k.committed));
     assert!(staged.rejected().is_some());
 }
+
+#[test]
+fn a_book_reads_back_what_it_wrote_and_refuses_a_field_it_does_not_have() {
+    let core = core();
+    let mut store = Store::open(&core);
+    let request = ask(&mut store, &core, 1, &payment("call-1", "bob", 50));
+    approve(&mut store, &core, 2, &request);
+    let text = serde_json::to_string(&store.book).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut fields: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    fields.sort();
+    assert_eq!(fields, ["call_ids", "calls", "keys"]);
+    assert_eq!(serde_json::from_str::<Book>(&text).unwrap(), store.book);
+    let extra = text.replacen('{', r#"{"spent_keys": [],"#, 1);
+    assert!(serde_json::from_str::<Book>(&extra).is_err());
+}

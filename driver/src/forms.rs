@@ -189,6 +189,26 @@ impl From<Todo> for TodoForm {
 /// What to do now about `proposals` (a JSON list of one or more proposals, one model turn),
 /// on the held run and its book, at `now`, with the facts observed now ([`plan::plan_batch`]).
 pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
+    planned(held, book, now, proposals, facts, plan::plan_batch)
+}
+
+/// As [`plan`], for a turn a framework reviews as one batch even of one call
+/// ([`plan::plan_turn`]: HITL's and the Agents SDKs' shape, where a call may be edited,
+/// rejected or answered).
+pub fn plan_turn(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
+    planned(held, book, now, proposals, facts, plan::plan_turn)
+}
+
+type Planner = fn(&Held, &Book, Time, &[Proposal], Facts) -> Todo;
+
+fn planned(
+    held: &str,
+    book: &str,
+    now: u64,
+    proposals: &str,
+    facts: &str,
+    planner: Planner,
+) -> Result<String> {
     let held: Held = parse("held", held)?;
     let book: Book = parse("book", book)?;
     let forms: Vec<ProposalForm> = parse("proposals", proposals)?;
@@ -200,7 +220,7 @@ pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> R
         return Err("proposals: at least one call".into());
     }
     let facts: Facts = parse("facts", facts)?;
-    let todo = plan::plan_batch(&held, &book, Time(now), &proposals, facts);
+    let todo = planner(&held, &book, Time(now), &proposals, facts);
     to_json(&TodoForm::from(todo))
 }
 

@@ -184,6 +184,30 @@ pub fn plan_batch(
     proposals: &[Proposal],
     facts: Facts,
 ) -> Todo {
+    plan_shaped(held, book, now, proposals, facts, proposals.len() > 1)
+}
+
+/// What to do now about `proposals`, one model turn's calls that a framework reviews as one
+/// batch even when the turn holds one call (LangChain's HITL middleware, the Agents SDKs: each
+/// call may be approved, edited, rejected or answered, spec 5.5). Otherwise as [`plan_batch`].
+pub fn plan_turn(
+    held: &Held,
+    book: &Book,
+    now: Time,
+    proposals: &[Proposal],
+    facts: Facts,
+) -> Todo {
+    plan_shaped(held, book, now, proposals, facts, true)
+}
+
+fn plan_shaped(
+    held: &Held,
+    book: &Book,
+    now: Time,
+    proposals: &[Proposal],
+    facts: Facts,
+    as_batch: bool,
+) -> Todo {
     if let Some(todo) = recorded(book, proposals) {
         return todo;
     }
@@ -197,7 +221,7 @@ pub fn plan_batch(
             // A batch's calls in flight together, their worker gone: each becomes unknown.
             Todo::Feed(Event::Recover, Kept::default())
         }
-        Phase::Running { in_flight: None } => bind(held, book, now, proposals, facts),
+        Phase::Running { in_flight: None } => bind(held, book, now, proposals, facts, as_batch),
         Phase::Running { in_flight: Some(f) } if proposes(proposals, &f.call.call.call_id) => {
             // Committed as dispatching, and nobody waits for the answer now (a node run
             // again, a process restarted): the outcome is unknown and goes to the query.
@@ -274,7 +298,14 @@ fn ended(held: &Held) -> Todo {
 
 /// The input that binds what is proposed and not yet recorded: a dispatch of a call that
 /// needs no approval, else a suspension for the approval of one call or of the batch.
-fn bind(held: &Held, book: &Book, now: Time, proposals: &[Proposal], facts: Facts) -> Todo {
+fn bind(
+    held: &Held,
+    book: &Book,
+    now: Time,
+    proposals: &[Proposal],
+    facts: Facts,
+    as_batch: bool,
+) -> Todo {
     let fresh: Vec<&Proposal> = proposals
         .iter()
         .filter(|p| book.record(&p.call.call_id).is_none())
@@ -293,7 +324,7 @@ fn bind(held: &Held, book: &Book, now: Time, proposals: &[Proposal], facts: Fact
         proposed: fresh.iter().map(|p| (p.call, p.args.clone())).collect(),
         ..Kept::default()
     };
-    let wait = if proposals.len() == 1 {
+    let wait = if !as_batch {
         Wait::Approval {
             call: first.call,
             requester: first.requester,

@@ -399,7 +399,9 @@ pub fn tool_result(
 
 /// Feeds the status query's answer about `dispatch`: `found` the JSON result the tool
 /// committed under the key, `null` for a firm "not committed", or absent (`None`) when the
-/// query failed (the outcome stays unknown). The facts are the driver's, observed now.
+/// query failed (the outcome stays unknown). The facts are the driver's, observed now. When
+/// the run no longer waits on that dispatch (another worker reconciled it first), the answer
+/// is refused as `{"verdict": "not_waiting", "message"}`, with nothing to commit.
 pub fn reconcile(
     held: &str,
     book: &str,
@@ -418,6 +420,17 @@ pub fn reconcile(
         Some("null") => Ok(None),
         Some(text) => Ok(Some(text)),
     };
+    if !plan::waits_on(&held_v, &d) {
+        // Another worker answered it first, or the run moved on: nothing to commit.
+        return to_json(&Refused {
+            verdict: "not_waiting",
+            rejection: Empty {},
+            message: format!(
+                "the run does not wait on the outcome of call {} attempt {}",
+                d.call_id, d.attempt
+            ),
+        });
+    }
     let (event, kept) = plan::reconcile(&held_v, &d, found, facts)?;
     fed(&core(key)?, &held_v, book, now, event, &kept)
 }

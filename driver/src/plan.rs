@@ -399,6 +399,17 @@ fn requester_of(held: &Held, id: &Name) -> Option<Name> {
     batch.slot(id).map(|slot| slot.requester)
 }
 
+/// Whether the run waits on the outcome of the dispatch `d` itself (its call and attempt). A
+/// status query's answer is about one dispatch; the kernel's reconcile input names none, so
+/// an answer staged again on a run that moved on (a lost compare-and-set, another worker that
+/// reconciled first) must not be recorded for the call the run waits on now.
+pub fn waits_on(held: &Held, d: &Dispatch) -> bool {
+    match held.run.suspension().map(|s| s.reason) {
+        Some(Reason::OutcomeUnknown { in_flight, .. }) => held.run.dispatch_of(&in_flight) == *d,
+        _ => false,
+    }
+}
+
 /// The status query's answer about `d` as the input that records it: `found` is the result
 /// the tool committed under the key (`Some`), a firm "not committed" (`None`), or the query
 /// failed (`Err`: the outcome stays unknown). Resumed from the latest checkpoint, with the
@@ -410,6 +421,13 @@ pub fn reconcile(
     facts: Facts,
 ) -> Result<(Event, Kept), String> {
     use resumable_kernel::{Decision, QueryAnswer, Resume};
+    if !waits_on(held, d) {
+        return Err(format!(
+            "the run does not wait on the outcome of call {} attempt {}: an answer about it \
+             is never recorded for another call",
+            d.call_id, d.attempt
+        ));
+    }
     let checkpoint = held
         .checkpoint
         .ok_or_else(|| "the run has no checkpoint to reconcile from".to_string())?;

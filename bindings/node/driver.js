@@ -318,15 +318,24 @@ class Driver {
    * carries out the tool calls after each commit, answers status queries, and returns the
    * first todo the caller must act on: `ask`, `done`, `changed`, `waits`, `busy`, `ended`, or
    * `unknown` (a status query failed; the outcome stays unknown). A feed the kernel refuses
-   * throws `Refused`. `turn` plans the calls as one reviewed batch even of one call.
+   * throws `Refused`. `turn` plans the calls as one reviewed batch even of one call; `extra`
+   * gives an adapter's extra column to store with each feed (see `commit`).
    */
-  async drive(proposals, { tools, turn = false } = {}) {
+  async drive(proposals, { tools, turn = false, extra } = {}) {
+    let refusals = 0;
     for (let round = 0; round < MAX_ROUNDS; round += 1) {
       const todo = this.plan(proposals, { turn });
       if (todo.todo === 'feed') {
         const fed = this.commit((s, now) =>
-          rk.driverFeed(s.held, s.book, now, todo.event, todo.kept, this.key));
-        if (fed.verdict.verdict !== 'accepted') throw new Refused(fed.verdict);
+          rk.driverFeed(s.held, s.book, now, todo.event, todo.kept, this.key), extra);
+        if (fed.verdict.verdict !== 'accepted') {
+          // Another writer moved the run between the plan and the commit (the refusal is in
+          // the log): plan again; the same refusal again and again is the kernel's answer.
+          refusals += 1;
+          if (refusals >= RETRIES) throw new Refused(fed.verdict);
+          continue;
+        }
+        refusals = 0;
         await this.carryOut(fed, tools);
       } else if (todo.todo === 'query') {
         const unknown = await this.query(todo.dispatch, tools);
@@ -386,6 +395,7 @@ class Driver {
     }
     const fed = this.commit((s, now) =>
       rk.driverReconcile(s.held, s.book, now, dispatch, found, this.facts(), this.key));
+    if (typeof fed.verdict === 'string') return false; // not_waiting: answered already; plan again
     if (found === undefined) return true;
     await this.carryOut(fed, tools);
     return false;

@@ -233,14 +233,16 @@ class ApprovalDesk {
   }
 }
 
+const { Changed, Ended, NotBuilt, Refused, SqliteDriverStore } = d;
+
 module.exports = {
   ApprovalDesk,
-  Changed: d.Changed,
-  Ended: d.Ended,
-  NotBuilt: d.NotBuilt,
-  Refused: d.Refused,
-  SqliteTurnStore: d.SqliteDriverStore,
-  SqliteDriverStore: d.SqliteDriverStore,
+  Changed,
+  Ended,
+  NotBuilt,
+  Refused,
+  SqliteTurnStore: SqliteDriverStore,
+  SqliteDriverStore,
   approveCall,
   decisions,
   denyCall,

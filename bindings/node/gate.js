@@ -137,16 +137,18 @@ class ApprovalGate {
   }
 }
 
+const { Changed, Ended, NotBuilt, Refused, SqliteDriverStore, Waiting } = d;
+
 module.exports = {
   ApprovalGate,
-  Changed: d.Changed,
+  Changed,
   Denied,
-  Ended: d.Ended,
-  NotBuilt: d.NotBuilt,
-  Refused: d.Refused,
-  SqliteRunStore: d.SqliteDriverStore,
-  SqliteDriverStore: d.SqliteDriverStore,
-  Waiting: d.Waiting,
+  Ended,
+  NotBuilt,
+  Refused,
+  SqliteRunStore: SqliteDriverStore,
+  SqliteDriverStore,
+  Waiting,
   approve,
   deny,
 };

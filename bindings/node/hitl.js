@@ -250,11 +250,13 @@ class HitlGate {
   }
 }
 
+const { Changed, NotBuilt, Refused } = d;
+
 module.exports = {
   HitlGate,
-  Changed: d.Changed,
+  Changed,
   Denied,
-  NotBuilt: d.NotBuilt,
-  Refused: d.Refused,
+  NotBuilt,
+  Refused,
   hitlDecisions,
 };

@@ -202,6 +202,9 @@ class ApprovalDesk {
    * not dispatched the call: the tool must not run.
    */
   async runTool(toolCall, tool) {
+    if (!toolCall || typeof toolCall.callId !== 'string') {
+      throw new TypeError('runTool(details.toolCall, tool): the SDK tool call is missing');
+    }
     const handed = this.handed.get(toolCall.callId);
     if (handed !== undefined) {
       this.handed.delete(toolCall.callId);

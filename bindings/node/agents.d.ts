@@ -1,163 +1,80 @@
 // Types of @resumable/kernel/agents: approvals of the OpenAI Agents JS SDK's `needsApproval`
-// tools, decided by the kernel first, a turn's interruptions as one kernel batch, with the
-// SDK's RunState stored in the same write as the kernel's run. agents.js says how it works and
-// what it does not do (a turn of more than `BATCH_CAPACITY` interruptions: `NotBuilt`).
+// tools, glue over the driver core (agents.js says how it works). Typed against the SDK's own
+// RunState: `decide` and `storedState` hand back the caller's RunState type.
 
-import type {
-  Accepted,
-  Allowed,
-  Approval,
-  Call,
-  Checkpoint,
-  History,
-  Identity,
-  Input,
-  Name,
-  Run,
-  Time,
-} from './index';
-import type { SqliteDatabase, Tool } from './gate';
+import type { Held, Book, JsonValue, Name, Request, Run, Checkpoint, Allowed, ToolContract } from './index';
+import type { Driver, DriverOptions, Tool } from './driver';
 
-export { NotBuilt, Refused } from './gate';
+export { Changed, Ended, NotBuilt, Refused, SqliteDriverStore } from './driver';
+export { SqliteDriverStore as SqliteTurnStore } from './driver';
 
-/** What the store holds for one agent run, all written in one statement. */
-export interface Turn {
-  run: Run;
-  history: History;
-  checkpoint: Checkpoint | null;
-  /** The SDK's serialised RunState (`state.toString()`), once a turn was suspended. */
-  state: string | null;
+/** The parts of an SDK RunState the desk uses. */
+export interface RunStateLike {
+  getInterruptions(): Array<{ rawItem: unknown }>;
+  approve(item: any, options?: any): void;
+  reject(item: any, options?: any): void;
+  toString(): string;
 }
 
-/** Where turns live: synchronous, compare-and-set on the kernel's revision. */
-export interface TurnStore {
-  load(name: string): Turn | null;
-  commit(name: string, before: Run['revision'] | null, turn: Turn): void;
+/** The SDK's RunState class (`require('@openai/agents').RunState`), the caller's own. */
+export interface RunStateClass<S extends RunStateLike> {
+  fromString(agent: any, text: string): Promise<S>;
 }
 
-/** Kernel runs and SDK run states in SQLite (better-sqlite3's API), one row per run. */
-export class SqliteTurnStore implements TurnStore {
-  constructor(db: SqliteDatabase);
-  readonly db: SqliteDatabase;
-  load(name: string): Turn | null;
-  commit(name: string, before: Run['revision'] | null, turn: Turn): void;
+/** A turn that stopped on approvals, as the SDK's `run` returns it. */
+export interface InterruptedResult {
+  interruptions: ReadonlyArray<{ name?: string; rawItem: unknown }>;
+  state: { toString(): string };
 }
 
-/** The SDK's approval item, as far as the kernel reads it. */
-export interface ApprovalItem {
-  name?: string;
-  rawItem: { callId: string; name: string; arguments?: string };
+/** One decision on one call, in the SDK's words. */
+export interface DeskDecision {
+  call_id: Name;
+  type: 'approve' | 'reject' | 'deny';
+  approver: Name;
+  expires_at: number;
+  message?: string;
 }
 
-/** The kernel's call for an SDK approval item (key: `${runName}:${callId}`). */
-export function callOf(item: ApprovalItem, runName: string): Call;
-
-/** The parts of the SDK's RunState class the desk uses. */
-export interface RunStateClass {
-  fromString(agent: any, text: string): Promise<{
-    getInterruptions(): ApprovalItem[];
-    approve(item: any): void;
-    reject(item: any, options?: { message?: string }): void;
-    toString(): string;
-  }>;
-}
-
-/** What an approver decides on: the batch's calls, in order, and its checkpoint. */
-export interface BatchRequest {
-  calls: { call: Call; requester: Name }[];
-  checkpoint: Checkpoint;
-}
-
-/** One decision of the desk's: the SDK's words (`approve`, `reject` with its message) or `deny`. */
-export type DeskDecision =
-  | { approval: Approval; verdict: 'approve' }
-  /** `message` is what the model is told; the kernel binds its digest. */
-  | { approval: Approval; verdict: 'reject'; message: string }
-  | { approval: Approval; verdict: 'deny' };
-
-/** Decisions on calls of one batch, fed to the kernel as one input. */
-export interface BatchDecisionValue {
-  at: Time;
-  checkpoint: Checkpoint;
-  decisions: DeskDecision[];
-}
-
-/** The approval of one call of `request`. */
-export function approveCall(
-  request: BatchRequest,
-  callId: string,
-  approver: Name,
-  expiresAt: Time,
-): DeskDecision;
-/** The rejection of one call of `request`: the model is told `message`, the run goes on. */
-export function rejectCall(
-  request: BatchRequest,
-  callId: string,
-  approver: Name,
-  expiresAt: Time,
-  message: string,
-): DeskDecision;
-/** The denial of one call of `request`: the run fails, no call of the batch runs. */
-export function denyCall(
-  request: BatchRequest,
-  callId: string,
-  approver: Name,
-  expiresAt: Time,
-): DeskDecision;
-/** Decisions on calls of `request`, made at `at`, as `decide` takes them. */
-export function decisions(
-  request: BatchRequest,
-  list: DeskDecision[],
-  at: Time,
-): BatchDecisionValue;
-
-export interface DeskOptions {
-  store: TurnStore;
-  name: string;
-  identity: Identity;
-  /** The time of each input (non-negative integers, never going back). */
-  clock: () => number;
+export interface DeskOptions<S extends RunStateLike> extends DriverOptions {
+  RunState: RunStateClass<S>;
+  allowed?: Allowed;
   operator?: Name;
   reconcileWindow?: number;
-  /** The verdicts the run's policy allows (POL-1); by default every one. */
-  allowed?: Allowed;
-  /** The SDK's RunState class; by default `require('@openai/agents').RunState`. */
-  RunState?: RunStateClass;
+  contract?: ToolContract;
+  driver?: Driver;
 }
 
-/** One agent run's approvals, decided by the kernel. */
-export class ApprovalDesk {
-  constructor(options: DeskOptions);
-  turn(): Turn;
-  /** One kernel step, committed (with `state`, if given) before anything else happens. */
-  step(input: Input, state?: string): Accepted;
-  /**
-   * Suspends the kernel's run for the turn's interruptions as one batch and stores the SDK's
-   * state with it; throws `NotBuilt` for more than `BATCH_CAPACITY`. Returns the request an
-   * approver decides on.
-   */
+export class ApprovalDesk<S extends RunStateLike = RunStateLike> {
+  constructor(options: DeskOptions<S>);
+  readonly driver: Driver;
+  turn(): { held: Held; book: Book; extra: string | null; run: Run; checkpoint: Checkpoint | null; state: string | null };
   suspend(
-    result: { interruptions: ApprovalItem[]; state: { toString(): string } },
-    options: { requester: Name; approver: Name; expiresIn: number },
-  ): BatchRequest;
-  /**
-   * Feeds decisions to the kernel first (throws `Refused`: nothing changes); accepted ones are
-   * applied to the SDK's state and stored with the kernel's run. The state, ready to run, once
-   * every call of the batch is decided; null while some call awaits its decision.
-   */
-  decide<S = any>(agent: any, decision: BatchDecisionValue): Promise<S | null>;
-  /**
-   * The SDK's state as stored with the kernel's run (to run it again after a restart); throws
-   * while the batch awaits decisions.
-   */
-  storedState<S = any>(agent: any): Promise<S>;
-  /**
-   * Carries out the call from inside the SDK tool's `execute`, under the kernel's tool key: a
-   * recorded result is returned, a dispatch this desk committed is made and recorded, one left
-   * in flight by a process that died is reconciled with the tool, never repeated blindly.
-   * Null when the kernel has not dispatched the call: the tool must not run.
-   */
-  runTool(callId: string, tool: Tool, args: { [name: string]: unknown }): Promise<string | null>;
-  /** Records the tool's result in the kernel's run. */
-  record(callId: string, attempt: number, result: string): void;
+    result: InterruptedResult,
+    ask: { requester: Name; approver: Name; expiresIn: number },
+  ): Promise<Request>;
+  /** The SDK's state to run once every call is decided; null while one awaits. */
+  decide(agent: unknown, value: { request: Request; checkpoint: Checkpoint; decisions: DeskDecision[] }): Promise<S | null>;
+  storedState(agent: unknown): Promise<S>;
+  /** In the SDK tool's `execute`: `runTool(details.toolCall, tool)`; null: not dispatched. */
+  runTool(
+    toolCall: { callId: string; name: string; arguments: string } | undefined,
+    tool: Tool,
+  ): Promise<JsonValue | null>;
+  log(): { log: string; anchor: string };
 }
+
+export function approveCall(request: Request, callId: Name, approver: Name, expiresAt: number): DeskDecision;
+export function rejectCall(
+  request: Request,
+  callId: Name,
+  approver: Name,
+  expiresAt: number,
+  message: string,
+): DeskDecision;
+export function denyCall(request: Request, callId: Name, approver: Name, expiresAt: number): DeskDecision;
+export function decisions(
+  request: Request,
+  list: DeskDecision[],
+): { request: Request; checkpoint: Checkpoint; decisions: DeskDecision[] };
+export type { JsonValue };

@@ -1,86 +1,55 @@
-// Types of @resumable/kernel/hitl: LangChain's human-in-the-loop for `createAgent`, decided by
-// the kernel (a turn's gated tool calls as one batch). hitl.js says how it works and what it
-// does not do.
+// Types of @resumable/kernel/hitl: LangChain's human-in-the-loop for `createAgent`, glue over
+// the driver core (hitl.js says how it works).
 
-import type {
-  Approval,
-  Call,
-  Checkpoint,
-  Name,
-  Rejected,
-  Time,
-  Identity,
-  VerdictKind,
-  Allowed,
-} from './index';
-import type { NotADecision, Tool } from './gate';
-import type { Turn, TurnStore } from './agents';
+import type { Allowed, Checkpoint, JsonValue, Name, Request, Run, Held, Book, ToolContract, VerdictKind } from './index';
+import type { Driver, DriverOptions, Tool } from './driver';
 
-export { Denied, NotBuilt, Refused } from './gate';
+export { Changed, NotBuilt, Refused } from './driver';
+export { Denied } from './gate';
 
-/** A gated tool: `true` is the plain middleware's default (approve, edit, reject). */
-export type InterruptOn = { [tool: string]: boolean | { allowedDecisions: VerdictKind[] } };
-
-/** One decision as the plain middleware takes it, with `deny` for "stop the run". */
+/** A HITL decision, in LangChain's words. */
 export type HitlDecision =
   | { type: 'approve' }
-  | { type: 'edit'; editedAction: { name: string; args: { [name: string]: unknown } } }
+  | { type: 'edit'; editedAction: { name: string; args: { [k: string]: JsonValue } } }
   | { type: 'reject'; message?: string }
   | { type: 'respond'; message: string }
   | { type: 'deny' };
 
-/** What the gate's interrupt holds: the plain middleware's request and the kernel's batch. */
-export interface HitlRequest {
-  actionRequests: { name: string; args: { [name: string]: unknown } }[];
-  reviewConfigs: { actionName: string; allowedDecisions: VerdictKind[] }[];
-  calls: { call: Call; requester: Name }[];
-  /** The calls still awaiting a decision. */
-  awaiting: string[];
-  checkpoint: Checkpoint;
-  /** Why the last resume value was refused, if it was. */
-  refused?: Rejected['rejection'] | NotADecision['rejection'];
+/** What the interrupt shows: the plain middleware's fields and the core's request. */
+export type HitlRequest = Request & {
+  actionRequests: Array<{ name: string; args: JsonValue }>;
+  reviewConfigs: Array<{ actionName: string; allowedDecisions: VerdictKind[] }>;
+  refused?: unknown;
+  verdict?: string;
   message?: string;
-}
+};
 
-/** The resume value: HITL decisions, each bound to its call. */
-export interface HitlResume {
-  at: Time;
-  checkpoint: Checkpoint;
-  decisions: (HitlDecision & { approval: Approval })[];
-}
-
-/**
- * The resume value for `request`: one decision per call in the request's order (a shorter
- * list decides the first calls; null skips one), each bound to its call.
- */
-export function hitlDecisions(
-  request: HitlRequest,
-  list: (HitlDecision | null)[],
-  options: { approver: Name; expiresAt: Time; at: Time },
-): HitlResume;
-
-export interface HitlGateOptions {
-  store: TurnStore;
-  name: string;
-  identity: Identity;
-  clock: () => number;
-  interruptOn: InterruptOn;
+export interface HitlOptions extends Omit<DriverOptions, 'tools'> {
+  interruptOn: { [tool: string]: boolean | { allowedDecisions: VerdictKind[] } };
+  /** The gated tools, carried out by the gate with the core's arguments. */
+  tools: { [tool: string]: Tool } | ((name: string) => Tool | undefined);
   requester: Name;
   approver: Name;
   expiresIn: number;
+  allowed?: Allowed;
   operator?: Name;
   reconcileWindow?: number;
-  allowed?: Allowed;
+  contract?: ToolContract;
+  driver?: Driver;
 }
 
-/** The kernel's gate for one agent run's human-in-the-loop. */
 export class HitlGate {
-  constructor(options: HitlGateOptions);
-  /** The verdicts each gated tool allows, by tool name. */
+  constructor(options: HitlOptions);
+  readonly driver: Driver;
   allowed: { [tool: string]: VerdictKind[] };
-  turn(): Turn;
-  /** The middleware for `createAgent({ middleware })`. */
   middleware(): any;
-  /** Carries out the call from inside a gated tool; null when the kernel has not dispatched it. */
-  runTool(callId: string, tool: Tool, args: { [name: string]: unknown }): Promise<string | null>;
+  turn(): { held: Held; book: Book; extra: string | null; run: Run; checkpoint: Checkpoint | null };
+  log(): { log: string; anchor: string };
 }
+
+/** The resume value: decisions in request order (`null` leaves a call), on its checkpoint. */
+export function hitlDecisions(
+  request: Request,
+  list: Array<HitlDecision | null>,
+  options?: { approver?: Name; expiresAt?: number },
+): { checkpoint: Checkpoint; decisions: Array<HitlDecision | null>; approver?: Name; expires_at?: number };

@@ -1,59 +1,39 @@
 'use strict';
-// LangChain's human-in-the-loop for `createAgent` (langchain 1.x), decided by the kernel: a
-// middleware that takes the place of `humanInTheLoopMiddleware`, with its interrupt and its
-// resume in the same words, and every decision bound and checked by the kernel first.
+// LangChain's human-in-the-loop for `createAgent` (langchain 1.x), as glue over the driver core
+// (driver.js): a middleware that takes the place of `humanInTheLoopMiddleware`, its interrupt
+// and its resume in the same words, every decision judged by the core first.
 //
-// After each model turn, the tool calls of the turn's AIMessage whose tool is in `interruptOn`
-// become one kernel batch (spec 5.5, frameworks.md): one call per action request, in order,
-// each tool's `allowedDecisions` its call's `contract.allowed` (POL-1). The graph pauses with
-// one interrupt whose value holds what the plain middleware's does (`actionRequests`,
-// `reviewConfigs`) and what the kernel binds decisions to (`calls`, `checkpoint`). The resume
-// value (`Command({ resume })`) is `{ at, checkpoint, decisions }`, one decision per call as
-// the plain middleware takes them (`{ type: 'approve' }`, `{ type: 'edit', editedAction: {
-// name, args } }`, `{ type: 'reject', message }`, `{ type: 'respond', message }`, and
-// `{ type: 'deny' }` for "stop the run"), each carrying the `approval` that binds it to its
-// call (`hitlDecisions` makes them). They are fed to the kernel as one `decision: batch`:
-// a refused list changes nothing, and the graph interrupts again with the request, the
-// rejection (`refused`) and its `message`. A list may decide some calls only: the graph
-// interrupts again for the rest.
+// After each model turn, the turn's tool calls whose tool is in `interruptOn` are proposed to
+// the core as one reviewed batch (each tool's `allowedDecisions` its call's `contract.allowed`).
+// The graph pauses with one interrupt holding what the plain middleware's does
+// (`actionRequests`, `reviewConfigs`) and what the core shows the approver (`calls`: each
+// call's arguments beside their digest; `checkpoint`; `expires_at`). The resume value is
+// `{ checkpoint, decisions }` (`hitlDecisions` makes it), one HITL decision per action request
+// (`{ type: 'approve' }`, `{ type: 'edit', editedAction: { name, args } }`, `{ type: 'reject',
+// message }`, `{ type: 'respond', message }`, `{ type: 'deny' }`; `null` leaves a call for a
+// later resume). The core maps them (spec/frameworks.md), binds each to its call and judges the
+// list at the gate's clock on the facts the gate observes; a refusal is written to the audit
+// log and the graph interrupts again, saying why.
 //
-// Once every call is decided, the middleware hands the agent the turn as the kernel decided
-// it: an approved call as proposed, an edited one with the approver's arguments (their
-// digest, RFC 8785, checked against the kernel's), a rejected one answered by a ToolMessage
-// with the message (status `error`), a responded one by a ToolMessage with the person's
-// answer; then the agent's tools node runs the approved and edited calls, each tool inside
-// through `runTool`, under the kernel's tool key, and records its result (as `agents.js`
-// does). A denial ends the run: the middleware throws `Denied` and no call runs. Unlike the
-// plain middleware, a rejection does not stop the approved calls of the same turn from
-// running: the kernel dispatched them.
+// Once every call is decided, the core dispatches the approved and edited calls (an edited one
+// with the approver's arguments) and the gate carries them out with the app's `tools` (each
+// `{ commit, query }`); every gated call is answered to the model by a ToolMessage (the
+// tool's result, a rejection's message with status `error`, a person's response), so the
+// agent's tools node runs only the calls nobody gates. A denial ends the run: `Denied`.
 //
-// Not built: a turn with more gated calls than one batch holds (`BATCH_CAPACITY`): refused by
-// name (`NotBuilt`), as in agents.js; an edit that changes the tool's name (another call):
-// refused as not a decision.
+// A node run again (every resume) consumes the answers LangGraph hands back to its earlier
+// interrupts, as many as the core counted, so a later interrupt gets its own answer; a process
+// that died after the core took the decisions finds the dispatches in flight when the node
+// runs again, and the core reconciles them with each tool's status query, never repeating.
 //
-// A process that dies after the kernel took the last decisions and before the graph stored
-// the middleware's answer leaves the batch closed and its calls dispatched: when the same
-// resume value is sent again, the node runs again, the kernel answers the list as already
-// taken (`already_applied`), its texts (edited arguments, messages) are taken from it, checked
-// against the kernel's digests, and the tools' `runTool` reconciles the dispatches the dead
-// process made, never repeating them blindly (`hitl-crash.test.js`).
+// Not built: a turn with more gated calls than one batch holds (`BATCH_CAPACITY`): `NotBuilt`.
 
 const rk = require('./index.js');
-const { ApprovalDesk } = require('./agents.js');
-const { MAX_ROUNDS, Denied, NotBuilt, Refused } = require('./gate.js');
+const d = require('./driver.js');
+const { Denied } = require('./gate.js');
 
 /** What HITL lets an approver do when a tool's config is `true`. */
 const HITL_DEFAULT = ['approve', 'edit', 'reject'];
-const HITL_TYPES = new Set(['approve', 'edit', 'reject', 'respond', 'deny']);
-
-function notADecision(message) {
-  return {
-    verdict: 'not_a_decision',
-    accepted: false,
-    rejection: { rejection: 'not_a_decision' },
-    message,
-  };
-}
 
 /** The allowed decisions of each gated tool: `true` is HITL's default, `false` not gated. */
 function allowedOf(interruptOn) {
@@ -67,118 +47,59 @@ function allowedOf(interruptOn) {
   return out;
 }
 
-/** Whether every text the decided batch needs (edited arguments, messages) is at hand. */
-function textsAtHand(batch, texts) {
-  return batch.slots.every((s) => {
-    const verdict = s.decided?.[0].verdict;
-    return !['edit', 'reject', 'respond'].includes(verdict) || texts.has(s.call.call.call_id);
-  });
-}
-
-/** The default message a rejected call is answered with, as the plain middleware words it. */
-function rejectedText(toolCall) {
-  return `User rejected the tool call for \`${toolCall.name}\` with id ${toolCall.id}`;
-}
-
 /**
- * The resume value for the interrupt `request`: one HITL decision per call, in the request's
- * order (as `Command({ resume: { decisions } })` takes them; a shorter list decides the first
- * calls only, `null` in the list skips a call), each bound to its call by an approval.
+ * The resume value for the interrupt `request`: HITL decisions, one per action request in
+ * order (`null` skips a call), on the checkpoint the approver was shown.
  */
-function hitlDecisions(request, list, { approver, expiresAt, at }) {
-  const decisions = [];
-  list.forEach((d, i) => {
-    if (d === null || d === undefined) return;
-    const proposal = request.calls[i];
-    if (proposal === undefined) throw new Error(`the request has no call at position ${i}`);
-    decisions.push({
-      ...d,
-      approval: {
-        call_id: proposal.call.call_id,
-        args: proposal.call.args,
-        requester: proposal.requester,
-        approver,
-        revision: request.checkpoint.revision,
-        expires_at: expiresAt,
-      },
-    });
-  });
-  return { at, checkpoint: request.checkpoint, decisions };
+function hitlDecisions(request, list, { approver, expiresAt } = {}) {
+  const value = { checkpoint: request.checkpoint, decisions: list };
+  if (approver !== undefined) value.approver = approver;
+  if (expiresAt !== undefined) value.expires_at = expiresAt;
+  return value;
 }
 
-/** The kernel's decision for one HITL decision on `toolCall`; throws `Refused` if there is none. */
-function kernelDecision(d, toolCall) {
-  if (d === null || typeof d !== 'object' || !HITL_TYPES.has(d.type) || !d.approval) {
-    throw new Refused(notADecision(`not a bound HITL decision: ${JSON.stringify(d)}`));
+/** A HITL decision in the core's words (`editedAction` is `edited_action` on the wire). */
+function word(x) {
+  if (x !== null && typeof x === 'object' && 'editedAction' in x) {
+    const { editedAction, ...rest } = x;
+    return { ...rest, edited_action: editedAction };
   }
-  const approval = d.approval;
-  switch (d.type) {
-    case 'approve':
-    case 'deny':
-      return { approval, verdict: d.type };
-    case 'edit': {
-      const edited = d.editedAction;
-      if (!edited || typeof edited.args !== 'object' || edited.args === null) {
-        throw new Refused(notADecision('an edit carries editedAction: { name, args }'));
-      }
-      if (toolCall !== undefined && edited.name !== toolCall.name) {
-        throw new Refused(
-          notADecision(`an edit that changes ${toolCall.name} into ${edited.name} is another call`),
-        );
-      }
-      return { approval, verdict: 'edit', args: rk.digest(edited.args) };
-    }
-    case 'reject': {
-      // A call not of this turn has no default message; the kernel refuses it by its id.
-      const message = d.message ?? rejectedText(toolCall ?? { name: '', id: approval.call_id });
-      return { approval, verdict: 'reject', reason: rk.digest(message) };
-    }
-    default:
-      if (typeof d.message !== 'string') {
-        throw new Refused(notADecision('a response carries the person\'s answer as message'));
-      }
-      return { approval, verdict: 'respond', result: rk.digest(d.message) };
-  }
+  return x;
 }
+
+/** The content a ToolMessage carries for a tool's result (JSON). */
+const content = (result) => (typeof result === 'string' ? result : JSON.stringify(result));
 
 /**
- * The kernel's gate for one agent run's human-in-the-loop: `middleware()` goes in
- * `createAgent({ middleware })`, `runTool` inside each gated tool. `interruptOn` as the plain
- * middleware takes it (`{ tool: true | { allowedDecisions } }`); `requester` asks for every
- * call and `approver` decides them, within `expiresIn` of the turn.
+ * The core's gate for one agent run's human-in-the-loop: `middleware()` goes in
+ * `createAgent({ middleware })`. `interruptOn` as the plain middleware takes it; `tools` the
+ * gated tools' `{ commit, query }` by name; `requester` asks for every call and `approver`
+ * decides them within `expiresIn` of the turn; the rest as `Driver` takes them.
  */
 class HitlGate {
-  constructor({ store, name, identity, clock, interruptOn, requester, approver, expiresIn,
-    operator, reconcileWindow, allowed }) {
-    this.desk = new ApprovalDesk({ store, name, identity, clock, operator, reconcileWindow,
-      allowed });
-    this.name = name;
-    this.clock = clock;
+  constructor(options) {
+    const { interruptOn, requester, approver, expiresIn, allowed, operator, reconcileWindow } =
+      options;
     this.allowed = allowedOf(interruptOn);
     this.requester = requester;
     this.approver = approver;
     this.expiresIn = expiresIn;
-  }
-
-  /** The run as the store holds it. */
-  turn() {
-    return this.desk.turn();
-  }
-
-  /** The kernel's call for a LangChain tool call (key: `${run}:${id}`). */
-  callOf(toolCall) {
-    return {
-      call_id: toolCall.id,
-      tool: toolCall.name,
-      args: rk.digest(toolCall.args ?? {}),
-      key: `${this.name}:${toolCall.id}`,
-      contract: {
-        dedupes: true,
-        query_fences: false,
-        max_attempts: 3,
-        allowed: this.allowed[toolCall.name],
-      },
+    this.contract = options.contract ?? { dedupes: true, query_fences: false, max_attempts: 3 };
+    const tools = options.tools ?? {};
+    this.tools = typeof tools === 'function' ? tools : (name) => tools[name];
+    const policy = options.policy ?? {
+      operator: operator ?? 'ops',
+      reconcile_window: reconcileWindow ?? 3_600_000,
+      ...(allowed === undefined ? {} : { allowed: [...allowed] }),
     };
+    this.driver = options.driver ?? new d.Driver({ ...options, policy, tools: this.tools });
+    this.name = this.driver.name;
+  }
+
+  /** The run as the store holds it, with `run` and `checkpoint` for short. */
+  turn() {
+    const t = this.driver.load();
+    return { ...t, run: t.held.run, checkpoint: t.held.checkpoint };
   }
 
   /** The middleware, for `createAgent({ middleware: [gate.middleware()] })`. */
@@ -186,35 +107,22 @@ class HitlGate {
     const { createMiddleware } = require('langchain');
     return createMiddleware({
       name: 'ResumableHumanInTheLoop',
-      afterModel: async (state, _runtime) => this.afterModel(state),
+      afterModel: { canJumpTo: ['model'], hook: async (state) => this.afterModel(state) },
     });
   }
 
-  /** Opens the turn's batch, or finds it open (the node runs again on each resume). */
-  open(gated) {
-    const { run, history } = this.turn();
-    const ids = gated.map((tc) => tc.id);
-    const batch = run.batch;
-    const open = batch === undefined ? [] : batch.slots.map((s) => s.call.call.call_id);
-    if (open.length === ids.length && open.every((id, i) => id === ids[i])) return;
-    if (gated.length > rk.BATCH_CAPACITY) {
-      throw new NotBuilt(
-        `${gated.length} gated calls in one turn: one batch holds ${rk.BATCH_CAPACITY}`,
-      );
-    }
-    const calls = gated.map((tc) => {
-      const call = this.callOf(tc);
-      return { call, requester: this.requester, prior: history.prior(call) };
-    });
-    const now = this.clock();
-    this.desk.step({
-      at: now,
-      kind: 'suspend',
-      wait: { wait: 'batch', calls },
-      expires_at: now + this.expiresIn,
-      responsible: this.approver,
-      resource_version: 0,
-    });
+  /** The core's proposal for a LangChain tool call (key: `${run}:${id}`). */
+  proposal(tc) {
+    return {
+      call_id: tc.id,
+      tool: tc.name,
+      args: tc.args ?? {},
+      key: `${this.name}:${tc.id}`,
+      contract: { ...this.contract, allowed: this.allowed[tc.name] },
+      requester: this.requester,
+      approver: this.approver,
+      expires_in: this.expiresIn,
+    };
   }
 
   async afterModel(state) {
@@ -224,133 +132,131 @@ class HitlGate {
     if (!last || !last.tool_calls?.length) return undefined;
     const gated = last.tool_calls.filter((tc) => this.allowed[tc.name] !== undefined);
     if (gated.length === 0) return undefined;
-    this.open(gated);
-    // What the approver's texts were, by call id: edited arguments and messages, from every
-    // answer the kernel took (or found already taken, identical, when the node runs again).
-    const texts = new Map();
+    if (gated.length > rk.BATCH_CAPACITY) {
+      throw new d.NotBuilt(
+        `${gated.length} gated calls in one turn: one batch holds ${rk.BATCH_CAPACITY}`,
+      );
+    }
+    const proposals = gated.map((tc) => this.proposal(tc));
+    let seen = 0; // interrupt answers this run of the node consumed, as the core counts them
     let refused = null;
-    for (let round = 0; round < MAX_ROUNDS; round += 1) {
-      const t = this.turn();
-      const batch = t.run.batch;
-      if (t.run.phase.phase === 'failed') {
-        throw new Denied(`run ${this.name} failed: ${JSON.stringify(t.run.phase)}`);
+    for (let round = 0; round < d.MAX_ROUNDS; round += 1) {
+      const todo = await this.driver.drive(proposals, { turn: true });
+      if (todo.todo === 'done') {
+        this.skip(interrupt, todo.answers - seen, gated);
+        return this.outcome(last, gated, todo.outcomes, ToolMessage);
       }
-      // A batch closed in an earlier run of this node (a process that died after the kernel
-      // took the decisions) is handed over once the approver's texts are at hand again: the
-      // answer handed back to the interrupt gives them, checked against the kernel's digests.
-      if (batch.closed !== null && textsAtHand(batch, texts)) {
-        return this.outcome(last, gated, batch, texts, ToolMessage);
-      }
-      const request = {
+      if (todo.todo === 'ended' && todo.cause?.cause === 'denied') throw new Denied(todo);
+      if (todo.todo !== 'ask') d.stop(todo);
+      const { request } = todo;
+      this.skip(interrupt, request.answers - seen, gated);
+      seen = request.answers;
+      const shown = {
         actionRequests: gated.map((tc) => ({ name: tc.name, args: tc.args })),
         reviewConfigs: gated.map((tc) => ({
           actionName: tc.name,
           allowedDecisions: this.allowed[tc.name],
         })),
-        calls: batch.slots.map((s) => ({ call: s.call.call, requester: s.requester })),
-        awaiting: batch.slots.filter((s) => s.state === 'awaiting').map((s) => s.call.call.call_id),
-        checkpoint: t.checkpoint,
+        ...request,
       };
-      if (refused !== null) {
-        request.refused = refused.rejection;
-        request.message = refused.message;
-      }
-      // The graph's interrupt throws to pause the graph; only the kernel's refusal is caught.
-      const answer = interrupt(request);
-      try {
-        this.resume(answer, gated, texts);
-        refused = null;
-      } catch (e) {
-        if (!(e instanceof Refused)) throw e;
-        // An answer the kernel already took, handed back as the node runs again, is no
-        // refusal to show; any other is.
-        refused = e.rejection.verdict === 'already_applied' ? null : e.rejection;
+      if (refused !== null) Object.assign(shown, { refused: refused.rejection,
+        verdict: refused.verdict, message: refused.message });
+      // The graph's interrupt throws to pause the graph; its answer goes to the core as is.
+      const answer = interrupt(shown);
+      const fed = await this.feed(request, answer);
+      if (typeof fed.verdict === 'string') {
+        refused = fed;
+      } else {
+        seen += 1;
+        refused = fed.verdict.verdict === 'accepted' ? null : fed.verdict;
       }
     }
     throw new Error(`run ${this.name}: the batch was not decided`);
   }
 
-  /** Feeds one resume value to the kernel as one `decision: batch`. */
-  resume(answer, gated, texts) {
-    if (!answer || typeof answer !== 'object' || !Array.isArray(answer.decisions) ||
-      !answer.checkpoint || typeof answer.checkpoint !== 'object') {
-      throw new Refused(
-        notADecision(`the resume value is not a bound decision list: ${JSON.stringify(answer)}`),
-      );
+  /**
+   * Feeds one resume value to the core: its decisions on the calls they name (a `null` leaves
+   * a call undecided), on the checkpoint the value says it was decided on.
+   */
+  feed(request, answer, driver = this.driver) {
+    const bound = answer !== null && typeof answer === 'object' && Array.isArray(answer.decisions)
+      && answer.checkpoint !== null && typeof answer.checkpoint === 'object';
+    if (!bound) {
+      return { verdict: 'not_a_decision', rejection: {}, message: 'the resume value is not a ' +
+        `decision list on a checkpoint ({ checkpoint, decisions }): ${JSON.stringify(answer)}` };
     }
-    const byId = new Map(gated.map((tc) => [tc.id, tc]));
-    const decisions = answer.decisions.map((d) =>
-      kernelDecision(d, byId.get(d?.approval?.call_id)),
-    );
-    const seen = (d) => {
-      const tc = byId.get(d.approval.call_id);
-      texts.set(d.approval.call_id, {
-        args: d.type === 'edit' ? d.editedAction.args : undefined,
-        message: d.type === 'reject' ? (d.message ?? rejectedText(tc)) : d.message,
-      });
-    };
-    const input = {
-      at: answer.at,
-      kind: 'resume',
-      checkpoint: answer.checkpoint,
-      decision: { decision: 'batch', decisions },
-      facts: {
-        resource_version: answer.checkpoint.resource_version,
-        permitted: true,
-        within_budget: true,
-      },
-    };
-    try {
-      this.desk.noteDispatch(this.desk.step(input));
-    } catch (e) {
-      // The same list, already taken (the node runs again after the resume): its texts hold.
-      if (e instanceof Refused && e.rejection.verdict === 'already_applied') {
-        answer.decisions.forEach(seen);
-      }
-      throw e;
-    }
-    answer.decisions.forEach(seen);
-  }
-
-  /** The turn as the kernel decided it: tool calls to run, and the answers given in their place. */
-  outcome(last, gated, batch, texts, ToolMessage) {
-    const messages = [];
-    const slots = new Map(batch.slots.map((s) => [s.call.call.call_id, s]));
-    const toolCalls = last.tool_calls.map((tc) => {
-      const slot = slots.get(tc.id);
-      if (slot === undefined) return tc;
-      const [decision] = slot.decided;
-      const text = texts.get(tc.id);
-      if (decision.verdict === 'edit') {
-        if (text?.args === undefined || rk.digest(text.args) !== slot.call.call.args) {
-          throw new Error(`call ${tc.id}: the edited arguments are not the ones the kernel bound`);
-        }
-        return { ...tc, args: text.args };
-      }
-      if (decision.verdict === 'reject' || decision.verdict === 'respond') {
-        const digest = decision.verdict === 'reject' ? decision.reason : decision.result;
-        if (text?.message === undefined || rk.digest(text.message) !== digest) {
-          throw new Error(`call ${tc.id}: the message is not the one the kernel recorded`);
-        }
-        messages.push(
-          new ToolMessage({
-            content: text.message,
-            name: tc.name,
-            tool_call_id: tc.id,
-            status: decision.verdict === 'reject' ? 'error' : 'success',
-          }),
-        );
-      }
-      return tc;
+    const picked = [];
+    answer.decisions.forEach((x, i) => {
+      if (x !== null && x !== undefined) picked.push([request.calls[i], word(x)]);
     });
-    last.tool_calls = toolCalls;
-    return { messages: [last, ...messages] };
+    if (picked.some(([call]) => call === undefined)) {
+      return { verdict: 'not_a_decision', rejection: {},
+        message: `${answer.decisions.length} decisions for ${request.calls.length} calls` };
+    }
+    const shown = { ...request, checkpoint: answer.checkpoint, calls: picked.map(([c]) => c) };
+    return driver.decide(shown, picked.map(([, w]) => w), answer.approver ?? this.approver,
+      answer.expires_at ?? request.expires_at);
   }
 
-  /** Carries out the call from inside a gated tool, as `ApprovalDesk.runTool` does. */
-  runTool(callId, tool, args) {
-    return this.desk.runTool(callId, tool, args);
+  /**
+   * Consumes `n` answers LangGraph hands back to this node's earlier interrupts (already fed),
+   * so that the next interrupt gets a new one. A handed-back value the core took for no
+   * decision was never counted: it is skipped too.
+   */
+  skip(interrupt, n, gated) {
+    for (let i = 0; i < n; i += 1) {
+      if (this.notADecision(interrupt({ replay: true }), gated)) i -= 1;
+    }
+  }
+
+  /** Whether the core takes `answer` for no decision at all (judged, nothing written). */
+  notADecision(answer, gated) {
+    const { held, book } = this.driver.load();
+    if (held.checkpoint === null) return true;
+    const probe = {
+      calls: gated.map((tc) => ({ call_id: tc.id, tool: tc.name, args: '{}',
+        args_digest: '0'.repeat(64), requester: this.requester })),
+      responsible: this.approver,
+      expires_at: 0,
+      checkpoint: held.checkpoint,
+      answers: 0,
+    };
+    const judged = { decide: (request, words, approver, expiresAt) => rk.driverDecide(held, book,
+      0, request, words, approver, expiresAt, { resource_version: 0, permitted: true,
+        within_budget: true }) };
+    return typeof this.feed(probe, answer, judged).verdict === 'string';
+  }
+
+  /** The turn as the core decided it: every gated call answered to the model by a ToolMessage. */
+  outcome(last, gated, outcomes, ToolMessage) {
+    const messages = gated.map((tc, i) => {
+      const o = outcomes[i];
+      const text = o.outcome === 'result' ? content(JSON.parse(o.result)) : o.message;
+      return new ToolMessage({
+        content: text,
+        name: tc.name,
+        tool_call_id: tc.id,
+        status: o.outcome === 'rejected' ? 'error' : 'success',
+      });
+    });
+    // Every call of the turn answered: back to the model; else the tools node runs the rest.
+    const rest = last.tool_calls.length > gated.length;
+    return rest ? { messages: [last, ...messages] } : { messages: [last, ...messages], jumpTo: 'model' };
+  }
+
+  /** The run's audit log and its anchor, for `resumable validate --key-file K --anchor A`. */
+  log() {
+    return this.driver.log();
   }
 }
 
-module.exports = { HitlGate, Denied, NotBuilt, Refused, hitlDecisions };
+const { Changed, NotBuilt, Refused } = d;
+
+module.exports = {
+  HitlGate,
+  Changed,
+  Denied,
+  NotBuilt,
+  Refused,
+  hitlDecisions,
+};

@@ -650,3 +650,198 @@ export class AuditLog {
   /** The anchor file's contents, for `resumable validate --anchor FILE`. */
   anchorJson(): string;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The driver core (`resumable-driver`'s JSON forms): the driving contract, once. Pure functions
+// of what the adapter's store holds, the adapter's own `now` and the facts it observed.
+
+/** What a store holds of one run: the run, the end of its audit log, its latest checkpoint. */
+export interface Held {
+  run: Run;
+  anchor: { records: U64; mac: Digest };
+  checkpoint: Checkpoint | null;
+}
+
+/** A run's calls: the history index and, per call id, its record (opaque to adapters). */
+export type Book = { [field: string]: JsonValue };
+
+/** How a recorded call ended. */
+export type Outcome =
+  | { outcome: 'result'; result: string }
+  | { outcome: 'rejected'; message: string }
+  | { outcome: 'responded'; message: string };
+
+/** A call the agent proposes now, with its arguments themselves. */
+export interface DriverProposal {
+  call_id: Name;
+  tool: Name;
+  args: JsonValue;
+  key: IdempotencyKey;
+  contract: ToolContract;
+  requester: Name;
+  /** Who must approve it; null: dispatched at once. */
+  approver?: Name | null;
+  /** How long the approver has, from the suspension, in the run's time unit. */
+  expires_in?: U64;
+}
+
+/** One call put to a party: the arguments themselves beside their digest. */
+export interface Asked {
+  call_id: Name;
+  tool: Name;
+  /** The arguments, RFC 8785 canonical JSON. */
+  args: string;
+  args_digest: Digest;
+  requester: Name;
+}
+
+/** A request put to the party a run waits on. */
+export interface Request {
+  calls: Asked[];
+  responsible: Name;
+  expires_at: Time;
+  checkpoint: Checkpoint;
+  /** How many answers were fed while the calls waited. */
+  answers: number;
+}
+
+/** What the book keeps of an input once it is accepted (opaque to adapters). */
+export type Kept = { [field: string]: JsonValue };
+
+/** What to do now about a proposal. */
+export type Todo =
+  | { todo: 'feed'; event: Event; kept: Kept }
+  | { todo: 'ask'; request: Request }
+  | { todo: 'query'; dispatch: Dispatch }
+  | { todo: 'done'; outcomes: Outcome[]; answers: number }
+  | { todo: 'changed'; recorded: Call; proposed: Call }
+  | { todo: 'waits'; reason: ReasonKind; responsible: Name; expires_at: Time }
+  | { todo: 'busy'; call_id: Name }
+  | { todo: 'ended'; phase: PhaseKind; cause: FailCause | null };
+
+/** A call the driver hands to its tool: the arguments the dispatch's digest binds. */
+export interface ToolCall {
+  call_id: Name;
+  tool: Name;
+  tool_key: Digest;
+  attempt: number;
+  /** The arguments, canonical JSON: the approved (or edited) ones. */
+  args: string;
+  args_digest: Digest;
+}
+
+/** A step's verdict on the wire: accepted, a kernel rejection, or not a decision. */
+export type FedVerdict =
+  | { verdict: 'accepted'; run: Run; effects: Effect[] }
+  | { verdict: Exclude<RejectionKind, never>; rejection: Rejection; message: string }
+  | { verdict: 'not_a_decision'; rejection: {}; message: string };
+
+/** What a staged input returns: what to commit, then what to carry out. */
+export interface Fed {
+  verdict: FedVerdict;
+  held: Held;
+  book: Book;
+  /** The audit line of the input, without its LF. */
+  line: string;
+  history: HistoryEntry[];
+  tool_calls: ToolCall[];
+  query: Dispatch | null;
+}
+
+/** A party's message refused before the kernel: nothing to commit. */
+export interface NotADecision {
+  verdict: 'not_a_decision';
+  rejection: {};
+  message: string;
+}
+
+/** A framework's decision on one call (spec/frameworks.md). */
+export type Word =
+  | { type: 'approve' }
+  | { type: 'edit'; edited_action: { name: string; args: JsonValue } }
+  | { type: 'reject'; message?: string }
+  | { type: 'respond'; message: string }
+  | { type: 'deny' };
+
+/** A party's answer: a decision on the checkpoint it was shown. */
+export interface Answer {
+  checkpoint: Checkpoint;
+  decision: Decision;
+}
+
+/** The audit header of a new run: `{ run: { identity, policy, created_at }, tools }`. */
+export interface Header {
+  run: { identity: Identity; policy: Policy; created_at: Time };
+  tools?: ToolPolicy[] | null;
+}
+
+export function driverOpen(
+  header: Header,
+  key?: string | null,
+): { held: Held; book: Book; line: string };
+export function driverPlan(
+  held: Held,
+  book: Book,
+  now: number,
+  proposals: DriverProposal[],
+  facts: Facts,
+): Todo;
+export function driverPlanTurn(
+  held: Held,
+  book: Book,
+  now: number,
+  proposals: DriverProposal[],
+  facts: Facts,
+): Todo;
+export function driverFeed(
+  held: Held,
+  book: Book,
+  now: number,
+  event: Event,
+  kept: Kept,
+  key?: string | null,
+): Fed;
+export function driverAnswer(
+  held: Held,
+  book: Book,
+  now: number,
+  request: Request,
+  message: unknown,
+  facts: Facts,
+  key?: string | null,
+): Fed | NotADecision;
+export function driverDecide(
+  held: Held,
+  book: Book,
+  now: number,
+  request: Request,
+  words: unknown,
+  approver: Name,
+  expiresAt: number,
+  facts: Facts,
+  key?: string | null,
+): Fed | NotADecision;
+export function driverToolResult(
+  held: Held,
+  book: Book,
+  now: number,
+  toolCall: ToolCall,
+  result: JsonValue,
+  key?: string | null,
+): Fed;
+export function driverReconcile(
+  held: Held,
+  book: Book,
+  now: number,
+  dispatch: Dispatch,
+  found: JsonValue | undefined,
+  facts: Facts,
+  key?: string | null,
+): Fed;
+export function driverWakeAt(held: Held): Time | null;
+export function driverApproval(
+  request: Request,
+  approve: boolean,
+  approver: Name,
+  expiresAt: number,
+): Answer;

@@ -291,6 +291,104 @@ class AuditLog {
   }
 }
 
+
+// The driver core (the crate `resumable-driver`, its JSON forms): the driving contract, once.
+// Each function takes what an adapter's store holds of a run (`held`, `book`), the adapter's
+// own `now` and the facts it observed, and returns what to commit (`held`, `book`, `line`, in
+// one transaction with compare-and-set) and what to carry out after the commit (`tool_calls`,
+// `query`). `driver.js` is the I/O around them; the framework modules are glue over it.
+
+const optionalKey = (key) => (key === undefined || key === null ? null : key);
+
+/** A new run from its audit log's header: `{ held, book, line }`, `line` line 1 of its log. */
+function driverOpen(header, key) {
+  return parse(call(native.driverOpen, text(header, 'header'), optionalKey(key)));
+}
+
+/** What to do now about `proposals` (one model turn's calls): a todo. */
+function driverPlan(held, book, now, proposals, facts) {
+  return parse(
+    call(native.driverPlan, text(held, 'held'), text(book, 'book'), now,
+      text(proposals, 'proposals'), text(facts, 'facts')),
+  );
+}
+
+/** As `driverPlan`, for a turn a framework reviews as one batch even of one call. */
+function driverPlanTurn(held, book, now, proposals, facts) {
+  return parse(
+    call(native.driverPlanTurn, text(held, 'held'), text(book, 'book'), now,
+      text(proposals, 'proposals'), text(facts, 'facts')),
+  );
+}
+
+/** Stages the event a plan gave (`todo: 'feed'`) with what the book keeps of it. */
+function driverFeed(held, book, now, event, kept, key) {
+  return parse(
+    call(native.driverFeed, text(held, 'held'), text(book, 'book'), now, text(event, 'event'),
+      text(kept, 'kept'), optionalKey(key)),
+  );
+}
+
+/** Stages a party's answer to `request`: only its checkpoint and decision are read. */
+function driverAnswer(held, book, now, request, message, facts, key) {
+  let shown;
+  try {
+    shown = typeof message === 'string' ? message : stringify(message);
+  } catch {
+    shown = 'null';
+  }
+  return parse(
+    call(native.driverAnswer, text(held, 'held'), text(book, 'book'), now,
+      text(request, 'request'), shown === undefined ? 'null' : shown, text(facts, 'facts'),
+      optionalKey(key)),
+  );
+}
+
+/** Stages a framework's decision list on `request` by `approver`, valid until `expiresAt`. */
+function driverDecide(held, book, now, request, words, approver, expiresAt, facts, key) {
+  let shown;
+  try {
+    shown = stringify(words);
+  } catch {
+    shown = 'null';
+  }
+  return parse(
+    call(native.driverDecide, text(held, 'held'), text(book, 'book'), now,
+      text(request, 'request'), shown === undefined ? 'null' : shown, String(approver), expiresAt,
+      text(facts, 'facts'), optionalKey(key)),
+  );
+}
+
+/** Stages the tool's answer (`result`, any JSON value but null) to `toolCall`. */
+function driverToolResult(held, book, now, toolCall, result, key) {
+  return parse(
+    call(native.driverToolResult, text(held, 'held'), text(book, 'book'), now,
+      text(toolCall, 'tool call'), canonical(result), optionalKey(key)),
+  );
+}
+
+/**
+ * Stages the status query's answer about `dispatch`: `found` the result committed under its
+ * key, `null` for a firm "not committed", `undefined` when the query failed (unknown).
+ */
+function driverReconcile(held, book, now, dispatch, found, facts, key) {
+  const answer = found === undefined ? null : found === null ? 'null' : canonical(found);
+  return parse(
+    call(native.driverReconcile, text(held, 'held'), text(book, 'book'), now,
+      text(dispatch, 'dispatch'), answer, text(facts, 'facts'), optionalKey(key)),
+  );
+}
+
+/** When the driver must next call in for the held run (its deadline), or null. */
+function driverWakeAt(held) {
+  return parse(call(native.driverWakeAt, text(held, 'held')));
+}
+
+/** The approver's side: the answer approving (or denying) the one call of `request`. */
+function driverApproval(request, approve, approver, expiresAt) {
+  return parse(call(native.driverApproval, text(request, 'request'), approve, approver, expiresAt));
+}
+
 module.exports = {
   AUDIT_FORMAT_VERSION,
   BATCH_CAPACITY,
@@ -303,6 +401,16 @@ module.exports = {
   checkpointOf,
   digest,
   digestJson,
+  driverAnswer,
+  driverApproval,
+  driverDecide,
+  driverFeed,
+  driverOpen,
+  driverPlan,
+  driverPlanTurn,
+  driverReconcile,
+  driverToolResult,
+  driverWakeAt,
   effect,
   newRun,
   parse,

@@ -178,6 +178,26 @@ fn stored(held: &str, book: &str) -> Result<(Held, Book)> {
 /// What to do now about `proposals` (a JSON list of one or more proposals, one model turn),
 /// on the held run and its book, at `now`, with the facts observed now ([`plan::plan_batch`]).
 pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
+    planned(held, book, now, proposals, facts, plan::plan_batch)
+}
+
+/// As [`plan`], for a turn a framework reviews as one batch even of one call
+/// ([`plan::plan_turn`]: HITL's and the Agents SDKs' shape, where a call may be edited,
+/// rejected or answered).
+pub fn plan_turn(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
+    planned(held, book, now, proposals, facts, plan::plan_turn)
+}
+
+type Planner = fn(&Held, &Book, Time, &[Proposal], Facts) -> Todo;
+
+fn planned(
+    held: &str,
+    book: &str,
+    now: u64,
+    proposals: &str,
+    facts: &str,
+    planner: Planner,
+) -> Result<String> {
     let (held, book) = stored(held, book)?;
     let forms: Vec<ProposalForm> = parse("proposals", proposals)?;
     let proposals = forms
@@ -188,7 +208,7 @@ pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> R
         return Err("proposals: at least one call".into());
     }
     let facts: Facts = parse("facts", facts)?;
-    let todo = plan::plan_batch(&held, &book, Time(now), &proposals, facts);
+    let todo = planner(&held, &book, Time(now), &proposals, facts);
     to_json(&TodoForm::from(todo))
 }
 
@@ -352,7 +372,9 @@ pub fn tool_result(
 
 /// Feeds the status query's answer about `dispatch`: `found` the JSON result the tool
 /// committed under the key, `null` for a firm "not committed", or absent (`None`) when the
-/// query failed (the outcome stays unknown). The facts are the driver's, observed now.
+/// query failed (the outcome stays unknown). The facts are the driver's, observed now. When
+/// the run no longer waits on that dispatch (another worker reconciled it first), the answer
+/// is refused as `{"verdict": "not_waiting", "message"}`, with nothing to commit.
 pub fn reconcile(
     held: &str,
     book: &str,
@@ -362,8 +384,7 @@ pub fn reconcile(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held_v: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held_v, book) = stored(held, book)?;
     let d: Dispatch = parse("dispatch", dispatch)?;
     let facts: Facts = parse("facts", facts)?;
     let found = match found {
@@ -371,6 +392,17 @@ pub fn reconcile(
         Some("null") => Ok(None),
         Some(text) => Ok(Some(text)),
     };
+    if !plan::waits_on(&held_v, &d) {
+        // Another worker answered it first, or the run moved on: nothing to commit.
+        return to_json(&Refused {
+            verdict: "not_waiting",
+            rejection: Empty {},
+            message: format!(
+                "the run does not wait on the outcome of call {} attempt {}",
+                d.call_id, d.attempt
+            ),
+        });
+    }
     let (event, kept) = plan::reconcile(&held_v, &d, found, facts)?;
     fed(&core(key)?, &held_v, book, now, event, &kept)
 }

@@ -184,6 +184,30 @@ pub fn plan_batch(
     proposals: &[Proposal],
     facts: Facts,
 ) -> Todo {
+    plan_shaped(held, book, now, proposals, facts, proposals.len() > 1)
+}
+
+/// What to do now about `proposals`, one model turn's calls that a framework reviews as one
+/// batch even when the turn holds one call (LangChain's HITL middleware, the Agents SDKs: each
+/// call may be approved, edited, rejected or answered, spec 5.5). Otherwise as [`plan_batch`].
+pub fn plan_turn(
+    held: &Held,
+    book: &Book,
+    now: Time,
+    proposals: &[Proposal],
+    facts: Facts,
+) -> Todo {
+    plan_shaped(held, book, now, proposals, facts, true)
+}
+
+fn plan_shaped(
+    held: &Held,
+    book: &Book,
+    now: Time,
+    proposals: &[Proposal],
+    facts: Facts,
+    as_batch: bool,
+) -> Todo {
     if let Some(todo) = recorded(book, proposals) {
         return todo;
     }
@@ -197,7 +221,7 @@ pub fn plan_batch(
             // A batch's calls in flight together, their worker gone: each becomes unknown.
             Todo::Feed(Event::Recover, Kept::default())
         }
-        Phase::Running { in_flight: None } => bind(held, book, now, proposals, facts),
+        Phase::Running { in_flight: None } => bind(held, book, now, proposals, facts, as_batch),
         Phase::Running { in_flight: Some(f) } if proposes(proposals, &f.call.call.call_id) => {
             // Committed as dispatching, and nobody waits for the answer now (a node run
             // again, a process restarted): the outcome is unknown and goes to the query.
@@ -274,7 +298,14 @@ fn ended(held: &Held) -> Todo {
 
 /// The input that binds what is proposed and not yet recorded: a dispatch of a call that
 /// needs no approval, else a suspension for the approval of one call or of the batch.
-fn bind(held: &Held, book: &Book, now: Time, proposals: &[Proposal], facts: Facts) -> Todo {
+fn bind(
+    held: &Held,
+    book: &Book,
+    now: Time,
+    proposals: &[Proposal],
+    facts: Facts,
+    as_batch: bool,
+) -> Todo {
     let fresh: Vec<&Proposal> = proposals
         .iter()
         .filter(|p| book.record(&p.call.call_id).is_none())
@@ -293,7 +324,7 @@ fn bind(held: &Held, book: &Book, now: Time, proposals: &[Proposal], facts: Fact
         proposed: fresh.iter().map(|p| (p.call, p.args.clone())).collect(),
         ..Kept::default()
     };
-    let wait = if proposals.len() == 1 {
+    let wait = if !as_batch {
         Wait::Approval {
             call: first.call,
             requester: first.requester,
@@ -368,6 +399,17 @@ fn requester_of(held: &Held, id: &Name) -> Option<Name> {
     batch.slot(id).map(|slot| slot.requester)
 }
 
+/// Whether the run waits on the outcome of the dispatch `d` itself (its call and attempt). A
+/// status query's answer is about one dispatch; the kernel's reconcile input names none, so
+/// an answer staged again on a run that moved on (a lost compare-and-set, another worker that
+/// reconciled first) must not be recorded for the call the run waits on now.
+pub fn waits_on(held: &Held, d: &Dispatch) -> bool {
+    match held.run.suspension().map(|s| s.reason) {
+        Some(Reason::OutcomeUnknown { in_flight, .. }) => held.run.dispatch_of(&in_flight) == *d,
+        _ => false,
+    }
+}
+
 /// The status query's answer about `d` as the input that records it: `found` is the result
 /// the tool committed under the key (`Some`), a firm "not committed" (`None`), or the query
 /// failed (`Err`: the outcome stays unknown). Resumed from the latest checkpoint, with the
@@ -379,6 +421,13 @@ pub fn reconcile(
     facts: Facts,
 ) -> Result<(Event, Kept), String> {
     use resumable_kernel::{Decision, QueryAnswer, Resume};
+    if !waits_on(held, d) {
+        return Err(format!(
+            "the run does not wait on the outcome of call {} attempt {}: an answer about it \
+             is never recorded for another call",
+            d.call_id, d.attempt
+        ));
+    }
     let checkpoint = held
         .checkpoint
         .ok_or_else(|| "the run has no checkpoint to reconcile from".to_string())?;

@@ -162,3 +162,200 @@ pub fn audit_append(
 ) -> Result<String> {
     native(forms::audit_append(&run, &anchor, &input, key.as_deref()))
 }
+
+// The driver core (`resumable_driver::forms`): the driving contract written once, which every
+// adapter of this package (driver.js and the framework glue over it) calls. Each function takes
+// what the adapter's store holds (the held run and its book), the adapter's own `now` and the
+// facts it observed, and returns what to commit and what to carry out; none holds state or
+// reads a clock. `key` is the audit key (64 hex digits) or absent (chained by SHA-256 alone).
+
+/// A driver's error thrown.
+fn driven(result: resumable_driver::forms::Result<String>) -> Result<String> {
+    result.map_err(error)
+}
+
+/// A new run from its audit log's header: `{"held", "book", "line"}` (`line`: line 1 of its log).
+#[napi]
+pub fn driver_open(header: String, key: Option<String>) -> Result<String> {
+    driven(resumable_driver::forms::open(&header, key.as_deref()))
+}
+
+/// What to do now about `proposals` (one model turn's calls) on the held run and its book, at
+/// the driver's `now`, with the facts observed now: a todo (`feed`, `ask`, `query`, `done`,
+/// `changed`, `waits`, `busy`, `ended`).
+#[napi]
+pub fn driver_plan(
+    held: String,
+    book: String,
+    now: i64,
+    proposals: String,
+    facts: String,
+) -> Result<String> {
+    driven(resumable_driver::forms::plan(
+        &held,
+        &book,
+        time(now)?,
+        &proposals,
+        &facts,
+    ))
+}
+
+/// As `driver_plan`, for a turn a framework reviews as one batch even of one call (HITL's and
+/// the Agents SDK's shape: each call may be approved, edited, rejected or answered).
+#[napi]
+pub fn driver_plan_turn(
+    held: String,
+    book: String,
+    now: i64,
+    proposals: String,
+    facts: String,
+) -> Result<String> {
+    driven(resumable_driver::forms::plan_turn(
+        &held,
+        &book,
+        time(now)?,
+        &proposals,
+        &facts,
+    ))
+}
+
+/// Feeds the event a plan gave (`{"todo": "feed"}`) with what the book keeps of it.
+#[napi]
+pub fn driver_feed(
+    held: String,
+    book: String,
+    now: i64,
+    event: String,
+    kept: String,
+    key: Option<String>,
+) -> Result<String> {
+    driven(resumable_driver::forms::feed(
+        &held,
+        &book,
+        time(now)?,
+        &event,
+        &kept,
+        key.as_deref(),
+    ))
+}
+
+/// Feeds a party's answer to `request`: only its checkpoint and decision are read.
+#[napi]
+pub fn driver_answer(
+    held: String,
+    book: String,
+    now: i64,
+    request: String,
+    message: String,
+    facts: String,
+    key: Option<String>,
+) -> Result<String> {
+    driven(resumable_driver::forms::answer(
+        &held,
+        &book,
+        time(now)?,
+        &request,
+        &message,
+        &facts,
+        key.as_deref(),
+    ))
+}
+
+/// Feeds a framework's decision list on `request` by `approver`, valid until `expires_at`.
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn driver_decide(
+    held: String,
+    book: String,
+    now: i64,
+    request: String,
+    words: String,
+    approver: String,
+    expires_at: i64,
+    facts: String,
+    key: Option<String>,
+) -> Result<String> {
+    driven(resumable_driver::forms::decide(
+        &held,
+        &book,
+        time(now)?,
+        &request,
+        &words,
+        &approver,
+        time(expires_at)?,
+        &facts,
+        key.as_deref(),
+    ))
+}
+
+/// Feeds the tool's answer (`result`, JSON text) to `tool_call` as the core handed it out.
+#[napi]
+pub fn driver_tool_result(
+    held: String,
+    book: String,
+    now: i64,
+    tool_call: String,
+    result: String,
+    key: Option<String>,
+) -> Result<String> {
+    driven(resumable_driver::forms::tool_result(
+        &held,
+        &book,
+        time(now)?,
+        &tool_call,
+        &result,
+        key.as_deref(),
+    ))
+}
+
+/// Feeds the status query's answer about `dispatch`: `found` the committed result's JSON,
+/// `"null"` for a firm "not committed", absent when the query failed (unknown).
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn driver_reconcile(
+    held: String,
+    book: String,
+    now: i64,
+    dispatch: String,
+    found: Option<String>,
+    facts: String,
+    key: Option<String>,
+) -> Result<String> {
+    driven(resumable_driver::forms::reconcile(
+        &held,
+        &book,
+        time(now)?,
+        &dispatch,
+        found.as_deref(),
+        &facts,
+        key.as_deref(),
+    ))
+}
+
+/// When the driver must next call in for the held run (its deadline), or `null`.
+#[napi]
+pub fn driver_wake_at(held: String) -> Result<String> {
+    driven(resumable_driver::forms::wake_at(&held))
+}
+
+/// The approver's side: the answer approving (or denying) the one call of `request`.
+#[napi]
+pub fn driver_approval(
+    request: String,
+    approve: bool,
+    approver: String,
+    expires_at: i64,
+) -> Result<String> {
+    driven(resumable_driver::forms::approval(
+        &request,
+        approve,
+        &approver,
+        time(expires_at)?,
+    ))
+}
+
+/// A time from JavaScript: a non-negative integer (a JavaScript number holds it exactly up to
+/// 2^53 - 1, which is where `index.js` stops reading integers as numbers).
+fn time(t: i64) -> Result<u64> {
+    u64::try_from(t).map_err(|_| error(format!("a time is a non-negative integer, got {t}")))
+}

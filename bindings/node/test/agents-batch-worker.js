@@ -34,17 +34,16 @@ async function main([step, dir, ...rest]) {
   let out;
   if (step === 'start') {
     const result = await run(agent([TURN]), 'publish posts 1 and 2');
-    const request = suspendAndKeep(desk, result, dir);
-    out = { suspended: request.calls.map((c) => c.call.call_id) };
+    const request = await suspendAndKeep(desk, result, dir);
+    out = { suspended: request.calls.map((c) => c.call_id) };
   } else {
     const a = agent([[assistantMessage('done')]]);
     let state;
     if (step === 'decide') {
       const [callId, verdict, approver = 'alice'] = rest;
       const request = keptRequest(dir);
-      const now = Date.now();
       // The approval lasts as long as the batch: the same decision made again is identical.
-      const until = request.checkpoint.expires_at;
+      const until = request.expires_at;
       const decision =
         verdict === 'approve'
           ? agents.approveCall(request, callId, approver, until)
@@ -52,7 +51,7 @@ async function main([step, dir, ...rest]) {
             ? agents.rejectCall(request, callId, approver, until, `${approver} said no`)
             : agents.denyCall(request, callId, approver, until);
       try {
-        state = await desk.decide(a, agents.decisions(request, [decision], now));
+        state = await desk.decide(a, agents.decisions(request, [decision]));
       } catch (e) {
         if (!(e instanceof agents.Refused)) throw e;
         out = { refused: e.rejection.verdict };

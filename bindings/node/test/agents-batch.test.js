@@ -14,8 +14,11 @@ const { run } = require('@openai/agents');
 
 const rk = require('..');
 const agents = require('../agents');
-const { DeskScene } = require('./desk');
-const { said, scratch, spawnWorker, storedIn } = require('./helpers');
+const { DeskScene, KEY } = require('./desk');
+const { assertValidates, said, scratch, spawnWorker, storedIn } = require('./helpers');
+
+/** A stored turn as the tests read it: the kernel's run, its checkpoint, the SDK's state. */
+const turnOf = (t) => ({ run: t.held.run, checkpoint: t.held.checkpoint, state: t.extra });
 const { Ledger } = require('./ledger');
 const { assistantMessage, functionCall } = require('./scripted-model');
 
@@ -31,7 +34,21 @@ function worker(dir, ...args) {
   return said(spawn(dir, args));
 }
 
-const stored = (dir) => storedIn(path.join(dir, 'turns.db'), agents.SqliteTurnStore);
+/** The run's audit log in DIR/turns.db. */
+function logOf(dir) {
+  const Database = require('better-sqlite3');
+  const db = new Database(path.join(dir, 'turns.db'));
+  try {
+    return new agents.SqliteDriverStore(db).log('run-1');
+  } finally {
+    db.close();
+  }
+}
+
+const stored = (dir) => turnOf(storedIn(path.join(dir, 'turns.db'), agents.SqliteTurnStore));
+
+/** What a refusal leaves as it was: the kernel's run, its checkpoint, the SDK's state. */
+const kept = (t) => ({ run: t.run, checkpoint: t.checkpoint, state: t.state });
 
 const states = (run_) => run_.batch.slots.map((s) => [s.call.call.call_id, s.state]);
 const refusedAs = (kind) => (e) => e instanceof agents.Refused && e.rejection.verdict === kind;
@@ -67,7 +84,7 @@ class Scene extends DeskScene {
       make(request, callId, 'alice', now + 100, ...rest),
     );
     const agent = this.agent([assistantMessage(answer)]);
-    const state = await this.desk.decide(agent, agents.decisions(request, list, now));
+    const state = await this.desk.decide(agent, agents.decisions(request, list));
     if (state === null) return null;
     const result = await run(agent, state);
     return { final: result.finalOutput, result };
@@ -168,21 +185,23 @@ test('kernel: a denial fails the run and no call of the batch runs, approved or 
 test('kernel: a run whose policy leaves out deny refuses a denial by name', async () => {
   const s = new Scene(tmp(), { allowed: ['approve', 'edit', 'reject'] });
   const request = await s.turn([[1, 'c1'], [2, 'c2']]);
-  const stored_ = s.desk.turn();
+  const stored_ = kept(s.desk.turn());
   await assert.rejects(
     s.decide(request, [[agents.denyCall, 'c1']]),
     refusedAs('decision_not_allowed'),
   );
-  assert.deepEqual(s.desk.turn(), stored_);
+  assert.deepEqual(kept(s.desk.turn()), stored_);
+  // The refusal itself is in the audit log, which validates.
+  assertValidates(s.desk.log(), KEY);
 });
 
 test('kernel: the refusals of a batch change nothing', async () => {
   const s = new Scene(tmp());
   const first = await s.turn([[1, 'c1'], [2, 'c2']]);
-  const before = s.desk.turn();
+  const before = kept(s.desk.turn());
   // An approval replayed for other arguments (the call's id, another post).
   const [p1, p2] = first.calls;
-  const other = { ...p1, call: { ...p1.call, args: rk.digest({ post: 666 }) } };
+  const other = { ...p1, args_digest: rk.digest({ post: 666 }) };
   const forged = { ...first, calls: [other, p2] };
   await assert.rejects(
     s.decide(forged, [[agents.approveCall, 'c1']]),
@@ -196,19 +215,19 @@ test('kernel: the refusals of a batch change nothing', async () => {
   // The SDK has no edit: refused by name before it reaches the kernel.
   const now = s.clock();
   const approval = agents.approveCall(first, 'c1', 'alice', now + 100);
-  const edit = { ...approval, verdict: 'edit', args: p1.call.args };
+  const edit = { ...approval, type: 'edit' };
   await assert.rejects(
-    s.desk.decide(s.agent(), agents.decisions(first, [edit], now)),
+    s.desk.decide(s.agent(), agents.decisions(first, [edit])),
     refusedAs('not_a_decision'),
   );
-  assert.deepEqual(s.desk.turn(), before);
+  assert.deepEqual(kept(s.desk.turn()), before);
   assert.equal(s.ledger.commits(), 0);
 
   // The first batch decided and run; a second turn opens a second batch.
   const both = [[agents.approveCall, 'c1'], [agents.approveCall, 'c2']];
   assert.equal((await s.decide(first, both)).final, 'done');
   const second = await s.turn([[3, 'c3'], [4, 'c4']]);
-  const open = s.desk.turn();
+  const open = kept(s.desk.turn());
   // A decision on the first batch's call, bound to the second batch's checkpoint: not a call
   // of this batch.
   const stray = { ...first, checkpoint: second.checkpoint };
@@ -218,7 +237,7 @@ test('kernel: the refusals of a batch change nothing', async () => {
   );
   // The first batch's decisions, replayed against its own checkpoint: that batch is over.
   await assert.rejects(s.decide(first, [[agents.approveCall, 'c1']]), refusedAs('stale_revision'));
-  assert.deepEqual(s.desk.turn(), open);
+  assert.deepEqual(kept(s.desk.turn()), open);
   assert.deepEqual(s.posts().sort(), [1, 2]);
   const next = [[agents.approveCall, 'c3'], [agents.approveCall, 'c4']];
   assert.equal((await s.decide(second, next)).final, 'done');
@@ -253,6 +272,8 @@ test('kernel: a crash after the tools committed is reconciled, not repeated', ()
   // under its key: a commit found is recorded, not made again.
   assert.deepEqual(worker(dir, 'restart'), { final: 'done' });
   assert.deepEqual(ledger.entries().map((e) => e.args.post).sort(), [1, 2]);
+  const settledTurn = storedIn(path.join(dir, 'turns.db'), agents.SqliteTurnStore);
+  assertValidates({ log: logOf(dir), anchor: `${settledTurn.held.anchor.records}:${settledTurn.held.anchor.mac}` }, KEY);
   const settled = stored(dir).run;
   assert.deepEqual(states(settled), [['call_1', 'committed'], ['call_2', 'committed']]);
   assert.equal(settled.last_resume.decision.decision, 'reconcile');
@@ -260,6 +281,7 @@ test('kernel: a crash after the tools committed is reconciled, not repeated', ()
   for (const slot of settled.batch.slots) {
     const post = Number(slot.call.call.call_id.slice('call_'.length));
     const entry = ledger.entries().find((e) => e.args.post === post);
-    assert.equal(slot.result, rk.digest(entry.result));
+    assert.equal(slot.result, rk.digest(entry.result),
+      JSON.stringify({ slot, ledger: ledger.entries() }));
   }
 });

@@ -53,8 +53,8 @@ async function kernel(step, dir, approver) {
   const agent = (model) => new Agent({ name: 'writer', model, tools: [publish] });
   if (step === 'start') {
     const result = await run(agent(firstTurn()), 'publish post 42');
-    const request = suspendAndKeep(desk, result, dir);
-    return { suspended: request.calls[0].call.call_id };
+    const request = await suspendAndKeep(desk, result, dir);
+    return { suspended: request.calls[0].call_id };
   }
   const a = agent(lastTurn());
   let state;
@@ -63,7 +63,7 @@ async function kernel(step, dir, approver) {
     const now = Date.now();
     try {
       const approval = agents.approveCall(request, 'call_42', approver, now + 60_000);
-      state = await desk.decide(a, agents.decisions(request, [approval], now));
+      state = await desk.decide(a, agents.decisions(request, [approval]));
     } catch (e) {
       if (!(e instanceof agents.Refused)) throw e;
       return { refused: e.rejection.verdict };

@@ -14,8 +14,11 @@ const { Agent, run } = require('@openai/agents');
 const rk = require('..');
 const agents = require('../agents');
 const gate = require('../gate');
-const { DeskScene, publishTool } = require('./desk');
-const { said, scratch, spawnWorker, storedIn } = require('./helpers');
+const { DeskScene, KEY, publishTool } = require('./desk');
+const { assertValidates, said, scratch, spawnWorker, storedIn } = require('./helpers');
+
+/** A stored turn as the tests read it: the kernel's run, its checkpoint, the SDK's state. */
+const turnOf = (t) => ({ run: t.held.run, checkpoint: t.held.checkpoint, state: t.extra });
 const { Ledger } = require('./ledger');
 const { ScriptedModel, assistantMessage, functionCall } = require('./scripted-model');
 
@@ -32,7 +35,7 @@ function worker(step, dir, approver = 'alice', mode = 'kernel') {
   return said(spawn(mode, step, dir, { approver }));
 }
 
-const turnIn = (dir) => storedIn(path.join(dir, 'turns.db'), agents.SqliteTurnStore);
+const turnIn = (dir) => turnOf(storedIn(path.join(dir, 'turns.db'), agents.SqliteTurnStore));
 const kernelRunIn = (dir) => turnIn(dir).run;
 
 /** A publish tool that commits straight to the ledger: the SDK's approval is all it has. */
@@ -56,9 +59,9 @@ class Scene extends DeskScene {
 
   async decide(request, { approver = 'alice', validFor = 100, deny = false } = {}) {
     const now = this.clock();
-    const callId = request.calls[0].call.call_id;
+    const callId = request.calls[0].call_id;
     const decide = deny ? agents.denyCall : agents.approveCall;
-    const decision = agents.decisions(request, [decide(request, callId, approver, now + validFor)], now);
+    const decision = agents.decisions(request, [decide(request, callId, approver, now + validFor)]);
     const agent = this.agent([assistantMessage(deny ? 'not published' : 'done')]);
     const state = await this.desk.decide(agent, decision);
     return (await run(agent, state)).finalOutput;
@@ -156,7 +159,7 @@ test('kernel: the requester, an expired approval and other arguments are refused
   const request = await s.turn(42, 'call_42');
   const stored = s.desk.turn().state;
   const [proposal] = request.calls;
-  const other = { ...proposal, call: { ...proposal.call, args: rk.digest({ post: 666 }) } };
+  const other = { ...proposal, args_digest: rk.digest({ post: 666 }) };
   const otherArgs = { ...request, calls: [other] };
   await assert.rejects(s.decide(request, { approver: 'writer' }), refusedAs('self_approval'));
   await assert.rejects(s.decide(request, { validFor: -1 }), refusedAs('approval_expired'));
@@ -217,9 +220,12 @@ test('kernel: a call id reused with other arguments is refused', async () => {
   const s = new Scene(tmp());
   assert.equal(await s.decide(await s.turn(42, 'call_42')), 'done');
   // A later turn whose model reuses the call id with other arguments: the SDK's new run does
-  // not know the id, the kernel's history does.
-  await assert.rejects(s.turn(666, 'call_42'), refusedAs('call_id_reused'));
+  // not know the id, the core's book does: another call under a recorded id is refused by
+  // name, never answered with the first call's receipt.
+  await assert.rejects(s.turn(666, 'call_42'), (e) => e instanceof agents.Changed &&
+    e.recorded.args === rk.digest({ post: 42 }) && e.proposed.args === rk.digest({ post: 666 }));
   assert.equal(s.ledger.commits(), 1);
+  assertValidates(s.desk.log(), KEY);
 });
 
 test('kernel: a denial goes through the kernel first, then the SDK rejects the call', async () => {

@@ -17,6 +17,7 @@ const { DedupingTool, Ledger } = require('./ledger');
 const { ScriptedModel } = require('./scripted-model');
 
 const IDENTITY = { tenant: 'acme', session: 'chat-1', run: 'run-1', definition: 'writer@1' };
+const KEY = 'b2'.repeat(32);
 
 /** The SDK's `publish` tool, which needs approval; `execute` carries the post out. */
 function publishTool(execute) {
@@ -32,7 +33,8 @@ function publishTool(execute) {
 /** The publish tool whose `execute` goes through the desk's `runTool` to `publisher`. */
 function gatedPublish(desk, publisher) {
   return publishTool(async ({ post }, _ctx, details) => {
-    const result = await desk.runTool(details.toolCall.callId, publisher, { post });
+    void post; // the SDK's arguments: the tool gets the ones the core hands out
+    const result = await desk.runTool(details.toolCall, publisher);
     return result ?? 'refused: the kernel has not dispatched this call';
   });
 }
@@ -45,6 +47,8 @@ function workerDesk(dir) {
     identity: IDENTITY,
     clock: () => Date.now(),
     reconcileWindow: 3_600_000,
+    key: KEY,
+    RunState,
   });
 }
 
@@ -54,8 +58,8 @@ const requestFile = (dir) => path.join(dir, 'request.json');
  * Suspends the desk on the turn's interruptions (`result`, the SDK's), as `writer` asking
  * `alice`, and keeps the request in DIR for the process that decides.
  */
-function suspendAndKeep(desk, result, dir) {
-  const request = desk.suspend(result, {
+async function suspendAndKeep(desk, result, dir) {
+  const request = await desk.suspend(result, {
     requester: 'writer',
     approver: 'alice',
     expiresIn: 600_000,
@@ -85,6 +89,7 @@ class DeskScene {
       clock: () => this.clock(),
       allowed,
       RunState,
+      key: KEY,
     });
     this.publish = gatedPublish(this.desk, new DedupingTool(this.ledger));
   }
@@ -102,6 +107,7 @@ class DeskScene {
 module.exports = {
   DeskScene,
   IDENTITY,
+  KEY,
   gatedPublish,
   keptRequest,
   publishTool,

@@ -78,4 +78,36 @@ function storedIn(file, Store, name = 'run-1') {
   }
 }
 
-module.exports = { ROOT, SCENARIOS, resumableBin, said, scratch, spawnWorker, storedIn };
+/**
+ * Runs `resumable validate --key-file K --anchor A LOG` on a run's audit log (`log`, its
+ * `anchor` as RECORDS:MAC) sealed under `key` (64 hex digits); returns what spawnSync does.
+ */
+function validate({ log, anchor }, key) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'resumable-validate-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'audit.jsonl'), log);
+    fs.writeFileSync(path.join(dir, 'audit.key'), key);
+    return spawnSync(resumableBin(), ['validate', '--key-file', path.join(dir, 'audit.key'),
+      '--anchor', anchor, path.join(dir, 'audit.jsonl')], { encoding: 'utf8', timeout: 60_000 });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Asserts that the log validates under its key and anchor. */
+function assertValidates(logged, key) {
+  const p = validate(logged, key);
+  assert.equal(p.status, 0, `resumable validate: ${p.stdout}${p.stderr}\n${logged.log}`);
+}
+
+module.exports = {
+  ROOT,
+  SCENARIOS,
+  assertValidates,
+  resumableBin,
+  said,
+  scratch,
+  spawnWorker,
+  storedIn,
+  validate,
+};

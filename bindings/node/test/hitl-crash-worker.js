@@ -4,8 +4,9 @@
 // until the interrupt and keeps its request; `decide` resumes with the approver's answer
 // (approve the first call, edit the second's post to 20), kept in DIR so that it can be sent
 // again as it was; `resend` sends that same answer again, as an app retrying after a crash
-// would. With CRASH=decided the process kills itself with SIGKILL right after the kernel took
-// the decisions, before the graph stored the middleware's answer or any tool ran. The graph's
+// would. With CRASH=before the process kills itself with SIGKILL when the first dispatch
+// reaches the tool: right after the core took the decisions and committed them, before the
+// graph stored the middleware's answer or any tool ran. The graph's
 // checkpointer, the kernel's store and the tool's ledger are files in DIR; the chat model is
 // scripted. The last line printed is JSON.
 
@@ -22,7 +23,7 @@ const { z } = require('zod');
 
 const agents = require('../agents');
 const hitl = require('../hitl');
-const { DedupingTool, Ledger } = require('./ledger');
+const { CrashingTool, Ledger } = require('./ledger');
 
 const IDENTITY = { tenant: 'acme', session: 'thread-1', run: 'run-1', definition: 'agent@1' };
 const CFG = { configurable: { thread_id: 'thread-1' } };
@@ -53,30 +54,23 @@ class ScriptedChatModel extends BaseChatModel {
   }
 }
 
-class CrashingGate extends hitl.HitlGate {
-  resume(answer, gated, texts) {
-    super.resume(answer, gated, texts);
-    if (process.env.CRASH === 'decided') process.kill(process.pid, 'SIGKILL');
-  }
-}
-
 async function main([step, dir]) {
-  const gate = new CrashingGate({
+  const publisher = new CrashingTool(new Ledger(path.join(dir, 'tool.ledger')));
+  const gate = new hitl.HitlGate({
     store: new agents.SqliteTurnStore(new Database(path.join(dir, 'kernel.db'))),
     name: 'run-1',
     identity: IDENTITY,
     clock: () => Date.now(),
     interruptOn: { publish: true },
+    tools: { publish: publisher },
     requester: 'agent',
     approver: 'alice',
     expiresIn: 600_000,
     reconcileWindow: 3_600_000,
   });
-  const publisher = new DedupingTool(new Ledger(path.join(dir, 'tool.ledger')));
   const publish = tool(
-    async ({ post }, config) => {
-      const result = await gate.runTool(config.toolCall.id, publisher, { post });
-      return result ?? 'refused: the kernel has not dispatched this call';
+    async () => {
+      throw new Error('a gated call is carried out by the gate, not the tools node');
     },
     { name: 'publish', description: 'Publish a post.', schema: z.object({ post: z.number() }) },
   );
@@ -94,17 +88,15 @@ async function main([step, dir]) {
     result = await agent.invoke({ messages: [{ role: 'user', content: 'publish 1 and 2' }] }, CFG);
     const request = result.__interrupt__[0].value;
     fs.writeFileSync(requestFile, JSON.stringify(request));
-    console.log(JSON.stringify({ awaiting: request.awaiting }));
+    console.log(JSON.stringify({ awaiting: request.calls.map((c) => c.call_id) }));
     return;
   }
   if (step === 'decide') {
     const request = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
-    const at = Date.now();
     const edit = { type: 'edit', editedAction: { name: 'publish', args: { post: 20 } } };
     const answer = hitl.hitlDecisions(request, [{ type: 'approve' }, edit], {
       approver: 'alice',
-      expiresAt: at + 60_000,
-      at,
+      expiresAt: Date.now() + 60_000,
     });
     fs.writeFileSync(answerFile, JSON.stringify(answer));
   }

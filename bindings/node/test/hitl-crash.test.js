@@ -21,12 +21,12 @@ const { tmp } = scratch('resumable-hitl-crash-');
 
 const spawn = (step, dir, crash = '') => spawnWorker(WORKER, [step, dir], crash);
 const worker = (step, dir) => said(spawn(step, dir));
-const kernelRun = (dir) => storedIn(path.join(dir, 'kernel.db'), agents.SqliteTurnStore).run;
+const kernelRun = (dir) => storedIn(path.join(dir, 'kernel.db'), agents.SqliteTurnStore).held.run;
 
 test('gate: killed after the kernel took the decisions, the answer sent again runs each call once', () => {
   const dir = tmp();
   assert.deepEqual(worker('start', dir), { awaiting: ['c1', 'c2'] });
-  const killed = spawn('decide', dir, 'decided');
+  const killed = spawn('decide', dir, 'before');
   assert.equal(killed.signal, 'SIGKILL', killed.stderr);
   const ledger = new Ledger(path.join(dir, 'tool.ledger'));
   assert.equal(ledger.commits(), 0);

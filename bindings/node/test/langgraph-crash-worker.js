@@ -31,7 +31,7 @@ const clock = () => Date.now(); // milliseconds
 
 async function main([mode, step, dir]) {
   const ledger = new Ledger(path.join(dir, 'tool.ledger'));
-  const store = new gate.SqliteRunStore(new Database(path.join(dir, 'kernel.db')));
+  const store = new gate.SqliteDriverStore(new Database(path.join(dir, 'kernel.db')));
 
   const plain = (_state) => {
     const answer = interrupt({ call: POST.tool });
@@ -68,7 +68,7 @@ async function main([mode, step, dir]) {
   } else if (step === 'approve') {
     const request = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
     const decision =
-      mode === 'plain' ? 'approve' : gate.approve(request, 'alice', clock() + 1e9, clock());
+      mode === 'plain' ? 'approve' : gate.approve(request, 'alice', clock() + 1e9);
     r = await app.invoke(new Command({ resume: decision }), CFG);
   } else if (step === 'restart') {
     r = await app.invoke(null, CFG);

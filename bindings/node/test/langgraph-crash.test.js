@@ -25,8 +25,8 @@ const commits = (dir) => new Ledger(path.join(dir, 'tool.ledger')).commits();
 // How the kernel's run was last resumed: a reconciliation shows the tool was asked, not
 // called again blindly (which a deduping tool would hide from the ledger).
 function lastResume(dir) {
-  const stored = storedIn(path.join(dir, 'kernel.db'), gate.SqliteRunStore);
-  return stored.run.last_resume.decision;
+  const stored = storedIn(path.join(dir, 'kernel.db'), gate.SqliteDriverStore);
+  return stored.held.run.last_resume.decision;
 }
 
 test('plain: a crash after the commit repeats it', () => {

@@ -18,13 +18,14 @@ const { SqliteSaver } = require('@langchain/langgraph-checkpoint-sqlite');
 
 const rk = require('..');
 const gate = require('../gate');
-const { scratch } = require('./helpers');
+const { assertValidates, scratch } = require('./helpers');
 const { DedupingTool, Ledger } = require('./ledger');
 
 const IDENTITY = { tenant: 'acme', session: 'thread-1', run: 'run-1', definition: 'graph@1' };
 const POST = { callId: 'call-1', tool: 'publish', args: { post: 42 }, key: 'idem-post-42' };
 const DELETE = { callId: 'call-2', tool: 'delete', args: { account: 7 }, key: 'idem-delete-7' };
 const CFG = { configurable: { thread_id: 'thread-1' } };
+const KEY = 'd4'.repeat(32);
 const STILL = 'LangGraph.js no longer shows this: the gate test beside it guards nothing here';
 
 const State = Annotation.Root({
@@ -66,7 +67,7 @@ class Kernel {
     this.ledger = new Ledger(path.join(dir, 'tool.ledger'));
     const db = new Database(path.join(dir, 'kernel.db'));
     closing(() => db.close());
-    this.store = new gate.SqliteRunStore(db);
+    this.store = new gate.SqliteDriverStore(db);
     this.ticks = 0;
   }
 
@@ -83,17 +84,16 @@ class Kernel {
       tool: new DedupingTool(this.ledger),
       interrupt,
       clock: () => this.clock(),
+      key: KEY,
     });
   }
 
   approve(request, { approver = 'alice', validFor = 100 } = {}) {
-    const now = this.clock();
-    return gate.approve(request, approver, now + validFor, now);
+    return gate.approve(request, approver, this.clock() + validFor);
   }
 
   deny(request, approver = 'alice') {
-    const now = this.clock();
-    return gate.deny(request, approver, now + 100, now);
+    return gate.deny(request, approver, this.clock() + 100);
   }
 }
 
@@ -129,12 +129,13 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
         return { out: [first, second] };
       }, makeSaver(tmp()));
       let r = await app.invoke({ out: [] }, CFG);
-      assert.equal(requestOf(r).call.call_id, 'call-1');
+      assert.equal(requestOf(r).calls[0].call_id, 'call-1');
       r = await app.invoke(new Command({ resume: k.approve(requestOf(r)) }), CFG);
-      assert.equal(requestOf(r).call.call_id, 'call-2');
+      assert.equal(requestOf(r).calls[0].call_id, 'call-2');
       r = await app.invoke(new Command({ resume: k.approve(requestOf(r)) }), CFG);
       assert.deepEqual(r.out, ['publish done #1', 'delete done #2']);
       assert.deepEqual([k.ledger.commits('publish'), k.ledger.commits('delete')], [1, 1]);
+      assertValidates(k.gate().log(), KEY);
     });
 
     // A resume whose interrupt id matches no pending interrupt.
@@ -159,18 +160,19 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
         makeSaver(tmp()));
       let r = await app.invoke({ out: [] }, CFG);
       const request = requestOf(r);
-      const other = { ...request, call: gate.kernelForm(DELETE) };
+      const other = { ...request, calls: [{ ...request.calls[0], call_id: 'call-2' }] };
       r = await app.invoke(new Command({ resume: k.approve(other) }), CFG);
       // Refused by the kernel, with its evidence; the graph asks again.
       assert.deepEqual(requestOf(r).refused, { rejection: 'approval_mismatch', field: 'call_id' });
       assert.match(requestOf(r).message, /call_id/);
       r = await app.invoke(new Command({ resume: { 'no-such-interrupt': 'approve' } }), CFG);
-      assert.equal(requestOf(r).refused.rejection, 'not_a_decision');
+      assert.equal(requestOf(r).verdict, 'not_a_decision');
       assert.equal(k.ledger.commits(), 0);
       // The run still waits on its call; the right approval goes through, once.
       r = await app.invoke(new Command({ resume: k.approve(request) }), CFG);
       assert.deepEqual(r.out, ['publish done #1']);
       assert.equal(k.ledger.commits(), 1);
+      assertValidates(k.gate().log(), KEY);
     });
 
     // A consumed resume value delivered again to a later interrupt.
@@ -199,10 +201,10 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
       let r = await app.invoke({ out: [] }, CFG);
       const decisionAboutThePost = new Command({ resume: k.approve(requestOf(r)) });
       r = await app.invoke(decisionAboutThePost, CFG);
-      assert.equal(requestOf(r).call.call_id, 'call-2');
+      assert.equal(requestOf(r).calls[0].call_id, 'call-2');
       r = await app.invoke(decisionAboutThePost, CFG);
       // The post's approval, delivered to the delete's interrupt, is refused: it was spent.
-      assert.equal(requestOf(r).call.call_id, 'call-2');
+      assert.equal(requestOf(r).calls[0].call_id, 'call-2');
       assert.equal(requestOf(r).refused.rejection, 'already_applied');
       assert.deepEqual([k.ledger.commits('publish'), k.ledger.commits('delete')], [1, 0]);
     });
@@ -236,9 +238,10 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
       // The call's result is recorded in the run: the node returns it, the tool is not called.
       assert.deepEqual(r.out, ['publish done #1']);
       assert.equal(k.ledger.commits(), 1);
-      // The other decision, fed to the kernel directly, is refused with its evidence.
-      await assert.rejects(k.gate().resume(k.approve(request, { approver: 'mallory' }), POST),
-        (e) => e instanceof gate.Refused && e.rejection.verdict === 'already_resumed');
+      // The other decision, fed to the core directly, is refused with its evidence.
+      const fed = await k.gate().driver.answer(request, k.approve(request, { approver: 'mallory' }));
+      assert.equal(fed.verdict.verdict, 'already_resumed');
+      assertValidates(k.gate().log(), KEY);
     });
 
     // The approval's other bindings: requester, expiry, arguments.
@@ -248,7 +251,8 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
         makeSaver(tmp()));
       let r = await app.invoke({ out: [] }, CFG);
       const request = requestOf(r);
-      const otherArgs = { ...request, call: { ...request.call, args: rk.digest({ post: 43 }) } };
+      const otherArgs = { ...request,
+        calls: [{ ...request.calls[0], args_digest: rk.digest({ post: 43 }) }] };
       for (const [decision, kind] of [
         [k.approve(request, { approver: 'agent' }), 'self_approval'],
         [k.approve(request, { validFor: -1 }), 'approval_expired'],
@@ -263,7 +267,7 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
       assert.equal(k.ledger.commits(), 1);
     });
 
-    test('gate: two calls of one run asked for at once are refused by name', async () => {
+    test('gate: a second call of one run asked for while it waits is refused by name', async () => {
       const k = new Kernel(tmp());
       const app = new StateGraph(State)
         .addNode('post', async (_state) => ({ out: [await k.gate().call(POST, ASK)] }))
@@ -273,16 +277,11 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
         .addEdge('post', END)
         .addEdge('delete', END)
         .compile({ checkpointer: makeSaver(tmp()) });
-      // One step, two interrupts: the kernel decides one call per suspension. Whichever
-      // branch came first suspended the run; the other is refused, naming both.
-      let refused;
-      await assert.rejects(app.invoke({ out: [] }, CFG), (e) => {
-        refused = e;
-        return e instanceof gate.NotBuilt;
-      });
-      const waiting = k.gate().stored().run.phase.reason.call.call.call_id;
-      const other = waiting === 'call-1' ? 'call-2' : 'call-1';
-      assert.match(refused.message, new RegExp(`approval of ${waiting}, not ${other}`));
+      // One step, two interrupts: the core decides one call per suspension. Whichever
+      // branch came first suspended the run; the other is refused by name.
+      await assert.rejects(app.invoke({ out: [] }, CFG), (e) => e instanceof gate.Waiting &&
+        /waits on pending_approval by alice/.test(e.message));
+      assert.equal(k.gate().stored().held.run.phase.reason.reason, 'pending_approval');
       assert.equal(k.ledger.commits(), 0);
     });
 
@@ -293,8 +292,9 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
       const r = await app.invoke({ out: [] }, CFG);
       await assert.rejects(app.invoke(new Command({ resume: k.deny(requestOf(r)) }), CFG),
         (e) => e instanceof gate.Denied);
-      assert.equal(k.gate().stored().run.phase.phase, 'failed');
+      assert.equal(k.gate().stored().held.run.phase.phase, 'failed');
       assert.equal(k.ledger.commits(), 0);
+      assertValidates(k.gate().log(), KEY);
     });
   });
 }

@@ -35,22 +35,25 @@ class Ledger {
   }
 }
 
-/** The tool the kernel drives: commits a tool key once, answers the first result again. */
+/**
+ * The tool the driver core drives (README.md, "The tool protocol"): commits a tool key once,
+ * and answers the first result again for it; its status query finds a commit by tool key.
+ */
 class DedupingTool {
   constructor(ledger) {
     this.ledger = ledger;
   }
 
-  async query(toolKey) {
-    const found = this.ledger.entries().find((e) => e.tool_key === toolKey);
+  async query(call) {
+    const found = this.ledger.entries().find((e) => e.tool_key === call.tool_key);
     return found === undefined ? null : found.result;
   }
 
-  async commit(toolKey, tool, args) {
-    const found = await this.query(toolKey);
+  async commit(call) {
+    const found = await this.query(call);
     if (found !== null) return found;
-    const result = `${tool} done #${this.ledger.commits() + 1}`;
-    this.ledger.append({ tool_key: toolKey, tool, args, result });
+    const result = `${call.tool} done #${this.ledger.commits() + 1}`;
+    this.ledger.append({ tool_key: call.tool_key, tool: call.tool, args: call.args, result });
     return result;
   }
 }
@@ -66,9 +69,9 @@ function crash(when) {
  * after the commit is on the ledger, before anything else is written.
  */
 class CrashingTool extends DedupingTool {
-  async commit(toolKey, tool, args) {
+  async commit(call) {
     crash('before');
-    const result = await super.commit(toolKey, tool, args);
+    const result = await super.commit(call);
     crash('after');
     return result;
   }

@@ -1,90 +1,69 @@
-// Compiled by test/types.test.js (tsc --noEmit --strict): the gate's and the desk's declarations
-// accept their documented use and refuse a misuse.
-import { ApprovalGate, SqliteRunStore, Refused, Denied } from '../gate';
-import {
-  ApprovalDesk,
-  SqliteTurnStore,
-  NotBuilt,
-  approveCall,
-  callOf,
-  decisions,
-  denyCall,
-  rejectCall,
-} from '../agents';
+// Compiled by test/types.test.js (tsc --noEmit --strict): the gate's, the desk's, HITL's and the
+// driver's declarations accept their documented use and refuse a misuse.
+import { ApprovalGate, SqliteDriverStore, Refused, Denied, Changed, Ended, approve, deny } from '../gate';
+import { ApprovalDesk, NotBuilt, approveCall, decisions, denyCall, rejectCall } from '../agents';
 import { HitlGate, hitlDecisions } from '../hitl';
-import type { ApprovalRequest, SqliteDatabase } from '../gate';
+import { Driver, RETRIES } from '../driver';
+import type { ApprovalRequest } from '../gate';
+import type { SqliteDatabase, Tool } from '../driver';
 import type { HitlRequest } from '../hitl';
-import type {
-  Batch,
-  CallDecision,
-  Decision,
-  Proposal,
-  Rejected,
-  Revision,
-  Run,
-  Slot,
-  Wait,
-} from '../index';
+import type { Rejected, Revision, Request, Todo, Answer } from '../index';
+import { driverPlan, driverApproval } from '../index';
 
 declare const db: SqliteDatabase;
 const identity = { tenant: 'a', session: 'b', run: 'c', definition: 'd' };
+const store = new SqliteDriverStore(db);
+const tool: Tool = { commit: async (call) => `paid ${call.tool_key}`, query: () => null };
 
 const gated = new ApprovalGate({
-  store: new SqliteRunStore(db),
+  store,
   name: 'run-1',
   identity,
-  tool: { commit: async () => 'done', query: () => null },
-  interrupt: (request: ApprovalRequest) => request,
+  tool,
+  interrupt: (request) => request,
   clock: () => 1,
+  facts: () => ({ resource_version: 3, permitted: true, within_budget: true }),
+  key: 'ab'.repeat(32),
 });
-export async function callOnce(): Promise<string> {
+export async function callOnce() {
   const call = { callId: 'c', tool: 't', args: { post: 1 }, key: 'k' };
   return gated.call(call, { requester: 'agent', approver: 'alice', expiresIn: 3 });
 }
+export function answers(shown: ApprovalRequest): [Answer, Answer, string | undefined] {
+  return [approve(shown, 'alice', 9), deny(shown, 'alice', 9), shown.calls[0].args];
+}
 
-const turns = new SqliteTurnStore(db);
-const desk = new ApprovalDesk({ store: turns, name: 'run-1', identity, clock: () => 2 });
+declare const RunStateClass: {
+  fromString(agent: unknown, text: string): Promise<{
+    getInterruptions(): Array<{ rawItem: unknown }>;
+    approve(item: unknown): void;
+    reject(item: unknown, options?: { message?: string }): void;
+    toString(): string;
+  }>;
+};
+const desk = new ApprovalDesk({ store, name: 'run-2', identity, clock: () => 2, RunState: RunStateClass });
 export async function decideOnce(result: { interruptions: []; state: { toString(): string } }) {
-  const request = desk.suspend(result, { requester: 'w', approver: 'a', expiresIn: 5 });
-  const id = request.calls[0].call.call_id;
-  await desk.decide({}, decisions(request, [denyCall(request, id, 'alice', 10)], 2));
+  const request = await desk.suspend(result, { requester: 'w', approver: 'a', expiresIn: 5 });
+  const id = request.calls[0].call_id;
+  await desk.decide({}, decisions(request, [denyCall(request, id, 'alice', 10)]));
   const reject = rejectCall(request, id, 'alice', 10, 'not now');
-  await desk.decide({}, decisions(request, [approveCall(request, id, 'alice', 10), reject], 2));
+  await desk.decide({}, decisions(request, [approveCall(request, id, 'alice', 10), reject]));
   // @ts-expect-error: a rejection without the message the model is given does not type-check.
   rejectCall(request, id, 'alice', 10);
-  return desk.decide({}, decisions(request, [], 2));
+  return desk.decide({}, decisions(request, []));
+}
+export async function executeOnce(callId: string): Promise<string> {
+  const result = await desk.runTool({ callId, name: 'publish', arguments: '{"post":1}' }, tool);
+  return result === null ? 'not dispatched' : JSON.stringify(result);
 }
 
-// The kernel's batch forms (spec 5.5).
-export function batchForms(run: Run, proposal: Proposal): [Wait, Decision, string[]] {
-  const wait: Wait = { wait: 'batch', calls: [proposal] };
-  const approval = {
-    call_id: 'c',
-    args: 'd',
-    requester: 'r',
-    approver: 'a',
-    revision: 1,
-    expires_at: 9,
-  };
-  const one: CallDecision = { approval, verdict: 'edit', args: 'e' };
-  const decision: Decision = { decision: 'batch', decisions: [one, { approval, verdict: 'deny' }] };
-  const batch: Batch | undefined = run.batch;
-  const states = (batch?.slots ?? []).map((s: Slot) =>
-    s.state === 'committed' ? s.result : s.state === 'in_flight' ? String(s.attempt) : s.state,
-  );
-  // @ts-expect-error: a rejection carries the digest of its reason.
-  const bad: CallDecision = { approval, verdict: 'reject' };
-  void bad;
-  return [wait, decision, states];
-}
-
-// LangChain's human-in-the-loop, gated by the kernel.
 const hitlGate = new HitlGate({
-  store: turns,
-  name: 'run-2',
+  store,
+  name: 'run-3',
   identity,
   clock: () => 3,
   interruptOn: { publish: true, ask: { allowedDecisions: ['respond'] } },
+  tools: { publish: tool },
   requester: 'agent',
   approver: 'alice',
   expiresIn: 10,
@@ -92,27 +71,30 @@ const hitlGate = new HitlGate({
 export function resumeOnce(request: HitlRequest) {
   void hitlGate.middleware();
   const edit = { type: 'edit' as const, editedAction: { name: 'publish', args: { post: 2 } } };
-  return hitlDecisions(request, [{ type: 'approve' }, edit, null], {
-    approver: 'alice',
-    expiresAt: 9,
-    at: 4,
-  });
-}
-export async function executeOnce(callId: string): Promise<string> {
-  await desk.storedState({});
-  const tool = { commit: async () => 'done', query: async () => null };
-  return (await desk.runTool(callId, tool, { post: 1 })) ?? 'not dispatched';
+  return hitlDecisions(request, [{ type: 'approve' }, edit, null], { approver: 'alice', expiresAt: 9 });
 }
 
-export function refusedKind(e: unknown): string | undefined {
+export function stopped(e: unknown): string | undefined {
   if (e instanceof Refused) return e.rejection.verdict;
+  if (e instanceof Changed) return e.recorded.call_id;
+  if (e instanceof Ended) return e.cause ?? e.phase;
   if (e instanceof Denied || e instanceof NotBuilt) return e.name;
   return undefined;
 }
-export { callOf };
 
-// A rejection's evidence, read after narrowing on its name: a caller whose reply was lost learns
-// from `already_applied` that its decision won, and at which revision.
+// The core's functions, typed.
+export function planned(d: Driver): [Todo, number] {
+  const { held, book } = d.load();
+  const todo = driverPlan(held, book, 5, [], { resource_version: 0, permitted: true, within_budget: true });
+  return [todo, RETRIES];
+}
+export function shown(todo: Todo): Request | undefined {
+  if (todo.todo !== 'ask') return undefined;
+  void driverApproval(todo.request, true, 'alice', 9);
+  return todo.request;
+}
+
+// A rejection's evidence, read after narrowing on its name.
 export function wonAt(refused: Rejected): Revision | undefined {
   const r = refused.rejection;
   if (r.rejection === 'already_applied') return r.to;

@@ -1,0 +1,103 @@
+//! `plan_turn`: one call of a turn a framework reviews is put to its approver as a batch of
+//! one, so that it may be edited, rejected or answered; `plan_batch` puts it alone.
+
+use resumable_driver::book::Book;
+use resumable_driver::{observed, party, plan, Core};
+use resumable_kernel::{
+    Allowed, Event, Identity, Name, Policy, Reason, ReasonKind, Time, ToolContract, Wait,
+};
+
+fn header() -> resumable_audit::Header {
+    resumable_audit::Header {
+        run: resumable_audit::RunHeader {
+            identity: Identity {
+                tenant: Name::lit("acme"),
+                session: Name::lit("s-1"),
+                run: Name::lit("pay-1"),
+                definition: Name::lit("payments@1"),
+            },
+            policy: Policy {
+                operator: Name::lit("ops"),
+                reconcile_window: 600,
+                allowed: Allowed::ALL,
+            },
+            created_at: Time(0),
+        },
+        tools: None,
+    }
+}
+
+fn proposal() -> plan::Proposal {
+    let contract = ToolContract {
+        dedupes: true,
+        max_attempts: 3,
+        ..ToolContract::default()
+    };
+    plan::Proposal::new(
+        "call-1",
+        "send_payment",
+        r#"{"to":"bob","amount":50}"#,
+        "pay-1:call-1",
+        contract,
+        "agent",
+        Some("alice"),
+        60,
+    )
+    .expect("a proposal")
+}
+
+#[test]
+fn one_call_of_a_reviewed_turn_is_a_batch_of_one_and_may_be_edited() {
+    let core = Core::new(None);
+    let (held, _) = core.open(&header()).expect("open");
+    let mut book = Book::default();
+    let turn = [proposal()];
+    // plan_batch puts a lone call to its approver alone.
+    let plan::Todo::Feed(Event::Suspend { wait, .. }, _) =
+        plan::plan_batch(&held, &book, Time(1), &turn, observed(7))
+    else {
+        panic!("suspend")
+    };
+    assert!(matches!(wait, Wait::Approval { .. }));
+    // plan_turn as a batch of one.
+    let plan::Todo::Feed(event, kept) = plan::plan_turn(&held, &book, Time(1), &turn, observed(7))
+    else {
+        panic!("suspend")
+    };
+    assert!(matches!(
+        event,
+        Event::Suspend {
+            wait: Wait::Batch { .. },
+            ..
+        }
+    ));
+    let staged = core.stage(&held, Time(1), event, &mut book).expect("stage");
+    book.keep(&staged, &kept);
+    let held = staged.after(&held);
+    assert!(matches!(
+        held.run.suspension().map(|s| s.reason.kind()),
+        Some(ReasonKind::PendingBatch)
+    ));
+    let plan::Todo::Ask(request) = plan::plan_turn(&held, &book, Time(2), &turn, observed(7))
+    else {
+        panic!("ask")
+    };
+    // The approver edits the amount: the tool receives the edited arguments.
+    let words: Vec<party::Word> =
+        serde_json::from_str(r#"[{"type":"edit","edited_action":{"name":"send_payment","args":{"to":"bob","amount":40}}}]"#)
+            .expect("words");
+    let (answer, kept) =
+        party::decide(&request, &words, Name::lit("alice"), Time(50)).expect("decide");
+    let staged = core
+        .stage(&held, Time(3), answer.event(observed(7)), &mut book)
+        .expect("stage");
+    book.keep(&staged, &kept);
+    assert!(staged.rejected().is_none(), "{:?}", staged.rejected());
+    let dispatch = staged.dispatches().next().copied().expect("dispatched");
+    let call = book.tool_call(&dispatch).expect("handed out");
+    assert_eq!(call.args, r#"{"amount":40,"to":"bob"}"#);
+    assert!(!matches!(
+        staged.after(&held).run.suspension().map(|s| s.reason),
+        Some(Reason::PendingBatch)
+    ));
+}

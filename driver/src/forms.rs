@@ -189,6 +189,23 @@ impl From<Todo> for TodoForm {
 /// What to do now about `proposals` (a JSON list of one or more proposals, one model turn),
 /// on the held run and its book, at `now`, with the facts observed now ([`plan::plan_batch`]).
 pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
+    planned(held, book, now, proposals, facts, plan::plan_batch)
+}
+
+/// As [`plan`], but the turn is put to its approver as one batch even of one call
+/// ([`plan::plan_turn`]), for an approver that answers with [`decide`]'s decision list.
+pub fn plan_turn(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
+    planned(held, book, now, proposals, facts, plan::plan_turn)
+}
+
+fn planned(
+    held: &str,
+    book: &str,
+    now: u64,
+    proposals: &str,
+    facts: &str,
+    how: fn(&Held, &Book, Time, &[Proposal], Facts) -> Todo,
+) -> Result<String> {
     let held: Held = parse("held", held)?;
     let book: Book = parse("book", book)?;
     let forms: Vec<ProposalForm> = parse("proposals", proposals)?;
@@ -200,7 +217,7 @@ pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> R
         return Err("proposals: at least one call".into());
     }
     let facts: Facts = parse("facts", facts)?;
-    let todo = plan::plan_batch(&held, &book, Time(now), &proposals, facts);
+    let todo = how(&held, &book, Time(now), &proposals, facts);
     to_json(&TodoForm::from(todo))
 }
 

@@ -175,14 +175,38 @@ pub fn plan(held: &Held, book: &Book, now: Time, proposal: &Proposal, facts: Fac
 }
 
 /// What to do now about `proposals`, one model turn's calls: one call is put to its approver
-/// alone (`wait: approval`); several, or one of a turn that HITL reviews, as one batch (spec
-/// 5.5). Calls without an approver are dispatched one by one before any is put to a person.
+/// alone (`wait: approval`); several as one batch (spec 5.5). Calls without an approver are
+/// dispatched one by one before any is put to a person.
 pub fn plan_batch(
     held: &Held,
     book: &Book,
     now: Time,
     proposals: &[Proposal],
     facts: Facts,
+) -> Todo {
+    plan_shaped(held, book, now, proposals, facts, proposals.len() > 1)
+}
+
+/// As [`plan_batch`], but the turn is put to its approver as one batch however many calls it
+/// holds, one included: for a framework whose approver answers a turn with a list of
+/// decisions (approve, edit, reject, respond, deny) rather than one approval.
+pub fn plan_turn(
+    held: &Held,
+    book: &Book,
+    now: Time,
+    proposals: &[Proposal],
+    facts: Facts,
+) -> Todo {
+    plan_shaped(held, book, now, proposals, facts, true)
+}
+
+fn plan_shaped(
+    held: &Held,
+    book: &Book,
+    now: Time,
+    proposals: &[Proposal],
+    facts: Facts,
+    batch: bool,
 ) -> Todo {
     if let Some(todo) = recorded(book, proposals) {
         return todo;
@@ -197,7 +221,7 @@ pub fn plan_batch(
             // A batch's calls in flight together, their worker gone: each becomes unknown.
             Todo::Feed(Event::Recover, Kept::default())
         }
-        Phase::Running { in_flight: None } => bind(held, book, now, proposals, facts),
+        Phase::Running { in_flight: None } => bind(held, book, now, proposals, facts, batch),
         Phase::Running { in_flight: Some(f) } if proposes(proposals, &f.call.call.call_id) => {
             // Committed as dispatching, and nobody waits for the answer now (a node run
             // again, a process restarted): the outcome is unknown and goes to the query.
@@ -274,7 +298,14 @@ fn ended(held: &Held) -> Todo {
 
 /// The input that binds what is proposed and not yet recorded: a dispatch of a call that
 /// needs no approval, else a suspension for the approval of one call or of the batch.
-fn bind(held: &Held, book: &Book, now: Time, proposals: &[Proposal], facts: Facts) -> Todo {
+fn bind(
+    held: &Held,
+    book: &Book,
+    now: Time,
+    proposals: &[Proposal],
+    facts: Facts,
+    batch: bool,
+) -> Todo {
     let fresh: Vec<&Proposal> = proposals
         .iter()
         .filter(|p| book.record(&p.call.call_id).is_none())
@@ -293,7 +324,7 @@ fn bind(held: &Held, book: &Book, now: Time, proposals: &[Proposal], facts: Fact
         proposed: fresh.iter().map(|p| (p.call, p.args.clone())).collect(),
         ..Kept::default()
     };
-    let wait = if proposals.len() == 1 {
+    let wait = if !batch {
         Wait::Approval {
             call: first.call,
             requester: first.requester,

@@ -1,0 +1,61 @@
+//! A turn planned with `plan_turn` is suspended as a batch even of one call, so a framework's
+//! decision list (`forms::decide`) answers it; `plan` puts one call to its approver alone.
+
+use resumable_driver::forms;
+use serde_json::{json, Value};
+
+const HEADER: &str = r#"{"run":{"identity":{"tenant":"acme","session":"s-1","run":"pay-1",
+"definition":"payments@1"},"policy":{"operator":"ops","reconcile_window":600},"created_at":0},
+"tools":null}"#;
+const FACTS: &str = r#"{"resource_version":0,"permitted":true,"within_budget":true}"#;
+
+fn proposals() -> String {
+    json!([{"call_id": "call-1", "tool": "send_payment", "args": {"to": "bob", "amount": 50},
+        "key": "pay-1:call-1", "requester": "agent", "approver": "alice", "expires_in": 60,
+        "contract": {"dedupes": true, "query_fences": false, "max_attempts": 3}}])
+    .to_string()
+}
+
+fn read(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+/// Suspends with the planner `how` and answers with a single `reject` decision list.
+fn reject_one(how: fn(&str, &str, u64, &str, &str) -> forms::Result<String>) -> Value {
+    let opened = read(&forms::open(HEADER, None).unwrap());
+    let (held, book) = (opened["held"].to_string(), opened["book"].to_string());
+    let todo = read(&how(&held, &book, 1, &proposals(), FACTS).unwrap());
+    assert_eq!(todo["todo"], "feed");
+    let fed = read(
+        &forms::feed(
+            &held,
+            &book,
+            1,
+            &todo["event"].to_string(),
+            &todo["kept"].to_string(),
+            None,
+        )
+        .unwrap(),
+    );
+    let (held, book) = (fed["held"].to_string(), fed["book"].to_string());
+    let todo = read(&how(&held, &book, 2, &proposals(), FACTS).unwrap());
+    assert_eq!(todo["todo"], "ask");
+    let words = r#"[{"type":"reject","message":"not today"}]"#;
+    let request = todo["request"].to_string();
+    read(&forms::decide(&held, &book, 3, &request, words, "alice", 100, FACTS, None).unwrap())
+}
+
+#[test]
+fn a_turn_of_one_call_is_a_batch_its_decision_list_answers() {
+    let fed = reject_one(forms::plan_turn);
+    assert_eq!(fed["verdict"]["verdict"], "accepted", "{fed}");
+    let outcome = &fed["book"]["calls"]["call-1"]["outcome"];
+    assert_eq!(outcome["outcome"], "rejected");
+    assert_eq!(outcome["message"], "not today");
+}
+
+#[test]
+fn one_call_planned_alone_waits_for_one_approval_not_a_list() {
+    let fed = reject_one(forms::plan);
+    assert_eq!(fed["verdict"]["verdict"], "decision_mismatch", "{fed}");
+}

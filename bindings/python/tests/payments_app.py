@@ -14,7 +14,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from resumable_kernel.driver import Driver, Store, Tool
-from resumable_kernel.gate import ApprovalGate, Changed, Ended
+from resumable_kernel.gate import ApprovalGate, Stopped
 
 KEY = "5e" * 32
 """The audit key the app seals its logs with (a real app reads it from its secrets)."""
@@ -58,10 +58,8 @@ def build(store: Store, graph_db: str, tool: Tool, clock: Callable[[], int],
             receipt = gate.call(state.get("call_id", "call-1"), "send_payment",
                                 {"to": state["to"], "amount": state["amount"]},
                                 requester="agent", approver="alice", expires_in=60)
-        except Ended as e:
-            return {"status": e.reason}
-        except Changed:
-            return {"status": "changed"}
+        except Stopped as stopped:  # denied, expired, changed, busy: a clear result
+            return {"status": stopped.reason}
         notify = interrupt({"question": "notify the payee?"})
         return {"status": "paid", "receipt": receipt, "notify": notify}
 

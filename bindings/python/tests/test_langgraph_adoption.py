@@ -70,8 +70,8 @@ def test_adopted_an_approval_resumed_again_from_an_old_config_publishes_once(tmp
     request = adopted.start(graph, "thread-1", 42)
     old = graph.get_state(CFG).config
     adopted.decide(graph, "thread-1", "alice", approved=True)
-    now = adopted.clock()
-    out = graph.invoke(Command(resume=gate.approve(request, "mallory", now + 1000, now)), old)
+    out = graph.invoke(Command(resume=gate.approve(request, "mallory", adopted.clock() + 1000)),
+                       old)
     assert out["result"] == "post 42 published (#1)"
     assert published(tmp_path) == [42]
 
@@ -88,7 +88,7 @@ def test_adopted_only_the_named_approver_approves(tmp_path) -> None:
     adopted.start(graph, "thread-1", 42)
     for approver, kind in [("mallory", "unauthorised"), ("agent", "self_approval")]:
         out = adopted.decide(graph, "thread-1", approver, approved=True)
-        assert out["__interrupt__"][0].value["refused"]["rejection"] == kind
+        assert out["__interrupt__"][0].value["refused"]["verdict"] == kind
     assert published(tmp_path) == []
     assert adopted.decide(graph, "thread-1", "alice", approved=True)["result"].startswith("post 42")
     assert published(tmp_path) == [42]

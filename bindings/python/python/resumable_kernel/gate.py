@@ -28,11 +28,19 @@ from typing import Any, Callable, Mapping, Optional
 from . import driver as core
 from .driver import Driver, Json, Tool
 
-__all__ = ["ApprovalGate", "Changed", "Ended", "NoSuchInterrupt", "Refused", "Waiting",
-           "approve", "deny", "resume"]
+__all__ = ["ApprovalGate", "Changed", "Ended", "NoSuchInterrupt", "Refused", "Stopped",
+           "Waiting", "approve", "deny", "resume"]
 
 
-class Ended(Exception):
+class Stopped(Exception):
+    """The call was not made and will not be made by asking again: ``reason`` says why
+    (``denied``, ``expired``, ``changed``, ``rejected``, ``waits``, ``busy``...). A node catches
+    it and returns a clear result."""
+
+    reason: str = "stopped"
+
+
+class Ended(Stopped):
     """The run cannot go on (``phase`` failed or completed, ``cause`` why): the call was not
     made and is not asked for again."""
 
@@ -44,30 +52,33 @@ class Ended(Exception):
         super().__init__(f"the run has {self.phase}: {json.dumps(self.cause)}")
 
 
-class Changed(Exception):
+class Changed(Stopped):
     """Another call is recorded under this call id (other arguments, tool or key): refused,
     never answered with the recorded call's receipt. Propose the new call under a new id."""
 
     def __init__(self, todo: Mapping[str, Any]) -> None:
         self.recorded: Json = dict(todo["recorded"])
         self.proposed: Json = dict(todo["proposed"])
+        self.reason = "changed"
         super().__init__(f"call {self.proposed['call_id']}: another call is recorded under "
                          "this id")
 
 
-class Refused(Exception):
+class Refused(Stopped):
     """The call's outcome is a refusal by the approver (``reject``/``respond``): ``message``."""
 
     def __init__(self, outcome: Mapping[str, Any]) -> None:
         self.outcome: Json = dict(outcome)
+        self.reason = str(outcome["outcome"])
         super().__init__(str(outcome.get("message")))
 
 
-class Waiting(Exception):
+class Waiting(Stopped):
     """The run waits on something else (another call, a person): ``todo`` says what."""
 
     def __init__(self, todo: Mapping[str, Any]) -> None:
         self.todo: Json = dict(todo)
+        self.reason = str(todo["todo"])
         super().__init__(json.dumps(todo))
 
 
@@ -93,8 +104,7 @@ class ApprovalGate:
     def __init__(self, driver: Driver, tool: Tool,
                  interrupt: Optional[Callable[[Any], Any]] = None) -> None:
         if interrupt is None:
-            from langgraph.types import interrupt as graph_interrupt
-            interrupt = graph_interrupt
+            interrupt = _graph_interrupt()
         self.driver, self.tool, self.interrupt = driver, tool, interrupt
 
     def call(self, call_id: str, tool: str, args: Any, *, requester: str, approver: str,
@@ -124,15 +134,17 @@ class ApprovalGate:
                 self.driver.carry_out(out, self.tool)
             elif kind == "done":
                 self._skip(consumed, todo["answers"], None)
+                self._take_leftover(call_id)
                 outcome = todo["outcomes"][0]
                 if outcome["outcome"] == "result":
                     return str(json.loads(outcome["result"]))
                 raise Refused(outcome)
-            elif kind == "changed":
-                raise Changed(todo)
-            elif kind == "ended":
-                raise Ended(todo)
             else:
+                self._take_leftover(call_id)
+                if kind == "changed":
+                    raise Changed(todo)
+                if kind == "ended":
+                    raise Ended(todo)
                 raise Waiting(todo)
         raise RuntimeError(f"call {call_id} did not settle")
 
@@ -143,12 +155,51 @@ class ApprovalGate:
             consumed += 1
         return consumed
 
+    def _take_leftover(self, call_id: str) -> None:
+        """Answers to this call that LangGraph still holds for the node (resumed from an old
+        config whose writes hold an earlier answer, or delivered after the run ended) are
+        taken here, so that the node's next ``interrupt()`` never receives them. LangGraph
+        offers no public way to see the value the next ``interrupt()`` returns: this reads its
+        scratchpad, and does nothing where it cannot."""
+        if self.interrupt is not _graph_interrupt():
+            return
+        for _ in range(core.MAX_ROUNDS):
+            value = _next_resume_value()
+            decision = value.get("decision") if isinstance(value, Mapping) else None
+            if not (isinstance(decision, Mapping) and decision.get("call_id") == call_id):
+                return
+            self.interrupt({"leftover": True})
+
     @staticmethod
     def _message(value: Any) -> str:
         try:
             return json.dumps(value)
         except (TypeError, ValueError):
             return json.dumps(repr(value))
+
+
+def _next_resume_value() -> Any:
+    """The value the node's next ``interrupt()`` would return, or ``None`` (LangGraph 1.x's
+    scratchpad: the resume values at the interrupt counter, else the pending resume)."""
+    try:
+        from langgraph.config import get_config
+
+        pad = get_config()["configurable"].get("__pregel_scratchpad")
+        counter = getattr(pad.interrupt_counter, "_counter", None)
+        index = 0 if counter is None else int(repr(counter.__self__)[len("count("):-1])
+        if index < len(pad.resume):
+            return pad.resume[index]
+        pending = pad.get_null_resume(False)
+        # Once taken, the pending resume is the last of the resume values (the same object).
+        return None if pad.resume and pending is pad.resume[-1] else pending
+    except Exception:  # noqa: BLE001 - outside a graph, or a LangGraph laid out otherwise
+        return None
+
+
+def _graph_interrupt() -> Callable[[Any], Any]:
+    from langgraph.types import interrupt
+
+    return interrupt
 
 
 def pending_interrupts(graph: Any, config: Mapping[str, Any]) -> list[str]:

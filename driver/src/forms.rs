@@ -216,6 +216,14 @@ fn planned(
     if proposals.is_empty() {
         return Err("proposals: at least one call".into());
     }
+    if proposals.len() > resumable_kernel::BATCH_CAPACITY {
+        // One batch holds them all or none: a turn is never cut short silently.
+        return Err(format!(
+            "proposals: {} calls in one turn, one batch holds at most {}",
+            proposals.len(),
+            resumable_kernel::BATCH_CAPACITY
+        ));
+    }
     let facts: Facts = parse("facts", facts)?;
     let todo = how(&held, &book, Time(now), &proposals, facts);
     to_json(&TodoForm::from(todo))

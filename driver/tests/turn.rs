@@ -59,3 +59,23 @@ fn one_call_planned_alone_waits_for_one_approval_not_a_list() {
     let fed = reject_one(forms::plan);
     assert_eq!(fed["verdict"]["verdict"], "decision_mismatch", "{fed}");
 }
+
+#[test]
+fn a_turn_larger_than_a_batch_is_refused_never_cut_short() {
+    let opened = read(&forms::open(HEADER, None).unwrap());
+    let (held, book) = (opened["held"].to_string(), opened["book"].to_string());
+    let one: Value = read(&proposals());
+    let turn: Vec<Value> = (0..9)
+        .map(|i| {
+            let mut p = one[0].clone();
+            p["call_id"] = json!(format!("call-{i}"));
+            p["key"] = json!(format!("pay-1:call-{i}"));
+            p
+        })
+        .collect();
+    let turn = serde_json::to_string(&turn).unwrap();
+    for how in [forms::plan, forms::plan_turn] {
+        let err = how(&held, &book, 1, &turn, FACTS).unwrap_err();
+        assert!(err.contains("at most 8"), "{err}");
+    }
+}

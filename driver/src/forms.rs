@@ -385,6 +385,50 @@ pub fn decide(
     }
 }
 
+/// Decisions on some calls of `request`, each naming its call: `words` is a JSON list of
+/// `{"call_id": ID, "decision": WORD}` (WORD as in [`decide`]), fed as one batch answer
+/// (the Agents SDKs decide a turn's items one at a time or together). Refused as
+/// `not_a_decision` when it is not such a list, with nothing to commit.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per input of the step"
+)]
+pub fn decide_calls(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    words: &str,
+    approver: &str,
+    expires_at: u64,
+    facts: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        call_id: String,
+        decision: Word,
+    }
+    let held: Held = parse("held", held)?;
+    let book: Book = parse("book", book)?;
+    let request: Request = parse("request", request)?;
+    let facts: Facts = parse("facts", facts)?;
+    let words: Vec<Named> = match serde_json::from_str(words) {
+        Ok(w) => w,
+        Err(e) => return not_a_decision(format!("the decisions are not the framework's: {e}")),
+    };
+    let words: Vec<(String, Word)> = words.into_iter().map(|n| (n.call_id, n.decision)).collect();
+    let approver = match Name::new(approver) {
+        Ok(a) => a,
+        Err(e) => return not_a_decision(format!("approver {approver:?}: {e}")),
+    };
+    match party::decide_calls(&request, &words, approver, Time(expires_at)) {
+        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
+        Err(e) => not_a_decision(e.to_string()),
+    }
+}
+
 /// Feeds the tool's answer to `tool_call` (as [`feed`] handed it out): `result` is the JSON
 /// the tool returned, recorded by its digest in the run and kept whole in the book.
 pub fn tool_result(

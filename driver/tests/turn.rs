@@ -79,3 +79,48 @@ fn a_turn_larger_than_a_batch_is_refused_never_cut_short() {
         assert!(err.contains("at most 8"), "{err}");
     }
 }
+
+#[test]
+fn the_calls_of_a_batch_are_decided_one_at_a_time_and_dispatched_together() {
+    let opened = read(&forms::open(HEADER, None).unwrap());
+    let (held, book) = (opened["held"].to_string(), opened["book"].to_string());
+    let one: Value = read(&proposals());
+    let mut two = one[0].clone();
+    two["call_id"] = json!("call-2");
+    two["key"] = json!("pay-1:call-2");
+    let turn = serde_json::to_string(&json!([one[0], two])).unwrap();
+    let todo = read(&forms::plan(&held, &book, 1, &turn, FACTS).unwrap());
+    let fed = read(
+        &forms::feed(
+            &held,
+            &book,
+            1,
+            &todo["event"].to_string(),
+            &todo["kept"].to_string(),
+            None,
+        )
+        .unwrap(),
+    );
+    let (held, book) = (fed["held"].to_string(), fed["book"].to_string());
+    let todo = read(&forms::plan(&held, &book, 2, &turn, FACTS).unwrap());
+    let request = todo["request"].to_string();
+    let first = r#"[{"call_id":"call-2","decision":{"type":"approve"}}]"#;
+    let fed = read(
+        &forms::decide_calls(&held, &book, 3, &request, first, "alice", 100, FACTS, None).unwrap(),
+    );
+    assert_eq!(fed["verdict"]["verdict"], "accepted", "{fed}");
+    assert_eq!(fed["tool_calls"], json!([]));
+    let (held, book) = (fed["held"].to_string(), fed["book"].to_string());
+    let second = r#"[{"call_id":"call-1","decision":{"type":"reject","message":"no"}}]"#;
+    let fed = read(
+        &forms::decide_calls(&held, &book, 4, &request, second, "alice", 100, FACTS, None).unwrap(),
+    );
+    assert_eq!(fed["verdict"]["verdict"], "accepted", "{fed}");
+    assert_eq!(fed["tool_calls"][0]["call_id"], "call-2");
+    assert_eq!(fed["book"]["calls"]["call-1"]["outcome"]["message"], "no");
+    let stray = r#"[{"call_id":"call-9","decision":{"type":"approve"}}]"#;
+    let refused = read(
+        &forms::decide_calls(&held, &book, 5, &request, stray, "alice", 100, FACTS, None).unwrap(),
+    );
+    assert_eq!(refused["verdict"], "not_a_decision");
+}

@@ -268,6 +268,30 @@ fn driver_decide(
     ))
 }
 
+/// Feeds decisions on some calls of `request`, each naming its call (`[{"call_id", "decision":
+/// WORD}]`), by `approver`, valid until `expires_at`, as one batch answer.
+#[pyfunction]
+#[pyo3(signature = (held, book, now, request, words, approver, expires_at, facts, key=None))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per input of the step"
+)]
+fn driver_decide_calls(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    words: &str,
+    approver: &str,
+    expires_at: u64,
+    facts: &str,
+    key: Option<&str>,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::decide_calls(
+        held, book, now, request, words, approver, expires_at, facts, key,
+    ))
+}
+
 /// Feeds the tool's answer (`result`, JSON) to a tool call the core handed out.
 #[pyfunction]
 #[pyo3(signature = (held, book, now, tool_call, result, key=None))]
@@ -347,6 +371,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(driver_feed, m)?)?;
     m.add_function(wrap_pyfunction!(driver_answer, m)?)?;
     m.add_function(wrap_pyfunction!(driver_decide, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_decide_calls, m)?)?;
     m.add_function(wrap_pyfunction!(driver_tool_result, m)?)?;
     m.add_function(wrap_pyfunction!(driver_reconcile, m)?)?;
     m.add_function(wrap_pyfunction!(driver_wake_at, m)?)?;

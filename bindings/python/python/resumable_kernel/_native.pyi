@@ -50,6 +50,17 @@ def driver_decide(
     facts: str,
     key: Optional[str] = None,
 ) -> str: ...
+def driver_decide_calls(
+    held: str,
+    book: str,
+    now: int,
+    request: str,
+    words: str,
+    approver: str,
+    expires_at: int,
+    facts: str,
+    key: Optional[str] = None,
+) -> str: ...
 def driver_tool_result(
     held: str, book: str, now: int, tool_call: str, result: str, key: Optional[str] = None
 ) -> str: ...

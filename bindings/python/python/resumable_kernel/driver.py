@@ -259,11 +259,12 @@ class Driver:
                 return out
         raise Conflict(f"run {self.name}: the compare-and-set was lost {RETRIES + 1} times")
 
-    def feed(self, todo: Mapping[str, Any]) -> Json:
-        """Feeds a ``feed`` todo's event."""
+    def feed(self, todo: Mapping[str, Any],
+             extra: Optional[Callable[[Json], str]] = None) -> Json:
+        """Feeds a ``feed`` todo's event; ``extra`` writes the adapter's column with it."""
         event, kept = json.dumps(todo["event"]), json.dumps(todo["kept"])
         return self._commit(lambda r, now: _native.driver_feed(r.held, r.book, now, event, kept,
-                                                               self.key))
+                                                               self.key), extra)
 
     def answer(self, request: Mapping[str, Any], message: Any,
                extra: Optional[Callable[[Json], str]] = None) -> Json:
@@ -278,6 +279,16 @@ class Driver:
         """Feeds a framework's decision list (one per call of ``request``) by ``approver``."""
         req, ws = json.dumps(request), json.dumps(list(words))
         return self._commit(lambda r, now: _native.driver_decide(
+            r.held, r.book, now, req, ws, approver, expires_at, json.dumps(self.facts()),
+            self.key), extra)
+
+    def decide_calls(self, request: Mapping[str, Any], words: Sequence[Mapping[str, Any]],
+                     approver: str, expires_at: int,
+                     extra: Optional[Callable[[Json], str]] = None) -> Json:
+        """Feeds decisions on some calls of ``request``, each naming its call
+        (``{"call_id", "decision": WORD}``), by ``approver``, as one batch answer."""
+        req, ws = json.dumps(request), json.dumps(list(words))
+        return self._commit(lambda r, now: _native.driver_decide_calls(
             r.held, r.book, now, req, ws, approver, expires_at, json.dumps(self.facts()),
             self.key), extra)
 

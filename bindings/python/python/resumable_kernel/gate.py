@@ -46,8 +46,9 @@ class Ended(Stopped):
 
     def __init__(self, todo: Mapping[str, Any]) -> None:
         self.phase: str = todo["phase"]
-        self.cause: Optional[Json] = todo.get("cause")
-        kind = (self.cause or {}).get("cause", self.phase)
+        self.cause: Any = todo.get("cause")
+        cause = self.cause
+        kind = cause if isinstance(cause, str) else (cause or {}).get("cause", self.phase)
         self.reason: str = str(kind)
         super().__init__(f"the run has {self.phase}: {json.dumps(self.cause)}")
 

@@ -17,7 +17,7 @@ from langgraph.types import Command
 from resumable_kernel import gate
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
-README = pathlib.Path(__file__).resolve().parents[3] / "README.md"
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 sys.path.insert(0, str(EXAMPLES))
 
 import langgraph_adopted as adopted  # noqa: E402
@@ -102,7 +102,7 @@ def test_the_readme_gives_the_lines_adopting_the_gate_changes() -> None:
     readme = README.read_text()
     assert COUNT in readme
     # The README's command, run: lines added or removed, blank ones not counted.
-    counted = subprocess.run(["bash", "-c", COUNT], cwd=README.parent, capture_output=True,
+    counted = subprocess.run(["bash", "-c", COUNT], cwd=README.parents[2], capture_output=True,
                              text=True, check=True)
     diff = subprocess.run(["diff", "-u", "langgraph_plain.py", "langgraph_adopted.py"],
                           cwd=EXAMPLES, capture_output=True, text=True)

@@ -126,7 +126,7 @@ class ApprovalDesk:
 
         kept = self.extra()
         state = await RunState.from_json(agent, dict(kept["state"]))
-        items = {i.raw_item.call_id: i for i in state.get_interruptions()}
+        items = {getattr(i.raw_item, "call_id", None): i for i in state.get_interruptions()}
         for d in decision["decisions"]:
             word = d["decision"]
             item = items.get(d["call_id"])

@@ -185,7 +185,9 @@ def _next_resume_value() -> Any:
     try:
         from langgraph.config import get_config
 
-        pad = get_config()["configurable"].get("__pregel_scratchpad")
+        pad: Any = get_config()["configurable"].get("__pregel_scratchpad")
+        if pad is None:
+            return None
         counter = getattr(pad.interrupt_counter, "_counter", None)
         index = 0 if counter is None else int(repr(counter.__self__)[len("count("):-1])
         if index < len(pad.resume):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, cast
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain.agents.middleware.types import hook_config
@@ -47,7 +47,7 @@ def answer(shown: Mapping[str, Any], decisions: Sequence[Mapping[str, Any]], app
             "approver": approver, "expires_at": expires_at}
 
 
-class KernelHITL(HumanInTheLoopMiddleware):  # type: ignore[misc]
+class KernelHITL(HumanInTheLoopMiddleware):
     """``HumanInTheLoopMiddleware`` whose decisions the driver core takes first. ``driver``
     holds the run; ``requester`` asks for the calls (the agent), ``approver`` decides them, each
     batch expires ``expires_in`` after it opens (in the driver clock's unit); ``tool`` answers
@@ -77,14 +77,14 @@ class KernelHITL(HumanInTheLoopMiddleware):  # type: ignore[misc]
         messages = state["messages"]
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         if last is None or not last.tool_calls:
-            return super().after_model(state, runtime)  # type: ignore[no-any-return]
+            return super().after_model(state, runtime)
         reviewed = []
         for i, tool_call in enumerate(last.tool_calls):
             config = self.interrupt_on.get(tool_call["name"])
             if config is not None and self._should_interrupt(tool_call, config, state, runtime):
                 reviewed.append((i, tool_call, config))
         if not reviewed:
-            return super().after_model(state, runtime)  # type: ignore[no-any-return]
+            return super().after_model(state, runtime)
         proposals = [self._proposal(tc, cfg["allowed_decisions"]) for _, tc, cfg in reviewed]
         actions, configs = zip(*(self._create_action_and_config(tc, cfg, state, runtime)
                                  for _, tc, cfg in reviewed))
@@ -101,7 +101,7 @@ class KernelHITL(HumanInTheLoopMiddleware):  # type: ignore[misc]
                 continue
             decision = by_index[i]
             config = self.interrupt_on[tool_call["name"]]
-            revised, message = self._process_decision(decision, tool_call, config)
+            revised, message = self._process_decision(cast(Any, decision), tool_call, config)
             if revised is not None:
                 kept.append(revised)
                 if decision["type"] == "edit":

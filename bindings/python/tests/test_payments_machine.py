@@ -20,7 +20,9 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 from typing import Any, Optional
 
@@ -65,9 +67,13 @@ class LedgerTool:
         return result
 
 
+WORKER = pathlib.Path(__file__).with_name("payments_worker.py")
+
+
 class PaymentsMachine(RuleBasedStateMachine):
     gate_class: type[gate.ApprovalGate] = gate.ApprovalGate
     resumable_bin: str = ""
+    kills: bool = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -151,6 +157,22 @@ class PaymentsMachine(RuleBasedStateMachine):
             answer = self.approval(self.pending[thread])  # made in time
             self.clock.now += 3600
             self.invoke(thread, Command(resume=answer))
+
+    @precondition(lambda self: self.kills)
+    @rule(thread=st.sampled_from(THREADS))
+    def approve_in_a_worker_killed_after_the_payment(self, thread: str) -> None:
+        if not self.asking(thread):
+            return
+        answer = self.dir / "answer.json"
+        answer.write_text(json.dumps(self.approval(self.pending[thread])))
+        self.clock.now += 1
+        done = subprocess.run([sys.executable, str(WORKER), str(self.dir), thread,
+                               str(self.clock.now), str(answer)], cwd=WORKER.parent,
+                              capture_output=True, text=True, timeout=120)
+        # Killed after the payment, or it had nothing to pay (the core refused the answer).
+        assert done.returncode in (0, -signal.SIGKILL), done.stderr
+        state = self.graph.get_state(self.config(thread))
+        self.pending[thread] = state.interrupts[0].value if state.interrupts else None
 
     @precondition(lambda self: any(isinstance(v, dict) and "question" in v
                                    for v in self.pending.values()))
@@ -242,13 +264,21 @@ class AnswerTimeGate(gate.ApprovalGate):
         driver.clock = claimed
 
 
-def machine(gate_class: type[gate.ApprovalGate], resumable_bin: str) -> Any:
+def machine(gate_class: type[gate.ApprovalGate], resumable_bin: str,
+            kills: bool = False) -> Any:
     return type(f"{gate_class.__name__}Machine", (PaymentsMachine,),
-                {"gate_class": gate_class, "resumable_bin": resumable_bin})
+                {"gate_class": gate_class, "resumable_bin": resumable_bin, "kills": kills})
 
 
 def test_the_gate_holds_every_invariant(resumable_bin: str) -> None:
     run_state_machine_as_test(machine(gate.ApprovalGate, resumable_bin), settings=SETTINGS)
+
+
+def test_the_gate_holds_every_invariant_across_sigkill(resumable_bin: str) -> None:
+    # A worker process approves and is killed with SIGKILL right after the payment; the
+    # graph goes on in this process. Each kill starts a Python process: fewer sequences.
+    run_state_machine_as_test(machine(gate.ApprovalGate, resumable_bin, kills=True),
+                              settings=settings(SETTINGS, max_examples=10))
 
 
 @pytest.mark.parametrize("broken", [CurrentArgumentsGate, AnswerTimeGate])

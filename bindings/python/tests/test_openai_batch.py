@@ -214,3 +214,29 @@ def test_more_calls_than_one_batch_holds_are_refused_by_name(tmp_path) -> None:
     with pytest.raises(rk.ResumableError, match="one batch holds at most 8"):
         s.desk.suspend(result, requester="writer", approver="alice", expires_in=1000)
     assert s.desk.driver.held()["run"]["phase"]["phase"] == "running"
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["not-committed", "answer-lost"])
+def test_kernel_calls_left_in_flight_are_reconciled_through_the_query_path(tmp_path,
+                                                                          committed) -> None:
+    from ledger import DedupingTool
+
+    s = Scene(tmp_path)
+    request = two_calls(s)
+    now = s.clock()
+    agent = s.agent([assistant_message("done")])
+    state = asyncio.run(s.desk.decide(agent, agents_sdk.together(
+        agents_sdk.approve(request, "c1", "alice", now + 100),
+        agents_sdk.reject(request, "c2", "alice", now + 100, "no"))))
+    assert state is not None
+    tool = DedupingTool(s.ledger)
+    if committed:  # the tool committed, and the process died before its answer was fed
+        (handed,) = s.desk.extra()["tool_calls"]
+        tool.commit(handed["tool_key"], handed["tool"], json.loads(handed["args"]))
+    # A new process: nothing in flight is dispatched blindly; the core asks the tool's query.
+    todo = s.desk.recover(tool)
+    assert todo["todo"] == "done", todo
+    assert s.ledger.commits() == 1
+    calls = s.desk.driver.book()["calls"]
+    assert calls["c1"]["outcome"]["outcome"] == "result"
+    assert calls["c2"]["outcome"] == {"outcome": "rejected", "message": "no"}

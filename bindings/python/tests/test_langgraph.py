@@ -19,7 +19,7 @@ from langgraph.types import Command, interrupt
 
 from ledger import DedupingTool, Ledger
 from resumable_kernel import digest, gate
-from resumable_kernel.driver import Driver, Store
+from resumable_kernel.driver import Driver, Store, observed
 
 IDENTITY = {"tenant": "acme", "session": "thread-1", "run": "run-1", "definition": "graph@1"}
 
@@ -75,12 +75,14 @@ class Kernel:
         self.ledger = Ledger(tmp_path / "tool.ledger")
         self.store = Store(str(tmp_path / "kernel.db"))
         self.ticks = itertools.count(1)
+        self.version = 7  # the resource's version, as the gate observes it now
 
     def clock(self) -> int:
         return next(self.ticks)
 
     def driver(self) -> Driver:
-        return Driver(self.store, "run-1", IDENTITY, clock=self.clock)
+        return Driver(self.store, "run-1", IDENTITY, clock=self.clock,
+                      facts=lambda: observed(self.version))
 
     def gate(self) -> gate.ApprovalGate:
         return gate.ApprovalGate(self.driver(), DedupingTool(self.ledger), interrupt)
@@ -286,3 +288,24 @@ def test_kernel_refuses_self_approval_an_expired_approval_and_other_arguments(sa
     assert k.ledger.commits() == 0
     r = app.invoke(Command(resume=k.approve(request)), CFG)
     assert r["out"] == ["publish done #1"] and k.ledger.commits() == 1
+
+
+# --- RES-3: the facts are the gate's, never the approver's checkpoint ------------------------
+
+
+def test_kernel_a_resource_that_moved_since_the_suspension_is_noticed(saver, tmp_path) -> None:
+    k = Kernel(tmp_path)
+
+    def work(state: State) -> State:
+        return {"out": [k.call(k.gate(), POST)]}
+
+    app = compile(work, saver)
+    r = app.invoke({"out": []}, CFG)
+    request = request_of(r)
+    assert request["request"]["checkpoint"]["resource_version"] == 7
+    k.version = 8  # someone else changed the post while alice was reading
+    # The approval carries the checkpoint alice saw (version 7); the gate observes 8.
+    r = app.invoke(Command(resume=k.approve(request)), CFG)
+    assert request_of(r)["refused"]["rejection"] == {"rejection": "resource_changed",
+                                                     "checkpoint": 7, "current": 8}
+    assert k.ledger.commits() == 0

@@ -31,6 +31,7 @@ from resumable_kernel.driver import Driver, Store
 set_tracing_disabled(True)
 WORKER = pathlib.Path(__file__).with_name("agents_worker.py")
 IDENTITY = {"tenant": "acme", "session": "chat-1", "run": "run-1", "definition": "writer@1"}
+KEY = "a7" * 32
 
 
 def worker(step: str, dir: pathlib.Path, approver: str = "alice", context: str = "none") -> dict:
@@ -121,7 +122,9 @@ class Scene:
     def __init__(self, tmp_path: pathlib.Path) -> None:
         self.ledger = Ledger(tmp_path / "tool.ledger")
         self.ticks = itertools.count(1)
-        self.desk = agents_sdk.ApprovalDesk(Driver(Store(str(tmp_path / "turns.db")), "run-1", IDENTITY, clock=self.clock))
+        self.desk = agents_sdk.ApprovalDesk(Driver(Store(str(tmp_path / "turns.db")), "run-1",
+                                                   IDENTITY, clock=self.clock, key=KEY))
+        self.tmp = tmp_path
         tool, desk = DedupingTool(self.ledger), self.desk
 
         @function_tool(needs_approval=True)
@@ -133,6 +136,16 @@ class Scene:
 
     def clock(self) -> int:
         return next(self.ticks)
+
+    def validate(self, resumable_bin: str) -> None:
+        """The run's audit log passes `resumable validate --key-file K --anchor A`."""
+        log, key = self.tmp / "run.log", self.tmp / "audit.key"
+        log.write_text(self.desk.driver.log())
+        key.write_text(KEY + "\n")
+        done = subprocess.run([resumable_bin, "validate", "--key-file", str(key), "--anchor",
+                               self.desk.driver.anchor(), str(log)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
 
     def agent(self, *steps) -> Agent:
         return Agent(name="writer", model=ScriptedModel(list(steps)), tools=[self.publish])
@@ -172,7 +185,7 @@ def test_plain_anyone_approves_at_any_time_even_the_requester(tmp_path) -> None:
     assert ledger.commits() == 1
 
 
-def test_kernel_refuses_the_requester_an_expired_approval_and_other_arguments(tmp_path) -> None:
+def test_kernel_refuses_the_requester_an_expired_approval_and_other_arguments(tmp_path, resumable_bin) -> None:
     s = Scene(tmp_path)
     request = s.turn(42, "call_42")
     (asked,) = request["request"]["calls"]
@@ -191,6 +204,7 @@ def test_kernel_refuses_the_requester_an_expired_approval_and_other_arguments(tm
     assert s.ledger.commits() == 0
     assert s.desk.driver.held()["run"]["phase"]["phase"] == "suspended"
     assert s.decide(request) == "done" and s.ledger.commits() == 1
+    s.validate(resumable_bin)
 
 
 def test_plain_an_approval_given_once_covers_later_calls_with_other_arguments(tmp_path) -> None:
@@ -227,7 +241,7 @@ def test_kernel_an_approval_replayed_for_another_call_is_refused(tmp_path) -> No
     assert [e["args"]["post"] for e in s.ledger.entries()] == [42, 666]
 
 
-def test_kernel_a_call_id_reused_with_other_arguments_is_refused(tmp_path) -> None:
+def test_kernel_a_call_id_reused_with_other_arguments_is_refused(tmp_path, resumable_bin) -> None:
     s = Scene(tmp_path)
     assert s.decide(s.turn(42, "call_42")) == "done"
     # A later turn whose model reuses the call id with other arguments: the SDK's new run
@@ -235,3 +249,4 @@ def test_kernel_a_call_id_reused_with_other_arguments_is_refused(tmp_path) -> No
     with pytest.raises(gate.Changed):
         s.turn(666, "call_42")
     assert s.ledger.commits() == 1
+    s.validate(resumable_bin)

@@ -148,7 +148,7 @@ def test_plain_the_sdk_runs_an_approved_call_while_its_sibling_awaits(tmp_path) 
 
 
 def test_kernel_refuses_a_decision_for_another_batch_other_arguments_and_a_second_one(
-    tmp_path,
+    tmp_path, resumable_bin,
 ) -> None:
     s = Scene(tmp_path)
     first = two_calls(s)
@@ -192,9 +192,10 @@ def test_kernel_refuses_a_decision_for_another_batch_other_arguments_and_a_secon
     assert result is not None and result.final_output == "done"
     # (The SDK runs a turn's tools concurrently: their order within a turn is not fixed.)
     assert sorted(e["args"]["post"] for e in s.ledger.entries()) == [1, 2, 3, 4]
+    s.validate(resumable_bin)
 
 
-def test_kernel_a_denial_fails_the_run_and_runs_no_call(tmp_path) -> None:
+def test_kernel_a_denial_fails_the_run_and_runs_no_call(tmp_path, resumable_bin) -> None:
     s = Scene(tmp_path)
     request = two_calls(s)
     now = s.clock()
@@ -203,6 +204,7 @@ def test_kernel_a_denial_fails_the_run_and_runs_no_call(tmp_path) -> None:
         decide(s, agents_sdk.deny(request, "c2", "alice", now + 100))
     run = s.desk.driver.held()["run"]
     assert run["phase"]["phase"] == "failed" and s.ledger.commits() == 0
+    s.validate(resumable_bin)
 
 
 def test_more_calls_than_one_batch_holds_are_refused_by_name(tmp_path) -> None:
@@ -217,8 +219,8 @@ def test_more_calls_than_one_batch_holds_are_refused_by_name(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("committed", [False, True], ids=["not-committed", "answer-lost"])
-def test_kernel_calls_left_in_flight_are_reconciled_through_the_query_path(tmp_path,
-                                                                          committed) -> None:
+def test_kernel_calls_left_in_flight_are_reconciled_through_the_query_path(
+        tmp_path, committed, resumable_bin) -> None:
     from ledger import DedupingTool
 
     s = Scene(tmp_path)
@@ -240,3 +242,4 @@ def test_kernel_calls_left_in_flight_are_reconciled_through_the_query_path(tmp_p
     calls = s.desk.driver.book()["calls"]
     assert calls["c1"]["outcome"]["outcome"] == "result"
     assert calls["c2"]["outcome"] == {"outcome": "rejected", "message": "no"}
+    s.validate(resumable_bin)

@@ -207,6 +207,14 @@ fn planned(
     if proposals.is_empty() {
         return Err("proposals: at least one call".into());
     }
+    if proposals.len() > resumable_kernel::BATCH_CAPACITY {
+        // One batch holds them all or none: a turn is never cut short silently.
+        return Err(format!(
+            "proposals: {} calls in one turn, one batch holds at most {}",
+            proposals.len(),
+            resumable_kernel::BATCH_CAPACITY
+        ));
+    }
     let facts: Facts = parse("facts", facts)?;
     let todo = planner(&held, &book, Time(now), &proposals, facts);
     to_json(&TodoForm::from(todo))
@@ -349,6 +357,49 @@ pub fn decide(
         Err(e) => return not_a_decision(format!("approver {approver:?}: {e}")),
     };
     match party::decide(&request, &words, approver, Time(expires_at)) {
+        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
+        Err(e) => not_a_decision(e.to_string()),
+    }
+}
+
+/// Decisions on some calls of `request`, each naming its call: `words` is a JSON list of
+/// `{"call_id": ID, "decision": WORD}` (WORD as in [`decide`]), fed as one batch answer
+/// (the Agents SDKs decide a turn's items one at a time or together). Refused as
+/// `not_a_decision` when it is not such a list, with nothing to commit.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per input of the step"
+)]
+pub fn decide_calls(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    words: &str,
+    approver: &str,
+    expires_at: u64,
+    facts: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        call_id: String,
+        decision: Word,
+    }
+    let (held, book) = stored(held, book)?;
+    let request: Request = parse("request", request)?;
+    let facts: Facts = parse("facts", facts)?;
+    let words: Vec<Named> = match serde_json::from_str(words) {
+        Ok(w) => w,
+        Err(e) => return not_a_decision(format!("the decisions are not the framework's: {e}")),
+    };
+    let words: Vec<(String, Word)> = words.into_iter().map(|n| (n.call_id, n.decision)).collect();
+    let approver = match Name::new(approver) {
+        Ok(a) => a,
+        Err(e) => return not_a_decision(format!("approver {approver:?}: {e}")),
+    };
+    match party::decide_calls(&request, &words, approver, Time(expires_at)) {
         Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
         Err(e) => not_a_decision(e.to_string()),
     }

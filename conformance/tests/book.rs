@@ -115,9 +115,12 @@ fn snapshot_body(path: &str) -> String {
         .to_string()
 }
 
-/// The link to a spec ID's entry in the glossary, from a page under book/src/generated/.
-fn id_link(id: SpecId) -> String {
-    format!("[{id}](../spec/glossary.md#{})", id.name().to_lowercase())
+/// The link to a spec ID's entry in the glossary, from a page `up` levels below book/src/
+/// (a table under generated/ is included by a chapter at the top, so its links are the
+/// chapter's: 0).
+fn id_link(id: SpecId, up: usize) -> String {
+    let up = "../".repeat(up);
+    format!("[{id}]({up}spec/glossary.md#{})", id.name().to_lowercase())
 }
 
 fn traces(shown: &mut Shown) {
@@ -170,7 +173,7 @@ fn counterexamples(shown: &mut Shown) {
     for variant in Variant::ALL {
         let name = variant.name();
         let body = snapshot_body(&format!("model/tests/snapshots/{name}.snap"));
-        let breaks: Vec<String> = variant.targets().iter().map(|id| id_link(*id)).collect();
+        let breaks: Vec<String> = variant.targets().iter().map(|id| id_link(*id, 1)).collect();
         let _ = write!(
             page,
             "\n## {name}\n\n{}; breaks {}. [Its story](../spec/counterexamples.md#{name}).\n\n\
@@ -192,7 +195,7 @@ fn counterexamples(shown: &mut Shown) {
 fn rules(shown: &mut Shown) {
     let mut table = String::from("| rejection | rule it enforces |\n|---|---|\n");
     for kind in RejectionKind::ALL {
-        let _ = writeln!(table, "| `{}` | {} |", kind.name(), id_link(rule(kind)));
+        let _ = writeln!(table, "| `{}` | {} |", kind.name(), id_link(rule(kind), 0));
     }
     shown.files.insert(format!("{GENERATED}/rules.md"), table);
 }
@@ -203,7 +206,7 @@ fn properties(shown: &mut Shown) {
     let mut table = String::from("| spec ID | kind | property |\n|---|---|---|\n");
     for (key, p) in list.iter() {
         let kind = format!("{:?}", p.expectation).to_lowercase();
-        let _ = writeln!(table, "| {} | {kind} | `{}` |", id_link(key), p.name);
+        let _ = writeln!(table, "| {} | {kind} | `{}` |", id_link(key, 0), p.name);
     }
     shown
         .files
@@ -437,7 +440,7 @@ fn the_rules_table_names_the_rule_of_a_kind() {
         got: resumable_kernel::Revision(1),
     };
     let row = format!(
-        "| `{}` | [RES-3](../spec/glossary.md#res-3) |",
+        "| `{}` | [RES-3](spec/glossary.md#res-3) |",
         sample.kind().name()
     );
     assert!(table.contains(&row), "{table}");
@@ -448,4 +451,85 @@ fn everything_cheap() -> Shown {
     let mut shown = Shown::default();
     rules(&mut shown);
     shown
+}
+
+/// The chapters a learner reads: every Markdown file at the top of book/src but the summary.
+fn chapters() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(root().join("book/src"))
+        .expect("book/src is readable")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .filter(|p| p.file_name().is_some_and(|n| n != "SUMMARY.md"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).expect("UTF-8"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every chapter but the introduction names the spec IDs it teaches on its `**Teaches:**`
+/// paragraph, each linked to its glossary entry; together they teach every ID there is.
+#[test]
+fn every_chapter_names_the_ids_it_teaches_and_together_they_teach_them_all() {
+    let mut taught = std::collections::BTreeSet::new();
+    for (name, text) in chapters() {
+        if ["introduction.md", "exercises.md"].contains(&name.as_str()) {
+            continue;
+        }
+        let start = text
+            .find("**Teaches:** ")
+            .unwrap_or_else(|| panic!("{name} names no IDs it teaches (**Teaches:** ...)"));
+        let paragraph = text[start..].split("\n\n").next().unwrap_or_default();
+        for link in paragraph.split('[').skip(1) {
+            let (id, target) = (link.split_once("]("))
+                .and_then(|(id, rest)| Some((id, rest.split_once(')')?.0)))
+                .unwrap_or_else(|| panic!("{name}: `[{link}` is not a link [ID](target)"));
+            let spec_id = resumable_conformance::spec_id(id)
+                .unwrap_or_else(|| panic!("{name}: {id} is no spec ID"));
+            assert_eq!(
+                target,
+                format!("spec/glossary.md#{}", id.to_lowercase()),
+                "{name}: {id} links elsewhere than its glossary entry"
+            );
+            taught.insert(spec_id);
+        }
+    }
+    let untaught: Vec<SpecId> = SpecId::ALL
+        .into_iter()
+        .filter(|id| !taught.contains(id))
+        .collect();
+    assert!(untaught.is_empty(), "no chapter teaches {untaught:?}");
+}
+
+/// Every `{{#include PATH}}` of a chapter names a file that exists, so a renamed scenario or
+/// trace cannot leave a chapter showing nothing.
+#[test]
+fn every_file_a_chapter_includes_exists() {
+    let mut dirs = vec![root().join("book/src")];
+    let mut missing = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a readable directory") {
+            let path = entry.expect("an entry").path();
+            let meta = std::fs::symlink_metadata(&path).expect("metadata");
+            if meta.is_dir() && !path.ends_with("generated") {
+                dirs.push(path);
+                continue;
+            }
+            if !(meta.is_file() && path.extension().is_some_and(|x| x == "md")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("UTF-8");
+            for (i, _) in text.match_indices("{{#include ") {
+                let rest = &text[i + "{{#include ".len()..];
+                let target = rest.split("}}").next().unwrap_or_default().trim();
+                let file = target.split(':').next().unwrap_or_default();
+                if !path.parent().unwrap().join(file).is_file() {
+                    missing.push(format!("{}: {target}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "includes of no file: {missing:#?}");
 }

@@ -33,7 +33,7 @@ fn anchors(doc: &str) -> BTreeSet<String> {
 }
 
 /// The entry of a spec ID: `- <a id="res-3"></a>**RES-3** ([...](lifecycle.md#anchor)): ...`.
-fn entry<'a>(glossary: &'a str, id: SpecId) -> Option<&'a str> {
+fn entry(glossary: &str, id: SpecId) -> Option<&str> {
     let start = format!("- <a id=\"{}\"></a>**{}** (", id.name().to_lowercase(), id);
     glossary.lines().find(|l| l.starts_with(&start))
 }

@@ -266,9 +266,38 @@ fn check_json(shown: &mut Shown) {
     );
 }
 
+/// The exercises' traces, for their answers: each exercise as `replay` prints it (the
+/// verdicts a learner predicts), and each solution of a "fix the driver" exercise.
+fn exercises(shown: &mut Shown) {
+    for sub in ["", "answers/"] {
+        let dir = root().join("book/exercises").join(sub);
+        let mut stems: Vec<String> = std::fs::read_dir(&dir)
+            .expect("book/exercises is readable")
+            .map(|e| e.expect("an entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .map(|p| p.file_stem().and_then(|s| s.to_str()).unwrap().to_string())
+            .collect();
+        stems.sort();
+        for stem in stems {
+            let bytes = read(&format!("book/exercises/{sub}{stem}.jsonl"));
+            let parsed = scenario::parse(bytes.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+            let text = trace::replay(&parsed).expect("it replays").to_text();
+            let folder = if sub.is_empty() {
+                "exercises"
+            } else {
+                "solutions"
+            };
+            shown
+                .files
+                .insert(format!("{GENERATED}/{folder}/{stem}.txt"), text);
+        }
+    }
+}
+
 fn everything() -> Shown {
     let mut shown = Shown::default();
     traces(&mut shown);
+    exercises(&mut shown);
     counterexamples(&mut shown);
     rules(&mut shown);
     properties(&mut shown);

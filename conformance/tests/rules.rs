@@ -85,3 +85,60 @@ fn every_rejection_in_a_json_trace_names_its_rule_and_an_acceptance_none() {
         assert_eq!(v["rule"], expected, "step {}", step.number);
     }
 }
+
+/// The spec IDs a note cites: every word of the form `AREA-n` that names a spec ID.
+fn cited(note: &str) -> Vec<resumable_kernel::SpecId> {
+    (note.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')))
+        .filter_map(resumable_conformance::spec_id)
+        .collect()
+}
+
+/// A note that explains a rejection names the rule the rejection enforces: a note citing IDs
+/// on a refused step must cite the step's rule among them, so a reader who follows the note's
+/// IDs reaches the rule the bracket names.
+#[test]
+fn a_note_on_a_rejected_step_that_cites_rules_cites_the_one_it_enforces() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/scenarios");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("spec/scenarios is readable")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for path in paths {
+        let bytes = std::fs::read(&path).expect("a readable scenario");
+        let parsed = scenario::parse(&bytes).expect("a valid scenario");
+        for step in trace::replay(&parsed).expect("it replays").steps {
+            let (Err(rejection), Some(note)) = (&step.verdict, &step.note) else {
+                continue;
+            };
+            let ids = cited(note);
+            if ids.is_empty() {
+                continue;
+            }
+            checked += 1;
+            let id = rule(rejection.kind());
+            if !ids.contains(&id) {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let names: Vec<&str> = ids.iter().map(|i| i.name()).collect();
+                wrong.push(format!(
+                    "{name}:{}: [{id}] but the note cites {names:?}",
+                    step.line
+                ));
+            }
+        }
+    }
+    assert!(checked > 0, "no note cites a rule");
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn a_note_cites_the_ids_it_names_and_no_other_word() {
+    use resumable_kernel::SpecId;
+    assert_eq!(
+        cited("told it won (REJ-1, RES-2); not RES-99 or KEY"),
+        [SpecId::Rej1, SpecId::Res2]
+    );
+}

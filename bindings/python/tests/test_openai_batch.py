@@ -8,6 +8,7 @@ the SDK's state."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import pathlib
 import subprocess
@@ -242,4 +243,19 @@ def test_kernel_calls_left_in_flight_are_reconciled_through_the_query_path(
     calls = s.desk.driver.book()["calls"]
     assert calls["c1"]["outcome"]["outcome"] == "result"
     assert calls["c2"]["outcome"] == {"outcome": "rejected", "message": "no"}
+    s.validate(resumable_bin)
+
+
+def test_kernel_a_decision_delivered_after_the_batch_expired_ends_the_run(tmp_path,
+                                                                          resumable_bin) -> None:
+    s = Scene(tmp_path)
+    request = two_calls(s)  # expires 1000 after it opened
+    made = agents_sdk.together(agents_sdk.approve(request, "c1", "alice", 100_000),
+                               agents_sdk.approve(request, "c2", "alice", 100_000))
+    s.ticks = itertools.count(5000)  # delivered late; the decision's own stamp is not read
+    with pytest.raises(gate.Ended) as ended:
+        decide(s, made)
+    assert ended.value.reason == "expired"
+    assert s.desk.driver.held()["run"]["phase"]["phase"] == "failed"
+    assert s.ledger.commits() == 0
     s.validate(resumable_bin)

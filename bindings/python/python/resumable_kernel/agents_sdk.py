@@ -125,6 +125,11 @@ class ApprovalDesk:
         from agents import RunState
 
         kept = self.extra()
+        # At the desk's clock: a batch whose time has passed is expired first (the core
+        # feeds expire), and the run has ended.
+        todo = self.driver.advance(kept["proposals"], None, turn=True)
+        if todo["todo"] == "ended":
+            raise Ended(todo)
         state = await RunState.from_json(agent, dict(kept["state"]))
         items = {getattr(i.raw_item, "call_id", None): i for i in state.get_interruptions()}
         for d in decision["decisions"]:

@@ -399,9 +399,44 @@ fn diagrams(shown: &mut Shown) {
         .insert(format!("{GENERATED}/sequence-diagrams.md"), page);
 }
 
+/// scenario-format.md's malformed scenarios: each refused as `replay s.jsonl` reports it.
+fn malformed(shown: &mut Shown) {
+    let header = r#"{"scenario": "s", "format": 1, "shows": ["EXP-1"], "description": "d", "run": {"tenant": "t", "session": "s", "run": "r", "definition": "d", "operator": "ops", "reconcile_window": 10, "created_at": 0}}"#;
+    let call = r#""call": {"call_id": "c", "tool": "t", "args": {"text": "a"}, "key": "k", "contract": {"dedupes": true, "query_fences": false, "max_attempts": 1, "extra": 1}}"#;
+    let approve = r#""decision": {"decision": "approve", "call_id": "c", "args": {"text": "a"}, "requester": "agent", "approver": "alice", "expires_at": 9}"#;
+    let cases: Vec<Vec<u8>> = vec![
+        format!("{header}\n{{\"at\": 1, \"kind\": \"expire\"").into_bytes(),
+        format!("{header}\n{{\"at\": \"one\", \"kind\": \"expire\"}}").into_bytes(),
+        format!("{header}\n{{\"at\": 1, \"kind\": \"explode\"}}").into_bytes(),
+        format!("{header}\n{{\"at\": 1, \"kind\": \"dispatch\", {call}}}").into_bytes(),
+        b"\xff\n".to_vec(),
+        Vec::new(),
+        b"{\"at\": 1, \"kind\": \"expire\"}\n".to_vec(),
+        format!(
+            "{header}\n{{\"at\": 1, \"kind\": \"resume\", \"checkpoint\": \"latest\", {approve}}}"
+        )
+        .into_bytes(),
+        format!("{header}\n{{\"at\": 1, \"kind\": \"expire\", \"at\": 2}}").into_bytes(),
+        vec![b'a'; 70_000],
+    ];
+    let mut lines = String::new();
+    for bytes in cases {
+        let error = match scenario::parse(&bytes) {
+            Err(e) => e,
+            Ok(parsed) => trace::replay(&parsed).expect_err("a malformed scenario"),
+        };
+        let _ = writeln!(lines, "error: s.jsonl:{error}");
+    }
+    shown.regions.insert(
+        ("spec/scenario-format.md".into(), "malformed".into()),
+        fenced("text", &lines),
+    );
+}
+
 fn everything() -> Shown {
     let mut shown = Shown::default();
     traces(&mut shown);
+    malformed(&mut shown);
     diagrams(&mut shown);
     exercises(&mut shown);
     counterexamples(&mut shown);

@@ -445,9 +445,15 @@ pub fn run(args: &Args) -> ExitCode {
                      each run alone, soundly (spec/check-output.md, \"The per-run reduction\")",
                 );
             }
-            let text = match args.format {
-                Format::Text => report.to_text(),
-                Format::Json => format!("{}\n", report.to_json()),
+            let text = match (args.format, &args.model.variant) {
+                (Format::Text, Some(name)) => format!(
+                    "{}\nwhy it matters, and how real runtimes get there: \
+                     spec/counterexamples.md#{name} (in the book: \"Every broken design and \
+                     its story\")\n",
+                    report.to_text_counterexample_first()
+                ),
+                (Format::Text, None) => report.to_text(),
+                (Format::Json, _) => format!("{}\n", report.to_json()),
             };
             output::finish(args.format, &text, report.exit_code)
         }

@@ -326,7 +326,21 @@ fn a_violation_stops_the_check_at_its_depth_and_says_what_was_not_judged() {
         .find(|l| l.starts_with("SUS-2 a suspend while suspended is refused"))
         .expect("a row for SUS-2");
     assert!(row.ends_with("VIOLATED"), "{row}");
-    assert!(out.lines().any(|l| l.ends_with("  unjudged")), "{out}");
+    // The properties not judged are counted after the counterexample, not listed one by one.
+    assert!(!out.lines().any(|l| l.ends_with("  unjudged")), "{out}");
+    assert!(out.contains("more not judged"), "{out}");
+    // The counterexample comes first, and the report points to the variant's story.
+    let trace = out
+        .find("counterexample to \"SUS-2")
+        .expect("its counterexample");
+    assert!(
+        trace < out.find("exploration:").expect("the figures"),
+        "{out}"
+    );
+    assert!(
+        out.contains("spec/counterexamples.md#double-suspend"),
+        "{out}"
+    );
 }
 
 #[test]

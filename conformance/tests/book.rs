@@ -294,9 +294,150 @@ fn exercises(shown: &mut Shown) {
     }
 }
 
+/// Who sends an input: the agent, a tool (or its status query), an approver, the operator, or
+/// the driver itself (a restart, the clock, a cancel, a callback), read off its serde form.
+fn sender(input: &serde_json::Value) -> &'static str {
+    match input["kind"].as_str().unwrap_or_default() {
+        "suspend" | "dispatch" | "complete" | "fail" => "Agent",
+        "tool_result" => "Tool",
+        "resume" => match input["decision"]["decision"].as_str().unwrap_or_default() {
+            "approve" | "deny" | "batch" => "Approver",
+            "reconcile" => "Tool",
+            "intervene" => "Operator",
+            _ => "Driver",
+        },
+        _ => "Driver",
+    }
+}
+
+/// A scenario's trace as a Mermaid sequence diagram: each input from its sender to the kernel,
+/// and the kernel's answer: a rejection with its rule, or what the driver writes to the store
+/// (audit record, checkpoint) and sends to the tool (dispatch, query).
+fn sequence(t: &trace::Trace) -> String {
+    use resumable_kernel::Effect;
+    let mut lines = Vec::new();
+    for step in &t.steps {
+        let input = serde_json::to_value(step.input).expect("an input serialises");
+        let from = sender(&input);
+        let mut what = input["kind"].as_str().unwrap_or_default().replace('_', " ");
+        if let Some(d) = input["decision"]["decision"].as_str() {
+            what = format!("{what} {d}");
+        }
+        lines.push(format!(
+            "{from}->>Kernel: {}. t{} {what}",
+            step.number, input["at"]
+        ));
+        match &step.verdict {
+            Err(r) => {
+                lines.push(format!(
+                    "Kernel--x{from}: rejected {} [{}]",
+                    r.kind().name(),
+                    rule(r.kind())
+                ));
+            }
+            Ok(effects) => {
+                let mut stored = vec!["run and audit record".to_string()];
+                let mut sent = Vec::new();
+                for e in effects.iter() {
+                    match e {
+                        Effect::PersistCheckpoint(_) => stored.push("checkpoint".to_string()),
+                        Effect::History(_) => {}
+                        Effect::Audit(_) => {}
+                        Effect::Dispatch(d) => {
+                            sent.push(format!("dispatch {} attempt {}", d.call_id, d.attempt))
+                        }
+                        Effect::Query(d) => {
+                            sent.push(format!("query {} attempt {}", d.call_id, d.attempt))
+                        }
+                    }
+                }
+                lines.push(format!(
+                    "Kernel->>Driver: accepted, r{}",
+                    step.run.revision().0
+                ));
+                lines.push(format!("Driver->>Store: {}", stored.join(", ")));
+                lines.extend(sent.into_iter().map(|s| format!("Driver->>Tool: {s}")));
+            }
+        }
+    }
+    // Only the parties the scenario involves, always in this order.
+    let mut out = String::from("sequenceDiagram\n");
+    for party in [
+        "Agent", "Approver", "Operator", "Driver", "Kernel", "Store", "Tool",
+    ] {
+        if lines.iter().any(|l| l.contains(party)) {
+            let _ = writeln!(out, "    participant {party}");
+        }
+    }
+    for line in lines {
+        let _ = writeln!(out, "    {line}");
+    }
+    out
+}
+
+/// A sequence diagram for every scenario, on one page.
+fn diagrams(shown: &mut Shown) {
+    let mut page = String::from(
+        "# Sequence diagrams\n\n\
+         Generated from each scenario's replay by `conformance/tests/book.rs`: every input from \
+         who sends it to the kernel, and the kernel's answer, a rejection with the rule it \
+         enforces, or, accepted, what the driver writes to the store and then sends to the \
+         tool (a call goes out only after the write that commands it: WAL-1). The diagrams are \
+         Mermaid; where the page does not draw them, they read as text.\n",
+    );
+    for stem in scenario_stems() {
+        let t = replay(&stem);
+        let _ = write!(
+            page,
+            "\n## {stem}\n\n{}\n\n```mermaid\n{}```\n",
+            t.header.description,
+            sequence(&t)
+        );
+    }
+    shown
+        .files
+        .insert(format!("{GENERATED}/sequence-diagrams.md"), page);
+}
+
+/// scenario-format.md's malformed scenarios: each refused as `replay s.jsonl` reports it.
+fn malformed(shown: &mut Shown) {
+    let header = r#"{"scenario": "s", "format": 1, "shows": ["EXP-1"], "description": "d", "run": {"tenant": "t", "session": "s", "run": "r", "definition": "d", "operator": "ops", "reconcile_window": 10, "created_at": 0}}"#;
+    let call = r#""call": {"call_id": "c", "tool": "t", "args": {"text": "a"}, "key": "k", "contract": {"dedupes": true, "query_fences": false, "max_attempts": 1, "extra": 1}}"#;
+    let approve = r#""decision": {"decision": "approve", "call_id": "c", "args": {"text": "a"}, "requester": "agent", "approver": "alice", "expires_at": 9}"#;
+    let cases: Vec<Vec<u8>> = vec![
+        format!("{header}\n{{\"at\": 1, \"kind\": \"expire\"").into_bytes(),
+        format!("{header}\n{{\"at\": \"one\", \"kind\": \"expire\"}}").into_bytes(),
+        format!("{header}\n{{\"at\": 1, \"kind\": \"explode\"}}").into_bytes(),
+        format!("{header}\n{{\"at\": 1, \"kind\": \"dispatch\", {call}}}").into_bytes(),
+        b"\xff\n".to_vec(),
+        Vec::new(),
+        b"{\"at\": 1, \"kind\": \"expire\"}\n".to_vec(),
+        format!(
+            "{header}\n{{\"at\": 1, \"kind\": \"resume\", \"checkpoint\": \"latest\", {approve}}}"
+        )
+        .into_bytes(),
+        format!("{header}\n{{\"at\": 1, \"kind\": \"expire\", \"at\": 2}}").into_bytes(),
+        vec![b'a'; 70_000],
+    ];
+    let mut lines = String::new();
+    for bytes in cases {
+        let error = match scenario::parse(&bytes) {
+            Err(e) => e,
+            Ok(parsed) => trace::replay(&parsed).expect_err("a malformed scenario"),
+        };
+        let _ = writeln!(lines, "error: s.jsonl:{error}");
+    }
+    shown.regions.insert(
+        ("spec/scenario-format.md".into(), "malformed".into()),
+        fenced("text", &lines),
+    );
+}
+
 fn everything() -> Shown {
     let mut shown = Shown::default();
     traces(&mut shown);
+    malformed(&mut shown);
+    diagrams(&mut shown);
     exercises(&mut shown);
     counterexamples(&mut shown);
     rules(&mut shown);

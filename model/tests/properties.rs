@@ -230,16 +230,16 @@ fn witness_two_workers_race_to_resume_one_suspension_and_one_wins() {
         names::RACE_WON,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
             "Worker(0) crashes: volatile state lost",
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
             "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
             "Worker(1) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
-            "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r3->r4: written with its audit record",
         ],
     );
 }
@@ -251,13 +251,13 @@ fn witness_a_stale_approval_arrives() {
         names::STALE_ARRIVES,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Clock ticks to 1: time passes",
             "Clock ticks to 2: time passes",
             "Clock ticks to 3: time passes",
             "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: stale revision: current r2, got r1",
         ],
     );
@@ -270,10 +270,10 @@ fn witness_the_tool_commits_an_approved_call() {
         names::APPROVED_RUNS,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
             "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
             "Tool commits c1 key k1#0 for run 0: committed, response sent",
         ],
@@ -287,7 +287,7 @@ fn witness_a_decision_arrives_after_it_expired() {
         names::EXPIRED_ARRIVES,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Clock ticks to 1: time passes",
             "Clock ticks to 2: time passes",
@@ -303,7 +303,7 @@ fn witness_a_decision_arrives_after_the_suspension_expired() {
         names::AFTER_EXPIRY,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Clock ticks to 1: time passes",
             "Clock ticks to 2: time passes",
@@ -320,10 +320,10 @@ fn witness_a_denial_fails_the_run() {
         names::DENIED,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice denies c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume deny c1@r1 from alice: accepted: failed (denied) at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
         ],
     );
 }
@@ -335,14 +335,14 @@ fn witness_a_delayed_request_reaches_the_tool_after_a_not_committed_answer() {
         names::LATE_REQUEST,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
             "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
             "Worker(0) crashes: volatile state lost",
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
             "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
             "Tool commits c1 key k1#0 for run 0: committed, response sent",
         ],
@@ -356,13 +356,13 @@ fn witness_a_crash_leaves_an_unknown_outcome() {
         names::UNKNOWN,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
             "Worker(0) crashes: volatile state lost",
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
         ],
     );
 }
@@ -374,17 +374,17 @@ fn witness_reconcile_reuses_a_committed_result() {
         names::REUSED,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
             "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
             "Worker(0) crashes: volatile state lost",
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
             "Tool commits c1 key k1#0 for run 0: committed, response sent",
             "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: committed: accepted: running at r4",
-            "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r3->r4: written with its audit record",
         ],
     );
 }
@@ -396,19 +396,19 @@ fn witness_a_retry_after_a_not_committed_answer_succeeds() {
         names::RETRY_SUCCEEDS,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
             "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
             "Worker(0) crashes: volatile state lost",
             "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
             "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
-            "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r3->r4: written with its audit record",
             "Tool commits c1 key k1#0 for run 0: committed, response sent",
             "Worker(1) steps run 0 with result of c1 key k1#0: accepted: running at r5",
-            "Worker(1) commits run 0 r4->r5: written with its audit record and checkpoint",
+            "Worker(1) commits run 0 r4->r5: written with its audit record",
         ],
     );
 }
@@ -420,13 +420,13 @@ fn witness_a_message_reaches_a_finished_run() {
         names::LATE_TO_TERMINAL,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Clock ticks to 1: time passes",
             "Clock ticks to 2: time passes",
             "Clock ticks to 3: time passes",
             "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: stale revision: current r2, got r1",
         ],
     );
@@ -439,16 +439,16 @@ fn witness_a_run_completes_every_step_audited() {
         names::COMPLETES,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
             "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
             "Tool commits c1 key k1#0 for run 0: committed, response sent",
             "Worker(0) steps run 0 with result of c1 key k1#0: accepted: running at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r2->r3: written with its audit record",
             "Worker(0) steps run 0 with complete: accepted: completed at r4",
-            "Worker(0) commits run 0 r3->r4: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r3->r4: written with its audit record",
         ],
     );
 }
@@ -460,7 +460,7 @@ fn witness_a_run_waits_suspended() {
         names::WAITS,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
         ],
     );
 }
@@ -472,7 +472,7 @@ fn witness_a_run_waiting_for_approval_is_offered_a_second_suspend() {
         names::SUSPEND_OFFERED,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
         ],
     );
 }
@@ -484,12 +484,12 @@ fn witness_a_suspension_expires() {
         names::EXPIRES,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Clock ticks to 1: time passes",
             "Clock ticks to 2: time passes",
             "Clock ticks to 3: time passes",
             "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
         ],
     );
 }
@@ -524,7 +524,7 @@ fn witness_the_requester_s_approval_of_its_own_call_arrives() {
         names::SELF_ARRIVES,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Requester agent approves its own c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume approve c1@r1 from agent: refused: agent cannot approve its own call",
         ],
@@ -538,7 +538,7 @@ fn witness_a_checkpoint_of_another_tenant_reaches_a_run() {
         names::FOREIGN_OFFERED,
         &[
             "Worker(0) steps run 1 with suspend for approval of c1: accepted: suspended (pending approval, expires t1) at r1",
-            "Worker(0) commits run 1 r0->r1: written with its audit record and checkpoint",
+            "Worker(0) commits run 1 r0->r1: written with its audit record and its checkpoint",
             "Approver alice approves c1 at r1 of run 1, sent to run 0: sent",
             "Worker(0) steps run 0 with resume approve c1@r1 from alice (run 1's checkpoint): refused: checkpoint is not for this run: tenant differs",
         ],

@@ -116,6 +116,43 @@ pub(crate) fn text(report: &Report) -> String {
         .collect();
     table(&mut out, &rows);
     out.push('\n');
+    figures(&mut out, report);
+    traces(&mut out, report);
+    out.push('\n');
+    result(&mut out, report);
+    out
+}
+
+/// The report with its counterexamples first, for a broken variant, where they are what a
+/// reader came for: the traces, then the properties that were judged (those not judged are
+/// counted, not listed), the figures and the result.
+pub(crate) fn text_counterexample_first(report: &Report) -> String {
+    let mut out = String::new();
+    traces(&mut out, report);
+    let mut out = out.trim_start_matches('\n').to_string();
+    out.push('\n');
+    let rows: Vec<(&str, Kind, Verdict)> = (report.properties.iter())
+        .filter(|p| p.verdict != Verdict::Unjudged)
+        .map(|p| (p.name.as_str(), p.kind, p.verdict))
+        .collect();
+    table(&mut out, &rows);
+    let unjudged = report.properties.len() - rows.len();
+    if unjudged > 0 {
+        let _ = writeln!(
+            out,
+            "and {unjudged} more not judged: the search stopped at the depth of the first \
+             violation (--keep-going judges every property)"
+        );
+    }
+    out.push('\n');
+    figures(&mut out, report);
+    out.push('\n');
+    result(&mut out, report);
+    out
+}
+
+/// How the exploration ended, its states and its time.
+fn figures(out: &mut String, report: &Report) {
     let stats = &report.stats;
     let options = &report.options;
     let _ = writeln!(out, "exploration: {}", exploration_line(report));
@@ -141,10 +178,14 @@ pub(crate) fn text(report: &Report) -> String {
             other => format!(", reduction {}", other.name()),
         },
     );
+}
+
+/// Every counterexample, then every witness, each after a blank line.
+fn traces(out: &mut String, report: &Report) {
     for p in &report.properties {
         if let Some(trace) = &p.counterexample {
             out.push('\n');
-            trace_text(&mut out, "counterexample to", &p.name, trace);
+            trace_text(out, "counterexample to", &p.name, trace);
         } else if p.verdict == Verdict::Violated {
             let _ = writeln!(
                 out,
@@ -158,12 +199,9 @@ pub(crate) fn text(report: &Report) -> String {
     for p in &report.properties {
         if let Some(trace) = &p.witness {
             out.push('\n');
-            trace_text(&mut out, "witness for", &p.name, trace);
+            trace_text(out, "witness for", &p.name, trace);
         }
     }
-    out.push('\n');
-    result(&mut out, report);
-    out
 }
 
 fn result(out: &mut String, report: &Report) {

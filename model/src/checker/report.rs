@@ -277,6 +277,12 @@ impl Report {
         super::render::text(self)
     }
 
+    /// The report as text for people, its counterexamples first: what `check --variant`
+    /// prints, where the counterexample is what the reader came for.
+    pub fn to_text_counterexample_first(&self) -> String {
+        super::render::text_counterexample_first(self)
+    }
+
     /// The report as one JSON document (pretty-printed).
     pub fn to_json(&self) -> String {
         // Serialising plain data with string keys cannot fail; the fallback keeps the

@@ -276,6 +276,29 @@ fn effects_words(after: &crate::Snapshot, effects: &Effects) -> String {
     out
 }
 
+/// What a worker's commit writes, read off the step it holds: the run with its audit
+/// records, and the checkpoint when the step made a new one (a batch's, made again with each
+/// decision, is stored once), so that a trace never claims a checkpoint the next state does
+/// not show.
+fn commit_words<R>(state: &WorldState<R>, worker: u8, run: u8) -> String {
+    let Some(Worker::Staged(staged)) = state.workers.get(usize::from(worker)) else {
+        return "written".into();
+    };
+    let audits = match staged.audits {
+        0 => "no audit record".to_string(),
+        1 => "its audit record".to_string(),
+        n => format!("{n} audit records"),
+    };
+    let stored = (state.runs.get(usize::from(run))).and_then(|slot| slot.checkpoints.last());
+    match staged.checkpoint {
+        Some(cp) if stored == Some(&cp) => {
+            format!("written with {audits}; its checkpoint is the one already stored")
+        }
+        Some(_) => format!("written with {audits} and its checkpoint"),
+        None => format!("written with {audits}"),
+    }
+}
+
 impl<L: Lifecycle> World<L> {
     /// What happened in a step, in words: for a worker's step, whether the lifecycle accepted
     /// the input (and into which phase) or refused it (and why).
@@ -293,7 +316,7 @@ impl<L: Lifecycle> World<L> {
             Some(Err(rejection)) => format!("refused: {rejection}"),
             None => match action {
                 Action::Step { .. } => "no such input".into(),
-                Action::Commit { .. } => "written with its audit record and checkpoint".into(),
+                Action::Commit { worker, run, .. } => commit_words(state, *worker, *run),
                 Action::Conflict { .. } => "its step is dropped".into(),
                 Action::Dispatch { .. } => "sent to the tool".into(),
                 Action::Crash { .. } => "volatile state lost".into(),

@@ -251,3 +251,50 @@ fn the_watching_approver_sends_the_callback_only_when_told_to_play_the_payment_s
         assert_eq!(store.inbox(&key, false).unwrap().len(), expected as usize);
     }
 }
+
+#[test]
+fn the_watching_approver_denies_once_its_approval_is_refused_for_a_moved_resource() {
+    let mut store = MemoryStore::new();
+    let key = waiting(&store, Program::Seed, "run-1");
+    let w = watch::Watch {
+        name: APPROVER.to_string(),
+        seed: 1,
+        deny_percent: 0,
+        duplicate_percent: 0,
+        callbacks: false,
+        valid_ms: 600_000,
+        poll: Duration::ZERO,
+        key: Some(approver_key()),
+        callback_as: None,
+    };
+    assert_eq!(watch::watch(&mut store, &w, Some(1)).unwrap(), 1);
+    // Another system moves the run's resource before a worker feeds the approval.
+    let mut tools = MemoryTools::default();
+    let moved = resumable_runtime::tool::ToolRequest::Move {
+        resource: key.0.clone(),
+    };
+    resumable_runtime::tool::Tools::call(&mut tools, &moved).unwrap();
+    let mut d = Driver::new(store.clone(), tools, config());
+    assert!(d.turn(&key, true).unwrap());
+    // The approver sees its approval refused for the moved resource and denies, once; a
+    // look without a new refusal sends nothing more.
+    assert_eq!(watch::watch(&mut store, &w, Some(3)).unwrap(), 1);
+    assert!(d.turn(&key, true).unwrap());
+    let answers: Vec<Answer> = store
+        .inbox(&key, false)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.answer.expect("answered").answer)
+        .collect();
+    assert!(
+        matches!(
+            answers.as_slice(),
+            [
+                Answer::Rejected(resumable_kernel::Rejection::ResourceChanged { .. }),
+                Answer::Accepted(_)
+            ]
+        ),
+        "{answers:?}"
+    );
+    assert_eq!(status_of(&row(&mut store, &key).run), Status::Failed);
+}

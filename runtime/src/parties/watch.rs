@@ -4,9 +4,9 @@
 
 use super::{approval, callback, PartyError};
 use crate::rng::{now_ms, Rng};
-use crate::store::{RunKey, Status, Store};
-use resumable_kernel::Revision;
-use std::collections::HashSet;
+use crate::store::{Answer, Request, RunKey, Status, Store};
+use resumable_kernel::{Rejection, Revision};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// How the watching approver behaves.
@@ -36,7 +36,7 @@ pub struct Watch {
 /// `rounds`, for that many looks). Returns how many requests it sent.
 pub fn watch(store: &mut dyn Store, w: &Watch, rounds: Option<u64>) -> Result<u64, PartyError> {
     let mut rng = Rng::new(w.seed);
-    let mut decided = HashSet::new();
+    let mut decided = HashMap::new();
     let mut sent = 0;
     let mut round = 0;
     let mut backoff = crate::backoff::Backoff::new();
@@ -56,12 +56,42 @@ pub fn watch(store: &mut dyn Store, w: &Watch, rounds: Option<u64>) -> Result<u6
     Ok(sent)
 }
 
-/// One look at the store: a decision on each suspension not yet decided.
+/// What the approver did about one checkpoint.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Decided {
+    /// Decided once, as the seed drew it.
+    Once,
+    /// Its approval was refused because the resource moved since the checkpoint (RES-3), and
+    /// it denied: the call it approved no longer acts on what it was shown, and no approval
+    /// of that checkpoint can be accepted any more.
+    DeniedAfterMove,
+}
+
+/// Whether a decision on the checkpoint of `key` at `revision` was refused because the
+/// resource moved since (`resource_changed`).
+fn refused_for_a_moved_resource(
+    store: &mut dyn Store,
+    key: &RunKey,
+    revision: Revision,
+) -> Result<bool, PartyError> {
+    Ok(store.inbox(key, false)?.iter().any(|r| {
+        let on_it = matches!(&r.request, Request::Resume { checkpoint, .. }
+            if checkpoint.revision == revision);
+        on_it
+            && matches!(
+                r.answer.map(|a| a.answer),
+                Some(Answer::Rejected(Rejection::ResourceChanged { .. }))
+            )
+    }))
+}
+
+/// One look at the store: a decision on each suspension not yet decided, and a denial where
+/// an approval was refused for a moved resource.
 fn look(
     store: &mut dyn Store,
     w: &Watch,
     rng: &mut Rng,
-    decided: &mut HashSet<(RunKey, Revision)>,
+    decided: &mut HashMap<(RunKey, Revision), Decided>,
     sent: &mut u64,
 ) -> Result<(), PartyError> {
     for s in store.scan(false)? {
@@ -77,14 +107,23 @@ fn look(
             continue;
         };
         let Some(cp) = row.checkpoint else { continue };
-        if decided.contains(&(s.key.clone(), cp.revision)) {
-            continue;
-        }
-        let request = if s.status == Status::Approval {
-            let approve = !rng.percent(w.deny_percent);
-            approval(&row, None, &w.name, approve, w.valid_ms)?
-        } else {
-            callback(&row, "settled")?
+        let at = (s.key.clone(), cp.revision);
+        let moved = s.status == Status::Approval
+            && refused_for_a_moved_resource(store, &s.key, cp.revision)?;
+        let (request, now_decided) = match decided.get(&at) {
+            Some(Decided::DeniedAfterMove) => continue,
+            // Read from the store, not remembered: an approver started again denies too.
+            _ if moved => {
+                let deny = approval(&row, None, &w.name, false, w.valid_ms)?;
+                (deny, Decided::DeniedAfterMove)
+            }
+            Some(Decided::Once) => continue,
+            None if s.status == Status::Approval => {
+                let approve = !rng.percent(w.deny_percent);
+                let request = approval(&row, None, &w.name, approve, w.valid_ms)?;
+                (request, Decided::Once)
+            }
+            None => (callback(&row, "settled")?, Decided::Once),
         };
         let (party, key) = match (&w.callback_as, s.status) {
             (Some((name, key)), Status::Callback) => (name, key),
@@ -93,7 +132,7 @@ fn look(
         let seal = key.as_ref().map(|k| k.seal(&s.key, party, &request));
         store.submit_sealed(&s.key, party, now_ms(), &request, seal)?;
         // Decided once it is in the inbox: a submit the store lost is made again next look.
-        decided.insert((s.key.clone(), cp.revision));
+        decided.insert(at, now_decided);
         *sent += 1;
         if rng.percent(w.duplicate_percent) {
             store.submit_sealed(&s.key, party, now_ms(), &request, seal)?;

@@ -33,21 +33,30 @@ fn to_json<T: Serialize>(value: &T) -> Result<String> {
 /// What a step answered, in JSON: accepted with the next run and its effects, or the rejection.
 #[derive(Serialize)]
 #[serde(untagged)]
-enum Verdict<'a> {
+pub enum Verdict<'a> {
+    /// `{"verdict": "accepted", "run": NEXT, "effects": [...]}`.
     Accepted {
+        /// `"accepted"`.
         verdict: &'static str,
+        /// The next run.
         run: &'a Run,
+        /// Its effects, in order.
         effects: Vec<Effect>,
     },
+    /// `{"verdict": KIND, "rejection": {...}, "message": ...}`.
     Rejected {
+        /// The rejection's kind.
         verdict: &'static str,
+        /// The rejection with its evidence.
         rejection: &'a Rejection,
+        /// Its message.
         message: String,
     },
 }
 
 impl<'a> Verdict<'a> {
-    fn of(result: &'a std::result::Result<resumable_kernel::Transition, Rejection>) -> Self {
+    /// The verdict of a step's result.
+    pub fn of(result: &'a std::result::Result<resumable_kernel::Transition, Rejection>) -> Self {
         match result {
             Ok(t) => Verdict::Accepted {
                 verdict: "accepted",

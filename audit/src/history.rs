@@ -7,13 +7,17 @@
 //! its log's length.
 
 use resumable_kernel::{Call, Digest, Fingerprint, HistoryEntry, KeyUse, Prior};
-use std::collections::{HashMap, HashSet};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// One run's call history, indexed by the kernel's fingerprints of call ids and keys.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One run's call history, indexed by the kernel's fingerprints of call ids and keys. Its
+/// JSON form (sorted, so one history always writes the same text) is what a driver that
+/// keeps it in a row stores: `{"call_ids": [FP...], "keys": {FP: {"args", "committed"}}}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct History {
-    call_ids: HashSet<Fingerprint>,
-    keys: HashMap<Fingerprint, KeyUse>,
+    call_ids: BTreeSet<Fingerprint>,
+    keys: BTreeMap<Fingerprint, KeyUse>,
 }
 
 impl History {
@@ -53,6 +57,19 @@ impl History {
                     .committed = true;
             }
         }
+    }
+
+    /// The index's two parts: the fingerprints of the call ids bound, and each key's use.
+    pub fn parts(&self) -> (&BTreeSet<Fingerprint>, &BTreeMap<Fingerprint, KeyUse>) {
+        (&self.call_ids, &self.keys)
+    }
+
+    /// An index of these parts, as [`History::parts`] gave them.
+    pub fn of_parts(
+        call_ids: BTreeSet<Fingerprint>,
+        keys: BTreeMap<Fingerprint, KeyUse>,
+    ) -> History {
+        History { call_ids, keys }
     }
 
     /// How many distinct call ids the run has bound.

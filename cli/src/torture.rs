@@ -62,6 +62,10 @@ pub struct Args {
     /// `--db-restart-cmd`.
     #[arg(long, default_value_t = 0, requires = "db_restart_cmd")]
     pub db_restarts: u32,
+    /// How many times an outside writer moves the resource of a run waiting on an approval
+    /// (at seeded worker kills): its approval must be refused with `resource_changed`.
+    #[arg(long, default_value_t = 5)]
+    pub resource_moves: u32,
     /// The shell command that restarts the database server, e.g.
     /// `runtime/scripts/postgres.sh restart DIR PORT`.
     #[arg(long)]
@@ -141,6 +145,7 @@ pub fn run(args: &Args) -> ExitCode {
         deadline: Duration::from_secs(args.deadline_s),
         tool_kills: args.tool_kills,
         db_restarts: args.db_restarts,
+        resource_moves: args.resource_moves,
         db_restart: args.db_restart_cmd.clone(),
     };
     eprintln!("torture: logs and the tool's ledger in {}", dir.display());

@@ -82,6 +82,7 @@ fn commit_line(key: &str) -> String {
         key: key.into(),
         attempt: 0,
         result: Digest::of(key.as_bytes()),
+        resource: None,
     })
     .unwrap()
 }

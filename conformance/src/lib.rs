@@ -6,6 +6,7 @@
 //! - [`trace`]: replays a scenario through `resumable_kernel::step` and renders the trace,
 //!   as text for people and as JSON lines for programs. Both are deterministic, so the
 //!   teaching traces under `spec/scenarios/` are kept as snapshots.
+//! - [`rule`]: the spec ID each rejection enforces, which every rejection in a trace names.
 //! - [`lockstep`]: the kernel and the model's reference machine fed the same inputs, over the
 //!   model's world and adversarial probes, compared on every verdict (CONF-1).
 //!
@@ -15,6 +16,7 @@
 //! This crate reads files only where its caller hands it bytes; it never touches a clock.
 
 pub mod lockstep;
+pub mod rule;
 pub mod scenario;
 pub mod trace;
 

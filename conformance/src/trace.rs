@@ -12,7 +12,7 @@ mod json;
 mod summary;
 mod text;
 
-pub use text::{effect, footer_text, header_text, phase, state};
+pub use text::{effect, footer_text, header_text, phase, state, NOTATION};
 
 use crate::scenario::{Header, Scenario, ScenarioError};
 use resumable_audit::history::History;

@@ -232,8 +232,10 @@ fn every_spec_id_cited_in_code_is_in_the_spec() {
     for dir in [
         "kernel/src",
         "audit/src",
+        "driver/src",
         "model/src",
         "conformance/src",
+        "runtime/src",
         "cli/src",
     ] {
         rust_files(&root().join(dir), &mut files);

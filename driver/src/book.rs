@@ -8,6 +8,7 @@
 //! receives arguments nobody approved.
 
 use crate::stage::{Ledger, Staged};
+use resumable_audit::history::History;
 use resumable_audit::jcs;
 use resumable_kernel::{
     Call, Digest, Dispatch, Event, Fingerprint, HistoryEntry, KeyUse, Name, Prior, Time,
@@ -143,16 +144,45 @@ pub enum HandOut {
     },
 }
 
-/// One run's calls: the history index and a record per call id.
+/// One run's calls: the history index and a record per call id. On the wire `{"call_ids",
+/// "keys", "calls"}`, a field it does not have refused.
 #[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(into = "BookForm", from = "BookForm")]
 pub struct Book {
-    /// Fingerprints of every call id bound (KEY-2).
-    call_ids: BTreeSet<Fingerprint>,
-    /// Every key bound, with its digest and whether it is spent (KEY-1, REC-4).
-    keys: BTreeMap<Fingerprint, KeyUse>,
+    /// The history index the kernel's entries build: every call id and key bound, and
+    /// whether a key is spent (KEY-1, KEY-2, REC-4).
+    index: History,
     /// The calls, by call id.
     calls: BTreeMap<String, CallRecord>,
+}
+
+/// [`Book`] on the wire.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BookForm {
+    call_ids: BTreeSet<Fingerprint>,
+    keys: BTreeMap<Fingerprint, KeyUse>,
+    calls: BTreeMap<String, CallRecord>,
+}
+
+impl From<Book> for BookForm {
+    fn from(book: Book) -> BookForm {
+        let (call_ids, keys) = book.index.parts();
+        BookForm {
+            call_ids: call_ids.clone(),
+            keys: keys.clone(),
+            calls: book.calls,
+        }
+    }
+}
+
+impl From<BookForm> for Book {
+    fn from(form: BookForm) -> Book {
+        Book {
+            index: History::of_parts(form.call_ids, form.keys),
+            calls: form.calls,
+        }
+    }
 }
 
 impl Ledger for Book {
@@ -165,10 +195,7 @@ impl Ledger for Book {
 impl Book {
     /// What the history holds of `call`'s id and key.
     pub fn prior_of(&self, call: &Call) -> Prior {
-        Prior {
-            call_id_used: self.call_ids.contains(&Fingerprint::call_id(&call.call_id)),
-            key: self.keys.get(&Fingerprint::key(&call.key)).copied(),
-        }
+        self.index.prior(call)
     }
 
     /// The record of the call `call_id`, if the run bound one.
@@ -197,7 +224,7 @@ impl Book {
         }
         let Some(t) = staged.accepted() else { return };
         for entry in t.effects.histories() {
-            self.apply(entry);
+            self.index.apply(entry);
         }
         for (call, args) in &kept.proposed {
             let bound = t
@@ -226,29 +253,6 @@ impl Book {
         for (call_id, outcome) in &kept.outcomes {
             if let Some(r) = self.calls.get_mut(call_id.as_str()) {
                 r.outcome = Some(outcome.clone());
-            }
-        }
-    }
-
-    /// Writes one history entry a transition emitted. A key bound again keeps its first
-    /// digest and its spent mark.
-    fn apply(&mut self, entry: &HistoryEntry) {
-        match *entry {
-            HistoryEntry::Bound { call_id, key, args } => {
-                self.call_ids.insert(call_id);
-                self.keys.entry(key).or_insert(KeyUse {
-                    args,
-                    committed: false,
-                });
-            }
-            HistoryEntry::Settled { key } => {
-                self.keys
-                    .entry(key)
-                    .or_insert(KeyUse {
-                        args: Digest::default(),
-                        committed: true,
-                    })
-                    .committed = true;
             }
         }
     }

@@ -21,9 +21,9 @@ use crate::held::Held;
 use crate::party::{self, Answer, Word};
 use crate::plan::{self, Proposal, Request, Todo};
 use crate::stage::{Core, Staged};
-use resumable_audit::forms::parse;
+use resumable_audit::forms::{parse, Verdict};
 use resumable_audit::{Header, Key};
-use resumable_kernel::{Dispatch, Effect, Event, Facts, Name, Rejection, Run, Time, ToolContract};
+use resumable_kernel::{Dispatch, Event, Facts, Name, Time, ToolContract};
 use serde::{Deserialize, Serialize};
 
 /// What a binding raises: the message.
@@ -38,22 +38,6 @@ fn core(key: Option<&str>) -> Result<Core> {
         .map(|k| Key::from_hex(k.trim()).map_err(|e| format!("audit key: {e}")))
         .transpose()?;
     Ok(Core::new(key))
-}
-
-/// A step's verdict on the wire, as `resumable_audit::forms::step` gives it.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Verdict<'a> {
-    Accepted {
-        verdict: &'static str,
-        run: &'a Run,
-        effects: Vec<Effect>,
-    },
-    Rejected {
-        verdict: &'static str,
-        rejection: &'a Rejection,
-        message: String,
-    },
 }
 
 #[derive(Serialize)]
@@ -186,6 +170,11 @@ impl From<Todo> for TodoForm {
     }
 }
 
+/// The held run and its book, as an adapter's store gives them.
+fn stored(held: &str, book: &str) -> Result<(Held, Book)> {
+    Ok((parse("held", held)?, parse("book", book)?))
+}
+
 /// What to do now about `proposals` (a JSON list of one or more proposals, one model turn),
 /// on the held run and its book, at `now`, with the facts observed now ([`plan::plan_batch`]).
 pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
@@ -209,8 +198,7 @@ fn planned(
     facts: &str,
     planner: Planner,
 ) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let forms: Vec<ProposalForm> = parse("proposals", proposals)?;
     let proposals = forms
         .into_iter()
@@ -218,6 +206,14 @@ fn planned(
         .collect::<Result<Vec<_>>>()?;
     if proposals.is_empty() {
         return Err("proposals: at least one call".into());
+    }
+    if proposals.len() > resumable_kernel::BATCH_CAPACITY {
+        // One batch holds them all or none: a turn is never cut short silently.
+        return Err(format!(
+            "proposals: {} calls in one turn, one batch holds at most {}",
+            proposals.len(),
+            resumable_kernel::BATCH_CAPACITY
+        ));
     }
     let facts: Facts = parse("facts", facts)?;
     let todo = planner(&held, &book, Time(now), &proposals, facts);
@@ -243,7 +239,7 @@ fn fed(
     event: Event,
     kept: &Kept,
 ) -> Result<String> {
-    let staged: Staged = core
+    let staged: Box<Staged> = core
         .stage(held, Time(now), event, &mut book)
         .map_err(|e| e.to_string())?;
     book.keep(&staged, kept);
@@ -251,21 +247,10 @@ fn fed(
         .dispatches()
         .map(|d| book.tool_call(d).map_err(|e| e.to_string()))
         .collect::<Result<Vec<_>>>()?;
-    let verdict = match &staged.result {
-        Ok(t) => Verdict::Accepted {
-            verdict: "accepted",
-            run: &t.next,
-            effects: t.effects.iter().collect(),
-        },
-        Err(r) => Verdict::Rejected {
-            verdict: r.kind().name(),
-            rejection: r,
-            message: r.to_string(),
-        },
-    };
+    let verdict = Verdict::of(&staged.result);
     to_json(&Fed {
         verdict,
-        held: staged.after,
+        held: staged.after(held),
         line: String::from_utf8(staged.line.clone()).map_err(|e| e.to_string())?,
         history: staged.history().copied().collect(),
         query: staged.query().copied(),
@@ -284,8 +269,7 @@ pub fn feed(
     kept: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let event: Event = parse("event", event)?;
     let kept: Kept = parse("kept", kept)?;
     fed(&core(key)?, &held, book, now, event, &kept)
@@ -323,8 +307,7 @@ pub fn answer(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let request: Request = parse("request", request)?;
     let facts: Facts = parse("facts", facts)?;
     let answer: Answer = match serde_json::from_str::<Answer>(message) {
@@ -362,8 +345,7 @@ pub fn decide(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let request: Request = parse("request", request)?;
     let facts: Facts = parse("facts", facts)?;
     let words: Vec<Word> = match serde_json::from_str(words) {
@@ -380,6 +362,49 @@ pub fn decide(
     }
 }
 
+/// Decisions on some calls of `request`, each naming its call: `words` is a JSON list of
+/// `{"call_id": ID, "decision": WORD}` (WORD as in [`decide`]), fed as one batch answer
+/// (the Agents SDKs decide a turn's items one at a time or together). Refused as
+/// `not_a_decision` when it is not such a list, with nothing to commit.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per input of the step"
+)]
+pub fn decide_calls(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    words: &str,
+    approver: &str,
+    expires_at: u64,
+    facts: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        call_id: String,
+        decision: Word,
+    }
+    let (held, book) = stored(held, book)?;
+    let request: Request = parse("request", request)?;
+    let facts: Facts = parse("facts", facts)?;
+    let words: Vec<Named> = match serde_json::from_str(words) {
+        Ok(w) => w,
+        Err(e) => return not_a_decision(format!("the decisions are not the framework's: {e}")),
+    };
+    let words: Vec<(String, Word)> = words.into_iter().map(|n| (n.call_id, n.decision)).collect();
+    let approver = match Name::new(approver) {
+        Ok(a) => a,
+        Err(e) => return not_a_decision(format!("approver {approver:?}: {e}")),
+    };
+    match party::decide_calls(&request, &words, approver, Time(expires_at)) {
+        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
+        Err(e) => not_a_decision(e.to_string()),
+    }
+}
+
 /// Feeds the tool's answer to `tool_call` (as [`feed`] handed it out): `result` is the JSON
 /// the tool returned, recorded by its digest in the run and kept whole in the book.
 pub fn tool_result(
@@ -390,8 +415,7 @@ pub fn tool_result(
     result: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held, book) = stored(held, book)?;
     let call: ToolCall = parse("tool call", tool_call)?;
     let (event, kept) = Book::tool_result(&call, result)?;
     fed(&core(key)?, &held, book, now, event, &kept)
@@ -411,8 +435,7 @@ pub fn reconcile(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let held_v: Held = parse("held", held)?;
-    let book: Book = parse("book", book)?;
+    let (held_v, book) = stored(held, book)?;
     let d: Dispatch = parse("dispatch", dispatch)?;
     let facts: Facts = parse("facts", facts)?;
     let found = match found {

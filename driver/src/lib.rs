@@ -68,9 +68,9 @@
 //! let plan::Todo::Feed(event, kept) = plan::plan(&held, &book, Time(1), &proposal, observed(7))
 //! else { unreachable!() };
 //! let staged = core.stage(&held, Time(1), event, &mut book)?;
-//! // Commit staged.after, staged.line, the history and the book with compare-and-set; then:
+//! // Commit staged.after(&held), staged.line, the history and the book with compare-and-set:
 //! book.keep(&staged, &kept);
-//! held = staged.after;
+//! held = staged.after(&held);
 //!
 //! // alice is shown the arguments themselves beside their digest.
 //! let plan::Todo::Ask(request) = plan::plan(&held, &book, Time(2), &proposal, observed(7))

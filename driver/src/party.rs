@@ -213,3 +213,41 @@ pub fn decide(
     };
     Ok((answer, kept))
 }
+
+/// Decisions on some calls of `request`, each naming its call (`(call_id, word)`, in the
+/// order given): the SDKs' approvals arrive one item at a time, or several together. Bound to
+/// each call as the approver saw it, as one batch answer and what the book keeps; the kernel
+/// dispatches once every call of the batch is decided (BAT-3).
+pub fn decide_calls(
+    request: &Request,
+    words: &[(String, Word)],
+    approver: Name,
+    expires_at: Time,
+) -> Result<(Answer, Kept), NotADecision> {
+    if words.is_empty() {
+        return Err(NotADecision("no decision".into()));
+    }
+    let mut decisions = Decisions::new();
+    let mut kept = Answer::kept(request);
+    for (call_id, word) in words {
+        let index = request
+            .calls
+            .iter()
+            .position(|c| c.call_id.as_str() == call_id)
+            .ok_or_else(|| NotADecision(format!("the request holds no call {call_id:?}")))?;
+        let asked = &request.calls[index];
+        let (verdict, k) = verdict(word, asked.call_id, &asked.tool)?;
+        let approval = binding(request, index, approver, expires_at)
+            .ok_or_else(|| NotADecision("no such call".into()))?;
+        decisions
+            .push(CallDecision { approval, verdict })
+            .map_err(|_| NotADecision("more decisions than a batch holds".into()))?;
+        kept.edited.extend(k.edited);
+        kept.outcomes.extend(k.outcomes);
+    }
+    let answer = Answer {
+        checkpoint: request.checkpoint,
+        decision: Decision::Batch { decisions },
+    };
+    Ok((answer, kept))
+}

@@ -3,9 +3,10 @@
 
 use crate::clock;
 use crate::held::Held;
-use resumable_audit::{Header, Key, Writer};
+use resumable_audit::{Anchor, Header, Key, Writer};
 use resumable_kernel::{
-    Call, Dispatch, Event, HistoryEntry, Input, Prior, Rejection, Time, Transition, Wait,
+    Call, Checkpoint, Dispatch, Event, HistoryEntry, Input, Prior, Rejection, Time, Transition,
+    Wait,
 };
 
 /// Most times an event is staged again after losing a compare-and-set, before the driver
@@ -44,12 +45,24 @@ pub struct Staged {
     pub result: Result<Transition, Rejection>,
     /// The audit record of the input and the answer, without its LF.
     pub line: Vec<u8>,
-    /// The row after the commit: the next run and checkpoint for an accepted input; for a
-    /// refused one the same run and checkpoint, only the log's end moved.
-    pub after: Held,
+    /// The end of the audit log once `line` is appended.
+    pub anchor: Anchor,
+    /// The latest checkpoint once committed: the transition's, or the one held before.
+    checkpoint: Option<Checkpoint>,
 }
 
 impl Staged {
+    /// The row after the commit, staged on `before`: the next run and checkpoint for an
+    /// accepted input; for a refused one the same run and checkpoint, only the log's end
+    /// moved.
+    pub fn after(&self, before: &Held) -> Held {
+        Held {
+            run: self.accepted().map_or(before.run, |t| t.next),
+            anchor: self.anchor,
+            checkpoint: self.checkpoint,
+        }
+    }
+
     /// The transition, if the input was accepted.
     pub fn accepted(&self) -> Option<&Transition> {
         self.result.as_ref().ok()
@@ -124,7 +137,7 @@ impl Core {
         now: Time,
         event: Event,
         ledger: &mut L,
-    ) -> Result<Staged, StageError<L::Error>> {
+    ) -> Result<Box<Staged>, StageError<L::Error>> {
         let input = Input {
             at: clock::stamp(&held.run, now),
             event: stating_priors(event, ledger).map_err(StageError::Ledger)?,
@@ -135,20 +148,19 @@ impl Core {
         let anchor = writer.anchor();
         let mut line = writer.into_inner().map_err(StageError::Audit)?;
         line.pop();
-        let after = match &result {
-            Ok(t) => Held {
-                run: t.next,
-                anchor,
-                checkpoint: t.effects.checkpoint().copied().or(held.checkpoint),
-            },
-            Err(_) => Held { anchor, ..*held },
+        let checkpoint = match &result {
+            Ok(t) => t.effects.checkpoint().copied().or(held.checkpoint),
+            Err(_) => held.checkpoint,
         };
-        Ok(Staged {
+        // Boxed: a run and its transition are kilobytes each, and a driver passes the staged
+        // step through several frames before it commits.
+        Ok(Box::new(Staged {
             input,
             result,
             line,
-            after,
-        })
+            anchor,
+            checkpoint,
+        }))
     }
 }
 

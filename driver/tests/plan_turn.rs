@@ -73,7 +73,7 @@ fn one_call_of_a_reviewed_turn_is_a_batch_of_one_and_may_be_edited() {
     ));
     let staged = core.stage(&held, Time(1), event, &mut book).expect("stage");
     book.keep(&staged, &kept);
-    let held = staged.after;
+    let held = staged.after(&held);
     assert!(matches!(
         held.run.suspension().map(|s| s.reason.kind()),
         Some(ReasonKind::PendingBatch)
@@ -97,7 +97,7 @@ fn one_call_of_a_reviewed_turn_is_a_batch_of_one_and_may_be_edited() {
     let call = book.tool_call(&dispatch).expect("handed out");
     assert_eq!(call.args, r#"{"amount":40,"to":"bob"}"#);
     assert!(!matches!(
-        staged.after.run.suspension().map(|s| s.reason),
+        staged.after(&held).run.suspension().map(|s| s.reason),
         Some(Reason::PendingBatch)
     ));
 }

@@ -55,7 +55,7 @@ fn an_answer_about_one_dispatch_is_never_recorded_for_another() {
         let staged = core.stage(held, Time(at), event, book).expect("stage");
         book.keep(&staged, &kept);
         assert!(staged.rejected().is_none(), "{:?}", staged.rejected());
-        *held = staged.after;
+        *held = staged.after(held);
     };
     // Call 1 dispatched, its worker gone: recovered, its outcome unknown.
     let one = [proposal("call-1", 50)];

@@ -18,9 +18,8 @@ use crate::store::{
     status_of, Answer, Cas, Commit, Consumed, Expect, Lease, NewRun, Row, RunKey, Store, StoreError,
 };
 use crate::tool::{ToolReply, ToolRequest, Tools};
-use resumable_kernel::{
-    Checkpoint, Dispatch, Event, Facts, Input, Rejection, Run, Time, Transition, Wait,
-};
+use resumable_driver::{Core, Staged};
+use resumable_kernel::{Checkpoint, Dispatch, Event, Facts, Run, Transition};
 
 pub mod crash;
 mod flavor;
@@ -60,9 +59,41 @@ pub enum DriveError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The program or the run is not what the store says.
-    #[error("{0}")]
-    Invalid(String),
+    /// A run cannot be made under this name (it holds a `/`, or is not a valid name).
+    #[error("run name {name:?}: {why}")]
+    RunName {
+        /// The name asked for.
+        name: String,
+        /// Why it cannot name a run.
+        why: String,
+    },
+    /// The run's header or policy cannot make a run, or its log's header cannot be written.
+    #[error("run {name:?}: {why}")]
+    Header {
+        /// The run.
+        name: String,
+        /// Why.
+        why: String,
+    },
+    /// The row names a program this runtime does not know.
+    #[error("{run}: unknown program {program}")]
+    UnknownProgram {
+        /// The run.
+        run: RunKey,
+        /// The program the row names.
+        program: String,
+    },
+    /// The run's log's header, as stored, cannot be read.
+    #[error("{run}: {why}")]
+    LogHeader {
+        /// The run.
+        run: RunKey,
+        /// Why.
+        why: String,
+    },
+    /// An audit record could not be made.
+    #[error("audit record: {0}")]
+    Audit(std::io::Error),
     /// The run's log is sealed under a key this driver does not hold (or under none while
     /// it holds one): every record it wrote would fail its MAC, so it writes none.
     #[error("{run}: {}", key_mismatch(*.sealed, *.held))]
@@ -99,6 +130,9 @@ pub struct Driver<S, T> {
     store: S,
     tools: T,
     config: Config,
+    /// The driving contract's core: the time an input is stamped with, the priors it states,
+    /// the step and its audit record under the configured key.
+    core: Core,
     commits: u64,
     /// The runs whose log's key this driver has checked against its own.
     sealed_by_mine: std::collections::HashSet<RunKey>,
@@ -122,13 +156,11 @@ pub(crate) enum Fed {
     Conflict,
 }
 
-/// A step decided and its audit record made, not yet committed: what [`Driver::land`]
+/// A step staged by the core and the row it leaves, not yet committed: what [`Driver::land`]
 /// writes. Nothing outside the driver has seen it.
-pub(crate) struct Staged {
-    /// The kernel's answer.
-    result: Result<Transition, Rejection>,
-    /// The audit record of the input and the answer, without its LF.
-    line: Vec<u8>,
+pub(crate) struct Landing {
+    /// The core's staged step: the input as stamped, the kernel's answer, the audit line.
+    staged: Box<Staged>,
     /// The row as the commit will leave it (the old run, checkpoint, position and lease for
     /// a refused input; only the log's end moves).
     after: Row,
@@ -136,22 +168,18 @@ pub(crate) struct Staged {
     consumed: Option<Consumed>,
 }
 
-impl Staged {
+impl Landing {
     /// The dispatch the step commands, if it was accepted and commands one.
     pub(crate) fn dispatch(&self) -> Option<&Dispatch> {
-        self.result.as_ref().ok().and_then(|t| t.effects.dispatch())
+        self.staged.dispatches().next()
     }
 }
 
-/// The facts of a resume, established just before it under current policy (RES-7). This
-/// runtime's policy permits every step and has no budget; the resource version is the
-/// store's.
-pub fn facts(row: &Row) -> Facts {
-    Facts {
-        resource_version: row.resource_version,
-        permitted: true,
-        within_budget: true,
-    }
+/// The facts of a resume, established just before it under current policy (RES-7): this
+/// runtime's policy permits every step and has no budget; the resource version is the one
+/// the tool service reports now ([`Driver::observe`]), never one a party sent.
+pub fn facts(resource_version: u64) -> Facts {
+    resumable_driver::observed(resource_version)
 }
 
 /// Creates a run of `program` named `name` in `store`, with its log's header; `Ok(None)` if
@@ -167,19 +195,23 @@ pub fn create_run(
     // The store's key is `tenant/session/run`: a `/` in the name would make a key that
     // names another run, or none.
     if name.contains('/') {
-        return Err(DriveError::Invalid(format!(
-            "run name {name:?}: a run's name holds no '/' (the store's keys are \
-             tenant/session/run)"
-        )));
+        return Err(DriveError::RunName {
+            name: name.to_string(),
+            why: "a run's name holds no '/' (the store's keys are tenant/session/run)".into(),
+        });
     }
     let header = program
         .header(name, now_ms(), timing)
-        .map_err(|e| DriveError::Invalid(format!("run name {name:?}: {e}")))?;
-    let run = lifecycle::new_run(&header)
-        .map_err(|e| DriveError::Invalid(format!("run {name:?}: {e}")))?;
+        .map_err(|e| DriveError::RunName {
+            name: name.to_string(),
+            why: e.to_string(),
+        })?;
+    let (run, line, tail) =
+        lifecycle::open(&header, program.tools(), audit_key).map_err(|why| DriveError::Header {
+            name: name.to_string(),
+            why,
+        })?;
     let key = lifecycle::run_key(run.identity());
-    let (line, tail) = lifecycle::header_line(&header, program.tools(), audit_key)
-        .map_err(|e| DriveError::Invalid(format!("audit header: {e}")))?;
     let new = NewRun {
         key: &key,
         run: &run,
@@ -200,6 +232,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
         Driver {
             store,
             tools,
+            core: Core::new(config.key.clone()),
             config,
             commits: 0,
             sealed_by_mine: std::collections::HashSet::new(),
@@ -230,8 +263,10 @@ impl<S: Store, T: Tools> Driver<S, T> {
         let Some(header) = self.store.header(key)? else {
             return Ok(()); // no such run: nothing will be written to it
         };
-        let sealed = lifecycle::header_key_id(&header)
-            .map_err(|e| DriveError::Invalid(format!("{key}: {e}")))?;
+        let sealed = lifecycle::header_key_id(&header).map_err(|why| DriveError::LogHeader {
+            run: key.clone(),
+            why,
+        })?;
         let held = self.config.key.as_ref().map(lifecycle::Key::id);
         if sealed != held {
             return Err(DriveError::Key {
@@ -242,12 +277,6 @@ impl<S: Store, T: Tools> Driver<S, T> {
         }
         self.sealed_by_mine.insert(key.clone());
         Ok(())
-    }
-
-    /// The time stamped on an input: the clock, never before the run's last input (CLK-1:
-    /// a worker whose clock lags another's must not be refused for it).
-    fn at(run: &Run) -> Time {
-        Time(now_ms().max(run.updated_at().0))
     }
 
     /// Who holds the run after `next`: this driver while the run's next step is a worker's
@@ -263,51 +292,40 @@ impl<S: Store, T: Tools> Driver<S, T> {
         }
     }
 
-    /// Steps `row` with `input` and commits the outcome, accepted or refused, in one
-    /// transaction (rules 2 to 4 of the driving contract). `pc` is the program's position if
-    /// the input is accepted; `consumed` the inbox request the input answers. Nothing outside
-    /// the store happens here.
+    /// Steps `row` with `event` fed at `now` (ms) and commits the outcome, accepted or
+    /// refused, in one transaction (rules 2 to 4 of the driving contract). `pc` is the
+    /// program's position if the input is accepted; `consumed` the inbox request the input
+    /// answers. Nothing outside the store happens here.
     pub(crate) fn feed(
         &mut self,
         row: &Row,
-        input: &Input,
+        now: u64,
+        event: Event,
         pc: u32,
         consumed: Option<u64>,
     ) -> Result<Fed, DriveError> {
-        let staged = self.stage(row, input, pc, consumed)?;
-        self.land(row, staged)
+        let landing = self.stage(row, now, event, pc, consumed)?;
+        self.land(row, landing)
     }
 
-    /// `input` with the prior its call has in the run's history, if it proposes a call.
-    fn stating_prior(&mut self, key: &RunKey, input: &Input) -> Result<Input, DriveError> {
-        let mut input = *input;
-        if let Event::Dispatch { call, prior, .. }
-        | Event::Suspend {
-            wait: Wait::Approval { call, prior, .. },
-            ..
-        } = &mut input.event
-        {
-            *prior = self.store.prior(key, call)?;
-        }
-        Ok(input)
-    }
-
-    /// Steps `row` with `input` and makes the audit record: everything the commit writes.
+    /// Stages `event` through the driver core (the driver's time, the priors the store's
+    /// history holds, the step, the audit record) and makes the row it leaves.
     pub(crate) fn stage(
         &mut self,
         row: &Row,
-        input: &Input,
+        now: u64,
+        event: Event,
         pc: u32,
         consumed: Option<u64>,
-    ) -> Result<Staged, DriveError> {
-        // KEY-1, KEY-2, REC-4: a call is bound with what the run's history, in the store,
-        // holds of its id and key.
-        let input = &self.stating_prior(&row.key, input)?;
-        let result = lifecycle::step(&row.run, input);
-        let key = self.config.key.as_ref();
-        let (line, tail) = lifecycle::record_line(row.tail, &row.run, input, &result, key)
-            .map_err(|e| DriveError::Invalid(format!("audit record: {e}")))?;
-        let (after, answer) = match &result {
+    ) -> Result<Landing, DriveError> {
+        let staged = lifecycle::stage(&self.core, &mut self.store, row, now, event).map_err(
+            |e| match e {
+                resumable_driver::StageError::Ledger(e) => DriveError::Store(e),
+                resumable_driver::StageError::Audit(e) => DriveError::Audit(e),
+            },
+        )?;
+        let tail = lifecycle::tail_after(&staged);
+        let (after, answer) = match &staged.result {
             Ok(t) => (
                 Row {
                     run: t.next,
@@ -327,9 +345,8 @@ impl<S: Store, T: Tools> Driver<S, T> {
                 Answer::Rejected(*r),
             ),
         };
-        Ok(Staged {
-            result,
-            line,
+        Ok(Landing {
+            staged,
             after,
             consumed: consumed.map(|request| Consumed { request, answer }),
         })
@@ -337,18 +354,15 @@ impl<S: Store, T: Tools> Driver<S, T> {
 
     /// Commits a staged step if `row` is still what the store holds (compare-and-set on its
     /// revision and log position); the kill points sit on either side of the commit.
-    pub(crate) fn land(&mut self, row: &Row, staged: Staged) -> Result<Fed, DriveError> {
-        let Staged {
-            result,
-            line,
+    pub(crate) fn land(&mut self, row: &Row, landing: Landing) -> Result<Fed, DriveError> {
+        let Landing {
+            staged,
             after,
             consumed,
-        } = staged;
+        } = landing;
         self.config.crash.at(CrashPoint::BeforeCommit);
-        let history: Vec<resumable_kernel::HistoryEntry> = result
-            .as_ref()
-            .map(|t| t.effects.histories().copied().collect())
-            .unwrap_or_default();
+        let history: Vec<resumable_kernel::HistoryEntry> = staged.history().copied().collect();
+        let Staged { result, line, .. } = *staged;
         let commit = Commit {
             key: &row.key,
             expect: Expect::of(row),
@@ -375,7 +389,21 @@ impl<S: Store, T: Tools> Driver<S, T> {
         })
     }
 
-    /// The request for a dispatch or a status query of `d`, under the run's tool key.
+    /// The version of the resource run `key` acts on, as the tool service reports it now:
+    /// the fact a decision is re-checked against (RES-3). `None` while the service cannot
+    /// say (unreachable): nothing that needs the fact is fed.
+    pub(crate) fn observe(&mut self, key: &RunKey) -> Option<u64> {
+        let request = ToolRequest::Version {
+            resource: key.0.clone(),
+        };
+        match self.tools.call(&request) {
+            Ok(ToolReply::Version { version }) => Some(version),
+            _ => None,
+        }
+    }
+
+    /// The request for a dispatch or a status query of `d`, under the run's tool key. A
+    /// dispatch names the resource it acts on, the run's own, whose version its commit moves.
     fn request(&self, run: &Run, d: &Dispatch, query: bool) -> ToolRequest {
         let tool = d.tool.as_str().to_string();
         let key = d.tool_key.to_string();
@@ -392,6 +420,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
                 key,
                 attempt: d.attempt,
                 args: d.args,
+                resource: Some(lifecycle::run_key(run.identity()).0),
             }
         }
     }
@@ -461,16 +490,16 @@ impl<S: Store, T: Tools> Driver<S, T> {
         let Some(checkpoint) = checkpoint.or(row.checkpoint) else {
             return Ok(None);
         };
+        let Some(version) = self.observe(&row.key) else {
+            return Ok(None); // the facts cannot be established now: asked again later
+        };
         let event = Event::Resume(resumable_kernel::Resume {
             checkpoint,
             decision: resumable_kernel::Decision::Reconcile(reply.as_answer()),
-            facts: facts(row),
+            facts: facts(version),
         });
         self.feed_retrying(row, event)
     }
-
-    /// Most times an answer from outside is stepped again after losing a compare-and-set.
-    const RETRIES: u32 = 8;
 
     /// Feeds an answer from outside (a tool's, a query's). If another writer moved the run
     /// first, the answer is stepped again on the run as it now is (section 7, rule 4).
@@ -480,12 +509,8 @@ impl<S: Store, T: Tools> Driver<S, T> {
         event: Event,
     ) -> Result<Option<Moved>, DriveError> {
         let mut current = row.clone();
-        for _ in 0..Self::RETRIES {
-            let input = Input {
-                at: Self::at(&current.run),
-                event,
-            };
-            match self.feed(&current, &input, current.pc, None)? {
+        for _ in 0..resumable_driver::RETRIES {
+            match self.feed(&current, now_ms(), event, current.pc, None)? {
                 Fed::Accepted(moved) => return Ok(Some(*moved)),
                 Fed::Rejected => return Ok(None),
                 Fed::Conflict => match self.store.load(&row.key)? {

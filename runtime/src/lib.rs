@@ -5,7 +5,9 @@
 //! `spec/driving.md` walks through this code):
 //!
 //! 1. load the run and its log's end from the [`store`];
-//! 2. step it with the kernel ([`lifecycle::step`]); nothing is decided outside the kernel;
+//! 2. stage it through the driver core ([`lifecycle::stage`]: the driver's time, the priors
+//!    the store's history holds, the kernel's step and the audit record); nothing is decided
+//!    outside the kernel and the core;
 //! 3. commit the next run, its audit record, its checkpoint and the verdict of the request it
 //!    consumed in **one** transaction, with compare-and-set on the revision
 //!    ([`store::Store::commit`]);

@@ -1,13 +1,13 @@
-//! The seam between this runtime and the kernel and audit-log crates. Every call into their
-//! APIs goes through the few functions here, so a change on their side (a fallible
-//! `Run::new`, a keyed audit chain, a tool key carried by the dispatch) is absorbed in one
-//! place.
+//! The seam between this runtime and the kernel, the driver core and the audit-log crate.
+//! Every call into their APIs goes through the few functions here, so a change on their side
+//! (a fallible `Run::new`, a keyed audit chain, a tool key carried by the dispatch) is absorbed
+//! in one place. The driving contract itself (the time an input is stamped with, the priors
+//! it states, the step and its audit record) is the driver core's ([`stage`]).
 
-use crate::store::RunKey;
+use crate::store::{Row, RunKey, Store, StoreError};
 use resumable_audit::{self as audit, Record, RunHeader};
-use resumable_kernel::{
-    Digest, IdempotencyKey, Identity, Input, PolicyError, Rejection, Run, Transition,
-};
+use resumable_driver::{Core, Held, Ledger, StageError, Staged};
+use resumable_kernel::{Call, Digest, Event, IdempotencyKey, Identity, Prior, Time};
 use serde::{Deserialize, Serialize};
 
 /// The end of a run's audit log: the last record's number (0: the header alone) and the
@@ -19,16 +19,6 @@ pub struct Tail {
     pub seq: u64,
     /// SHA-256 of the last line, without its LF.
     pub digest: Digest,
-}
-
-/// The run a header describes, at revision 0, or why its policy cannot govern one.
-pub fn new_run(header: &RunHeader) -> Result<Run, PolicyError> {
-    header.run()
-}
-
-/// The kernel's step: the only place this runtime decides anything about a run.
-pub fn step(run: &Run, input: &Input) -> Result<Transition, Rejection> {
-    resumable_kernel::step(run, input)
 }
 
 /// The store's key for a run: its identity, so two tenants' runs of the same name never meet.
@@ -62,23 +52,20 @@ pub fn header_key_id(header: &[u8]) -> Result<Option<KeyId>, String> {
         .map_err(|e| format!("the log's header is unreadable: {e}"))
 }
 
-/// Line 1 of a run's audit log (the format's header: the run, its tool policy and the kernel's
-/// rules, sealed under `key`, or chained by SHA-256 without one), without its LF, and the
-/// anchor it leaves.
-pub fn header_line(
+/// A new run from its header, and line 1 of its audit log (the format's header: the run, its
+/// tool policy and the kernel's rules, sealed under `key`, or chained by SHA-256 without one),
+/// without its LF, with the anchor it leaves.
+pub fn open(
     header: &RunHeader,
     tools: Vec<ToolPolicy>,
     key: Option<&Key>,
-) -> std::io::Result<(Vec<u8>, Tail)> {
+) -> Result<(resumable_kernel::Run, Vec<u8>, Tail), String> {
     let full = audit::Header {
         run: *header,
         tools: Some(tools),
     };
-    let writer = audit::Writer::new(Vec::new(), &full, key)?;
-    let tail = tail_of(writer.anchor());
-    let mut bytes = writer.into_inner()?;
-    bytes.pop(); // the writer ends every line with LF; the store keeps lines without it
-    Ok((bytes, tail))
+    let (held, line) = Held::open(&full, key)?;
+    Ok((held.run, line, tail_of(held.anchor)))
 }
 
 fn tail_of(anchor: audit::Anchor) -> Tail {
@@ -88,26 +75,51 @@ fn tail_of(anchor: audit::Anchor) -> Tail {
     }
 }
 
-/// The audit record of `input` on `before` with the kernel's answer, without its LF, chained
-/// to `tail` (the anchor stored with the run) and sealed under `key`; and the anchor it
-/// leaves. The audit-log writer makes it, resumed from the stored run and anchor.
-pub fn record_line(
-    tail: Tail,
-    before: &Run,
-    input: &Input,
-    result: &Result<Transition, Rejection>,
-    key: Option<&Key>,
-) -> std::io::Result<(Vec<u8>, Tail)> {
-    let anchor = audit::Anchor {
-        records: tail.seq,
-        mac: tail.digest,
+/// The row as the driver core reads it: the run, its log's end, its latest checkpoint.
+pub fn held(row: &Row) -> Held {
+    Held {
+        run: row.run,
+        anchor: audit::Anchor {
+            records: row.tail.seq,
+            mac: row.tail.digest,
+        },
+        checkpoint: row.checkpoint,
+    }
+}
+
+/// The log's end a staged step leaves, as the store keeps it.
+pub fn tail_after(staged: &Staged) -> Tail {
+    tail_of(staged.anchor)
+}
+
+/// The run's call history as the core looks it up: the store's history table.
+struct History<'a> {
+    store: &'a mut dyn Store,
+    key: &'a RunKey,
+}
+
+impl Ledger for History<'_> {
+    type Error = StoreError;
+    fn prior(&mut self, call: &Call) -> Result<Prior, StoreError> {
+        self.store.prior(self.key, call)
+    }
+}
+
+/// Steps `row` with `event` fed at `now` (ms) through the driver core: stamped with the
+/// driver's time (CLK-1), every call it binds stating the prior the store's history holds,
+/// and its audit record made under `core`'s key. Nothing is written.
+pub fn stage(
+    core: &Core,
+    store: &mut dyn Store,
+    row: &Row,
+    now: u64,
+    event: Event,
+) -> Result<Box<Staged>, StageError<StoreError>> {
+    let mut history = History {
+        store,
+        key: &row.key,
     };
-    let mut writer = audit::Writer::resume(Vec::new(), *before, key, anchor);
-    writer.record(input, result)?;
-    let tail = tail_of(writer.anchor());
-    let mut bytes = writer.into_inner()?;
-    bytes.pop();
-    Ok((bytes, tail))
+    core.stage(&held(row), Time(now), event, &mut history)
 }
 
 /// Validates a whole log (lines with their LF) with the audit-log validator: every line's MAC

@@ -75,7 +75,7 @@ pub(crate) fn approval_of(row: &Row) -> Event {
             revision: checkpoint.revision,
             expires_at: Time(u64::MAX / 2),
         }),
-        facts: crate::driver::facts(row),
+        facts: crate::driver::facts(row.resource_version),
     })
 }
 
@@ -120,7 +120,7 @@ pub(crate) fn retried() -> Row {
     let event = Event::Resume(Resume {
         checkpoint: row.checkpoint.unwrap(),
         decision: Decision::Reconcile(QueryAnswer::NotCommitted),
-        facts: crate::driver::facts(&row),
+        facts: crate::driver::facts(row.resource_version),
     });
     after(&row, 30, event, 1)
 }

@@ -32,6 +32,22 @@ pub enum ToolRequest {
         attempt: u8,
         /// The argument digest.
         args: Digest,
+        /// The resource the call acts on, whose version its commit moves; absent from a
+        /// client of an earlier release (the commit then moves none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource: Option<String>,
+    },
+    /// The version of a resource, now: a fact the driver observes before a decision acts on
+    /// it (RES-3, RES-7). A resource never moved is at version 0.
+    Version {
+        /// The resource.
+        resource: String,
+    },
+    /// An outside writer moves a resource (another system edits what the run acts on):
+    /// its version goes up by one, durably. Answered with the new version.
+    Move {
+        /// The resource.
+        resource: String,
     },
     /// The status query: did this key and attempt commit?
     Query {
@@ -62,6 +78,11 @@ pub enum ToolReply {
     NotCommitted,
     /// The status query could not tell.
     Unknown,
+    /// A resource's version, now.
+    Version {
+        /// The version.
+        version: u64,
+    },
     /// A dispatch under a fenced key and attempt: it did not commit and never will.
     Fenced,
     /// The service refused the request (an unknown tool, a malformed line, a client that
@@ -283,6 +304,7 @@ fn read_reply(reader: &mut impl io::BufRead) -> io::Result<ToolReply> {
 #[derive(Default)]
 pub struct MemoryTools {
     committed: HashMap<String, Digest>,
+    versions: HashMap<String, u64>,
     pending: Option<ToolRequest>,
 }
 
@@ -294,9 +316,27 @@ impl Tools for MemoryTools {
 
     fn receive(&mut self) -> io::Result<ToolReply> {
         match self.pending.take() {
-            Some(ToolRequest::Dispatch { key, args, .. }) => {
+            Some(ToolRequest::Dispatch {
+                key,
+                args,
+                resource,
+                ..
+            }) => {
+                if !self.committed.contains_key(&key) {
+                    if let Some(r) = resource {
+                        *self.versions.entry(r).or_insert(0) += 1;
+                    }
+                }
                 let result = *self.committed.entry(key).or_insert(args);
                 Ok(ToolReply::Committed { result })
+            }
+            Some(ToolRequest::Version { resource }) => Ok(ToolReply::Version {
+                version: self.versions.get(&resource).copied().unwrap_or(0),
+            }),
+            Some(ToolRequest::Move { resource }) => {
+                let v = self.versions.entry(resource).or_insert(0);
+                *v += 1;
+                Ok(ToolReply::Version { version: *v })
             }
             Some(ToolRequest::Query { key, .. }) => Ok(match self.committed.get(&key) {
                 Some(result) => ToolReply::Committed { result: *result },

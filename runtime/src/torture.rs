@@ -53,6 +53,10 @@ pub struct Options {
     pub tool_kills: u32,
     /// How many times the database is restarted (at seeded worker kills), by `db_restart`.
     pub db_restarts: u32,
+    /// How many times an outside writer moves the resource of a run that waits on an
+    /// approval (at seeded worker kills): a decision made on the checkpoint it was shown must
+    /// then be refused with `resource_changed` (RES-3), never carried out.
+    pub resource_moves: u32,
     /// The shell command that restarts the database server (stop, then start), e.g.
     /// `runtime/scripts/postgres.sh restart DIR PORT`.
     pub db_restart: Option<String>,
@@ -146,8 +150,8 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "tool ledger: {} commits, {} fences",
-            t.tool_commits, t.fences
+            "tool ledger: {} commits, {} fences, {} resources moved from outside; {} decisions refused for a moved resource",
+            t.tool_commits, t.fences, t.outside_moves, t.resource_changed
         );
         let _ = writeln!(
             out,
@@ -195,29 +199,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
             o.store
         ));
     }
-    std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
-    // The run's audit key, from the seed: a torture key, reproducible, never a real one.
-    let key_file = o.dir.join("audit.key");
-    let mut rng = Rng::fork(o.seed, 2);
-    let mut bytes = [0u8; 32];
-    for chunk in bytes.chunks_mut(8) {
-        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
-    }
-    crate::lifecycle::write_key(&key_file, bytes)?;
-    // The tool service's key, from the seed too.
-    for chunk in bytes.chunks_mut(8) {
-        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
-    }
-    crate::lifecycle::write_key(&o.dir.join("tools.key"), bytes)?;
-    // The parties' keys, from the seed too: the workers check every request against them.
-    std::fs::create_dir_all(o.dir.join("parties"))
-        .map_err(|e| format!("{}: {e}", o.dir.display()))?;
-    for party in [crate::program::APPROVER, crate::program::PAYMENTS] {
-        for chunk in bytes.chunks_mut(8) {
-            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
-        }
-        crate::lifecycle::write_key(&procs::party_key(&o.dir, party), bytes)?;
-    }
+    let key_file = write_keys(o)?;
     let key = crate::lifecycle::read_key(&key_file, false)?;
     let (proc, address) = procs::tool_service(
         &o.exe,
@@ -244,18 +226,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
         key_file: &key_file,
         key: &key,
     };
-    let mut report = Report {
-        seed: o.seed,
-        backend: if o.store.contains("postgres") || o.store.contains("host=") {
-            "postgres"
-        } else {
-            "sqlite"
-        }
-        .into(),
-        flavor: o.flavor.as_str().into(),
-        workers: o.workers,
-        ..Report::default()
-    };
+    let mut report = Report::new(o);
     let mut kills = Vec::new();
     let mut faults = Faults {
         tools: &mut tools,
@@ -299,6 +270,47 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String
     Ok(report)
 }
 
+/// Writes the torture's keys into its directory, all drawn from the seed (reproducible, never
+/// real ones): the runs' audit key, the tool service's, and each party's, which the workers
+/// check every request against. Returns the audit key's file.
+fn write_keys(o: &Options) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(o.dir.join("parties"))
+        .map_err(|e| format!("{}: {e}", o.dir.display()))?;
+    let mut rng = Rng::fork(o.seed, 2);
+    let mut seeded = || {
+        let mut bytes = [0u8; 32];
+        for chunk in bytes.chunks_mut(8) {
+            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        bytes
+    };
+    let key_file = o.dir.join("audit.key");
+    crate::lifecycle::write_key(&key_file, seeded())?;
+    crate::lifecycle::write_key(&o.dir.join("tools.key"), seeded())?;
+    for party in [crate::program::APPROVER, crate::program::PAYMENTS] {
+        crate::lifecycle::write_key(&procs::party_key(&o.dir, party), seeded())?;
+    }
+    Ok(key_file)
+}
+
+impl Report {
+    /// An empty report of the torture `o` describes.
+    fn new(o: &Options) -> Report {
+        Report {
+            seed: o.seed,
+            backend: if o.store.contains("postgres") || o.store.contains("host=") {
+                "postgres"
+            } else {
+                "sqlite"
+            }
+            .into(),
+            flavor: o.flavor.as_str().into(),
+            workers: o.workers,
+            ..Report::default()
+        }
+    }
+}
+
 /// A fault other than a worker's kill, due once this many workers were killed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fault {
@@ -306,6 +318,8 @@ enum Fault {
     KillTools,
     /// Restart the database server.
     RestartDb,
+    /// Move the resource of a run that waits on an approval, from outside.
+    MoveResource,
 }
 
 /// The tool service and the faults still due, in order of the worker kill they follow.
@@ -328,6 +342,9 @@ fn schedule(o: &Options) -> Vec<(u32, Fault)> {
             due.push((1 + rng.below(span) as u32, Fault::RestartDb));
         }
     }
+    for _ in 0..o.resource_moves {
+        due.push((1 + rng.below(span) as u32, Fault::MoveResource));
+    }
     due.sort_by_key(|(at, _)| *at);
     due
 }
@@ -335,6 +352,7 @@ fn schedule(o: &Options) -> Vec<(u32, Fault)> {
 /// Injects the faults due at this many worker kills.
 fn inject(
     o: &Options,
+    store: &mut dyn Store,
     faults: &mut Faults<'_>,
     report: &mut Report,
     progress: &mut dyn FnMut(&str),
@@ -378,9 +396,40 @@ fn inject(
                     .entry("database restarted".into())
                     .or_insert(0) += 1;
             }
+            Fault::MoveResource => {
+                if move_a_resource(o, store, faults.address) {
+                    *report
+                        .faults
+                        .entry("resource moved from outside".into())
+                        .or_insert(0) += 1;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// An outside writer moves the resource of the first run (by key) that waits on an approval,
+/// through the tool service, which keeps each resource's version; returns whether one moved.
+fn move_a_resource(o: &Options, store: &mut dyn Store, address: &str) -> bool {
+    let Ok(list) = store.scan(false) else {
+        return false;
+    };
+    let Some(waiting) = list
+        .iter()
+        .find(|s| s.status == crate::store::Status::Approval)
+    else {
+        return false;
+    };
+    let key = crate::auth::SharedKey::read(&o.dir.join("tools.key"), false).ok();
+    let mut tools = crate::tool::TcpTools::new(address, Duration::from_secs(5), key);
+    let request = crate::tool::ToolRequest::Move {
+        resource: waiting.key.0.clone(),
+    };
+    matches!(
+        crate::tool::Tools::call(&mut tools, &request),
+        Ok(crate::tool::ToolReply::Version { .. })
+    )
 }
 
 /// The last check: a copy of the ledger with a line in its middle damaged must be refused by
@@ -467,7 +516,7 @@ fn supervise(
         for slot in slots.iter_mut() {
             tend(slot, o, spec, store, report, kills, &mut rng)?;
         }
-        inject(o, faults, report, progress)?;
+        inject(o, store, faults, report, progress)?;
         if last_look.elapsed() >= Duration::from_millis(20) {
             last_look = Instant::now();
             let killing = report.total_kills() < o.kills;

@@ -2,7 +2,8 @@
 //! where one thing went wrong (a decision lost or invented, a run stuck, a request never
 //! answered, a key committed twice, a result the tool never committed, an edited log).
 
-use resumable_kernel::{Digest, Event, Input, Name, Time};
+use resumable_driver::Core;
+use resumable_kernel::{Digest, Event, Name};
 use resumable_runtime::driver::create_run;
 use resumable_runtime::lifecycle;
 use resumable_runtime::parties;
@@ -41,14 +42,11 @@ impl World {
     /// Steps the run with `event` and commits it as the driver does, answering `consumed`.
     fn feed(&mut self, event: Event, pc: u32, consumed: Option<u64>) {
         let row = self.store.load(&self.key).unwrap().unwrap();
-        let input = Input {
-            at: Time(row.run.updated_at().0 + 1),
-            event,
-        };
-        let result = lifecycle::step(&row.run, &input);
-        let (line, tail) =
-            lifecycle::record_line(row.tail, &row.run, &input, &result, None).unwrap();
-        let t = result.expect("accepted");
+        let at = row.run.updated_at().0 + 1;
+        let staged = lifecycle::stage(&Core::default(), &mut self.store, &row, at, event).unwrap();
+        let tail = lifecycle::tail_after(&staged);
+        let line = staged.line;
+        let t = staged.result.expect("accepted");
         let commit = Commit {
             key: &self.key,
             expect: Expect::of(&row),
@@ -95,7 +93,7 @@ impl World {
         else {
             unreachable!()
         };
-        let facts = resumable_runtime::driver::facts(&row);
+        let facts = resumable_runtime::driver::facts(row.resource_version);
         (
             id,
             Event::Resume(resumable_kernel::Resume {
@@ -120,6 +118,7 @@ impl World {
             key: row_key,
             attempt: 0,
             result,
+            resource: None,
         };
         let line = serde_json::to_string(&entry).unwrap() + "\n";
         std::fs::write(self.dir.join("ledger"), line.repeat(times)).unwrap();

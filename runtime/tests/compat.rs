@@ -4,7 +4,6 @@
 
 use resumable_kernel::{Approval, Decision, Event, Input, Prior, Resume, Time};
 use resumable_runtime::driver::facts;
-use resumable_runtime::lifecycle;
 use resumable_runtime::parties;
 use resumable_runtime::store::sqlite::SqliteStore;
 use resumable_runtime::store::Store;
@@ -77,10 +76,10 @@ fn a_run_stored_by_release_604adaf_loads_its_history_moves_to_the_store_and_it_r
         event: Event::Resume(Resume {
             checkpoint: cp,
             decision: Decision::Approve(approval),
-            facts: facts(&row),
+            facts: facts(row.resource_version),
         }),
     };
-    let t = lifecycle::step(&row.run, &input).expect("the old checkpoint resumes");
+    let t = resumable_kernel::step(&row.run, &input).expect("the old checkpoint resumes");
     assert_eq!(
         t.effects.dispatch().map(|d| d.call_id),
         Some(pending.call.call_id)
@@ -94,6 +93,6 @@ fn a_run_stored_by_release_604adaf_loads_its_history_moves_to_the_store_and_it_r
             resource_version: None,
         },
     };
-    assert!(lifecycle::step(&t.next, &again).is_err());
+    assert!(resumable_kernel::step(&t.next, &again).is_err());
     assert_ne!(prior, Prior::NONE);
 }

@@ -131,14 +131,21 @@ fn the_seed_example_runs_end_to_end_and_its_refused_attempts_are_recorded() {
     assert_eq!((summary.dispatches, summary.commits), (1, 1));
 }
 
-/// Tools whose answers never come back.
-struct Silent;
+/// Tools whose answers to calls and queries never come back; a resource's version is still
+/// read (at 0, never moved).
+struct Silent {
+    reading: bool,
+}
 
 impl Tools for Silent {
-    fn send(&mut self, _: &ToolRequest) -> io::Result<()> {
+    fn send(&mut self, request: &ToolRequest) -> io::Result<()> {
+        self.reading = matches!(request, ToolRequest::Version { .. });
         Ok(())
     }
     fn receive(&mut self) -> io::Result<ToolReply> {
+        if self.reading {
+            return Ok(ToolReply::Version { version: 0 });
+        }
         Err(io::Error::new(io::ErrorKind::TimedOut, "no answer"))
     }
 }
@@ -146,7 +153,7 @@ impl Tools for Silent {
 #[test]
 fn a_dispatch_without_an_answer_is_recovered_and_reconciled_by_query_never_retried_blindly() {
     let store = MemoryStore::new();
-    let mut lost = Driver::new(store.clone(), Silent, config("w1"));
+    let mut lost = Driver::new(store.clone(), Silent { reading: false }, config("w1"));
     let timing = Timing::default();
     let key = create_run(lost.store(), Program::Order, "order-1", 0, &timing, None)
         .unwrap()

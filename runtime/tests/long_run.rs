@@ -3,7 +3,8 @@
 //! writes does not grow with the history, and a key reused with other arguments at call 9,999
 //! is still refused. (Release: about 20,000 fsync'd commits.)
 
-use resumable_kernel::{Call, Digest, Event, IdempotencyKey, Input, Name, Time, ToolContract};
+use resumable_driver::Core;
+use resumable_kernel::{Call, Digest, Event, IdempotencyKey, Name, ToolContract};
 use resumable_runtime::driver::create_run;
 use resumable_runtime::lifecycle;
 use resumable_runtime::program::{Program, Timing};
@@ -29,20 +30,10 @@ fn call(n: u32, key: u32, args: &[u8]) -> Call {
 /// commits the outcome; returns whether the kernel accepted it and the run's stored size.
 fn feed(store: &mut SqliteStore, key: &RunKey, event: Event, at: u64) -> (bool, usize) {
     let row = store.load(key).unwrap().unwrap();
-    let event = match event {
-        Event::Dispatch { call, .. } => Event::Dispatch {
-            call,
-            prior: store.prior(key, &call).unwrap(),
-            resource_version: None,
-        },
-        other => other,
-    };
-    let input = Input {
-        at: Time(at),
-        event,
-    };
-    let result = lifecycle::step(&row.run, &input);
-    let (line, tail) = lifecycle::record_line(row.tail, &row.run, &input, &result, None).unwrap();
+    // The core states the dispatch's prior from the store's history.
+    let staged = lifecycle::stage(&Core::default(), store, &row, at, event).unwrap();
+    let tail = lifecycle::tail_after(&staged);
+    let (result, line) = (staged.result, staged.line);
     let run = result.as_ref().map(|t| t.next).unwrap_or(row.run);
     let cas = store
         .commit(&Commit {

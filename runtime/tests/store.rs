@@ -6,9 +6,10 @@
 //! and on PostgreSQL (a fresh schema) when RESUMABLE_TEST_POSTGRES names a server, skipped
 //! loudly otherwise. Each check opens two connections to one store, as two workers would.
 
+use resumable_driver::Core;
 use resumable_kernel::{
-    Call, Checkpoint, Digest, Event, Fingerprint, HistoryEntry, IdempotencyKey, Input, KeyUse,
-    Name, Prior, Rejection, Run, Time, Wait,
+    Call, Checkpoint, Digest, Event, Fingerprint, HistoryEntry, IdempotencyKey, KeyUse, Name,
+    Prior, Rejection, Run,
 };
 use resumable_runtime::driver::create_run;
 use resumable_runtime::lifecycle::{self, Tail};
@@ -101,22 +102,12 @@ impl Step {
 
 /// Loads `key` and steps it with `event`, one time unit after its last input; a call it binds
 /// states what the store's history holds of it, as the driver does.
-fn decide(store: &mut dyn Store, key: &RunKey, mut event: Event) -> Step {
+fn decide(store: &mut dyn Store, key: &RunKey, event: Event) -> Step {
     let row = store.load(key).unwrap().expect("the run exists");
-    if let Event::Dispatch { call, prior, .. }
-    | Event::Suspend {
-        wait: Wait::Approval { call, prior, .. },
-        ..
-    } = &mut event
-    {
-        *prior = store.prior(key, call).unwrap();
-    }
-    let input = Input {
-        at: Time(row.run.updated_at().0 + 1),
-        event,
-    };
-    let result = lifecycle::step(&row.run, &input);
-    let (line, tail) = lifecycle::record_line(row.tail, &row.run, &input, &result, None).unwrap();
+    let at = row.run.updated_at().0 + 1;
+    let staged = lifecycle::stage(&Core::default(), store, &row, at, event).unwrap();
+    let tail = lifecycle::tail_after(&staged);
+    let (result, line) = (staged.result, staged.line);
     let (next, checkpoint, answer) = match &result {
         Ok(t) => (
             t.next,

@@ -12,7 +12,6 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
@@ -23,6 +22,7 @@ from langgraph.types import Command, interrupt
 
 from posts import Posts
 from resumable_kernel import gate
+from resumable_kernel.driver import Driver, Store
 
 
 class State(TypedDict, total=False):
@@ -38,7 +38,7 @@ class PostsTool:
     def __init__(self, posts: Posts) -> None:
         self.posts = posts
 
-    def commit(self, tool_key: str, tool: str, args: Mapping[str, Any]) -> str:
+    def commit(self, tool_key: str, tool: str, args: Any) -> str:
         return self.posts.publish(args["post"], idempotency_key=tool_key)
 
     def query(self, tool_key: str) -> str | None:
@@ -48,17 +48,17 @@ class PostsTool:
 def build(dir: str) -> CompiledStateGraph:
     """The app's graph, with its checkpoints and its posting service kept in ``dir``."""
     posts = Posts(os.path.join(dir, "posts.jsonl"))
-    runs = gate.RunStore(os.path.join(dir, "kernel.db"))
+    runs = Store(os.path.join(dir, "kernel.db"))
 
     def publish(state: State, config: RunnableConfig) -> State:
-        thread = config["configurable"]["thread_id"]
+        thread = str(config["configurable"]["thread_id"])
         identity = {"tenant": "acme", "session": thread, "run": thread, "definition": "publish@1"}
-        g = gate.ApprovalGate(runs, thread, identity, PostsTool(posts), interrupt, clock)
-        call = gate.Call(f"{thread}:publish", "publish", {"post": state["post"]}, thread)
+        g = gate.ApprovalGate(Driver(runs, thread, identity, clock=clock), PostsTool(posts))
         try:
-            result = g.call(call, requester="agent", approver="alice", expires_in=86_400_000)
-        except gate.Denied:
-            return {"result": "denied"}
+            result = g.call(f"{thread}:publish", "publish", {"post": state["post"]}, key=thread,
+                            requester="agent", approver="alice", expires_in=86_400_000)
+        except gate.Ended as ended:
+            return {"result": ended.reason}
         return {"result": result}
 
     graph = StateGraph(State)
@@ -79,13 +79,13 @@ def decide(app: CompiledStateGraph, thread: str, approver: str,
            approved: bool) -> dict[str, Any]:
     """The approver's answer to the thread's pending approval; returns the graph's output."""
     config = {"configurable": {"thread_id": thread}}
-    request, now = app.get_state(config).interrupts[0].value, clock()
-    answer = (gate.approve if approved else gate.deny)(request, approver, now + 3_600_000, now)
+    request = app.get_state(config).interrupts[0].value
+    answer = (gate.approve if approved else gate.deny)(request, approver, clock() + 3_600_000)
     return app.invoke(Command(resume=answer), config)
 
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as dir:
         app = build(dir)
-        print("asks:", start(app, "thread-1", 42)["call"]["tool"])
+        print("asks:", start(app, "thread-1", 42)["request"]["calls"][0]["tool"])
         print("result:", decide(app, "thread-1", "alice", approved=True)["result"])

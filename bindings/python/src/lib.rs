@@ -170,6 +170,182 @@ fn audit_append(run: &str, anchor: &str, input: &str, key: Option<&str>) -> PyRe
     native(forms::audit_append(run, anchor, input, key))
 }
 
+/// A function of `resumable_driver::forms` as Python sees it: its error as `ResumableError`.
+fn driven(result: resumable_driver::forms::Result<String>) -> PyResult<String> {
+    result.map_err(error)
+}
+
+/// The driver core (`resumable_driver::forms`): a new run from its log's header, sealed under
+/// `key` (64 hex digits) or chained by SHA-256. Returns `{"held", "book", "line"}`, `line`
+/// being line 1 of its audit log.
+#[pyfunction]
+#[pyo3(signature = (header, key=None))]
+fn driver_open(header: &str, key: Option<&str>) -> PyResult<String> {
+    driven(resumable_driver::forms::open(header, key))
+}
+
+/// What to do now about `proposals` (a JSON list of the calls of one model turn) on the held
+/// run and its book, at the driver's `now`, with the facts the driver observed now: a todo
+/// (`{"todo": "feed" | "ask" | "query" | "done" | "changed" | "waits" | "busy" | "ended"}`).
+#[pyfunction]
+fn driver_plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> PyResult<String> {
+    driven(resumable_driver::forms::plan(
+        held, book, now, proposals, facts,
+    ))
+}
+
+/// As `driver_plan`, but the turn is put to its approver as one batch even of one call: for an
+/// approver that answers with a decision list (`driver_decide`).
+#[pyfunction]
+fn driver_plan_turn(
+    held: &str,
+    book: &str,
+    now: u64,
+    proposals: &str,
+    facts: &str,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::plan_turn(
+        held, book, now, proposals, facts,
+    ))
+}
+
+/// Feeds the event of a `feed` todo with what the book keeps of it, at `now`. Returns
+/// `{"verdict", "held", "book", "line", "history", "tool_calls", "query"}`.
+#[pyfunction]
+#[pyo3(signature = (held, book, now, event, kept, key=None))]
+fn driver_feed(
+    held: &str,
+    book: &str,
+    now: u64,
+    event: &str,
+    kept: &str,
+    key: Option<&str>,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::feed(
+        held, book, now, event, kept, key,
+    ))
+}
+
+/// Feeds a party's answer to an `ask` todo's request: only its `checkpoint` and `decision`
+/// are read, never a time or facts it claims.
+#[pyfunction]
+#[pyo3(signature = (held, book, now, request, message, facts, key=None))]
+fn driver_answer(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    message: &str,
+    facts: &str,
+    key: Option<&str>,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::answer(
+        held, book, now, request, message, facts, key,
+    ))
+}
+
+/// Feeds a framework's decision list (one decision per call of `request`, in the framework's
+/// words) by `approver`, valid until `expires_at`, as one batch answer.
+#[pyfunction]
+#[pyo3(signature = (held, book, now, request, words, approver, expires_at, facts, key=None))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per input of the step"
+)]
+fn driver_decide(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    words: &str,
+    approver: &str,
+    expires_at: u64,
+    facts: &str,
+    key: Option<&str>,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::decide(
+        held, book, now, request, words, approver, expires_at, facts, key,
+    ))
+}
+
+/// Feeds decisions on some calls of `request`, each naming its call (`[{"call_id", "decision":
+/// WORD}]`), by `approver`, valid until `expires_at`, as one batch answer.
+#[pyfunction]
+#[pyo3(signature = (held, book, now, request, words, approver, expires_at, facts, key=None))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per input of the step"
+)]
+fn driver_decide_calls(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    words: &str,
+    approver: &str,
+    expires_at: u64,
+    facts: &str,
+    key: Option<&str>,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::decide_calls(
+        held, book, now, request, words, approver, expires_at, facts, key,
+    ))
+}
+
+/// Feeds the tool's answer (`result`, JSON) to a tool call the core handed out.
+#[pyfunction]
+#[pyo3(signature = (held, book, now, tool_call, result, key=None))]
+fn driver_tool_result(
+    held: &str,
+    book: &str,
+    now: u64,
+    tool_call: &str,
+    result: &str,
+    key: Option<&str>,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::tool_result(
+        held, book, now, tool_call, result, key,
+    ))
+}
+
+/// Feeds the status query's answer about `dispatch`: `found` the JSON result committed under
+/// the key, `"null"` for a firm "not committed", `None` when the query failed.
+#[pyfunction]
+#[pyo3(signature = (held, book, now, dispatch, found, facts, key=None))]
+fn driver_reconcile(
+    held: &str,
+    book: &str,
+    now: u64,
+    dispatch: &str,
+    found: Option<&str>,
+    facts: &str,
+    key: Option<&str>,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::reconcile(
+        held, book, now, dispatch, found, facts, key,
+    ))
+}
+
+/// When the driver must next call in for the held run (JSON: a time, or `null`).
+#[pyfunction]
+fn driver_wake_at(held: &str) -> PyResult<String> {
+    driven(resumable_driver::forms::wake_at(held))
+}
+
+/// The approver's side: the answer approving (or denying) the one call of `request`, bound to
+/// what was shown, with the approver's name and the decision's own expiry.
+#[pyfunction]
+fn driver_approval(
+    request: &str,
+    approve: bool,
+    approver: &str,
+    expires_at: u64,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::approval(
+        request, approve, approver, expires_at,
+    ))
+}
+
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -188,5 +364,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(digest_json, m)?)?;
     m.add_function(wrap_pyfunction!(audit_open, m)?)?;
     m.add_function(wrap_pyfunction!(audit_append, m)?)?;
+    m.add("DRIVER_RETRIES", resumable_driver::RETRIES)?;
+    m.add_function(wrap_pyfunction!(driver_open, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_plan_turn, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_feed, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_answer, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_decide, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_decide_calls, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_tool_result, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_reconcile, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_wake_at, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_approval, m)?)?;
     Ok(())
 }

@@ -22,6 +22,7 @@ from agents.tool_context import ToolContext
 
 from ledger import DedupingTool, Ledger
 from resumable_kernel import agents_sdk, gate
+from resumable_kernel.driver import Driver, Store
 
 set_tracing_disabled(True)
 IDENTITY = {"tenant": "acme", "session": "chat-2", "run": "run-2", "definition": "writer@1"}
@@ -33,12 +34,7 @@ TOOL: Optional[DedupingTool] = None
 def publish(ctx: ToolContext, post: int) -> str:
     """Publish a post."""
     assert DESK is not None and TOOL is not None
-    dispatch = DESK.dispatch_for(ctx.tool_call_id)
-    if dispatch is None:
-        return "refused: the kernel has not dispatched this call"
-    result = TOOL.commit(dispatch["tool_key"], "publish", {"post": post})
-    DESK.record(ctx.tool_call_id, dispatch["attempt"], result)
-    return result
+    return DESK.run(ctx.tool_call_id, {"post": post}, TOOL)
 
 
 def clock() -> int:
@@ -57,8 +53,7 @@ def outputs(items) -> dict:
 
 async def main(step: str, dir: pathlib.Path, call_id: str) -> None:
     global DESK, TOOL
-    DESK = agents_sdk.ApprovalDesk(agents_sdk.TurnStore(str(dir / "turns.db")), "run-2",
-                                   IDENTITY, clock)
+    DESK = agents_sdk.ApprovalDesk(Driver(Store(str(dir / "turns.db")), "run-2", IDENTITY, clock=clock))
     TOOL = DedupingTool(Ledger(dir / "tool.ledger"))
     if step == "start":
         model = ScriptedModel([[function_call("publish", {"post": 1}, call_id="call_1"),
@@ -66,27 +61,27 @@ async def main(step: str, dir: pathlib.Path, call_id: str) -> None:
         result = await Runner.run(agent(model), "publish posts 1 and 2")
         request = DESK.suspend(result, requester="writer", approver="alice", expires_in=600_000)
         (dir / "request.json").write_text(json.dumps(request))
-        print(json.dumps({"suspended": [c["call"]["call_id"] for c in request["calls"]]}))
+        print(json.dumps({"suspended": [c["call_id"] for c in request["request"]["calls"]]}))
         return
     request = json.loads((dir / "request.json").read_text())
     model = ScriptedModel([[assistant_message("done")]])
     now = clock()
     if step == "approve":
-        decision = agents_sdk.approve(request, call_id, "alice", now, now + 60_000)
+        decision = agents_sdk.approve(request, call_id, "alice", now + 60_000)
     elif step == "reject":
-        decision = agents_sdk.reject(request, call_id, "alice", now, now + 60_000,
+        decision = agents_sdk.reject(request, call_id, "alice", now + 60_000,
                                      f"not {call_id}, thanks")
     else:
         decision = json.loads((dir / f"{call_id}.json").read_text())
     (dir / f"{step}-{call_id}.json").write_text(json.dumps(decision))
     try:
         state = await DESK.decide(agent(model), decision)
-    except gate.Refused as refused:
-        print(json.dumps({"refused": refused.rejection.kind}))
+    except agents_sdk.Refused as refused:
+        print(json.dumps({"refused": refused.kind}))
         return
     if state is None:
         print(json.dumps({"awaiting": [s["call"]["call"]["call_id"]
-                                       for s in DESK.turn().run["batch"]["slots"]
+                                       for s in DESK.driver.held()["run"]["batch"]["slots"]
                                        if s["state"] == "awaiting"]}))
         return
     result = await Runner.run(agent(model), state)

@@ -22,6 +22,7 @@ from agents.tool_context import ToolContext
 
 from ledger import DedupingTool, Ledger
 from resumable_kernel import agents_sdk, gate
+from resumable_kernel.driver import Driver, Store
 
 set_tracing_disabled(True)
 IDENTITY = {"tenant": "acme", "session": "chat-1", "run": "run-1", "definition": "writer@1"}
@@ -46,12 +47,7 @@ def publish(ctx: ToolContext, post: int) -> str:
     """Publish a post."""
     assert DESK is not None and TOOL is not None
     SEEN.append(ctx.context)
-    dispatch = DESK.dispatch_for(ctx.tool_call_id)
-    if dispatch is None:
-        return "refused: the kernel has not dispatched this call"
-    result = TOOL.commit(dispatch["tool_key"], "publish", {"post": post})
-    DESK.record(ctx.tool_call_id, dispatch["attempt"], result)
-    return result
+    return DESK.run(ctx.tool_call_id, {"post": post}, TOOL)
 
 
 def clock() -> int:
@@ -70,24 +66,23 @@ def seen() -> list[Any]:
 
 async def main(step: str, dir: pathlib.Path, approver: str, context: Any) -> None:
     global DESK, TOOL
-    DESK = agents_sdk.ApprovalDesk(agents_sdk.TurnStore(str(dir / "turns.db")), "run-1",
-                                   IDENTITY, clock)
+    DESK = agents_sdk.ApprovalDesk(Driver(Store(str(dir / "turns.db")), "run-1", IDENTITY, clock=clock))
     TOOL = DedupingTool(Ledger(dir / "tool.ledger"))
     if step == "start":
         model = ScriptedModel([[function_call("publish", {"post": 42}, call_id="call_42")]])
         result = await Runner.run(agent(model), "publish post 42", context=context)
         request = DESK.suspend(result, requester="writer", approver="alice", expires_in=600_000)
         (dir / "request.json").write_text(json.dumps(request))
-        print(json.dumps({"suspended": [c["call"]["call_id"] for c in request["calls"]]}))
+        print(json.dumps({"suspended": [c["call_id"] for c in request["request"]["calls"]]}))
         return
     request = json.loads((dir / "request.json").read_text())
     model = ScriptedModel([[assistant_message("done")]])
     now = clock()
     try:
-        decision = agents_sdk.approve(request, "call_42", approver, now, now + 60_000)
+        decision = agents_sdk.approve(request, "call_42", approver, now + 60_000)
         state = await DESK.decide(agent(model), decision)
-    except gate.Refused as refused:
-        print(json.dumps({"refused": refused.rejection.kind}))
+    except agents_sdk.Refused as refused:
+        print(json.dumps({"refused": refused.kind}))
         return
     result = await Runner.run(agent(model), state, context=context)
     out: dict[str, Any] = {"final": result.final_output}

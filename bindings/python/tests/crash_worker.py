@@ -16,7 +16,7 @@ import signal
 import sqlite3
 import sys
 import time
-from typing import Any, Mapping, TypedDict
+from typing import Any, TypedDict
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
@@ -24,9 +24,10 @@ from langgraph.types import Command, interrupt
 
 from ledger import DedupingTool, Ledger
 from resumable_kernel import gate
+from resumable_kernel.driver import Driver, Store
 
 IDENTITY = {"tenant": "acme", "session": "thread-1", "run": "run-1", "definition": "graph@1"}
-POST = gate.Call("call-1", "publish", {"post": 42}, "idem-post-42")
+POST = {"call_id": "call-1", "tool": "publish", "args": {"post": 42}, "key": "idem-post-42"}
 CFG = {"configurable": {"thread_id": "thread-1"}}
 
 
@@ -40,7 +41,7 @@ def crash_now() -> None:
 
 
 class CrashingTool(DedupingTool):
-    def commit(self, tool_key: str, tool: str, args: Mapping[str, Any]) -> str:
+    def commit(self, tool_key: str, tool: str, args: Any) -> str:
         if os.environ.get("CRASH") == "before":
             # After the kernel's commit, before the tool is reached.
             os.kill(os.getpid(), signal.SIGKILL)
@@ -55,18 +56,19 @@ def clock() -> int:
 
 def main(mode: str, step: str, dir: pathlib.Path) -> None:
     ledger = Ledger(dir / "tool.ledger")
-    store = gate.RunStore(str(dir / "kernel.db"))
+    store = Store(str(dir / "kernel.db"))
 
     def plain(state: State) -> State:
-        answer = interrupt({"call": POST.tool})
-        ledger.append({"tool": POST.tool, "args": dict(POST.args), "approval": answer})
+        answer = interrupt({"call": POST["tool"]})
+        ledger.append({"tool": POST["tool"], "args": POST["args"], "approval": answer})
         crash_now()
         return {"out": [f"published with {answer}"]}
 
     def kernel(state: State) -> State:
-        g = gate.ApprovalGate(store, "run-1", IDENTITY, CrashingTool(ledger), interrupt, clock,
-                              reconcile_window=3_600_000)
-        return {"out": [g.call(POST, requester="agent", approver="alice", expires_in=10**9)]}
+        driver = Driver(store, "run-1", IDENTITY, clock=clock, reconcile_window=3_600_000)
+        g = gate.ApprovalGate(driver, CrashingTool(ledger), interrupt)
+        return {"out": [g.call(POST["call_id"], POST["tool"], POST["args"], key=POST["key"],
+                               requester="agent", approver="alice", expires_in=10**9)]}
 
     conn = sqlite3.connect(str(dir / "graph.db"), check_same_thread=False)
     g = StateGraph(State)
@@ -79,7 +81,7 @@ def main(mode: str, step: str, dir: pathlib.Path) -> None:
         (dir / "request.json").write_text(json.dumps(r["__interrupt__"][0].value))
     elif step == "approve":
         request = json.loads((dir / "request.json").read_text())
-        decision = "approve" if mode == "plain" else gate.approve(request, "alice", clock() + 10**9, clock())
+        decision = "approve" if mode == "plain" else gate.approve(request, "alice", clock() + 10**9)
         r = app.invoke(Command(resume=decision), CFG)
     elif step == "restart":
         r = app.invoke(None, CFG)

@@ -8,6 +8,8 @@ The tool's ledger is a file, outside the graph's state."""
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
 from typing import Annotated, Any
 
 import pytest
@@ -21,7 +23,8 @@ from langgraph.types import Command
 
 import resumable_kernel as rk
 from ledger import DedupingTool, Ledger
-from resumable_kernel import gate, hitl
+from resumable_kernel import hitl
+from resumable_kernel.driver import Driver, Store
 
 IDENTITY = {"tenant": "acme", "session": "thread-1", "run": "run-1", "definition": "agent@1"}
 REVIEW = {"publish": {"allowed_decisions": ["approve", "edit", "reject"]},
@@ -42,6 +45,7 @@ def turn(*calls: tuple[str, dict, str]) -> AIMessage:
 
 
 CFG = {"configurable": {"thread_id": "thread-1"}}
+KEY = "4d" * 32
 
 
 class Scene:
@@ -61,9 +65,10 @@ class Scene:
             if scene.middleware is None or not isinstance(scene.middleware, hitl.KernelHITL):
                 scene.ledger.append({"tool": "publish", "args": {"post": post}})
                 return "published"
-            dispatch = scene.middleware.dispatch_for(tool_call_id)
-            assert dispatch is not None, "the middleware let an undispatched call through"
-            return deduping.commit(dispatch["tool_key"], "publish", {"post": post})
+            handed = scene.middleware._handed_out(tool_call_id)
+            assert handed is not None, "the middleware let an undispatched call through"
+            assert json.loads(handed["args"]) == {"post": post}
+            return deduping.commit(handed["tool_key"], "publish", {"post": post})
 
         @tool
         def ask(question: str) -> str:
@@ -72,10 +77,11 @@ class Scene:
             return "no answer"
 
         if kernel:
-            self.store = gate.RunStore(str(tmp_path / "kernel.db"))
+            self.store = Store(str(tmp_path / "kernel.db"))
+            self.driver = Driver(self.store, "run-1", IDENTITY, clock=self.clock, key=KEY)
             self.middleware: Any = hitl.KernelHITL(
-                REVIEW, store=self.store, run_name="run-1", identity=IDENTITY, clock=self.clock,
-                requester="agent", approver="alice", expires_in=1000)
+                REVIEW, driver=self.driver, requester="agent", approver="alice",
+                expires_in=1000, tool=deduping)
         else:
             self.middleware = HumanInTheLoopMiddleware(REVIEW)
         self.agent = create_agent(ToolCallingModel(responses=responses), [publish, ask],
@@ -85,7 +91,7 @@ class Scene:
         return next(self.ticks)
 
     def run(self) -> rk.Json:
-        return self.middleware.stored().run
+        return self.driver.held()["run"]
 
     def start(self, text: str = "go") -> dict:
         out = self.agent.invoke({"messages": [{"role": "user", "content": text}]}, CFG)
@@ -96,15 +102,22 @@ class Scene:
         return self.agent.invoke(Command(resume=value), CFG)
 
     def answer(self, request: dict, *decisions: dict, valid_for: int = 100) -> dict:
-        now = self.clock()
-        return hitl.answer(request, list(decisions), "alice", now, now + valid_for)
+        return hitl.answer(request, list(decisions), "alice", self.clock() + valid_for)
+
+    def validate(self, resumable_bin: str, tmp_path) -> None:
+        log, key = tmp_path / "run.log", tmp_path / "audit.key"
+        log.write_text(self.driver.log())
+        key.write_text(KEY + "\n")
+        done = subprocess.run([resumable_bin, "validate", "--key-file", str(key), "--anchor",
+                               self.driver.anchor(), str(log)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
 
 
 def tool_messages(out: dict) -> dict[str, ToolMessage]:
     return {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
 
 
-def test_kernel_one_turn_is_one_batch_and_approve_edit_respond_are_one_resume(tmp_path) -> None:
+def test_kernel_one_turn_is_one_batch_and_approve_edit_respond_are_one_resume(tmp_path, resumable_bin) -> None:
     s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2"),
                               ("ask", {"question": "which day?"}, "t3")),
                          AIMessage(content="done")])
@@ -113,13 +126,17 @@ def test_kernel_one_turn_is_one_batch_and_approve_edit_respond_are_one_resume(tm
     assert [a["name"] for a in request["action_requests"]] == ["publish", "publish", "ask"]
     run = s.run()
     assert run["revision"] == 1 and run["phase"]["reason"]["reason"] == "pending_batch"
-    assert request["checkpoint"]["revision"] == 1
+    assert request["request"]["checkpoint"]["revision"] == 1
+    # The approver is shown the arguments themselves beside their digest.
+    assert request["request"]["calls"][1]["args"] == '{"post":2}'
+    assert request["request"]["calls"][1]["args_digest"] == rk.digest({"post": 2})
     slots = run["batch"]["slots"]
     assert [sl["state"] for sl in slots] == ["awaiting"] * 3
-    # Each tool's allowed_decisions are its calls' contract.allowed (POL-1).
-    assert [sl["call"]["call"]["contract"]["allowed"] for sl in slots] == [
-        ["approve", "edit", "reject"], ["approve", "edit", "reject"],
-        ["approve", "reject", "respond"]]
+    # Each tool's allowed_decisions are its calls' contract.allowed (POL-1), with the
+    # seed's deny, which the run's policy decides.
+    # (A contract leaves out the tool's default: every verdict but respond.)
+    assert [sl["call"]["call"]["contract"].get("allowed") for sl in slots] == [
+        None, None, ["approve", "reject", "respond", "deny"]]
     assert s.ledger.commits() == 0
     out = s.resume(s.answer(request, {"type": "approve"},
                             {"type": "edit", "edited_action": {"name": "publish",
@@ -140,6 +157,7 @@ def test_kernel_one_turn_is_one_batch_and_approve_edit_respond_are_one_resume(tm
     assert slots[1]["proposed"] == rk.digest({"post": 2})
     # One resume for the three decisions: each recorded at the same revision.
     assert len({sl["decided"][1] for sl in slots}) == 1
+    s.validate(resumable_bin, tmp_path)
 
 
 def test_kernel_a_rejection_goes_back_to_the_model_and_the_run_goes_on(tmp_path) -> None:
@@ -186,8 +204,8 @@ def test_kernel_a_decision_list_made_for_another_interrupt_is_refused(tmp_path) 
     out = s.resume(first_answer)
     # Refused: nothing committed, nothing dispatched, and the middleware asks again, saying why.
     (pause,) = out["__interrupt__"]
-    assert pause.value["refused"]["rejection"] == "stale_revision"
-    assert pause.value["checkpoint"] == second["checkpoint"]
+    assert pause.value["refused"]["verdict"] == "stale_revision"
+    assert pause.value["request"]["checkpoint"] == second["request"]["checkpoint"]
     assert s.run() == before
     assert sorted(e["args"]["post"] for e in s.ledger.entries()) == [1, 2]
     # A list for this interrupt, bound to the calls as they were shown, is taken.
@@ -210,44 +228,42 @@ def test_kernel_refuses_what_the_tool_does_not_allow_a_renamed_edit_and_a_short_
     request = s.start()
     before = s.run()
     value = s.answer(request, *decisions)
-    if len(decisions) < 2:
-        value["approvals"] = value["approvals"][:1]
     (pause,) = s.resume(value)["__interrupt__"]
-    assert pause.value["refused"]["rejection"] == kind
+    assert pause.value["refused"]["verdict"] == kind
     assert s.run() == before and s.ledger.commits() == 0
 
 
 def test_kernel_the_per_call_mode_and_a_turn_larger_than_a_batch_are_refused_by_name(
     tmp_path,
 ) -> None:
+    driver = Driver(Store(str(tmp_path / "k.db")), "r", IDENTITY, clock=lambda: 1)
     with pytest.raises(hitl.NotBuilt):
-        hitl.KernelHITL(REVIEW, store=gate.RunStore(str(tmp_path / "k.db")), run_name="r",
-                        identity=IDENTITY, clock=lambda: 1, requester="agent",
-                        approver="alice", expires_in=10, interrupt_mode="per_call")
+        hitl.KernelHITL(REVIEW, driver=driver, requester="agent", approver="alice",
+                        expires_in=10, interrupt_mode="per_call")
     n = rk.BATCH_CAPACITY + 1
     s = Scene(tmp_path, [turn(*[("publish", {"post": i}, f"t{i}") for i in range(n)]),
                          AIMessage(content="done")])
-    with pytest.raises(hitl.NotBuilt):
+    with pytest.raises(rk.ResumableError, match="one batch holds at most 8"):
         s.start()
     assert s.run()["phase"]["phase"] == "running" and s.ledger.commits() == 0
 
 
-def test_kernel_an_answer_already_recorded_is_taken_again_only_as_it_was(tmp_path) -> None:
-    # The node that asked runs again when the graph had not saved its step (a crash after the
-    # kernel's commit): the graph hands the same answer back, and the kernel finds it recorded.
+def test_kernel_a_deny_fails_the_run_and_runs_no_call_of_the_turn(tmp_path, resumable_bin) -> None:
     s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2")),
-                         AIMessage(content="done")])
+                         AIMessage(content="never")])
     request = s.start()
-    value = s.answer(request, {"type": "approve"}, {"type": "reject", "message": "no"})
-    calls = [{"call_id": c["call_id"], "tool": "publish"} for c in request["calls"]]
-    assert s.middleware._resume(value, calls) == value["decisions"]
-    after = s.run()
-    assert s.middleware._resume(value, calls) == value["decisions"]
-    assert s.run() == after
-    # Another answer whose first decision is the recorded one: the kernel names that call
-    # (already_applied), but the answer is not the one recorded, so it is refused.
-    other = dict(value, decisions=[{"type": "approve"}, {"type": "approve"}])
-    with pytest.raises(gate.Refused) as refused:
-        s.middleware._resume(other, calls)
-    assert refused.value.rejection.kind == "already_applied" and s.run() == after
-    assert s.ledger.commits() == 0
+    out = s.resume(s.answer(request, {"type": "approve"}, {"type": "deny"}))
+    assert "__interrupt__" not in out and out["messages"][-1].content != "never"
+    assert s.run()["phase"]["phase"] == "failed" and s.ledger.commits() == 0
+    s.validate(resumable_bin, tmp_path)
+
+
+def test_kernel_a_late_list_is_refused_at_the_middlewares_clock(tmp_path, resumable_bin) -> None:
+    s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1")), AIMessage(content="done")])
+    request = s.start()
+    value = s.answer(request, {"type": "approve"}, valid_for=100_000)
+    s.ticks = itertools.count(5000)  # the batch expired at 1001
+    out = s.resume(value)
+    assert "__interrupt__" not in out
+    assert s.run()["phase"]["phase"] == "failed" and s.ledger.commits() == 0
+    s.validate(resumable_bin, tmp_path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import pytest
@@ -17,11 +18,24 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from ledger import DedupingTool, Ledger
-from resumable_kernel import gate
+from resumable_kernel import digest, gate
+from resumable_kernel.driver import Driver, Store, observed
 
 IDENTITY = {"tenant": "acme", "session": "thread-1", "run": "run-1", "definition": "graph@1"}
-POST = gate.Call("call-1", "publish", {"post": 42}, "idem-post-42")
-DELETE = gate.Call("call-2", "delete", {"account": 7}, "idem-delete-7")
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call the graph wants to make."""
+
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    key: str
+
+
+POST = Call("call-1", "publish", {"post": 42}, "idem-post-42")
+DELETE = Call("call-2", "delete", {"account": 7}, "idem-delete-7")
 
 
 class State(TypedDict, total=False):
@@ -49,7 +63,7 @@ def compile(node, saver):
 CFG = {"configurable": {"thread_id": "thread-1"}}
 
 
-def plain_commit(ledger: Ledger, call: gate.Call, approval: Any) -> str:
+def plain_commit(ledger: Ledger, call: Call, approval: Any) -> str:
     ledger.append({"tool": call.tool, "args": dict(call.args), "approval": repr(approval)})
     return f"{call.tool} done"
 
@@ -59,23 +73,38 @@ class Kernel:
 
     def __init__(self, tmp_path) -> None:
         self.ledger = Ledger(tmp_path / "tool.ledger")
-        self.store = gate.RunStore(str(tmp_path / "kernel.db"))
+        self.store = Store(str(tmp_path / "kernel.db"))
         self.ticks = itertools.count(1)
+        self.version = 7  # the resource's version, as the gate observes it now
 
     def clock(self) -> int:
         return next(self.ticks)
 
-    def gate(self) -> gate.ApprovalGate:
-        return gate.ApprovalGate(self.store, "run-1", IDENTITY, DedupingTool(self.ledger),
-                                 interrupt, self.clock)
+    def driver(self) -> Driver:
+        return Driver(self.store, "run-1", IDENTITY, clock=self.clock,
+                      facts=lambda: observed(self.version))
 
-    def approve(self, request: dict, approver: str = "alice", valid_for: int = 100) -> dict:
-        now = self.clock()
-        return gate.approve(request, approver, expires_at=now + valid_for, at=now)
+    def gate(self) -> gate.ApprovalGate:
+        return gate.ApprovalGate(self.driver(), DedupingTool(self.ledger), interrupt)
+
+    def call(self, g: gate.ApprovalGate, call: Call) -> str:
+        return g.call(call.call_id, call.tool, call.args, key=call.key, requester="agent",
+                      approver="alice", expires_in=1000)
+
+    def approve(self, shown: dict, approver: str = "alice", valid_for: int = 100) -> dict:
+        return gate.approve(shown, approver, expires_at=self.clock() + valid_for)
 
 
 def request_of(result: dict) -> dict:
     return result["__interrupt__"][0].value
+
+
+def call_of(shown: dict) -> dict:
+    return shown["request"]["calls"][0]
+
+
+def refusal(shown: dict) -> str:
+    return shown["refused"]["verdict"]
 
 
 # --- #6792, #6208: tasks before an interrupt run again on resume --------------------------
@@ -104,14 +133,12 @@ def test_kernel_a_call_recorded_before_a_second_interrupt_is_not_made_again(save
 
     def work(state: State) -> State:
         g = k.gate()
-        first = g.call(POST, requester="agent", approver="alice", expires_in=1000)
-        second = g.call(DELETE, requester="agent", approver="alice", expires_in=1000)
-        return {"out": [first, second]}
+        return {"out": [k.call(g, POST), k.call(g, DELETE)]}
 
     app = compile(work, saver)
     r = app.invoke({"out": []}, CFG)
     r = app.invoke(Command(resume=k.approve(request_of(r))), CFG)
-    assert request_of(r)["call"]["call_id"] == "call-2"
+    assert call_of(request_of(r))["call_id"] == "call-2"
     r = app.invoke(Command(resume=k.approve(request_of(r))), CFG)
     assert r["out"] == ["publish done #1", "delete done #2"]
     assert (k.ledger.commits("publish"), k.ledger.commits("delete")) == (1, 1)
@@ -141,17 +168,19 @@ def test_kernel_a_decision_for_another_call_is_refused(saver, tmp_path) -> None:
     k = Kernel(tmp_path)
 
     def work(state: State) -> State:
-        return {"out": [k.gate().call(POST, requester="agent", approver="alice", expires_in=1000)]}
+        return {"out": [k.call(k.gate(), POST)]}
 
     app = compile(work, saver)
     r = app.invoke({"out": []}, CFG)
     request = request_of(r)
-    other = dict(request, call=DELETE.kernel_form())
+    other = {"request": dict(request["request"],
+                             calls=[dict(call_of(request), call_id="call-2")])}
     r = app.invoke(Command(resume=k.approve(other)), CFG)
     # Refused by the kernel, with its evidence; the graph asks again.
-    assert request_of(r)["refused"] == {"rejection": "approval_mismatch", "field": "call_id"}
+    assert request_of(r)["refused"]["rejection"] == {"rejection": "approval_mismatch",
+                                                     "field": "call_id"}
     r = app.invoke(Command(resume={"no-such-interrupt": "approve"}), CFG)
-    assert request_of(r)["refused"]["rejection"] == "not_a_decision"
+    assert refusal(request_of(r)) == "not_a_decision"
     assert k.ledger.commits() == 0
     # The run still waits on its call; the right approval goes through, once.
     r = app.invoke(Command(resume=k.approve(request)), CFG)
@@ -183,18 +212,18 @@ def test_kernel_an_approval_for_one_call_cannot_answer_the_next(saver, tmp_path)
 
     def work(state: State) -> State:
         g = k.gate()
-        return {"out": [g.call(c, requester="agent", approver="alice", expires_in=1000)
-                        for c in (POST, DELETE)]}
+        return {"out": [k.call(g, c) for c in (POST, DELETE)]}
 
     app = compile(work, saver)
     r = app.invoke({"out": []}, CFG)
     decision_about_the_post = Command(resume=k.approve(request_of(r)))
     r = app.invoke(decision_about_the_post, CFG)
-    assert request_of(r)["call"]["call_id"] == "call-2"
+    assert call_of(request_of(r))["call_id"] == "call-2"
     r = app.invoke(decision_about_the_post, CFG)
-    # The post's approval, delivered to the delete's interrupt, is refused: it was spent.
-    assert request_of(r)["call"]["call_id"] == "call-2"
-    assert request_of(r)["refused"]["rejection"] == "already_applied"
+    # The post's approval, delivered again, is taken by the post's gate (it is addressed to
+    # the post): the delete's interrupt never receives it and still asks.
+    assert call_of(request_of(r))["call_id"] == "call-2"
+    assert "refused" not in request_of(r)
     assert (k.ledger.commits("publish"), k.ledger.commits("delete")) == (1, 0)
 
 
@@ -221,7 +250,7 @@ def test_kernel_resuming_again_from_an_old_config_does_not_commit_again(saver, t
     k = Kernel(tmp_path)
 
     def work(state: State) -> State:
-        return {"out": [k.gate().call(POST, requester="agent", approver="alice", expires_in=1000)]}
+        return {"out": [k.call(k.gate(), POST)]}
 
     app = compile(work, saver)
     r = app.invoke({"out": []}, CFG)
@@ -230,10 +259,9 @@ def test_kernel_resuming_again_from_an_old_config_does_not_commit_again(saver, t
     r = app.invoke(Command(resume=k.approve(request, approver="mallory")), old)
     # The call's result is recorded in the run: the node returns it, the tool is not called.
     assert r["out"] == ["publish done #1"] and k.ledger.commits() == 1
-    # The other decision, fed to the kernel directly, is refused with its evidence.
-    with pytest.raises(gate.Refused) as refused:
-        k.gate()._resume(k.approve(request, approver="mallory"), POST)
-    assert refused.value.rejection.kind == "already_resumed"
+    # The other decision, fed to the driver directly, is refused with its evidence.
+    out = k.driver().answer(request["request"], k.approve(request, approver="mallory"))
+    assert out["verdict"]["verdict"] == "already_resumed"
 
 
 # --- the approval's other bindings: requester, expiry, arguments ---------------------------
@@ -243,19 +271,41 @@ def test_kernel_refuses_self_approval_an_expired_approval_and_other_arguments(sa
     k = Kernel(tmp_path)
 
     def work(state: State) -> State:
-        return {"out": [k.gate().call(POST, requester="agent", approver="alice", expires_in=1000)]}
+        return {"out": [k.call(k.gate(), POST)]}
 
     app = compile(work, saver)
     r = app.invoke({"out": []}, CFG)
     request = request_of(r)
-    other_args = dict(request, call=dict(request["call"], args=gate.rk.digest({"post": 43})))
+    other_args = {"request": dict(request["request"], calls=[
+        dict(call_of(request), args_digest=digest({"post": 43}))])}
     for decision, kind in [
         (k.approve(request, approver="agent"), "self_approval"),
         (k.approve(request, valid_for=-1), "approval_expired"),
         (k.approve(other_args), "approval_mismatch"),
     ]:
         r = app.invoke(Command(resume=decision), CFG)
-        assert request_of(r)["refused"]["rejection"] == kind, request_of(r)["message"]
+        assert refusal(request_of(r)) == kind, request_of(r)["refused"]["message"]
     assert k.ledger.commits() == 0
     r = app.invoke(Command(resume=k.approve(request)), CFG)
     assert r["out"] == ["publish done #1"] and k.ledger.commits() == 1
+
+
+# --- RES-3: the facts are the gate's, never the approver's checkpoint ------------------------
+
+
+def test_kernel_a_resource_that_moved_since_the_suspension_is_noticed(saver, tmp_path) -> None:
+    k = Kernel(tmp_path)
+
+    def work(state: State) -> State:
+        return {"out": [k.call(k.gate(), POST)]}
+
+    app = compile(work, saver)
+    r = app.invoke({"out": []}, CFG)
+    request = request_of(r)
+    assert request["request"]["checkpoint"]["resource_version"] == 7
+    k.version = 8  # someone else changed the post while alice was reading
+    # The approval carries the checkpoint alice saw (version 7); the gate observes 8.
+    r = app.invoke(Command(resume=k.approve(request)), CFG)
+    assert request_of(r)["refused"]["rejection"] == {"rejection": "resource_changed",
+                                                     "checkpoint": 7, "current": 8}
+    assert k.ledger.commits() == 0

@@ -17,7 +17,7 @@ from langgraph.types import Command
 from resumable_kernel import gate
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
-README = pathlib.Path(__file__).resolve().parents[3] / "README.md"
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 sys.path.insert(0, str(EXAMPLES))
 
 import langgraph_adopted as adopted  # noqa: E402
@@ -70,8 +70,8 @@ def test_adopted_an_approval_resumed_again_from_an_old_config_publishes_once(tmp
     request = adopted.start(graph, "thread-1", 42)
     old = graph.get_state(CFG).config
     adopted.decide(graph, "thread-1", "alice", approved=True)
-    now = adopted.clock()
-    out = graph.invoke(Command(resume=gate.approve(request, "mallory", now + 1000, now)), old)
+    out = graph.invoke(Command(resume=gate.approve(request, "mallory", adopted.clock() + 1000)),
+                       old)
     assert out["result"] == "post 42 published (#1)"
     assert published(tmp_path) == [42]
 
@@ -88,7 +88,7 @@ def test_adopted_only_the_named_approver_approves(tmp_path) -> None:
     adopted.start(graph, "thread-1", 42)
     for approver, kind in [("mallory", "unauthorised"), ("agent", "self_approval")]:
         out = adopted.decide(graph, "thread-1", approver, approved=True)
-        assert out["__interrupt__"][0].value["refused"]["rejection"] == kind
+        assert out["__interrupt__"][0].value["refused"]["verdict"] == kind
     assert published(tmp_path) == []
     assert adopted.decide(graph, "thread-1", "alice", approved=True)["result"].startswith("post 42")
     assert published(tmp_path) == [42]
@@ -102,7 +102,7 @@ def test_the_readme_gives_the_lines_adopting_the_gate_changes() -> None:
     readme = README.read_text()
     assert COUNT in readme
     # The README's command, run: lines added or removed, blank ones not counted.
-    counted = subprocess.run(["bash", "-c", COUNT], cwd=README.parent, capture_output=True,
+    counted = subprocess.run(["bash", "-c", COUNT], cwd=README.parents[2], capture_output=True,
                              text=True, check=True)
     diff = subprocess.run(["diff", "-u", "langgraph_plain.py", "langgraph_adopted.py"],
                           cwd=EXAMPLES, capture_output=True, text=True)

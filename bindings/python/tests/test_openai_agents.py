@@ -26,10 +26,12 @@ from agents.tool_context import ToolContext
 import resumable_kernel as rk
 from ledger import DedupingTool, Ledger
 from resumable_kernel import agents_sdk, gate
+from resumable_kernel.driver import Driver, Store
 
 set_tracing_disabled(True)
 WORKER = pathlib.Path(__file__).with_name("agents_worker.py")
 IDENTITY = {"tenant": "acme", "session": "chat-1", "run": "run-1", "definition": "writer@1"}
+KEY = "a7" * 32
 
 
 def worker(step: str, dir: pathlib.Path, approver: str = "alice", context: str = "none") -> dict:
@@ -42,10 +44,10 @@ def worker(step: str, dir: pathlib.Path, approver: str = "alice", context: str =
 def test_kernel_the_decision_arrives_in_a_new_process_and_is_honoured_once(tmp_path) -> None:
     assert worker("start", tmp_path) == {"suspended": ["call_42"]}
     # The kernel's run and the SDK's state were stored in one commit, in one row.
-    turn = agents_sdk.TurnStore(str(tmp_path / "turns.db")).load("run-1")
-    assert turn is not None and turn.state is not None
-    assert turn.run["phase"]["reason"]["reason"] == "pending_batch"
-    assert "call_42" in json.dumps(turn.state)
+    row = Store(str(tmp_path / "turns.db")).load("run-1")
+    assert row is not None and json.loads(row.extra)["state"] is not None
+    assert json.loads(row.held)["run"]["phase"]["reason"]["reason"] == "pending_batch"
+    assert "call_42" in json.dumps(json.loads(row.extra)["state"])
     # Each decision in a new process, after the first one ended.
     assert worker("approve", tmp_path, approver="writer") == {"refused": "self_approval"}
     assert Ledger(tmp_path / "tool.ledger").commits() == 0
@@ -120,24 +122,30 @@ class Scene:
     def __init__(self, tmp_path: pathlib.Path) -> None:
         self.ledger = Ledger(tmp_path / "tool.ledger")
         self.ticks = itertools.count(1)
-        self.desk = agents_sdk.ApprovalDesk(agents_sdk.TurnStore(str(tmp_path / "turns.db")),
-                                            "run-1", IDENTITY, self.clock)
+        self.desk = agents_sdk.ApprovalDesk(Driver(Store(str(tmp_path / "turns.db")), "run-1",
+                                                   IDENTITY, clock=self.clock, key=KEY))
+        self.tmp = tmp_path
         tool, desk = DedupingTool(self.ledger), self.desk
 
         @function_tool(needs_approval=True)
         def publish(ctx: ToolContext, post: int) -> str:
             """Publish a post."""
-            dispatch = desk.dispatch_for(ctx.tool_call_id)
-            if dispatch is None:
-                return "refused: the kernel has not dispatched this call"
-            result = tool.commit(dispatch["tool_key"], "publish", {"post": post})
-            desk.record(ctx.tool_call_id, dispatch["attempt"], result)
-            return result
+            return desk.run(ctx.tool_call_id, {"post": post}, tool)
 
         self.publish = publish
 
     def clock(self) -> int:
         return next(self.ticks)
+
+    def validate(self, resumable_bin: str) -> None:
+        """The run's audit log passes `resumable validate --key-file K --anchor A`."""
+        log, key = self.tmp / "run.log", self.tmp / "audit.key"
+        log.write_text(self.desk.driver.log())
+        key.write_text(KEY + "\n")
+        done = subprocess.run([resumable_bin, "validate", "--key-file", str(key), "--anchor",
+                               self.desk.driver.anchor(), str(log)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
 
     def agent(self, *steps) -> Agent:
         return Agent(name="writer", model=ScriptedModel(list(steps)), tools=[self.publish])
@@ -149,8 +157,8 @@ class Scene:
 
     def decide(self, request: dict, approver: str = "alice", valid_for: int = 100):
         now = self.clock()
-        (call_id,) = [c["call"]["call_id"] for c in request["calls"]]
-        decision = agents_sdk.approve(request, call_id, approver, now, now + valid_for)
+        (call_id,) = [c["call_id"] for c in request["request"]["calls"]]
+        decision = agents_sdk.approve(request, call_id, approver, now + valid_for)
         agent = self.agent([assistant_message("done")])
         state = asyncio.run(self.desk.decide(agent, decision))
         return asyncio.run(Runner.run(agent, state)).final_output
@@ -177,25 +185,26 @@ def test_plain_anyone_approves_at_any_time_even_the_requester(tmp_path) -> None:
     assert ledger.commits() == 1
 
 
-def test_kernel_refuses_the_requester_an_expired_approval_and_other_arguments(tmp_path) -> None:
+def test_kernel_refuses_the_requester_an_expired_approval_and_other_arguments(tmp_path, resumable_bin) -> None:
     s = Scene(tmp_path)
     request = s.turn(42, "call_42")
-    (proposal,) = request["calls"]
-    other_call = dict(proposal["call"], args=rk.digest({"post": 666}))
-    other_args = dict(request, calls=[dict(proposal, call=other_call)])
+    (asked,) = request["request"]["calls"]
+    other_args = {"request": dict(request["request"], calls=[
+        dict(asked, args_digest=rk.digest({"post": 666}))])}
     for kwargs, kind in [
         ({"approver": "writer"}, "self_approval"),
         ({"valid_for": -1}, "approval_expired"),
     ]:
-        with pytest.raises(gate.Refused) as refused:
+        with pytest.raises(agents_sdk.Refused) as refused:
             s.decide(request, **kwargs)
-        assert refused.value.rejection.kind == kind
-    with pytest.raises(gate.Refused) as refused:
+        assert refused.value.kind == kind
+    with pytest.raises(agents_sdk.Refused) as refused:
         s.decide(other_args)
-    assert refused.value.rejection.kind == "approval_mismatch"
+    assert refused.value.kind == "approval_mismatch"
     assert s.ledger.commits() == 0
-    assert s.desk.turn().run["phase"]["phase"] == "suspended"
+    assert s.desk.driver.held()["run"]["phase"]["phase"] == "suspended"
     assert s.decide(request) == "done" and s.ledger.commits() == 1
+    s.validate(resumable_bin)
 
 
 def test_plain_an_approval_given_once_covers_later_calls_with_other_arguments(tmp_path) -> None:
@@ -224,20 +233,20 @@ def test_kernel_an_approval_replayed_for_another_call_is_refused(tmp_path) -> No
     first = s.turn(42, "call_42")
     assert s.decide(first) == "done"
     second = s.turn(666, "call_666")
-    with pytest.raises(gate.Refused) as refused:
+    with pytest.raises(agents_sdk.Refused) as refused:
         s.decide(first)  # the approval given for post 42, replayed
-    assert refused.value.rejection.kind == "stale_revision"
+    assert refused.value.kind == "stale_revision"
     assert [e["args"]["post"] for e in s.ledger.entries()] == [42]
     assert s.decide(second) == "done"
     assert [e["args"]["post"] for e in s.ledger.entries()] == [42, 666]
 
 
-def test_kernel_a_call_id_reused_with_other_arguments_is_refused(tmp_path) -> None:
+def test_kernel_a_call_id_reused_with_other_arguments_is_refused(tmp_path, resumable_bin) -> None:
     s = Scene(tmp_path)
     assert s.decide(s.turn(42, "call_42")) == "done"
     # A later turn whose model reuses the call id with other arguments: the SDK's new run
     # does not know the id, the kernel's history does.
-    with pytest.raises(gate.Refused) as refused:
+    with pytest.raises(gate.Changed):
         s.turn(666, "call_42")
-    assert refused.value.rejection.kind == "call_id_reused"
     assert s.ledger.commits() == 1
+    s.validate(resumable_bin)

@@ -20,6 +20,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 import resumable_kernel as rk
 from ledger import Ledger
 from resumable_kernel import agents_sdk, gate
+from resumable_kernel.driver import Driver, Store
 from test_openai_agents import Scene
 
 WORKER = pathlib.Path(__file__).with_name("agents_batch_worker.py")
@@ -54,12 +55,13 @@ def decide(s: Scene, decision: dict):
 
 def test_kernel_two_calls_one_batch_decided_one_by_one_in_new_processes(tmp_path) -> None:
     assert worker("start", tmp_path) == {"suspended": ["call_1", "call_2"]}
-    turn = agents_sdk.TurnStore(str(tmp_path / "turns.db")).load("run-2")
-    assert turn is not None and turn.checkpoint is not None
+    row = Store(str(tmp_path / "turns.db")).load("run-2")
+    assert row is not None
+    held = json.loads(row.held)
     # One suspension: one revision, one checkpoint, one batch of two calls awaiting.
-    assert turn.run["revision"] == 1 and turn.checkpoint["revision"] == 1
-    assert turn.run["phase"]["reason"]["reason"] == "pending_batch"
-    assert [s["state"] for s in turn.run["batch"]["slots"]] == ["awaiting", "awaiting"]
+    assert held["run"]["revision"] == 1 and held["checkpoint"]["revision"] == 1
+    assert held["run"]["phase"]["reason"]["reason"] == "pending_batch"
+    assert [s["state"] for s in held["run"]["batch"]["slots"]] == ["awaiting", "awaiting"]
     ledger = Ledger(tmp_path / "tool.ledger")
     # The first decision, in its own process: the other call still awaits, nothing runs.
     assert worker("approve", tmp_path, "call_1") == {"awaiting": ["call_2"]}
@@ -71,9 +73,10 @@ def test_kernel_two_calls_one_batch_decided_one_by_one_in_new_processes(tmp_path
     assert final["outputs"]["call_2"] == "not call_2, thanks"
     assert final["outputs"]["call_1"] == "publish done #1"
     assert [e["args"]["post"] for e in ledger.entries()] == [1]
-    turn = agents_sdk.TurnStore(str(tmp_path / "turns.db")).load("run-2")
-    assert turn is not None
-    assert [s["state"] for s in turn.run["batch"]["slots"]] == ["committed", "rejected"]
+    row = Store(str(tmp_path / "turns.db")).load("run-2")
+    assert row is not None
+    slots = json.loads(row.held)["run"]["batch"]["slots"]
+    assert [s["state"] for s in slots] == ["committed", "rejected"]
     # A second decision for a decided call: the same one sent again (a second tab) is already
     # applied, another one lost; nothing runs again.
     assert worker("again", tmp_path, "approve-call_1") == {"refused": "already_applied"}
@@ -86,14 +89,14 @@ def test_kernel_decisions_given_together_are_one_resume(tmp_path) -> None:
     request = two_calls(s)
     now = s.clock()
     both = agents_sdk.together(
-        agents_sdk.reject(request, "c1", "alice", now, now + 100, "not this one"),
-        agents_sdk.approve(request, "c2", "alice", now, now + 100))
-    before = s.desk.turn().run["revision"]
+        agents_sdk.reject(request, "c1", "alice", now + 100, "not this one"),
+        agents_sdk.approve(request, "c2", "alice", now + 100))
+    before = s.desk.driver.held()["run"]["revision"]
     result = decide(s, both)
     assert result is not None and result.final_output == "done"
     assert outputs(result) == {"c1": "not this one", "c2": "publish done #1"}
     assert [e["args"]["post"] for e in s.ledger.entries()] == [2]
-    run = s.desk.turn().run
+    run = s.desk.driver.held()["run"]
     # One resume for both decisions, then the tool's result.
     assert run["revision"] == before + 2
     slots = run["batch"]["slots"]
@@ -108,19 +111,19 @@ def test_kernel_the_sdk_runs_no_tool_before_every_call_is_decided(tmp_path) -> N
     now = s.clock()
     agent = s.agent([assistant_message("done")])
     assert asyncio.run(s.desk.decide(
-        agent, agents_sdk.approve(request, "c1", "alice", now, now + 100))) is None
+        agent, agents_sdk.approve(request, "c1", "alice", now + 100))) is None
     # An application that runs the stored SDK state anyway: the approved tool asks the
     # kernel, which has dispatched nothing yet, so the tool refuses and commits nothing.
     from agents import RunState
 
-    stored = s.desk.turn().state
-    assert stored is not None
-    state = asyncio.run(RunState.from_json(agent, dict(stored)))
+    stored_state = s.desk.extra()["state"]
+    assert stored_state is not None
+    state = asyncio.run(RunState.from_json(agent, dict(stored_state)))
     result = asyncio.run(Runner.run(agent, state))
     assert s.ledger.commits() == 0
     assert outputs(result) == {"c1": "refused: the kernel has not dispatched this call"}
     assert [i.raw_item.call_id for i in result.interruptions] == ["c2"]
-    assert s.desk.turn().run["phase"]["reason"]["reason"] == "pending_batch"
+    assert s.desk.driver.held()["run"]["phase"]["reason"]["reason"] == "pending_batch"
 
 
 def test_plain_the_sdk_runs_an_approved_call_while_its_sibling_awaits(tmp_path) -> None:
@@ -145,61 +148,63 @@ def test_plain_the_sdk_runs_an_approved_call_while_its_sibling_awaits(tmp_path) 
 
 
 def test_kernel_refuses_a_decision_for_another_batch_other_arguments_and_a_second_one(
-    tmp_path,
+    tmp_path, resumable_bin,
 ) -> None:
     s = Scene(tmp_path)
     first = two_calls(s)
     now = s.clock()
     done = decide(s, agents_sdk.together(
-        agents_sdk.approve(first, "c1", "alice", now, now + 100),
-        agents_sdk.approve(first, "c2", "alice", now, now + 100)))
+        agents_sdk.approve(first, "c1", "alice", now + 100),
+        agents_sdk.approve(first, "c2", "alice", now + 100)))
     assert done is not None and s.ledger.commits() == 2
     second = two_calls(s, 3, 4)
     now = s.clock()
-    stored = s.desk.turn()
+    stored = s.desk.driver.held()["run"], s.desk.extra()["state"]
     # A decision for an item of the first batch, put to the second batch's checkpoint.
-    stray = agents_sdk.approve(first, "c1", "alice", now, now + 100)
-    stray["checkpoint"] = second["checkpoint"]
-    stray["decisions"][0]["approval"]["revision"] = second["checkpoint"]["revision"]
+    stray = agents_sdk.approve(first, "c1", "alice", now + 100)
+    stray["request"] = dict(first["request"], checkpoint=second["request"]["checkpoint"])
     # The approval of the first batch replayed as it was.
-    replayed = agents_sdk.approve(first, "c2", "alice", now, now + 100)
+    replayed = agents_sdk.approve(first, "c2", "alice", now + 100)
     # An approval of c3 replayed for other arguments than the agent proposed.
-    other = agents_sdk.approve(second, "c3", "alice", now, now + 100)
-    other["decisions"][0]["approval"]["args"] = rk.digest({"post": 666})
+    other = agents_sdk.approve(second, "c3", "alice", now + 100)
+    other["request"] = dict(second["request"], calls=[
+        dict(c, args_digest=rk.digest({"post": 666})) for c in second["request"]["calls"]])
     for decision, kind, field in [(stray, "approval_mismatch", "call_id"),
                                   (replayed, "stale_revision", None),
                                   (other, "approval_mismatch", "args")]:
-        with pytest.raises(gate.Refused) as refused:
+        with pytest.raises(agents_sdk.Refused) as refused:
             decide(s, decision)
-        assert refused.value.rejection.kind == kind
+        assert refused.value.kind == kind
         if field is not None:
-            assert refused.value.rejection.evidence["field"] == field
+            assert refused.value.verdict["rejection"]["field"] == field
     # Nothing changed: neither the kernel's run nor the SDK's stored state.
-    assert s.desk.turn().run == stored.run and s.desk.turn().state == stored.state
+    assert (s.desk.driver.held()["run"], s.desk.extra()["state"]) == stored
     assert s.ledger.commits() == 2
-    approve_c3 = agents_sdk.approve(second, "c3", "alice", now, now + 100)
+    approve_c3 = agents_sdk.approve(second, "c3", "alice", now + 100)
     assert decide(s, approve_c3) is None
-    with pytest.raises(gate.Refused) as refused:
+    with pytest.raises(agents_sdk.Refused) as refused:
         decide(s, approve_c3)
-    assert refused.value.rejection.kind == "already_applied"
-    with pytest.raises(gate.Refused) as refused:
-        decide(s, agents_sdk.reject(second, "c3", "alice", now, now + 100, "no"))
-    assert refused.value.rejection.kind == "already_resumed"
-    result = decide(s, agents_sdk.approve(second, "c4", "alice", now, now + 100))
+    assert refused.value.kind == "already_applied"
+    with pytest.raises(agents_sdk.Refused) as refused:
+        decide(s, agents_sdk.reject(second, "c3", "alice", now + 100, "no"))
+    assert refused.value.kind == "already_resumed"
+    result = decide(s, agents_sdk.approve(second, "c4", "alice", now + 100))
     assert result is not None and result.final_output == "done"
     # (The SDK runs a turn's tools concurrently: their order within a turn is not fixed.)
     assert sorted(e["args"]["post"] for e in s.ledger.entries()) == [1, 2, 3, 4]
+    s.validate(resumable_bin)
 
 
-def test_kernel_a_denial_fails_the_run_and_runs_no_call(tmp_path) -> None:
+def test_kernel_a_denial_fails_the_run_and_runs_no_call(tmp_path, resumable_bin) -> None:
     s = Scene(tmp_path)
     request = two_calls(s)
     now = s.clock()
-    assert decide(s, agents_sdk.approve(request, "c1", "alice", now, now + 100)) is None
-    with pytest.raises(gate.Denied):
-        decide(s, agents_sdk.deny(request, "c2", "alice", now, now + 100))
-    run = s.desk.turn().run
+    assert decide(s, agents_sdk.approve(request, "c1", "alice", now + 100)) is None
+    with pytest.raises(gate.Ended):
+        decide(s, agents_sdk.deny(request, "c2", "alice", now + 100))
+    run = s.desk.driver.held()["run"]
     assert run["phase"]["phase"] == "failed" and s.ledger.commits() == 0
+    s.validate(resumable_bin)
 
 
 def test_more_calls_than_one_batch_holds_are_refused_by_name(tmp_path) -> None:
@@ -208,6 +213,33 @@ def test_more_calls_than_one_batch_holds_are_refused_by_name(tmp_path) -> None:
     agent = s.agent([function_call("publish", {"post": i}, call_id=f"c{i}") for i in range(n)])
     result = asyncio.run(Runner.run(agent, "publish many"))
     assert len(result.interruptions) == n
-    with pytest.raises(agents_sdk.NotBuilt):
+    with pytest.raises(rk.ResumableError, match="one batch holds at most 8"):
         s.desk.suspend(result, requester="writer", approver="alice", expires_in=1000)
-    assert s.desk.turn().run["phase"]["phase"] == "running"
+    assert s.desk.driver.held()["run"]["phase"]["phase"] == "running"
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["not-committed", "answer-lost"])
+def test_kernel_calls_left_in_flight_are_reconciled_through_the_query_path(
+        tmp_path, committed, resumable_bin) -> None:
+    from ledger import DedupingTool
+
+    s = Scene(tmp_path)
+    request = two_calls(s)
+    now = s.clock()
+    agent = s.agent([assistant_message("done")])
+    state = asyncio.run(s.desk.decide(agent, agents_sdk.together(
+        agents_sdk.approve(request, "c1", "alice", now + 100),
+        agents_sdk.reject(request, "c2", "alice", now + 100, "no"))))
+    assert state is not None
+    tool = DedupingTool(s.ledger)
+    if committed:  # the tool committed, and the process died before its answer was fed
+        (handed,) = s.desk.extra()["tool_calls"]
+        tool.commit(handed["tool_key"], handed["tool"], json.loads(handed["args"]))
+    # A new process: nothing in flight is dispatched blindly; the core asks the tool's query.
+    todo = s.desk.recover(tool)
+    assert todo["todo"] == "done", todo
+    assert s.ledger.commits() == 1
+    calls = s.desk.driver.book()["calls"]
+    assert calls["c1"]["outcome"]["outcome"] == "result"
+    assert calls["c2"]["outcome"] == {"outcome": "rejected", "message": "no"}
+    s.validate(resumable_bin)

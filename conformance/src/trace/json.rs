@@ -10,9 +10,13 @@ impl TraceStep {
     /// `spec/scenario-format.md`), with its newline.
     pub fn to_json_line(&self, scenario: &str) -> Result<String, serde_json::Error> {
         let s = self;
-        let (rejection, message) = match &s.verdict {
-            Ok(_) => (None, None),
-            Err(r) => (Some(r), Some(r.to_string())),
+        let (rejection, rule, message) = match &s.verdict {
+            Ok(_) => (None, None, None),
+            Err(r) => (
+                Some(r),
+                Some(crate::rule::rule(r.kind()).name()),
+                Some(r.to_string()),
+            ),
         };
         let effects: Vec<Effect> = match &s.verdict {
             Ok(e) => e.iter().collect(),
@@ -27,6 +31,7 @@ impl TraceStep {
             input: &s.input,
             verdict: s.verdict_name(),
             rejection,
+            rule,
             message,
             expect: s.expect.as_deref(),
             met: s.met(),
@@ -65,6 +70,8 @@ struct JsonStep<'a> {
     input: &'a Input,
     verdict: String,
     rejection: Option<&'a Rejection>,
+    /// The spec ID of the rule the rejection enforces (`crate::rule`).
+    rule: Option<&'static str>,
     message: Option<String>,
     expect: Option<&'a str>,
     met: Option<bool>,

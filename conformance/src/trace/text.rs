@@ -146,12 +146,14 @@ fn fingerprint(f: &resumable_kernel::Fingerprint) -> String {
     text
 }
 
-/// The notation of the text trace, explained once at its top.
-const NOTATION: &str = "\
+/// The notation of the text trace, explained once at its top (and shown, generated from this
+/// constant, in spec/scenario-format.md).
+pub const NOTATION: &str = "\
 reading this trace: t25 is a time, r3 the run's revision, call-1#0 attempt 0 of call-1,
   v1 a resource's version; a digest (arguments, result, checkpoint, tool key) shows its
   first 8 hex digits. A suspension expires at a time; an approval is valid until a time.
   The run's history (calls bound, keys spent) lives in the driver's store, by fingerprint.
+  A rejection names the rule it enforces: [RES-2] is rule RES-2 of the specification.
 ";
 
 /// Spec IDs as spec/ writes them, comma-separated.
@@ -214,7 +216,12 @@ impl TraceStep {
             }
             Err(rej) => {
                 let message = shorten_digests(&rej.to_string());
-                let _ = writeln!(out, "{pad}rejected {}: {message}", rejection_name(rej));
+                let rule = crate::rule::rule(rej.kind()).name();
+                let _ = writeln!(
+                    out,
+                    "{pad}rejected {} [{rule}]: {message}",
+                    rejection_name(rej)
+                );
                 let _ = writeln!(out, "{pad}unchanged: {}", state(&s.run));
             }
         }

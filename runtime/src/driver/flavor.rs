@@ -6,7 +6,7 @@
 use super::{DriveError, Driver, Fed, Row};
 use crate::store::Store;
 use crate::tool::{ToolReply, Tools};
-use resumable_kernel::{Dispatch, Event, Input};
+use resumable_kernel::{Dispatch, Event};
 
 /// How the driver behaves: correctly, or with one rule of the contract broken on purpose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,11 +66,11 @@ impl<S: Store, T: Tools> Driver<S, T> {
     pub(super) fn feed_dispatching_first(
         &mut self,
         row: &Row,
-        input: &Input,
+        event: Event,
         pc: u32,
         consumed: Option<u64>,
     ) -> Result<bool, DriveError> {
-        let staged = self.stage(row, input, pc, consumed)?;
+        let staged = self.stage(row, crate::rng::now_ms(), event, pc, consumed)?;
         let early = staged
             .dispatch()
             .map(|d| (*d, self.tools.call(&self.request(&row.run, d, false))));

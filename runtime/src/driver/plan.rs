@@ -15,7 +15,7 @@
 use super::DriveError;
 use crate::program::{Program, Timing};
 use crate::store::{Inbox, Lease, Row, Summary};
-use resumable_kernel::{Dispatch, Event, Next};
+use resumable_kernel::{Dispatch, Event, Next, Time};
 
 #[cfg(test)]
 mod tests;
@@ -47,7 +47,8 @@ pub fn held_by_other(lease: &Lease, owner: &str, now: u64) -> bool {
 }
 
 /// What the worker `owner` does with `row` at `now` (ms since the Unix epoch), with the
-/// oldest request of its inbox if one waits; `None` when the run needs nothing from it now.
+/// oldest request of its inbox if one waits and the resource's version as observed now
+/// (`None` if it could not be); `None` when the run needs nothing from it now.
 ///
 /// In order: nothing while another live worker holds the run; a waiting request first (a
 /// party's decision is never kept waiting behind the run's own work); `expire` once the
@@ -64,6 +65,7 @@ pub fn plan(
     now: u64,
     owner: &str,
     timing: &Timing,
+    observed: Option<u64>,
 ) -> Result<Option<Action>, DriveError> {
     if held_by_other(&row.lease, owner, now) {
         return Ok(None);
@@ -71,18 +73,22 @@ pub fn plan(
     if let Some(request) = pending {
         return Ok(Some(Action::Request(request.clone())));
     }
-    if row.run.deadline().is_some_and(|due| now >= due.0) {
+    if resumable_driver::clock::due(&row.run, Time(now)) {
         return Ok(Some(Action::Expire));
     }
     Ok(match row.run.next() {
         Next::Agent => {
-            let program = Program::parse(&row.program).ok_or_else(|| {
-                DriveError::Invalid(format!("{}: unknown program {}", row.key, row.program))
-            })?;
-            // An input is never stamped before the run's last one (CLK-1).
-            let at = now.max(row.run.updated_at().0);
-            program
-                .step(row.pc, at, row.resource_version, timing)
+            let program =
+                Program::parse(&row.program).ok_or_else(|| DriveError::UnknownProgram {
+                    run: row.key.clone(),
+                    program: row.program.clone(),
+                })?;
+            // The time the core will stamp the step with (CLK-1).
+            let at = resumable_driver::clock::stamp(&row.run, Time(now)).0;
+            // The program states the resource's version as observed now; while it cannot be
+            // observed, the program waits.
+            observed
+                .and_then(|version| program.step(row.pc, at, version, timing))
                 .map(Action::Program)
         }
         Next::Result { dispatch } => Some(Action::Recover(dispatch)),

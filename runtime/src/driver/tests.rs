@@ -16,19 +16,27 @@ use std::io;
 #[derive(Default)]
 struct Recorder {
     inner: MemoryTools,
+    /// The calls and queries sent, in order (the resource-version reads are not kept).
     sent: Vec<ToolRequest>,
+    observing: bool,
     dispatches_unanswered: bool,
     queries_unanswered: bool,
 }
 
 impl Tools for Recorder {
     fn send(&mut self, request: &ToolRequest) -> io::Result<()> {
-        self.sent.push(request.clone());
+        self.observing = matches!(request, ToolRequest::Version { .. });
+        if !self.observing {
+            self.sent.push(request.clone());
+        }
         self.inner.send(request)
     }
 
     fn receive(&mut self) -> io::Result<ToolReply> {
         let reply = self.inner.receive()?; // the tool commits, whether or not it answers
+        if self.observing {
+            return Ok(reply);
+        }
         let unanswered = match self.sent.last() {
             Some(ToolRequest::Dispatch { .. }) => self.dispatches_unanswered,
             _ => self.queries_unanswered,
@@ -48,6 +56,8 @@ impl Recorder {
                 ToolRequest::Dispatch { .. } => "dispatch",
                 ToolRequest::Query { .. } => "query",
                 ToolRequest::Auth { .. } => "auth",
+                ToolRequest::Version { .. } => "version",
+                ToolRequest::Move { .. } => "move",
             })
             .collect()
     }
@@ -136,12 +146,9 @@ fn driver_of<S: Store>(
     (Driver::new(store, tools, config(flavor)), key)
 }
 
-/// `event` as an input one time unit after the run's last.
-fn input(row: &Row, event: Event) -> Input {
-    Input {
-        at: Time(row.run.updated_at().0 + 1),
-        event,
-    }
+/// The time one unit after the run's last input: what these tests feed their events at.
+fn next_ms(row: &Row) -> u64 {
+    row.run.updated_at().0 + 1
 }
 
 fn program_event(row: &Row) -> Event {
@@ -166,7 +173,7 @@ fn accepted(fed: Fed) -> Moved {
 /// The program's own next step on `key`, fed and accepted.
 fn program_step<S: Store, T: Tools>(d: &mut Driver<S, T>, key: &RunKey) -> Moved {
     let row = load(d, key);
-    let fed = d.feed(&row, &input(&row, program_event(&row)), row.pc + 1, None);
+    let fed = d.feed(&row, next_ms(&row), program_event(&row), row.pc + 1, None);
     accepted(fed.unwrap())
 }
 
@@ -242,7 +249,7 @@ fn feed_of_a_refused_input_records_the_refusal_and_changes_nothing_else() {
         result: Digest::of(b"charged"),
     };
     assert!(matches!(
-        d.feed(&row, &input(&row, answer), 7, None).unwrap(),
+        d.feed(&row, next_ms(&row), answer, 7, None).unwrap(),
         Fed::Rejected
     ));
     let after = load(&mut d, &key);
@@ -268,10 +275,14 @@ fn feed_after_another_writer_moved_the_run_is_a_conflict_and_writes_nothing() {
     let cancel = Event::Cancel {
         by: Name::lit("ops"),
     };
-    accepted(other.feed(&fresh, &input(&fresh, cancel), 0, None).unwrap());
+    accepted(
+        other
+            .feed(&fresh, next_ms(&fresh), cancel, 0, None)
+            .unwrap(),
+    );
     let event = program_event(&stale);
     assert!(matches!(
-        d.feed(&stale, &input(&stale, event), 1, None).unwrap(),
+        d.feed(&stale, next_ms(&stale), event, 1, None).unwrap(),
         Fed::Conflict
     ));
     assert_eq!(d.commits(), 0);
@@ -292,10 +303,10 @@ fn feed_of_a_party_request_stores_the_kernels_answer_with_the_record_accepted_or
     let event = Event::Cancel {
         by: Name::lit("ops"),
     };
-    let moved = accepted(d.feed(&row, &input(&row, event), 0, Some(first)).unwrap());
+    let moved = accepted(d.feed(&row, next_ms(&row), event, 0, Some(first)).unwrap());
     let row = moved.row;
     assert!(matches!(
-        d.feed(&row, &input(&row, event), 0, Some(second)).unwrap(),
+        d.feed(&row, next_ms(&row), event, 0, Some(second)).unwrap(),
         Fed::Rejected
     ));
     let answers: Vec<Option<Answered>> = d
@@ -330,9 +341,9 @@ fn feed_of_a_request_answered_already_is_a_conflict() {
     let event = Event::Cancel {
         by: Name::lit("ops"),
     };
-    let moved = accepted(d.feed(&row, &input(&row, event), 0, Some(id)).unwrap());
+    let moved = accepted(d.feed(&row, next_ms(&row), event, 0, Some(id)).unwrap());
     // A second worker that read the same request feeds it again on the run as it now is.
-    let again = d.feed(&moved.row, &input(&moved.row, event), 0, Some(id));
+    let again = d.feed(&moved.row, next_ms(&moved.row), event, 0, Some(id));
     assert!(matches!(again.unwrap(), Fed::Conflict));
     assert_eq!(records(&mut d, &key), (1, 0));
 }
@@ -349,6 +360,7 @@ fn carry_out_dispatches_after_the_commit_and_records_the_result() {
         key: commanded.tool_key.to_string(),
         attempt: 0,
         args: Digest::of(b"amount=42"),
+        resource: Some(key.0.clone()),
     };
     assert_eq!(d.tools.sent, [expected]);
     let after = load(&mut d, &key);
@@ -414,7 +426,7 @@ fn refusal_by_another_worker(key: RunKey) -> Race {
             result: Digest::of(b"stray"),
         };
         assert!(matches!(
-            w.feed(&row, &input(&row, stray), row.pc, None).unwrap(),
+            w.feed(&row, next_ms(&row), stray, row.pc, None).unwrap(),
             Fed::Rejected
         ));
     })
@@ -638,4 +650,64 @@ fn a_run_sealed_under_another_key_or_none_is_refused_before_anything_is_written(
     );
     assert!(d.turn(&keyed, false).unwrap());
     assert!(d.store.log(&keyed).unwrap().len() > 1);
+}
+
+/// A seed run driven to its approval wait, and the approver's request for that checkpoint.
+fn seed_awaiting_approval() -> (Driver<MemoryStore, Recorder>, RunKey, Request) {
+    let (mut d, key) = driver_of(
+        MemoryStore::new(),
+        Recorder::default(),
+        Flavor::Correct,
+        Program::Seed,
+    );
+    assert!(d.turn(&key, false).unwrap());
+    let row = load(&mut d, &key);
+    assert_eq!(status_of(&row.run), Status::Approval);
+    let Event::Resume(resume) = crate::testing::approval_of(&row) else {
+        unreachable!("an approval is a resume")
+    };
+    let request = Request::Resume {
+        checkpoint: resume.checkpoint,
+        decision: resume.decision,
+    };
+    (d, key, request)
+}
+
+fn answer_of(d: &mut Driver<MemoryStore, Recorder>, key: &RunKey, id: u64) -> Answer {
+    let inbox = d.store.inbox(key, false).unwrap();
+    let request = inbox.iter().find(|r| r.id == id).expect("the request");
+    request.answer.expect("answered").answer
+}
+
+#[test]
+fn an_approval_on_a_resource_moved_from_outside_is_refused_with_resource_changed() {
+    let approver = crate::program::APPROVER;
+    // Nothing moved: the approval is accepted and the call dispatched.
+    let (mut d, key, request) = seed_awaiting_approval();
+    let id = submit_sealed(&mut d.store, &key, approver, 20, &request);
+    assert!(d.turn(&key, true).unwrap());
+    assert!(matches!(answer_of(&mut d, &key, id), Answer::Accepted(_)));
+    assert!(d.tools.kinds().contains(&"dispatch"));
+    // Another system moves the run's resource while the approver looks at the checkpoint:
+    // the version the worker observes is no longer the checkpoint's, and the approval is
+    // refused, never carried out (RES-3).
+    let (mut d, key, request) = seed_awaiting_approval();
+    let moved = ToolRequest::Move {
+        resource: key.0.clone(),
+    };
+    assert_eq!(
+        d.tools.inner.call(&moved).unwrap(),
+        ToolReply::Version { version: 1 }
+    );
+    let id = submit_sealed(&mut d.store, &key, approver, 20, &request);
+    assert!(d.turn(&key, true).unwrap());
+    match answer_of(&mut d, &key, id) {
+        Answer::Rejected(Rejection::ResourceChanged {
+            checkpoint,
+            current,
+        }) => assert_eq!((checkpoint, current), (0, 1)),
+        other => panic!("the approval must be refused for the moved resource: {other:?}"),
+    }
+    assert!(!d.tools.kinds().contains(&"dispatch"), "nothing was sent");
+    assert_eq!(status_of(&load(&mut d, &key).run), Status::Approval);
 }

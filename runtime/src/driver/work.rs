@@ -8,25 +8,27 @@ use crate::auth::Parties;
 use crate::rng::now_ms;
 use crate::store::{Request, Row, RunKey, Store, Summary};
 use crate::tool::Tools;
-use resumable_kernel::{Event, Input, Next, Resume};
+use resumable_kernel::{Event, Next, Resume};
 use std::time::Duration;
 
 /// Most actions one turn takes on one run before the worker moves on to the next.
 const TURN_BUDGET: u32 = 16;
 
-/// The kernel input of a party's request, with the facts established now (RES-7).
-fn request_event(row: &Row, request: Request) -> Event {
-    match request {
+/// The kernel input of a party's request, with the facts established now (RES-7): the
+/// resource's version as the tool service reports it, never one the party sent. `None` for a
+/// resume while the version cannot be observed.
+fn request_event(request: Request, observed: Option<u64>) -> Option<Event> {
+    Some(match request {
         Request::Resume {
             checkpoint,
             decision,
         } => Event::Resume(Resume {
             checkpoint,
             decision,
-            facts: facts(row),
+            facts: facts(observed?),
         }),
         Request::Cancel { by } => Event::Cancel { by },
-    }
+    })
 }
 
 impl<S: Store, T: Tools> Driver<S, T> {
@@ -56,12 +58,17 @@ impl<S: Store, T: Tools> Driver<S, T> {
             } else {
                 None
             };
+            // The resource's version now: the fact the program's step states and a resume is
+            // re-checked against (RES-3), observed before each action.
+            let observed = self.observe(key);
             let (owner, timing) = (&self.config.owner, &self.config.timing);
-            let Some(action) = plan::plan(&row, pending.as_ref(), now_ms(), owner, timing)? else {
+            let now = now_ms();
+            let Some(action) = plan::plan(&row, pending.as_ref(), now, owner, timing, observed)?
+            else {
                 return Ok(progressed);
             };
             inbox = matches!(action, Action::Request(_));
-            if !self.act(row, action)? {
+            if !self.act(row, action, observed)? {
                 return Ok(progressed);
             }
             progressed = true;
@@ -71,7 +78,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
 
     /// Carries out one planned action; returns whether something was committed. The broken
     /// flavours each take the place of one piece of the correct path, here and nowhere else.
-    fn act(&mut self, row: Row, action: Action) -> Result<bool, DriveError> {
+    fn act(&mut self, row: Row, action: Action, observed: Option<u64>) -> Result<bool, DriveError> {
         let (event, pc, consumed) = match action {
             Action::Query(d) => {
                 return Ok(match self.reconcile(&row, &d, row.checkpoint)? {
@@ -104,17 +111,16 @@ impl<S: Store, T: Tools> Driver<S, T> {
                         return Ok(true);
                     }
                 }
-                (request_event(&row, r.request), row.pc, Some(r.id))
+                let Some(event) = request_event(r.request, observed) else {
+                    return Ok(false); // the facts cannot be established now: fed later
+                };
+                (event, row.pc, Some(r.id))
             }
         };
-        let input = Input {
-            at: Self::at(&row.run),
-            event,
-        };
         if self.config.flavor == Flavor::DispatchBeforeCommit {
-            return self.feed_dispatching_first(&row, &input, pc, consumed);
+            return self.feed_dispatching_first(&row, event, pc, consumed);
         }
-        let fed = self.feed(&row, &input, pc, consumed)?;
+        let fed = self.feed(&row, now_ms(), event, pc, consumed)?;
         self.settle(&row.key, fed, consumed.is_some())
     }
 

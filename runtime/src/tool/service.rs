@@ -35,6 +35,14 @@ pub enum Entry {
         attempt: u8,
         /// The result.
         result: Digest,
+        /// The resource the call acted on, whose version this commit moved by one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource: Option<String>,
+    },
+    /// An outside writer moved a resource by one version.
+    Moved {
+        /// The resource.
+        resource: String,
     },
     /// The status query fenced a key and attempt: a late request under them cannot commit.
     Fence {
@@ -74,6 +82,8 @@ struct Ledger {
     /// Committed (key, attempt) pairs.
     attempts: HashSet<(String, u8)>,
     fences: HashSet<(String, u8)>,
+    /// Each resource's version: the commits that acted on it and the outside moves.
+    versions: HashMap<String, u64>,
 }
 
 /// A ledger read back: its entries, in order, and the torn last line, if there is one.
@@ -227,6 +237,7 @@ impl Ledger {
             commits: HashMap::new(),
             attempts: HashSet::new(),
             fences: HashSet::new(),
+            versions: HashMap::new(),
         };
         for e in read.entries {
             ledger.remember(&e);
@@ -240,10 +251,17 @@ impl Ledger {
                 key,
                 attempt,
                 result,
+                resource,
                 ..
             } => {
                 self.commits.entry(key.clone()).or_insert((0, *result)).0 += 1;
                 self.attempts.insert((key.clone(), *attempt));
+                if let Some(r) = resource {
+                    *self.versions.entry(r.clone()).or_insert(0) += 1;
+                }
+            }
+            Entry::Moved { resource } => {
+                *self.versions.entry(resource.clone()).or_insert(0) += 1;
             }
             Entry::Fence { key, attempt, .. } => {
                 self.fences.insert((key.clone(), *attempt));
@@ -267,6 +285,7 @@ impl Ledger {
         key: &str,
         attempt: u8,
         args: Digest,
+        resource: Option<&str>,
     ) -> io::Result<ToolReply> {
         let Some(spec) = tool_spec(tool) else {
             return Ok(ToolReply::Refused {
@@ -288,8 +307,24 @@ impl Ledger {
             key: key.to_string(),
             attempt,
             result,
+            resource: resource.map(str::to_string),
         })?;
         Ok(ToolReply::Committed { result })
+    }
+
+    /// A resource's version now.
+    fn version(&self, resource: &str) -> ToolReply {
+        ToolReply::Version {
+            version: self.versions.get(resource).copied().unwrap_or(0),
+        }
+    }
+
+    /// An outside writer's move of a resource, durable before it is answered.
+    fn moved(&mut self, resource: &str) -> io::Result<ToolReply> {
+        self.append(Entry::Moved {
+            resource: resource.to_string(),
+        })?;
+        Ok(self.version(resource))
     }
 
     /// The status query, by the tool's contract.
@@ -450,11 +485,14 @@ fn handle(shared: &Shared, request: &ToolRequest) -> io::Result<ToolReply> {
             key,
             attempt,
             args,
+            resource,
         } => {
             let delay = lock(&shared.rng).below(shared.config.max_delay_ms + 1);
             std::thread::sleep(Duration::from_millis(delay));
-            lock(&shared.ledger).dispatch(tool, key, *attempt, *args)
+            lock(&shared.ledger).dispatch(tool, key, *attempt, *args, resource.as_deref())
         }
+        ToolRequest::Version { resource } => Ok(lock(&shared.ledger).version(resource)),
+        ToolRequest::Move { resource } => lock(&shared.ledger).moved(resource),
         ToolRequest::Query { tool, key, attempt } => {
             let unknown = lock(&shared.rng).percent(shared.config.unknown_percent);
             lock(&shared.ledger).query(tool, key, *attempt, unknown)
@@ -479,8 +517,12 @@ mod tests {
     #[test]
     fn a_deduping_tool_commits_a_key_once_and_answers_a_repeat_with_the_first_result() {
         let (mut l, path) = ledger("dedupe");
-        let a = l.dispatch("charge:card", "k", 0, Digest::of(b"x")).unwrap();
-        let b = l.dispatch("charge:card", "k", 0, Digest::of(b"x")).unwrap();
+        let a = l
+            .dispatch("charge:card", "k", 0, Digest::of(b"x"), None)
+            .unwrap();
+        let b = l
+            .dispatch("charge:card", "k", 0, Digest::of(b"x"), None)
+            .unwrap();
         assert_eq!(a, b);
         assert_eq!(commits_per_key(&read_ledger(&path).unwrap())["k"], 1);
         assert_eq!(l.query("charge:card", "k", 0, false).unwrap(), a);
@@ -494,12 +536,12 @@ mod tests {
             ToolReply::NotCommitted
         );
         assert_eq!(
-            l.dispatch("notify:email", "k", 0, Digest::of(b"x"))
+            l.dispatch("notify:email", "k", 0, Digest::of(b"x"), None)
                 .unwrap(),
             ToolReply::Fenced
         );
         assert!(matches!(
-            l.dispatch("notify:email", "k", 1, Digest::of(b"x"))
+            l.dispatch("notify:email", "k", 1, Digest::of(b"x"), None)
                 .unwrap(),
             ToolReply::Committed { .. }
         ));
@@ -508,7 +550,7 @@ mod tests {
         let mut again = Ledger::open(&path).unwrap();
         assert_eq!(
             again
-                .dispatch("notify:email", "k", 0, Digest::of(b"x"))
+                .dispatch("notify:email", "k", 0, Digest::of(b"x"), None)
                 .unwrap(),
             ToolReply::Fenced
         );
@@ -522,13 +564,13 @@ mod tests {
             l.query("notify:email", "k", 0, true).unwrap(),
             ToolReply::Unknown
         );
-        l.dispatch("notify:email", "k", 0, Digest::of(b"x"))
+        l.dispatch("notify:email", "k", 0, Digest::of(b"x"), None)
             .unwrap();
-        l.dispatch("notify:email", "k", 0, Digest::of(b"x"))
+        l.dispatch("notify:email", "k", 0, Digest::of(b"x"), None)
             .unwrap();
         assert_eq!(commits_per_key(&read_ledger(&path).unwrap())["k"], 2);
         assert!(matches!(
-            l.dispatch("nope", "k", 0, Digest::of(b"x")).unwrap(),
+            l.dispatch("nope", "k", 0, Digest::of(b"x"), None).unwrap(),
             ToolReply::Refused { .. }
         ));
     }
@@ -536,7 +578,8 @@ mod tests {
     #[test]
     fn a_torn_last_line_was_never_answered_and_is_cut_on_open() {
         let (mut l, path) = ledger("torn");
-        l.dispatch("charge:card", "k", 0, Digest::of(b"x")).unwrap();
+        l.dispatch("charge:card", "k", 0, Digest::of(b"x"), None)
+            .unwrap();
         drop(l);
         let whole = std::fs::metadata(&path).unwrap().len();
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
@@ -548,7 +591,7 @@ mod tests {
         let mut again = Ledger::open(&path).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
         again
-            .dispatch("charge:card", "k2", 0, Digest::of(b"x"))
+            .dispatch("charge:card", "k2", 0, Digest::of(b"x"), None)
             .unwrap();
         assert_eq!(read_ledger(&path).unwrap().len(), 2);
     }
@@ -557,7 +600,7 @@ mod tests {
     fn ledger_of(name: &str, n: u32) -> PathBuf {
         let (mut l, path) = ledger(name);
         for i in 0..n {
-            l.dispatch("charge:card", &format!("k{i}"), 0, Digest::of(b"x"))
+            l.dispatch("charge:card", &format!("k{i}"), 0, Digest::of(b"x"), None)
                 .unwrap();
         }
         path
@@ -592,7 +635,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), spaced);
         // The key of the spaced line is still committed: a repeat answers the first result.
         assert_eq!(l.commits["k0"].0, 1);
-        l.dispatch("charge:card", "k0", 0, Digest::of(b"x"))
+        l.dispatch("charge:card", "k0", 0, Digest::of(b"x"), None)
             .unwrap();
         assert_eq!(commits_per_key(&read_ledger(&path).unwrap())["k0"], 1);
     }

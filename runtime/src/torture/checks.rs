@@ -13,7 +13,7 @@ use crate::parties::describe;
 use crate::store::{Answer, Answered, Request, Status, Store, StoreError};
 use crate::tool::service::{commits_per_key, read_ledger, Entry};
 use resumable_audit::Record;
-use resumable_kernel::{Event, EventKind, Resume};
+use resumable_kernel::{Digest, Event, EventKind, Resume};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
@@ -42,6 +42,10 @@ pub struct Tally {
     pub tool_commits: u64,
     /// Fences in the tool's ledger.
     pub fences: u64,
+    /// Resources moved by an outside writer, in the tool's ledger.
+    pub outside_moves: u64,
+    /// Decisions refused because the resource moved since their checkpoint (RES-3).
+    pub resource_changed: u64,
 }
 
 /// The runs' logs, parsed, by key (for the recovery times).
@@ -59,16 +63,7 @@ pub fn check(
     let mut tally = Tally::default();
     let mut violations = Vec::new();
     let entries = read_ledger(ledger).map_err(|e| StoreError::Backend(format!("ledger: {e}")))?;
-    let mut results = HashSet::new();
-    for e in &entries {
-        match e {
-            Entry::Commit { key, result, .. } => {
-                tally.tool_commits += 1;
-                results.insert((key.clone(), *result));
-            }
-            Entry::Fence { .. } => tally.fences += 1,
-        }
-    }
+    let results = ledger_tally(&entries, &mut tally);
     let mut logs = Logs::new();
     let now = crate::rng::now_ms();
     // The tool sees digests; people read `run/key`.
@@ -132,10 +127,31 @@ pub fn check(
     Ok((tally, logs, violations))
 }
 
+/// Counts the ledger's entries; returns every (key, result) the tool committed.
+fn ledger_tally(entries: &[Entry], tally: &mut Tally) -> HashSet<(String, Digest)> {
+    let mut results = HashSet::new();
+    for e in entries {
+        match e {
+            Entry::Commit { key, result, .. } => {
+                tally.tool_commits += 1;
+                results.insert((key.clone(), *result));
+            }
+            Entry::Fence { .. } => tally.fences += 1,
+            Entry::Moved { .. } => tally.outside_moves += 1,
+        }
+    }
+    results
+}
+
 fn count(records: &[Record], tally: &mut Tally) {
     for r in records {
         match &r.verdict {
-            Verdict::Rejected(_) => tally.rejections += 1,
+            Verdict::Rejected(r) => {
+                tally.rejections += 1;
+                if r.kind() == resumable_kernel::RejectionKind::ResourceChanged {
+                    tally.resource_changed += 1;
+                }
+            }
             Verdict::Accepted(a) => {
                 tally.commits += 1;
                 if a.event == EventKind::Recover {

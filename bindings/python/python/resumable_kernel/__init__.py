@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, Union
+from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, Union, cast
 
 from . import _native
 from ._native import (
@@ -331,7 +331,7 @@ def _verdict(answer: Mapping[str, Any]) -> Verdict:
 def new_run(identity: Mapping[str, str], policy: Mapping[str, Any], created_at: int) -> Json:
     """A new run at revision 0, running."""
     spec = {"identity": identity, "policy": policy, "created_at": created_at}
-    return json.loads(_native.new_run(json.dumps(spec)))
+    return cast(Json, json.loads(_native.new_run(json.dumps(spec))))
 
 
 def step_json(run: str, input: str) -> str:
@@ -349,7 +349,7 @@ def step(run: Union[Json, str], input: Union[Json, str]) -> Verdict:
 
 def seal_checkpoint(checkpoint: Union[Json, str]) -> Json:
     """The checkpoint with its digest recomputed over its other fields."""
-    return json.loads(_native.seal_checkpoint(_text(checkpoint)))
+    return cast(Json, json.loads(_native.seal_checkpoint(_text(checkpoint))))
 
 
 def tool_key(identity: Mapping[str, str], key: str) -> str:

@@ -1,134 +1,78 @@
-"""LangChain's ``HumanInTheLoopMiddleware`` (langchain 1.x, batched mode), decided by the kernel.
+"""LangChain's ``HumanInTheLoopMiddleware`` (langchain 1.x, batched mode), driven by the driver
+core (:mod:`resumable_kernel.driver`): glue only.
 
-:class:`KernelHITL` is the middleware with the kernel in front of every decision. A model turn
-whose tool calls need review becomes one kernel batch (spec 5.5, BAT-1): one call per action
-request, in order, each call's ``contract.allowed`` the tool's ``allowed_decisions`` (POL-1),
-one checkpoint for all of them, committed to a :class:`~resumable_kernel.gate.RunStore` before
-the graph is interrupted. The interrupt's value is the middleware's own ``HITLRequest``
-(``action_requests``, ``review_configs``) with what binds an answer: the batch's ``checkpoint``
-and each call's id, argument digest and requester (``calls``). An answer is made with
-:func:`answer` from that value: the middleware's decision list (``approve``, ``edit``,
-``reject``, ``respond``) with the approver, the time and an expiry. The whole list is fed to the
-kernel as one ``decision: batch`` (spec/frameworks.md maps each word); only an accepted list is
-handed to the agent. A refused one changes nothing, and the middleware interrupts again with
-the same request, the refusal (``refused``) and its ``message``, so the next
-``Command(resume=...)`` answers that; a resume value that is not such an answer is refused the
-same way (``not_a_decision``), and so is an edit that renames the tool (another call).
+A model turn whose tool calls need review is planned as one batch (the core's ``plan_turn``,
+one batch even of one call), each call's ``contract.allowed`` its tool's
+``allowed_decisions``. The interrupt's value is the middleware's own ``HITLRequest``
+(``action_requests``, ``review_configs``) beside the core's ``request`` (the arguments
+themselves beside their digest, the checkpoint, ``expires_at``). The answer,
+:func:`answer`, is the middleware's decision list with the approver and an expiry; the core
+maps each word (approve, edit, reject, respond, deny: spec/frameworks.md) and judges the list
+at the middleware's clock against the request it names. A refused list changes nothing but the
+audit log, and the middleware asks again with ``refused``; only an accepted list is handed to
+the agent. ``deny`` fails the run, as the core says: no call of the turn runs and the agent
+ends there (``jump_to: end``).
 
-Once the kernel has accepted every decision it has dispatched the approved and edited calls
-(BAT-3); each tool then runs under its dispatch (:meth:`KernelHITL.dispatch_for` gives the tool
-key), with the arguments the kernel bound (an edit's, whose digest is RFC 8785 of the edited
-args, BAT-5), and its answer is recorded in the run as it comes (BAT-4). A call the kernel did
-not dispatch is answered with an error message and never reaches the tool.
-
-Refused by name (:class:`NotBuilt`): the middleware's ``per_call`` mode, and a turn with more
-reviewed calls than one batch holds (:data:`resumable_kernel.BATCH_CAPACITY`); the middleware
-answers one turn with one decision list, so it is not split into consecutive batches.
-Not built: reconciling a tool call whose process died while it was in flight (the kernel's
-``recover``); :class:`~resumable_kernel.gate.ApprovalGate` shows that for single calls.
+Each approved or edited call then runs through :meth:`KernelHITL.wrap_tool_call` with the
+arguments the core handed out (an edit's, never the model's), and its answer is recorded; a
+call the core did not hand out never reaches its tool. A turn whose calls were in flight when
+the process died is reconciled through the core's query path with ``tool`` (its ``query``).
 """
 
 from __future__ import annotations
 
+import json
 import threading
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence, cast
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware.types import hook_config
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import interrupt
 
-import resumable_kernel as rk
-from resumable_kernel.gate import MAX_ROUNDS, Refused, RunStore, Stored, open_run, stored_run
+from . import driver as core
+from .driver import Driver, Json, Tool
 
 
 class NotBuilt(Exception):
-    """A shape this middleware does not decide through the kernel."""
+    """A shape this middleware does not decide through the core (``per_call`` mode)."""
 
 
-def _kernel_allowed(allowed: Any) -> rk.Allowed:
-    return [k for k in rk.VERDICT_KINDS if k in allowed]
-
-
-def answer(request: Mapping[str, Any], decisions: list[Mapping[str, Any]], approver: str,
-           at: int, expires_at: int) -> rk.Json:
-    """The ``Command(resume=...)`` value that answers the interrupt value ``request`` with the
-    middleware's ``decisions`` (one per action request, in order), bound to each call as the
-    approver saw it: its id, its argument digest, its requester and the batch's checkpoint."""
-    cp = request["checkpoint"]
-    bindings = [{"call_id": c["call_id"], "args": c["args"], "requester": c["requester"],
-                 "approver": approver, "revision": cp["revision"], "expires_at": expires_at}
-                for c in request["calls"]]
-    return {"decisions": list(decisions), "approvals": bindings, "checkpoint": cp, "at": at}
-
-
-def _call_decision(approval: Mapping[str, Any], decision: Mapping[str, Any],
-                   tool: str) -> rk.Json:
-    """One middleware decision as the kernel's, per spec/frameworks.md."""
-    kind = decision.get("type")
-    if kind == "approve":
-        return {"approval": dict(approval), "verdict": "approve"}
-    if kind == "edit":
-        edited = decision.get("edited_action") or {}
-        if edited.get("name") != tool:
-            raise _not_a_decision(f"an edit that renames {tool} is another call: {decision!r}")
-        return {"approval": dict(approval), "verdict": "edit",
-                "args": rk.digest(edited.get("args"))}
-    if kind == "reject":
-        return {"approval": dict(approval), "verdict": "reject",
-                "reason": rk.digest(decision.get("message", ""))}
-    if kind == "respond":
-        return {"approval": dict(approval), "verdict": "respond",
-                "result": rk.digest(decision.get("message"))}
-    raise _not_a_decision(f"not a decision of the middleware: {decision!r}")
-
-
-def _not_a_decision(message: str) -> Refused:
-    return Refused(rk.Rejected("not_a_decision", {}, message))
+def answer(shown: Mapping[str, Any], decisions: Sequence[Mapping[str, Any]], approver: str,
+           expires_at: int) -> Json:
+    """The ``Command(resume=...)`` value answering the interrupt value ``shown`` with the
+    middleware's ``decisions`` (one per action request, in order) by ``approver``, valid until
+    ``expires_at``. It names the request it answers; it carries no time."""
+    return {"request": shown["request"], "decisions": [dict(d) for d in decisions],
+            "approver": approver, "expires_at": expires_at}
 
 
 class KernelHITL(HumanInTheLoopMiddleware):
-    """``HumanInTheLoopMiddleware`` whose decisions the kernel takes first. ``store`` and
-    ``run_name`` hold the kernel's run; ``requester`` asks for the calls (the agent), ``approver``
-    decides them, each batch expires ``expires_in`` after it opens; ``clock`` gives the time."""
+    """``HumanInTheLoopMiddleware`` whose decisions the driver core takes first. ``driver``
+    holds the run; ``requester`` asks for the calls (the agent), ``approver`` decides them, each
+    batch expires ``expires_in`` after it opens (in the driver clock's unit); ``tool`` answers
+    status queries when a turn's calls were in flight across a crash."""
 
-    def __init__(self, interrupt_on: Mapping[str, Any], *, store: RunStore, run_name: str,
-                 identity: Mapping[str, str], clock: Callable[[], int], requester: str,
-                 approver: str, expires_in: int, operator: str = "ops",
-                 reconcile_window: int = 3600, **kwargs: Any) -> None:
+    def __init__(self, interrupt_on: Mapping[str, Any], *, driver: Driver, requester: str,
+                 approver: str, expires_in: int, tool: Optional[Tool] = None,
+                 **kwargs: Any) -> None:
         if kwargs.get("interrupt_mode", "batched") != "batched":
-            raise NotBuilt("per_call mode: one interrupt per call is a batch of one each, and "
-                           "this middleware decides the batched mode only")
+            raise NotBuilt("per_call mode: this middleware decides the batched mode only")
         super().__init__(dict(interrupt_on), **kwargs)
-        self.run_store, self.run_name, self.clock = store, run_name, clock
-        self._lock = threading.Lock()
-        self.identity = dict(identity)
+        self.driver, self.tool = driver, tool
         self.requester, self.approver, self.expires_in = requester, approver, expires_in
-        open_run(store, run_name, identity, operator, reconcile_window, clock)
+        self._lock = threading.Lock()
 
-    def stored(self) -> Stored:
-        return stored_run(self.run_store, self.run_name)
+    def _proposal(self, tool_call: Mapping[str, Any], allowed: Any) -> Json:
+        contract = {"dedupes": True, "query_fences": False, "max_attempts": 3,
+                    "allowed": [k for k in ("approve", "edit", "reject", "respond", "deny")
+                                if k in allowed or k == "deny"]}
+        return core.proposal(tool_call["id"], tool_call["name"], tool_call["args"],
+                             key=f"{self.driver.name}:{tool_call['id']}",
+                             requester=self.requester, approver=self.approver,
+                             expires_in=self.expires_in, contract=contract)
 
-    def _step(self, input: rk.Json) -> rk.Accepted:
-        """One kernel step, committed before anything it commands is carried out. The agent
-        runs a turn's tools in parallel: their results are stepped one at a time."""
-        with self._lock:
-            s = self.stored()
-            v = rk.step(s.run, input)
-            if isinstance(v, rk.Rejected):
-                raise Refused(v)
-            s.history.apply(v.effects)
-            before = s.run["revision"]
-            s.run, s.checkpoint = v.run, v.checkpoint or s.checkpoint
-            self.run_store.commit(self.run_name, before, s)
-            return v
-
-    def _call(self, tool_call: Mapping[str, Any], allowed: Any) -> rk.Json:
-        return {"call_id": tool_call["id"], "tool": tool_call["name"],
-                "args": rk.digest(tool_call["args"]),
-                "key": f"{self.run_name}:{tool_call['id']}",
-                "contract": {"dedupes": True, "query_fences": False, "max_attempts": 3,
-                             "allowed": _kernel_allowed(allowed)}}
-
+    @hook_config(can_jump_to=["end"])
     def after_model(self, state: Any, runtime: Any) -> Optional[dict[str, Any]]:
         messages = state["messages"]
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
@@ -141,136 +85,112 @@ class KernelHITL(HumanInTheLoopMiddleware):
                 reviewed.append((i, tool_call, config))
         if not reviewed:
             return super().after_model(state, runtime)
-        if len(reviewed) > rk.BATCH_CAPACITY:
-            raise NotBuilt(f"{len(reviewed)} reviewed calls in one turn: one batch holds at "
-                           f"most {rk.BATCH_CAPACITY}")
-        calls = [self._call(tc, cfg["allowed_decisions"]) for _, tc, cfg in reviewed]
+        proposals = [self._proposal(tc, cfg["allowed_decisions"]) for _, tc, cfg in reviewed]
         actions, configs = zip(*(self._create_action_and_config(tc, cfg, state, runtime)
                                  for _, tc, cfg in reviewed))
-        decisions = self._decide(calls, list(actions), list(configs))
-        # The kernel accepted these decisions: the agent gets them, as the middleware hands
-        # them on (kept calls, messages for rejections and answers, edits by call id).
+        decisions = self._decide(proposals, list(actions), list(configs))
+        if any(d.get("type") == "deny" for d in decisions):
+            # The run has failed (APR-4): no call of the turn runs, and the agent stops here.
+            last.tool_calls = []
+            return {"messages": [last], "jump_to": "end"}
         by_index = {i: d for (i, _, _), d in zip(reviewed, decisions)}
         kept, answers, edits = [], [], {}
         for i, tool_call in enumerate(last.tool_calls):
             if i not in by_index:
                 kept.append(tool_call)
                 continue
+            decision = by_index[i]
             config = self.interrupt_on[tool_call["name"]]
-            revised, message = self._process_decision(by_index[i], tool_call, config)
+            revised, message = self._process_decision(cast(Any, decision), tool_call, config)
             if revised is not None:
                 kept.append(revised)
-                if by_index[i]["type"] == "edit":
-                    edits[tool_call["id"]] = by_index[i]["edited_action"]
+                if decision["type"] == "edit":
+                    edits[tool_call["id"]] = decision["edited_action"]
             if message is not None:
                 answers.append(message)
         last.tool_calls = kept
         return {"messages": [last, *answers], "hitl_edited_tool_calls": edits}
 
-    def _batch_of(self, run: rk.Json, calls: list[rk.Json]) -> Optional[rk.Json]:
-        """The run's batch, if it is the one for these calls."""
-        batch = run.get("batch")
-        if batch is None:
-            return None
-        ids = [s["call"]["call"]["call_id"] for s in batch["slots"]]
-        return batch if ids == [c["call_id"] for c in calls] else None
-
-    def _decide(self, calls: list[rk.Json], actions: list[Any],
+    def _decide(self, proposals: list[Json], actions: list[Any],
                 configs: list[Any]) -> list[Mapping[str, Any]]:
-        """Suspends the run for the batch (once), interrupts, and feeds the answers to the
-        kernel until one is accepted; returns the accepted decision list."""
-        refused: Optional[rk.Rejected] = None
-        for _ in range(MAX_ROUNDS):
-            s = self.stored()
-            phase, batch = s.run["phase"], self._batch_of(s.run, calls)
-            if batch is None and phase["phase"] == "running" and phase["in_flight"] is None:
-                history = s.history
-                proposals = [{"call": c, "requester": self.requester,
-                              "prior": history.prior(c)} for c in calls]
-                now = self.clock()
-                self._step({"at": now, "kind": "suspend",
-                            "wait": {"wait": "batch", "calls": proposals},
-                            "expires_at": now + self.expires_in,
-                            "responsible": self.approver, "resource_version": 0})
-                continue
-            if batch is None or (phase["phase"] != "suspended" and batch["closed"] is None):
-                raise RuntimeError(f"run {self.run_name} cannot take this turn's batch: {phase}")
-            # Open: ask. Closed: the node runs again after the kernel took an answer (a crash
-            # before the graph saved its step); the graph hands the answers back in order, and
-            # only the one the kernel recorded is taken again (see _resume).
-            request: dict[str, Any] = {
-                "action_requests": actions, "review_configs": configs,
-                "checkpoint": s.checkpoint,
-                "calls": [{"call_id": c["call_id"], "args": c["args"],
-                           "requester": self.requester} for c in calls],
-            }
+        """Plans the turn, interrupts, and feeds the answers until one is accepted; returns
+        the accepted decision list (also when the node runs again after it was accepted)."""
+        consumed, refused = 0, None
+        last: Any = None
+        for _ in range(core.MAX_ROUNDS):
+            todo = self.driver.advance(proposals, self.tool, turn=True)
+            kind = todo["todo"]
+            if kind in ("done", "ended", "carry_out") or (kind == "query" and self.tool is None):
+                # Decided already: the graph hands the node's answers back in order; the
+                # accepted one is the last of them.
+                answers = todo.get("answers", self._answers(proposals))
+                while consumed < answers:
+                    last = interrupt({"replayed": True})
+                    consumed += 1
+                if isinstance(last, Mapping) and "decisions" in last:
+                    return list(last["decisions"])
+                if kind == "ended":
+                    return [{"type": "deny"} for _ in proposals]
+                raise RuntimeError(f"run {self.driver.name}: the turn was decided, and its "
+                                   "answer is not among the values the graph replays")
+            if kind != "ask":
+                raise RuntimeError(f"run {self.driver.name} cannot take this turn: {todo}")
+            request = todo["request"]
+            while consumed < request["answers"]:
+                interrupt({"replayed": True})
+                consumed += 1
+            shown: Json = {"action_requests": actions, "review_configs": configs,
+                           "request": request}
             if refused is not None:
-                request["refused"], request["message"] = refused.rejection, refused.message
-            value = interrupt(request)
-            try:
-                return self._resume(value, calls)
-            except Refused as r:
-                # The run is unchanged; ask again, saying why. When the node runs again, the
-                # graph hands the same answers back in order, each refused the same way.
-                refused = r.rejection
-        raise RuntimeError(f"run {self.run_name}: the batch did not settle")
+                shown["refused"] = refused
+            value = interrupt(shown)
+            consumed += 1
+            out = self._feed(value)
+            refused = core.rejected(out)
+            if refused is None:
+                return list(value["decisions"])
+        raise RuntimeError(f"run {self.driver.name}: the batch did not settle")
 
-    def _resume(self, value: Any, calls: list[rk.Json]) -> list[Mapping[str, Any]]:
-        if not isinstance(value, Mapping) or not {"decisions", "approvals", "checkpoint",
-                                                  "at"} <= set(value):
-            raise _not_a_decision("the resume value is not an answer (decisions, approvals, "
-                                  f"checkpoint, at): {value!r}")
-        decisions, approvals = list(value["decisions"]), list(value["approvals"])
-        if len(decisions) != len(calls) or len(approvals) != len(calls):
-            raise _not_a_decision(f"{len(decisions)} decisions for {len(calls)} calls")
-        tools = {c["call_id"]: c["tool"] for c in calls}
-        batch = [_call_decision(a, d, tools.get(a["call_id"], "")) for a, d in
-                 zip(approvals, decisions)]
-        cp = value["checkpoint"]
-        facts = {"resource_version": cp["resource_version"], "permitted": True,
-                 "within_budget": True}
-        try:
-            self._step({"at": value["at"], "kind": "resume", "checkpoint": cp,
-                        "decision": {"decision": "batch", "decisions": batch}, "facts": facts})
-        except Refused as r:
-            # The node ran again after the kernel had committed this very answer (a crash
-            # before the graph saved its step): every call holds exactly these decisions.
-            if r.rejection.kind != "already_applied" or not self._recorded(batch):
-                raise
-        return decisions
+    def _answers(self, proposals: list[Json]) -> int:
+        calls = self.driver.book()["calls"]
+        return max((calls.get(p["call_id"], {}).get("answers", 0) for p in proposals), default=0)
 
-    def _recorded(self, batch: list[rk.Json]) -> bool:
-        recorded = self.stored().run.get("batch") or {"slots": []}
-        held = {s["call"]["call"]["call_id"]: (s.get("decided") or [None])[0]
-                for s in recorded["slots"]}
-        return all(held.get(d["approval"]["call_id"]) == d for d in batch)
+    def _feed(self, value: Any) -> Json:
+        if not isinstance(value, Mapping) or not {"request", "decisions", "approver",
+                                                  "expires_at"} <= set(value):
+            return {"verdict": "not_a_decision", "rejection": {},
+                    "message": f"the resume value is not an answer: {value!r}"}
+        with self._lock:
+            return self.driver.decide(value["request"], value["decisions"],
+                                      str(value["approver"]), int(value["expires_at"]),
+                                      extra=lambda out: json.dumps(out["tool_calls"]))
 
-    def dispatch_for(self, call_id: str) -> Optional[rk.Json]:
-        """The dispatch the kernel committed for ``call_id`` (tool key, attempt, the digest
-        of the arguments it bound), if that call is in flight."""
-        slots = (self.stored().run.get("batch") or {}).get("slots", [])
-        slot = next((s for s in slots if s["call"]["call"]["call_id"] == call_id
-                     and s["state"] == "in_flight"), None)
-        if slot is None:
-            return None
-        call = slot["call"]["call"]
-        return {"call_id": call_id, "tool_key": rk.tool_key(self.identity, call["key"]),
-                "attempt": slot["attempt"], "args": call["args"]}
+    def _handed_out(self, call_id: str) -> Optional[Json]:
+        extra = self.driver.row().extra
+        calls = json.loads(extra) if extra else []
+        return next((tc for tc in calls if tc["call_id"] == call_id), None)
 
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
         tool_call = request.tool_call
         if tool_call["name"] not in self.interrupt_on:
             return super().wrap_tool_call(request, handler)
-        executed = self._reviewer_edit(request)
-        to_run = request if executed is None else self._apply_edit(request, executed)
-        dispatch = self.dispatch_for(tool_call["id"])
-        if dispatch is None or dispatch["args"] != rk.digest(to_run.tool_call["args"]):
-            # Never dispatched, or not with these arguments: the tool is not reached.
+        record = self.driver.book()["calls"].get(tool_call["id"], {})
+        outcome = record.get("outcome")
+        if outcome is not None and outcome["outcome"] == "result":
+            # Recorded already: the answer, never a second run of the tool.
+            return ToolMessage(content=json.loads(outcome["result"]), name=tool_call["name"],
+                               tool_call_id=tool_call["id"])
+        handed = self._handed_out(tool_call["id"])
+        if handed is None:
             return ToolMessage(content="refused: the kernel has not dispatched this call",
                                name=tool_call["name"], tool_call_id=tool_call["id"],
                                status="error")
+        executed = self._reviewer_edit(request)
+        # The arguments the core handed out (the approved or edited ones), never the model's.
+        to_run = request.override(tool_call={**tool_call, "args": json.loads(handed["args"])})
         result = handler(to_run)
         content = result.content if isinstance(result, ToolMessage) else repr(result)
-        self._step({"at": self.clock(), "kind": "tool_result", "call_id": tool_call["id"],
-                    "attempt": dispatch["attempt"], "result": rk.digest(content)})
+        with self._lock:
+            self.driver.tool_result(handed, content if isinstance(content, str)
+                                    else json.dumps(content))
         return self._annotate_edited_result(result, to_run, executed)

@@ -13,7 +13,15 @@ use resumable_kernel::{Digest, Name, Next, Time, Wait};
 const ME: &str = "worker-1";
 
 fn plan_at(row: &Row, pending: Option<&Inbox>, now: u64) -> Option<Action> {
-    plan(row, pending, now, ME, &Timing::default()).unwrap()
+    plan(
+        row,
+        pending,
+        now,
+        ME,
+        &Timing::default(),
+        Some(row.resource_version),
+    )
+    .unwrap()
 }
 
 fn cancel_request(row: &Row) -> Inbox {
@@ -83,7 +91,7 @@ fn ready_run_whose_program_has_no_more_steps_needs_nothing() {
 fn ready_run_of_an_unknown_program_is_refused_with_its_name() {
     let mut row = fresh(Program::Seed);
     row.program = "no-such-program".to_string();
-    let err = plan(&row, None, 1_000, ME, &Timing::default()).unwrap_err();
+    let err = plan(&row, None, 1_000, ME, &Timing::default(), Some(0)).unwrap_err();
     assert!(err.to_string().contains("no-such-program"), "{err}");
 }
 

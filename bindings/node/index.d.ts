@@ -821,6 +821,17 @@ export function driverDecide(
   facts: Facts,
   key?: string | null,
 ): Fed | NotADecision;
+export function driverDecideCalls(
+  held: Held,
+  book: Book,
+  now: number,
+  request: Request,
+  words: Array<{ call_id: Name; decision: Word }>,
+  approver: Name,
+  expiresAt: number,
+  facts: Facts,
+  key?: string | null,
+): Fed | NotADecision;
 export function driverToolResult(
   held: Held,
   book: Book,

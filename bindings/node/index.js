@@ -359,6 +359,24 @@ function driverDecide(held, book, now, request, words, approver, expiresAt, fact
   );
 }
 
+/**
+ * Stages decisions on some calls of `request`, each naming its call (`[{ call_id, decision:
+ * WORD }]`), by `approver`, valid until `expiresAt`.
+ */
+function driverDecideCalls(held, book, now, request, words, approver, expiresAt, facts, key) {
+  let shown;
+  try {
+    shown = stringify(words);
+  } catch {
+    shown = 'null';
+  }
+  return parse(
+    call(native.driverDecideCalls, text(held, 'held'), text(book, 'book'), now,
+      text(request, 'request'), shown === undefined ? 'null' : shown, String(approver), expiresAt,
+      text(facts, 'facts'), optionalKey(key)),
+  );
+}
+
 /** Stages the tool's answer (`result`, any JSON value but null) to `toolCall`. */
 function driverToolResult(held, book, now, toolCall, result, key) {
   return parse(
@@ -404,6 +422,7 @@ module.exports = {
   driverAnswer,
   driverApproval,
   driverDecide,
+  driverDecideCalls,
   driverFeed,
   driverOpen,
   driverPlan,

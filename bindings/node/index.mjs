@@ -18,6 +18,7 @@ export const {
   driverAnswer,
   driverApproval,
   driverDecide,
+  driverDecideCalls,
   driverFeed,
   driverOpen,
   driverPlan,

@@ -288,6 +288,34 @@ pub fn driver_decide(
     ))
 }
 
+/// Feeds decisions on some calls of `request`, each naming its call (`[{"call_id", "decision":
+/// WORD}]`), by `approver`, valid until `expires_at`, as one batch answer.
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn driver_decide_calls(
+    held: String,
+    book: String,
+    now: i64,
+    request: String,
+    words: String,
+    approver: String,
+    expires_at: i64,
+    facts: String,
+    key: Option<String>,
+) -> Result<String> {
+    driven(resumable_driver::forms::decide_calls(
+        &held,
+        &book,
+        time(now)?,
+        &request,
+        &words,
+        &approver,
+        time(expires_at)?,
+        &facts,
+        key.as_deref(),
+    ))
+}
+
 /// Feeds the tool's answer (`result`, JSON text) to `tool_call` as the core handed it out.
 #[napi]
 pub fn driver_tool_result(

@@ -14,10 +14,11 @@
 // 5. a late delivery pays nothing.
 // At the end of each sequence every thread's audit log passes `resumable validate`.
 //
-// Seeded (SEED, NUM_RUNS below) so CI replays the same sequences. The same property run on a
-// deliberately broken adapter (test-only, `BrokenGate`: it matches a recorded call by its id
-// alone and hands the tool the node's current arguments, as the adapters before the driver
-// core did) must fail, with fast-check's shrunk counterexample.
+// Seeded (SEED, NUM_RUNS below) so CI replays the same sequences. The same property run on
+// deliberately broken adapters (test-only, as the adapters before the driver core behaved:
+// `BrokenGate` matches a recorded call by its id alone and hands the tool the node's current
+// arguments; `FrozenClockGate` takes its time from the run, never its own clock) must fail,
+// with fast-check's shrunk counterexample.
 
 const assert = require('node:assert/strict');
 const { test } = require('node:test');
@@ -62,12 +63,29 @@ class BrokenGate extends gate.ApprovalGate {
   }
 }
 
+/**
+ * Another broken adapter: its clock is the run's own last time, as an adapter that takes the
+ * time from the checkpoint (or from the answer) does: nothing is ever late, `expire` never due.
+ */
+class FrozenClockGate extends gate.ApprovalGate {
+  constructor(options) {
+    const { store, name } = options;
+    super({ ...options, clock: () => {
+      const s = store.load(name);
+      return s === null ? 0 : Number(s.held.run.updated_at);
+    } });
+  }
+}
+
+const BROKEN = {
+  'matches by call id, pays the node\'s arguments': (o) => new BrokenGate(o),
+  'takes its time from the run': (o) => new FrozenClockGate(o),
+};
+
 /** The world of one sequence: the app, its threads, and what approvers approved. */
 class World {
-  constructor(broken) {
-    this.app = new PaymentsApp(tmp(), {
-      gateFor: broken ? (o) => new BrokenGate(o) : undefined,
-    });
+  constructor(gateFor) {
+    this.app = new PaymentsApp(tmp(), { gateFor });
     this.app.ticks = 1;
     this.threads = ['t-0'];
     this.paused = new Map(); // thread -> the interrupt value it is paused on
@@ -299,10 +317,10 @@ const COMMANDS = [
   fc.constantFrom(1, 30).map((b) => new Tick(b)),
 ];
 
-/** The property over a world made by `world()`: every sequence keeps the invariants. */
-function property(broken) {
+/** The property over the app with `gateFor`'s gate: every sequence keeps the invariants. */
+function property(gateFor) {
   return fc.asyncProperty(fc.commands(COMMANDS, { maxCommands: 12 }), async (cmds) => {
-    const w = new World(broken);
+    const w = new World(gateFor);
     try {
       // The model is what the commands' preconditions read: always "maybe asked"; each
       // command looks at the real interrupt it finds (the oracle is the ledger).
@@ -315,17 +333,18 @@ function property(broken) {
 
 test(`fast-check: the gated payments app keeps its invariants (seed ${SEED}, ${NUM_RUNS} runs)`,
   { timeout: 300_000 }, async () => {
-    await fc.assert(property(false), { seed: SEED, numRuns: NUM_RUNS,
+    await fc.assert(property(undefined), { seed: SEED, numRuns: NUM_RUNS,
       includeErrorInReport: true });
   });
 
-test('fast-check bites: the broken adapter is caught with a counterexample', { timeout: 300_000 },
-  async (t) => {
-    const out = await fc.check(property(true), { seed: SEED, numRuns: NUM_RUNS,
-      includeErrorInReport: true });
-    assert.equal(out.failed, true, 'the broken adapter kept every invariant: the suite guards nothing');
-    const shown = fc.defaultReportMessage(out);
-    assert.match(shown, /which no approver approved|another payment's/, shown);
-    t.diagnostic(shown.split('\n').slice(0, 5).join(' | '));
-  });
-
+for (const [what, gateFor] of Object.entries(BROKEN)) {
+  test(`fast-check bites: a broken adapter that ${what} is caught`, { timeout: 300_000 },
+    async (t) => {
+      const out = await fc.check(property(gateFor), { seed: SEED, numRuns: NUM_RUNS,
+        includeErrorInReport: true });
+      assert.equal(out.failed, true, 'the broken adapter kept every invariant: the suite guards nothing');
+      const shown = fc.defaultReportMessage(out);
+      assert.match(shown, /which no approver approved|another payment's|a late delivery paid/, shown);
+      t.diagnostic(shown.split('\n').slice(0, 5).join(' | '));
+    });
+}

@@ -217,3 +217,48 @@ for (const saver of ['memory', 'sqlite']) {
     });
   });
 }
+
+test('gate: a tool that neither dedupes nor fences is never retried blindly: a person decides', async () => {
+  const a = app({ saver: 'memory' });
+  let lost = true;
+  const service = a.service;
+  a.service = {
+    query: (call) => service.query(call),
+    async commit(call) {
+      if (lost) {
+        lost = false;
+        throw new Error('the response was lost');
+      }
+      return service.commit(call);
+    },
+  };
+  const contract = { dedupes: false, query_fences: false, max_attempts: 3 };
+  const pay = { callId: 'call_1', tool: 'send_payment', args: { to: 'bob', amount: 50 },
+    key: 'pay:call_1', contract };
+  a.ticks = 1;
+  const g = () => a.gate('t-1');
+  const ask = { requester: 'agent', approver: 'alice', expiresIn: 100 };
+  const interrupted = async () => {
+    try {
+      await g().call(pay, ask);
+    } catch (e) {
+      return e;
+    }
+    return null;
+  };
+  // Outside a graph: the gate's interrupt is LangGraph's, which throws outside a graph; take
+  // the request from the core instead, and answer it.
+  const todo = await g().driver.drive([g().proposal(pay, ask)]);
+  assert.equal(todo.todo, 'ask');
+  a.ticks = 2;
+  await assert.rejects(g().driver.answer(todo.request, gate.approve(todo.request, 'alice', 90)),
+    /the response was lost/);
+  // Run again: the outcome is unknown, the query says "not committed", and with neither dedupe
+  // nor fencing the core hands the run to a person instead of calling the tool again.
+  a.ticks = 3;
+  const e = await interrupted();
+  assert.ok(e instanceof gate.Waiting, String(e));
+  assert.equal(e.todo.reason, 'manual_intervention');
+  assert.equal(a.ledger.commits(), 0);
+  assertValidates(g().log(), KEY);
+});

@@ -6,7 +6,8 @@
 # seconds against its budget, and the table of every step is printed at the end, when a step
 # fails too. A step past its budget in wall time is flagged at once (on a loaded machine wall
 # time stretches, so this warns). A step whose CPU time exceeds its budget on every core
-# (budget x cores) has grown past its share whatever the load, and the run fails.
+# (budget x cores) has grown past its share whatever the load: that is flagged louder, and
+# fails the run when CI_BUDGET_STRICT=1.
 #
 # A step of several commands is a shell function: `python_package() { ...; }` then
 # `step python 420 python_package`.
@@ -65,8 +66,8 @@ ci_step_end() {
     ci_step_name=
 }
 
-# The table of every step; called on exit. Fails the run if a step's CPU time passed its
-# budget on every core.
+# The table of every step; called on exit. With CI_BUDGET_STRICT=1, fails the run if a step's
+# CPU time passed its budget on every core.
 ci_step_table() {
     local code=$1 row name budget wall cpu status mark total_wall=0 total_cpu=0 total_budget=0
     if [ -n "$ci_step_name" ]; then
@@ -88,7 +89,7 @@ ci_step_table() {
     fi
     if ((${#ci_over[@]} > 0)); then
         echo "!! CI BUDGET: past its budget on every core: ${ci_over[*]}" >&2
-        if ((code == 0)); then
+        if ((code == 0)) && [ "${CI_BUDGET_STRICT:-0}" = 1 ]; then
             return 1
         fi
     fi

@@ -42,8 +42,17 @@ fn the_correct_driver_survives_kills_with_no_violation() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("result: 0 violations"), "{out}");
     assert!(out.contains("kills: 4"), "at least 40 kills: {out}");
+    // The faults: the ledger, the tool service's kills, and resources moved from outside
+    // (a move lands only when some run waits on an approval at its seeded kill, and whether
+    // its approval was fed before the move is timing: the driver's unit test shows the
+    // refusal deterministically).
+    let faults = out
+        .lines()
+        .find(|l| l.starts_with("faults: "))
+        .unwrap_or("");
+    assert!(faults.contains("corrupted ledger refused 1"), "{out}");
     assert!(
-        out.contains("faults: corrupted ledger refused 1, tool service killed and restarted 3"),
+        faults.contains("tool service killed and restarted 3"),
         "{out}"
     );
 }

@@ -10,7 +10,7 @@
 # fails the run when CI_BUDGET_STRICT=1.
 #
 # A step of several commands is a shell function: `python_package() { ...; }` then
-# `step python 420 python_package`.
+# `step python 300 python_package`.
 
 ci_budget_s=${CI_BUDGET_S:-2700}
 ci_cores=$(nproc)

@@ -99,5 +99,7 @@ named! {
         Live2 = "LIVE-2",
         /// `CONF-1`.
         Conf1 = "CONF-1",
+        /// `CLK-2`.
+        Clk2 = "CLK-2",
     }
 }

@@ -4,6 +4,7 @@
 //! Every budget is a bound on what the environment may do (crash, lose, duplicate, let time
 //! pass), not a cut of the exploration: within the budgets the model is explored exhaustively.
 
+use crate::driving::Driving;
 use crate::variant::Variant;
 use core::fmt;
 
@@ -124,6 +125,9 @@ pub struct Config {
     /// credited in a state reached through one (spec/check-output.md, "The per-run
     /// reduction").
     pub free_clock: bool,
+    /// How the workers drive the runs (`model/src/driving.rs`): honestly, by the driver core's
+    /// rules, or with one of them replaced, as an old adapter did.
+    pub driving: Driving,
 }
 
 impl Default for Config {
@@ -161,6 +165,7 @@ impl Default for Config {
             depth_bound: None,
             identity: 0,
             free_clock: false,
+            driving: Driving::Honest,
         }
     }
 }
@@ -488,6 +493,17 @@ impl Config {
                 dedupes: false,
                 ..base
             },
+        }
+    }
+
+    /// A small configuration in which the flaw of the broken `driving` is reachable, with the
+    /// workers driving so (the lifecycle under check stays correct: the kernel by default).
+    pub fn exposing_driving(driving: Driving) -> Config {
+        let base = Config::default();
+        match driving {
+            // An approval written right after the suspension, delivered once the clock has
+            // passed its expiry (but not yet the suspension's).
+            Driving::Honest | Driving::DecisionTimeFromMessage => Config { driving, ..base },
         }
     }
 

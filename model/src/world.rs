@@ -50,6 +50,7 @@ pub use intern::{Interner, Shared};
 pub use state::*;
 
 use crate::config::{Config, ConfigError};
+use crate::driving::Driving;
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
     Checkpoint, Facts, FailCause, InFlight, Phase, Reason, ReasonKind, SlotState, Time,
@@ -175,6 +176,32 @@ impl<L: Lifecycle> World<L> {
 
     fn time(state: &WorldState<L::Run>) -> Time {
         Time(u64::from(state.now))
+    }
+
+    /// The time a worker stamps on the input `choice` it feeds run `r` (spec CLK-1, CLK-2):
+    /// the driver's clock, by the core's own rule (`resumable_driver::clock::stamp_after`,
+    /// the generic form of `clock::stamp`, since the world's run may be the reference
+    /// machine's own type). A [`Driving::DecisionTimeFromMessage`] worker stamps a decision
+    /// with the time its message says it was written instead.
+    fn stamp(&self, state: &WorldState<L::Run>, r: usize, choice: &Choice) -> Time {
+        let last = state
+            .runs
+            .get(r)
+            .map_or(Time(0), |slot| slot.run.snapshot.updated_at);
+        let now = match (self.config.driving, choice) {
+            (Driving::DecisionTimeFromMessage, Choice::Decision(m)) => self.written_at(m),
+            _ => Self::time(state),
+        };
+        resumable_driver::clock::stamp_after(last, now)
+    }
+
+    /// The time a decision's message says it was written: an approver gives every decision
+    /// the same validity from the moment it decides (`Config::approval_ttl`), so the message
+    /// carries it without a field of its own.
+    fn written_at(&self, m: &DecisionMsg) -> Time {
+        Time(u64::from(
+            m.expires_at.saturating_sub(self.config.approval_ttl),
+        ))
     }
 
     /// The facts a resumer of run `r` establishes under current policy (spec RES-3, RES-7):

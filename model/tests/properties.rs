@@ -217,6 +217,16 @@ fn the_kernel_and_the_reference_hold_where_each_variant_is_exposed() {
                 configs.push((v.name(), config));
             }
         }
+        // Where each broken driving is exposed, driven honestly.
+        for d in resumable_model::driving::Driving::BROKEN {
+            let config = Config {
+                driving: resumable_model::driving::Driving::Honest,
+                ..Config::exposing_driving(d)
+            };
+            if configs.iter().all(|(_, c)| *c != config) {
+                configs.push((d.name(), config));
+            }
+        }
         configs
     };
     assert_holds(Kernel, exposing());

@@ -7,6 +7,7 @@
 use crate::output::{self, Format};
 use resumable_model::checker::merge;
 use resumable_model::config::Config;
+use resumable_model::driving::Driving;
 use resumable_model::variant::Variant;
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -36,6 +37,16 @@ pub fn configurations() -> Vec<(String, Config)> {
         let config = Config::exposing(variant);
         if grid.iter().all(|(_, c)| *c != config) {
             grid.push((format!("exposing-{}", variant.name()), config));
+        }
+    }
+    // Where each broken driving is exposed, driven honestly: the kernel holds there.
+    for driving in Driving::BROKEN {
+        let config = Config {
+            driving: Driving::Honest,
+            ..Config::exposing_driving(driving)
+        };
+        if grid.iter().all(|(_, c)| *c != config) {
+            grid.push((format!("exposing-{}", driving.name()), config));
         }
     }
     grid
@@ -240,6 +251,7 @@ mod tests {
             // Not flags: only the per-run reduction sets them, in the worlds it makes.
             identity: 0,
             free_clock: false,
+            driving: resumable_model::driving::Driving::Honest,
         };
         let parsed = parse(&flags(&every));
         assert_eq!(parsed.model.setup(None).map(|s| s.config).ok(), Some(every));

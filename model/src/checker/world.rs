@@ -162,5 +162,6 @@ pub fn config_json(config: &Config) -> Value {
         "depth_bound": config.depth_bound,
         "identity": config.identity,
         "free_clock": config.free_clock,
+        "driving": config.driving.name(),
     })
 }

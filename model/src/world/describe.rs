@@ -280,6 +280,18 @@ impl<L: Lifecycle> World<L> {
     /// What happened in a step, in words: for a worker's step, whether the lifecycle accepted
     /// the input (and into which phase) or refused it (and why).
     pub fn explain(&self, state: &WorldState<L::Run>, action: &Action) -> String {
+        // An input stamped with another time than the driver's clock says so first (CLK-2).
+        let stamped = match self.input_of(state, action) {
+            Some(input) if input.at != Self::time(state) => format!(
+                "stamped t{}, the driver's clock at t{}: ",
+                input.at.0, state.now
+            ),
+            _ => String::new(),
+        };
+        stamped + &self.verdict_words(state, action)
+    }
+
+    fn verdict_words(&self, state: &WorldState<L::Run>, action: &Action) -> String {
         match self.verdict_of(state, action) {
             Some(Ok((run, effects))) => {
                 let snap = self.lifecycle.snapshot(&run);

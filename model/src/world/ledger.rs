@@ -117,10 +117,21 @@ impl<L: Lifecycle> World<L> {
         {
             raise |= SpecId::Apr4;
         }
+        // CLK-2: a decision stamped with a time other than the driver's is accepted although,
+        // at the driver's time, it or its suspension had expired: a late decision judged in
+        // time. (A lifecycle that ignores an expiry at the driver's own time breaks APR-2 or
+        // RES-5 instead.)
+        let stamped_elsewhere =
+            at != resumable_driver::clock::stamp_after(before.updated_at, from.now);
+        let suspension_expired = stamped_elsewhere
+            && matches!(&before.phase, Phase::Suspended(s) if from.now > s.expires_at);
         let mut approval = |a: &resumable_kernel::Approval| {
             // APR-2: the decision has not expired.
             if at > a.expires_at {
                 raise |= SpecId::Apr2;
+            }
+            if (stamped_elsewhere && from.now > a.expires_at) || suspension_expired {
+                raise |= SpecId::Clk2;
             }
             // APR-3: only the recorded approver decides, never the requester.
             if a.approver != self.cast.approver || a.approver == self.cast.requester {

@@ -26,6 +26,9 @@ pub(super) struct Before<'a> {
     pub(super) view: &'a RunView,
     /// The revision of the open batch's checkpoint, if the run waits on one.
     pub(super) opened: Option<resumable_kernel::Revision>,
+    /// The driver's clock when the worker stepped the run: the time a decision is judged at
+    /// (spec CLK-2), whatever the input was stamped with.
+    pub(super) now: Time,
 }
 
 /// Inserts into a sorted vector, keeping it sorted: the multiset's canonical order.
@@ -229,7 +232,7 @@ impl<L: Lifecycle> World<L> {
     pub fn input_of(&self, state: &WorldState<L::Run>, action: &super::Action) -> Option<Input> {
         match action {
             super::Action::Step { run, choice, .. } => Some(Input {
-                at: Self::time(state),
+                at: self.stamp(state, usize::from(*run), choice),
                 event: self.event_of(state, usize::from(*run), choice)?,
             }),
             _ => None,
@@ -393,7 +396,7 @@ impl<L: Lifecycle> World<L> {
             return Stepped::Impossible;
         };
         let input = Input {
-            at: Self::time(state),
+            at: self.stamp(state, r, &choice),
             event,
         };
         let moved = matches!(&input.event, Event::Resume(res)
@@ -426,6 +429,7 @@ impl<L: Lifecycle> World<L> {
                     snap: &before,
                     view: &slot.run.view,
                     opened,
+                    now: Self::time(state),
                 };
                 match self.staged(r, &from, &input, choice, stored, &effects) {
                     Some(staged) => Stepped::Accepted {

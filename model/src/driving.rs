@@ -1,0 +1,78 @@
+//! How the world's workers drive a run: the rules of the driving contract that no lifecycle
+//! can check for itself, because they are decided outside the step (spec/lifecycle.md section
+//! 7, spec/driving.md). Honest by default: the worker applies the driver core's own functions
+//! (`resumable_driver`). Each broken [`Driving`] replaces one of those rules the way an old
+//! adapter did, so that the property guarding it can be shown to bite while the lifecycle
+//! under check, the kernel itself, stays correct: however well the kernel is checked, an
+//! adapter that breaks one of these rules gives its guarantee away.
+//!
+//! The driving is part of the world's configuration (`Config::driving`), not of the lifecycle:
+//! a broken driving is never a [`crate::Lifecycle`] and never a flag inside the kernel. The
+//! world's run may be the reference machine's own type, so where a core function takes the
+//! kernel's `Run` the world calls the generic rule it is written with
+//! (`resumable_driver::clock::stamp_after` for `clock::stamp`).
+
+use resumable_kernel::SpecId;
+use std::fmt;
+
+/// How a worker drives: honestly, or with one rule of the driving contract replaced.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Default)]
+pub enum Driving {
+    /// The driver core's rules: every input stamped with the driver's clock
+    /// (`resumable_driver::clock::stamp_after`).
+    #[default]
+    Honest,
+    /// CLK-2 broken: a party's decision is stamped with the time its message says it was
+    /// written, not with the driver's clock, so an approval written in time and delivered
+    /// after its expiry is judged in time. The old adapters took the time of a resume from the
+    /// resume value's `at`, which the approver writes.
+    DecisionTimeFromMessage,
+}
+
+impl Driving {
+    /// Every broken driving, in a stable order.
+    pub const BROKEN: [Driving; 1] = [Driving::DecisionTimeFromMessage];
+
+    /// The kebab-case name, as `check --variant` takes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Driving::Honest => "honest",
+            Driving::DecisionTimeFromMessage => "decision-time-from-message",
+        }
+    }
+
+    /// The broken driving with this name, if any.
+    pub fn from_name(name: &str) -> Option<Driving> {
+        Driving::BROKEN.into_iter().find(|d| d.name() == name)
+    }
+
+    /// One line saying what the driving does wrong.
+    pub const fn description(self) -> &'static str {
+        match self {
+            Driving::Honest => "the driver core's rules",
+            Driving::DecisionTimeFromMessage => {
+                "a decision is stamped with the time its message claims, not the driver's clock"
+            }
+        }
+    }
+
+    /// The spec IDs the driving breaks: the properties that must catch it.
+    pub const fn targets(self) -> &'static [SpecId] {
+        match self {
+            Driving::Honest => &[],
+            Driving::DecisionTimeFromMessage => &[SpecId::Clk2],
+        }
+    }
+
+    /// The spec IDs it breaks as spec/ writes them, comma-separated.
+    pub fn targets_named(self) -> String {
+        let names: Vec<&str> = self.targets().iter().map(|id| id.name()).collect();
+        names.join(", ")
+    }
+}
+
+impl fmt::Display for Driving {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -153,6 +153,10 @@ pub struct ModelArgs {
     /// How many times an outsider may move a run's resource.
     #[arg(long)]
     pub outsider_moves: Option<u8>,
+    /// How many times the framework may change a pending call's arguments in the agent's
+    /// state before its resume.
+    #[arg(long)]
+    pub arg_changes: Option<u8>,
     /// The version the runs' resource starts at.
     #[arg(long)]
     pub resource_start: Option<u8>,
@@ -381,6 +385,7 @@ impl ModelArgs {
         set(&mut config.cancels, self.cancels);
         set(&mut config.reuses, self.reuses);
         set(&mut config.outsider_moves, self.outsider_moves);
+        set(&mut config.arg_changes, self.arg_changes);
         set(&mut config.resource_start, self.resource_start);
         set(&mut config.suspend_for, self.suspend_for);
         set(&mut config.approval_ttl, self.approval_ttl);
@@ -596,6 +601,13 @@ fn extras(config: &Config) -> String {
             config.outsider_moves,
             "move of the resource by an outsider",
             "moves of the resource by an outsider",
+        ));
+    }
+    if config.arg_changes > 0 {
+        on.push(count(
+            config.arg_changes,
+            "change of a pending call's arguments by the framework",
+            "changes of a pending call's arguments by the framework",
         ));
     }
     if config.resource_start > 0 {

@@ -139,6 +139,7 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
         "resume-record-from-checkpoint",
         "escalation-keeps-deadline",
         "decision-time-from-message",
+        "tool-gets-node-arguments",
     ] {
         assert!(
             out.lines()

@@ -101,5 +101,7 @@ named! {
         Conf1 = "CONF-1",
         /// `CLK-2`.
         Clk2 = "CLK-2",
+        /// `APR-5`.
+        Apr5 = "APR-5",
     }
 }

@@ -92,6 +92,10 @@ pub struct Config {
     /// How many times an outsider may move a run's resource (the run's own commits move it
     /// too, always: spec RES-3).
     pub outsider_moves: u8,
+    /// How many times the framework may change the arguments of a run's pending call between
+    /// its suspension and its resume, under the same call id (a graph's state updated before
+    /// the resume, spec APR-5).
+    pub arg_changes: u8,
     /// The agent program.
     pub program: Program,
     /// With the batch program, the approver gives every verdict (approve, edit, reject,
@@ -154,6 +158,7 @@ impl Default for Config {
             cancels: 0,
             reuses: 0,
             outsider_moves: 0,
+            arg_changes: 0,
             program: Program::Approval,
             batch_verdicts: true,
             resource_start: 0,
@@ -243,6 +248,7 @@ impl Config {
         range("cancels", self.cancels, 0, 4)?;
         range("reuses", self.reuses, 0, 3)?;
         range("outsider_moves", self.outsider_moves, 0, 4)?;
+        range("arg_changes", self.arg_changes, 0, 3)?;
         range("resource_start", self.resource_start, 0, 8)?;
         range("suspend_for", self.suspend_for, 1, 20)?;
         range("approval_ttl", self.approval_ttl, 0, 20)?;
@@ -305,6 +311,8 @@ impl Config {
                 "self-approval",
                 Config {
                     self_approval: true,
+                    // The framework changes the pending call's arguments before the resume.
+                    arg_changes: 1,
                     ..short
                 },
             ),
@@ -504,6 +512,17 @@ impl Config {
             // An approval written right after the suspension, delivered once the clock has
             // passed its expiry (but not yet the suspension's).
             Driving::Honest | Driving::DecisionTimeFromMessage => Config { driving, ..base },
+            // The framework changes the pending call's arguments before the approval arrives;
+            // nothing else goes wrong.
+            Driving::ToolGetsNodeArguments => Config {
+                driving,
+                arg_changes: 1,
+                crashes: 0,
+                losses: 0,
+                duplicates: 0,
+                workers: 1,
+                ..base
+            },
         }
     }
 

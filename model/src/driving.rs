@@ -19,7 +19,9 @@ use std::fmt;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Default)]
 pub enum Driving {
     /// The driver core's rules: every input stamped with the driver's clock
-    /// (`resumable_driver::clock::stamp_after`).
+    /// (`resumable_driver::clock::stamp_after`); a tool handed only the arguments the book
+    /// kept for its call, and only if their digest is the dispatch's
+    /// (`resumable_driver::book::released`).
     #[default]
     Honest,
     /// CLK-2 broken: a party's decision is stamped with the time its message says it was
@@ -27,17 +29,27 @@ pub enum Driving {
     /// after its expiry is judged in time. The old adapters took the time of a resume from the
     /// resume value's `at`, which the approver writes.
     DecisionTimeFromMessage,
+    /// APR-5 broken: the tool is handed the arguments the agent's state holds when the
+    /// dispatch is carried out, not the ones the driver kept with the call, whose digest the
+    /// approval bound. The old adapters called the tool with the node's current arguments
+    /// (`call.args`), so a graph whose state was changed before the resume paid another amount
+    /// than the one approved.
+    ToolGetsNodeArguments,
 }
 
 impl Driving {
     /// Every broken driving, in a stable order.
-    pub const BROKEN: [Driving; 1] = [Driving::DecisionTimeFromMessage];
+    pub const BROKEN: [Driving; 2] = [
+        Driving::DecisionTimeFromMessage,
+        Driving::ToolGetsNodeArguments,
+    ];
 
     /// The kebab-case name, as `check --variant` takes it.
     pub const fn name(self) -> &'static str {
         match self {
             Driving::Honest => "honest",
             Driving::DecisionTimeFromMessage => "decision-time-from-message",
+            Driving::ToolGetsNodeArguments => "tool-gets-node-arguments",
         }
     }
 
@@ -53,6 +65,9 @@ impl Driving {
             Driving::DecisionTimeFromMessage => {
                 "a decision is stamped with the time its message claims, not the driver's clock"
             }
+            Driving::ToolGetsNodeArguments => {
+                "the tool is handed the agent's current arguments, not the ones the approval bound"
+            }
         }
     }
 
@@ -61,6 +76,7 @@ impl Driving {
         match self {
             Driving::Honest => &[],
             Driving::DecisionTimeFromMessage => &[SpecId::Clk2],
+            Driving::ToolGetsNodeArguments => &[SpecId::Apr5],
         }
     }
 

@@ -37,6 +37,7 @@
 mod cast;
 mod choices;
 mod describe;
+mod handout;
 mod honest;
 mod intern;
 mod ledger;
@@ -240,6 +241,7 @@ impl<L: Lifecycle> World<L> {
                 resource: self.config.resource_start,
                 cancelled: false,
                 decided: [None; 2],
+                changed: false,
             })
             .collect()
     }
@@ -312,6 +314,7 @@ impl<L: Lifecycle> Model for World<L> {
                 cancels: self.config.cancels,
                 reuses: self.config.reuses,
                 outsider_moves: self.config.outsider_moves,
+                arg_changes: self.config.arg_changes,
             },
             runs: Runs::from_vec(self.first_runs()),
             workers: Workers::from_elem(Worker::Idle, usize::from(self.config.workers)),
@@ -353,6 +356,7 @@ impl<L: Lifecycle> Model for World<L> {
                 Some(next)
             }
             Action::Outsider { run } => self.outsider(last, usize::from(run)),
+            Action::Framework { run } => self.change_args(last, usize::from(run)),
         }
     }
 

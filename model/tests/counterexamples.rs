@@ -176,4 +176,5 @@ macro_rules! driving_snapshots {
 
 driving_snapshots! {
     decision_time_from_message_accepts_a_late_approval: DecisionTimeFromMessage;
+    tool_gets_node_arguments_pays_what_nobody_approved: ToolGetsNodeArguments;
 }

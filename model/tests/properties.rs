@@ -68,6 +68,15 @@ fn small() -> Vec<(&'static str, Config)> {
                 ..with_self_approval()
             },
         ),
+        // The framework changes the pending call's arguments before the resume (APR-5).
+        (
+            "arguments changed before the resume, one worker",
+            Config {
+                workers: 1,
+                arg_changes: 1,
+                ..tiny()
+            },
+        ),
         (
             "two runs, no time passing",
             Config {

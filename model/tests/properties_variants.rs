@@ -137,11 +137,17 @@ fn decision_time_from_message_is_caught_by_clk_2() {
     assert_eq!(found, [resumable_model::properties::names::CLK_2]);
 }
 
+#[test]
+fn tool_gets_node_arguments_is_caught_by_apr_5() {
+    let found = caught_driving(Driving::ToolGetsNodeArguments);
+    assert_eq!(found, [resumable_model::properties::names::APR_5]);
+}
+
 /// Fails to compile when a broken driving is added without a test above.
 #[expect(dead_code, reason = "never called: it exists to fail to compile")]
 fn every_driving_has_a_test_above(d: Driving) {
     match d {
-        Driving::Honest | Driving::DecisionTimeFromMessage => {}
+        Driving::Honest | Driving::DecisionTimeFromMessage | Driving::ToolGetsNodeArguments => {}
     }
 }
 

@@ -70,6 +70,7 @@ pub fn flags(config: &Config) -> Vec<String> {
     count("cancels", config.cancels, d.cancels);
     count("reuses", config.reuses, d.reuses);
     count("outsider-moves", config.outsider_moves, d.outsider_moves);
+    count("arg-changes", config.arg_changes, d.arg_changes);
     count("resource-start", config.resource_start, d.resource_start);
     count("max-attempts", config.max_attempts, d.max_attempts);
     count("suspend-for", config.suspend_for, d.suspend_for);
@@ -239,6 +240,7 @@ mod tests {
             cancels: 1,
             reuses: 1,
             outsider_moves: 1,
+            arg_changes: 1,
             program: resumable_model::config::Program::ThreeCalls,
             batch_verdicts: false,
             resource_start: 3,

@@ -48,6 +48,9 @@ pub struct Cast {
     pub proposals: [Proposal; PROPOSALS],
     /// The argument digest of an edited `c1`.
     pub edited_args: Digest,
+    /// The argument digest of `c1` once the framework changed it in the agent's state, under
+    /// the same call id (spec APR-5).
+    pub changed_args: Digest,
     /// The digest of the message an approver hands back with a rejection.
     pub rejection: Digest,
     /// The digest of the answer a person gives in the tool's place.
@@ -117,6 +120,7 @@ impl Cast {
                 proposal("c4", 4, b"c0 args"),
             ],
             edited_args: Digest::of(b"c1 args, edited"),
+            changed_args: Digest::of(b"c1 args, changed in the agent's state"),
             rejection: Digest::of(b"rejected: ask again with other arguments"),
             answer: Digest::of(b"answered by a person"),
             results: [

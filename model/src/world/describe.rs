@@ -203,6 +203,10 @@ impl fmt::Display for Action {
             }
             Action::Tick { to } => write!(f, "Clock ticks to {to}"),
             Action::Outsider { run } => write!(f, "Outsider moves run {run}'s resource"),
+            Action::Framework { run } => write!(
+                f,
+                "Framework changes the arguments of run {run}'s pending call in the agent's state"
+            ),
         }
     }
 }
@@ -318,6 +322,7 @@ impl<L: Lifecycle> World<L> {
                 Action::Decide { .. } => "sent".into(),
                 Action::Tick { .. } => "time passes".into(),
                 Action::Outsider { .. } => "the resource is at a new version".into(),
+                Action::Framework { .. } => "same call id, other arguments".into(),
             },
         }
     }

@@ -29,6 +29,11 @@ pub(super) struct Before<'a> {
     /// The driver's clock when the worker stepped the run: the time a decision is judged at
     /// (spec CLK-2), whatever the input was stamped with.
     pub(super) now: Time,
+    /// The framework had changed the gated call's arguments in the agent's state (APR-5).
+    pub(super) changed: bool,
+    /// The run's batch as the lifecycle lists it, in the batch program: the edits recorded
+    /// on it, which the driver's book keeps (BAT-5).
+    pub(super) batch: Option<resumable_kernel::Batch>,
 }
 
 /// Inserts into a sorted vector, keeping it sorted: the multiset's canonical order.
@@ -361,6 +366,7 @@ impl<L: Lifecycle> World<L> {
             resource: slot.resource,
             checkpoints: slot.checkpoints.addr(),
             source,
+            changed: slot.changed,
         };
         let stepped = memo::step(self.id, key, || self.step_afresh(state, r, choice));
         let moved = match &stepped {
@@ -430,6 +436,10 @@ impl<L: Lifecycle> World<L> {
                     view: &slot.run.view,
                     opened,
                     now: Self::time(state),
+                    changed: slot.changed,
+                    batch: (self.config.program == crate::config::Program::Batch)
+                        .then(|| self.lifecycle.batch(&slot.run.run))
+                        .flatten(),
                 };
                 match self.staged(r, &from, &input, choice, stored, &effects) {
                     Some(staged) => Stepped::Accepted {
@@ -456,8 +466,12 @@ impl<L: Lifecycle> World<L> {
         let after = self.lifecycle.snapshot(&next.run);
         let mut raise = self.step_violations(r, from, &after, input, effects);
         let mut dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];
+        // What the worker sends after the write: the dispatches whose arguments it hands out.
+        let mut to_send = [None; resumable_kernel::effect::MAX_EFFECTS];
+        let mut sending = to_send.iter_mut();
         let mut approval_binds = false;
         let mut edited = 0u32;
+        let mut witness = 0;
         let sent = effects.iter().filter_map(|e| match e {
             Effect::Dispatch(d) => Some(d),
             _ => None,
@@ -472,11 +486,23 @@ impl<L: Lifecycle> World<L> {
             if d.args == self.cast.edited_args {
                 edited |= 1 << i;
             }
+            if from.changed && call == GATED {
+                witness |= witness::CHANGED_DISPATCHED;
+            }
+            // The dispatch is durable whatever is handed out; it is sent only with arguments.
+            match self.handed(from, input, &d) {
+                // APR-5: the tool runs with arguments other than those the approval bound.
+                Some(args) if args != d.args => raise |= SpecId::Apr5,
+                Some(_) => {}
+                None => continue,
+            }
+            if let Some(send) = sending.next() {
+                *send = Some((call, d.attempt));
+            }
         }
         if dispatches[0].is_some() {
             raise |= self.acts_on_moved_resource(input);
         }
-        let mut witness = 0;
         match (choice, &before.phase) {
             (Choice::Result { .. }, Phase::Running { in_flight: Some(f) }) if f.dispatches >= 2 => {
                 witness |= witness::RETRY_SUCCEEDED
@@ -498,7 +524,7 @@ impl<L: Lifecycle> World<L> {
             next,
             checkpoint: effects.checkpoint().map(|c| self.checkpoints.intern(*c)),
             dispatches,
-            queue: self.queue(dispatches),
+            queue: self.queue(to_send),
             resumed_from: match &input.event {
                 Event::Resume(res) => u8::try_from(res.checkpoint.revision.0).ok(),
                 _ => None,
@@ -652,6 +678,19 @@ impl<L: Lifecycle> World<L> {
     ) -> Option<WorldState<L::Run>> {
         let mut next = state.clone();
         insert_sorted(&mut next.decisions, msg);
+        Some(next)
+    }
+
+    /// The framework changes the arguments of run `r`'s pending call in the agent's state.
+    pub(super) fn change_args(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+    ) -> Option<WorldState<L::Run>> {
+        let mut next = state.clone();
+        next.budgets.arg_changes = next.budgets.arg_changes.checked_sub(1)?;
+        let slot = next.runs.get_mut(r)?;
+        slot.changed = true;
         Some(next)
     }
 

@@ -157,6 +157,10 @@ pub struct ModelArgs {
     /// state before its resume.
     #[arg(long)]
     pub arg_changes: Option<u8>,
+    /// How many times the agent's node, run again, proposes a new call under the call id of
+    /// one whose result is recorded.
+    #[arg(long)]
+    pub renewals: Option<u8>,
     /// The version the runs' resource starts at.
     #[arg(long)]
     pub resource_start: Option<u8>,
@@ -386,6 +390,7 @@ impl ModelArgs {
         set(&mut config.reuses, self.reuses);
         set(&mut config.outsider_moves, self.outsider_moves);
         set(&mut config.arg_changes, self.arg_changes);
+        set(&mut config.renewals, self.renewals);
         set(&mut config.resource_start, self.resource_start);
         set(&mut config.suspend_for, self.suspend_for);
         set(&mut config.approval_ttl, self.approval_ttl);
@@ -608,6 +613,13 @@ fn extras(config: &Config) -> String {
             config.arg_changes,
             "change of a pending call's arguments by the framework",
             "changes of a pending call's arguments by the framework",
+        ));
+    }
+    if config.renewals > 0 {
+        on.push(count(
+            config.renewals,
+            "new call under a recorded call's id",
+            "new calls under a recorded call's id",
         ));
     }
     if config.resource_start > 0 {

@@ -140,6 +140,7 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
         "escalation-keeps-deadline",
         "decision-time-from-message",
         "tool-gets-node-arguments",
+        "recorded-call-by-id-only",
     ] {
         assert!(
             out.lines()

@@ -145,6 +145,8 @@ const SMALL: [(&str, &[&str]); 9] = [
             "3",
             "--arg-changes",
             "1",
+            "--renewals",
+            "1",
         ],
     ),
     (

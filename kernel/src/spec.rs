@@ -103,5 +103,7 @@ named! {
         Clk2 = "CLK-2",
         /// `APR-5`.
         Apr5 = "APR-5",
+        /// `REC-5`.
+        Rec5 = "REC-5",
     }
 }

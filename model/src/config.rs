@@ -96,6 +96,10 @@ pub struct Config {
     /// its suspension and its resume, under the same call id (a graph's state updated before
     /// the resume, spec APR-5).
     pub arg_changes: u8,
+    /// How many times the agent's node, run again, proposes a new call under the call id of
+    /// the gated call once its result is recorded (another payment under an old call id, spec
+    /// REC-5).
+    pub renewals: u8,
     /// The agent program.
     pub program: Program,
     /// With the batch program, the approver gives every verdict (approve, edit, reject,
@@ -159,6 +163,7 @@ impl Default for Config {
             reuses: 0,
             outsider_moves: 0,
             arg_changes: 0,
+            renewals: 0,
             program: Program::Approval,
             batch_verdicts: true,
             resource_start: 0,
@@ -249,6 +254,7 @@ impl Config {
         range("reuses", self.reuses, 0, 3)?;
         range("outsider_moves", self.outsider_moves, 0, 4)?;
         range("arg_changes", self.arg_changes, 0, 3)?;
+        range("renewals", self.renewals, 0, 3)?;
         range("resource_start", self.resource_start, 0, 8)?;
         range("suspend_for", self.suspend_for, 1, 20)?;
         range("approval_ttl", self.approval_ttl, 0, 20)?;
@@ -313,6 +319,8 @@ impl Config {
                     self_approval: true,
                     // The framework changes the pending call's arguments before the resume.
                     arg_changes: 1,
+                    // The node, run again, proposes a new call under the recorded call's id.
+                    renewals: 1,
                     ..short
                 },
             ),
@@ -514,6 +522,16 @@ impl Config {
             Driving::Honest | Driving::DecisionTimeFromMessage => Config { driving, ..base },
             // The framework changes the pending call's arguments before the approval arrives;
             // nothing else goes wrong.
+            // The gated call's result is recorded; the node proposes another call under its id.
+            Driving::RecordedCallByIdOnly => Config {
+                driving,
+                renewals: 1,
+                crashes: 0,
+                losses: 0,
+                duplicates: 0,
+                workers: 1,
+                ..base
+            },
             Driving::ToolGetsNodeArguments => Config {
                 driving,
                 arg_changes: 1,

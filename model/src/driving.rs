@@ -21,7 +21,8 @@ pub enum Driving {
     /// The driver core's rules: every input stamped with the driver's clock
     /// (`resumable_driver::clock::stamp_after`); a tool handed only the arguments the book
     /// kept for its call, and only if their digest is the dispatch's
-    /// (`resumable_driver::book::released`).
+    /// (`resumable_driver::book::released`); a proposal answered from the record only by
+    /// the very call recorded (`resumable_driver::plan::same_call`).
     #[default]
     Honest,
     /// CLK-2 broken: a party's decision is stamped with the time its message says it was
@@ -35,13 +36,19 @@ pub enum Driving {
     /// (`call.args`), so a graph whose state was changed before the resume paid another amount
     /// than the one approved.
     ToolGetsNodeArguments,
+    /// REC-5 broken: a call the agent proposes is matched against the recorded calls by its
+    /// call id alone, so a new call under an old call id is answered with the old call's
+    /// result: never run, never asked. The old adapters found a recorded call by call id, so
+    /// a new payment to another payee under the same call id returned the first receipt.
+    RecordedCallByIdOnly,
 }
 
 impl Driving {
     /// Every broken driving, in a stable order.
-    pub const BROKEN: [Driving; 2] = [
+    pub const BROKEN: [Driving; 3] = [
         Driving::DecisionTimeFromMessage,
         Driving::ToolGetsNodeArguments,
+        Driving::RecordedCallByIdOnly,
     ];
 
     /// The kebab-case name, as `check --variant` takes it.
@@ -50,6 +57,7 @@ impl Driving {
             Driving::Honest => "honest",
             Driving::DecisionTimeFromMessage => "decision-time-from-message",
             Driving::ToolGetsNodeArguments => "tool-gets-node-arguments",
+            Driving::RecordedCallByIdOnly => "recorded-call-by-id-only",
         }
     }
 
@@ -68,6 +76,9 @@ impl Driving {
             Driving::ToolGetsNodeArguments => {
                 "the tool is handed the agent's current arguments, not the ones the approval bound"
             }
+            Driving::RecordedCallByIdOnly => {
+                "a proposed call is matched by call id alone: an old call's result answers a new one"
+            }
         }
     }
 
@@ -77,6 +88,7 @@ impl Driving {
             Driving::Honest => &[],
             Driving::DecisionTimeFromMessage => &[SpecId::Clk2],
             Driving::ToolGetsNodeArguments => &[SpecId::Apr5],
+            Driving::RecordedCallByIdOnly => &[SpecId::Rec5],
         }
     }
 

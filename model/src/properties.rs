@@ -36,6 +36,7 @@
 //! | BAT-4 | when a write lands: each call of the batch is settled at most once, as the world knows it was, and all of them when the run completes | batch-decision-wrong-call | two calls in flight meet a restart or a cancel; a run completes after its batch | `batch_settled` |
 //! | BAT-5 | when a dispatch lands: its batch call carries the approver's arguments (the edited ones after an edit) | edit-ignored | an edited call is dispatched | `batch_dispatch` |
 //! | APR-5 | when a dispatch lands: the arguments the worker hands the tool have the dispatch's digest, the one its approval bound | tool-gets-node-arguments (a driving) | a call is dispatched after its arguments changed in the agent's state | `world/handout.rs` `handed`, raised in `world/transition.rs` `staged` |
+//! | REC-5 | when the agent's proposal is answered from the record: the recorded call is the one proposed | recorded-call-by-id-only (a driving) | a new call is proposed under the call id of one whose result is recorded | `world/handout.rs` `renew` |
 //! | CLK-2 | when a decision lands: it was stamped with the driver's time, or was in time at the driver's time (it and its suspension) | decision-time-from-message (a driving, `model/src/driving.rs`) | a decision written before its expiry arrives after it | `resume_violations` |
 //!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
@@ -114,6 +115,8 @@ pub mod names {
     pub const BAT_5: &str = "BAT-5 an edited call runs only with the approver's arguments";
     /// APR-5, always.
     pub const APR_5: &str = "APR-5 a tool runs only with arguments whose digest an approval bound";
+    /// REC-5, always.
+    pub const REC_5: &str = "REC-5 a recorded result answers only its own call";
     /// CLK-2, always.
     pub const CLK_2: &str =
         "CLK-2 a decision is judged at the driver's time, never at a time its message claims";
@@ -181,6 +184,9 @@ pub mod names {
     /// APR-5's partner (with the framework changing a pending call's arguments).
     pub const CHANGED_DISPATCHED: &str =
         "APR-5 a call is dispatched after its arguments changed in the agent's state";
+    /// REC-5's partner (with the node proposing a new call under a recorded call's id).
+    pub const RENEWED: &str =
+        "REC-5 a new call is proposed under the call id of one whose result is recorded";
     /// CLK-2's partner (with approvers).
     pub const WRITTEN_IN_TIME_ARRIVES_LATE: &str =
         "CLK-2 a decision written before its expiry arrives after it, by the driver's clock";
@@ -259,6 +265,7 @@ pub fn properties<L: Lifecycle>(
         .always(Bat5, BAT_5, |_, s| clean(s, Bat5))
         .always(Clk2, CLK_2, |_, s| clean(s, Clk2))
         .always(Apr5, APR_5, |_, s| clean(s, Apr5))
+        .always(Rec5, REC_5, |_, s| clean(s, Rec5))
         .sometimes(Res2, RACE_WON, |_, s| {
             s.workers.iter().any(|w| match w {
                 crate::world::Worker::Staged(st) => {
@@ -378,6 +385,7 @@ pub fn properties<L: Lifecycle>(
         .sometimes(Apr5, CHANGED_DISPATCHED, |_, s| {
             s.seen & witness::CHANGED_DISPATCHED != 0
         })
+        .sometimes(Rec5, RENEWED, |_, s| s.seen & witness::RENEWED != 0)
         // The approver's message says it was written in time (its own expiry is after it),
         // and the driver's clock has passed that expiry when it is delivered.
         .sometimes(Clk2, WRITTEN_IN_TIME_ARRIVES_LATE, |_, s| {

@@ -32,7 +32,7 @@
 //! The world's rooms: `cast` (names, calls, programs), `choices` (what is on offer in a
 //! state), `transition` (how each action changes the world), `ledger` (the books the
 //! properties read), `describe` (words for traces), `intern` (shared runs and checkpoints),
-//! `memo` (the steps workers compute, remembered), `reduce` (the actions the checker may take alone, under partial-order reduction).
+//! `memo` (the steps workers compute, remembered), `reduce` (the actions the checker may take alone, under partial-order reduction), `handout` (what a worker hands the tool, and how it answers a proposal from the record, by its driving).
 
 mod cast;
 mod choices;
@@ -315,6 +315,7 @@ impl<L: Lifecycle> Model for World<L> {
                 reuses: self.config.reuses,
                 outsider_moves: self.config.outsider_moves,
                 arg_changes: self.config.arg_changes,
+                renewals: self.config.renewals,
             },
             runs: Runs::from_vec(self.first_runs()),
             workers: Workers::from_elem(Worker::Idle, usize::from(self.config.workers)),

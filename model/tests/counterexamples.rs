@@ -177,4 +177,5 @@ macro_rules! driving_snapshots {
 driving_snapshots! {
     decision_time_from_message_accepts_a_late_approval: DecisionTimeFromMessage;
     tool_gets_node_arguments_pays_what_nobody_approved: ToolGetsNodeArguments;
+    recorded_call_by_id_only_answers_a_new_call_with_an_old_receipt: RecordedCallByIdOnly;
 }

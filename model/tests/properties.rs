@@ -74,6 +74,7 @@ fn small() -> Vec<(&'static str, Config)> {
             Config {
                 workers: 1,
                 arg_changes: 1,
+                renewals: 1,
                 ..tiny()
             },
         ),

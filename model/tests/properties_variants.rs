@@ -143,11 +143,20 @@ fn tool_gets_node_arguments_is_caught_by_apr_5() {
     assert_eq!(found, [resumable_model::properties::names::APR_5]);
 }
 
+#[test]
+fn recorded_call_by_id_only_is_caught_by_rec_5() {
+    let found = caught_driving(Driving::RecordedCallByIdOnly);
+    assert_eq!(found, [resumable_model::properties::names::REC_5]);
+}
+
 /// Fails to compile when a broken driving is added without a test above.
 #[expect(dead_code, reason = "never called: it exists to fail to compile")]
 fn every_driving_has_a_test_above(d: Driving) {
     match d {
-        Driving::Honest | Driving::DecisionTimeFromMessage | Driving::ToolGetsNodeArguments => {}
+        Driving::Honest
+        | Driving::DecisionTimeFromMessage
+        | Driving::ToolGetsNodeArguments
+        | Driving::RecordedCallByIdOnly => {}
     }
 }
 

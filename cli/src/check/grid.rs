@@ -71,6 +71,7 @@ pub fn flags(config: &Config) -> Vec<String> {
     count("reuses", config.reuses, d.reuses);
     count("outsider-moves", config.outsider_moves, d.outsider_moves);
     count("arg-changes", config.arg_changes, d.arg_changes);
+    count("renewals", config.renewals, d.renewals);
     count("resource-start", config.resource_start, d.resource_start);
     count("max-attempts", config.max_attempts, d.max_attempts);
     count("suspend-for", config.suspend_for, d.suspend_for);
@@ -241,6 +242,7 @@ mod tests {
             reuses: 1,
             outsider_moves: 1,
             arg_changes: 1,
+            renewals: 1,
             program: resumable_model::config::Program::ThreeCalls,
             batch_verdicts: false,
             resource_start: 3,

@@ -152,6 +152,7 @@ pub fn config_json(config: &Config) -> Value {
         "reuses": config.reuses,
         "outsider_moves": config.outsider_moves,
         "arg_changes": config.arg_changes,
+        "renewals": config.renewals,
         "resource_start": config.resource_start,
         "program": config.program.name(),
         "batch_verdicts": config.batch_verdicts,

@@ -55,6 +55,10 @@ pub struct Cast {
     pub rejection: Digest,
     /// The digest of the answer a person gives in the tool's place.
     pub answer: Digest,
+    /// A new call the agent's node proposes under the gated call's id once that call's result
+    /// is recorded: other arguments (another payee), the same key (spec REC-5). Never bound:
+    /// the driver answers it, or refuses it, before any step.
+    pub renewed: Call,
     /// The result each key commits with.
     pub results: [Digest; KEYS],
     /// The run's final result.
@@ -99,7 +103,12 @@ impl Cast {
                 key,
             }
         };
+        let gated = proposal("c1", 1, b"c1 args");
         Cast {
+            renewed: Call {
+                args: Digest::of(b"c1 args, another payee"),
+                ..gated.call
+            },
             identities: [
                 identity("tenant-0", "session-0", "run-0"),
                 identity("tenant-1", "session-1", "run-1"),

@@ -252,6 +252,9 @@ impl<L: Lifecycle> World<L> {
                 }
             }
         }
+        if self.renewal_offered(state, r) {
+            out.push(Choice::Agent(Intent::Renew));
+        }
         let target = super::index(r);
         let mut last = None;
         for m in &state.decisions {

@@ -94,6 +94,9 @@ impl fmt::Display for Choice {
                 key(f, *c, 0)
             }
             Choice::Agent(Intent::Complete) => f.write_str("complete"),
+            Choice::Agent(Intent::Renew) => {
+                f.write_str("propose a new call under c1's call id, other arguments")
+            }
             Choice::Decision(m) => {
                 f.write_str("resume ")?;
                 decision(f, m)
@@ -292,6 +295,20 @@ impl<L: Lifecycle> World<L> {
             ),
             _ => String::new(),
         };
+        if let Action::Step {
+            choice: Choice::Agent(Intent::Renew),
+            ..
+        } = action
+        {
+            // Planned against the record, before any step (spec REC-5).
+            return match self.config.driving {
+                crate::driving::Driving::RecordedCallByIdOnly => {
+                    "answered from the record by call id: c1's result, never run, never asked"
+                }
+                _ => "refused by the driver: another call is recorded under c1, nothing is fed",
+            }
+            .into();
+        }
         stamped + &self.verdict_words(state, action)
     }
 

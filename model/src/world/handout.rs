@@ -3,10 +3,11 @@
 //! decide, and no step can see it.
 
 use super::transition::Before;
+use super::{witness, WorldState};
 use super::{World, GATED};
 use crate::driving::Driving;
 use crate::Lifecycle;
-use resumable_kernel::{Decision, Digest, Dispatch, Event, Input, Verdict};
+use resumable_kernel::{Decision, Digest, Dispatch, Event, Input, SpecId, Verdict};
 
 impl<L: Lifecycle> World<L> {
     /// The arguments, by digest, the worker hands the tool with `d`, the step from `from`
@@ -24,7 +25,7 @@ impl<L: Lifecycle> World<L> {
                 Some(GATED) if from.changed => self.cast.changed_args,
                 _ => proposed,
             }),
-            Driving::Honest | Driving::DecisionTimeFromMessage => {
+            Driving::Honest | Driving::DecisionTimeFromMessage | Driving::RecordedCallByIdOnly => {
                 let kept = self.edit_of(from, input, d).unwrap_or(proposed);
                 resumable_driver::book::released(d, kept)
                     .ok()
@@ -53,5 +54,49 @@ impl<L: Lifecycle> World<L> {
             let slot = from.batch.as_ref()?.slot(&d.call_id)?;
             slot.decided.and_then(|(c, _)| edit(&c.verdict))
         })
+    }
+}
+
+impl<L: Lifecycle> World<L> {
+    /// A worker plans the agent's new call under the gated call's id, once that call's result
+    /// is recorded, against what is recorded (spec REC-5). Honestly, by the core's own rule
+    /// (`resumable_driver::plan::same_call`): the recorded call answers only itself, so the
+    /// new call is refused and nothing is fed or recorded. A
+    /// [`Driving::RecordedCallByIdOnly`] worker finds the record by call id alone and answers
+    /// the new call with the old call's result. The proposal is used up either way.
+    pub(super) fn renew(&self, state: &WorldState<L::Run>) -> Option<WorldState<L::Run>> {
+        let mut next = state.clone();
+        next.budgets.renewals = next.budgets.renewals.checked_sub(1)?;
+        next.seen |= witness::RENEWED;
+        let recorded = self.cast.proposal(GATED)?.call;
+        let proposed = self.cast.renewed;
+        let answered = match self.config.driving {
+            Driving::RecordedCallByIdOnly => recorded.call_id == proposed.call_id,
+            _ => resumable_driver::plan::same_call(&recorded, &proposed),
+        };
+        // The world's truth: the result handed back is the recorded call's, and the call
+        // proposed is another.
+        if answered && recorded != proposed {
+            next.violated |= SpecId::Rec5;
+        }
+        Some(next)
+    }
+
+    /// Whether run `r`'s agent may propose a new call under the gated call's id now: the
+    /// gated call's result is recorded, and the run is running with nothing in flight.
+    pub(super) fn renewal_offered(&self, state: &WorldState<L::Run>, r: usize) -> bool {
+        let (Some(slot), Some(gated)) = (state.runs.get(r), self.cast.proposal(GATED)) else {
+            return false;
+        };
+        let view = &slot.run.view;
+        state.budgets.renewals > 0
+            && view.phase == resumable_kernel::PhaseKind::Running
+            && !view.in_flight
+            && slot
+                .run
+                .history
+                .prior(&gated.call)
+                .key
+                .is_some_and(|k| k.committed)
     }
 }

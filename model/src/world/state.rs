@@ -260,6 +260,7 @@ impl<R: Hash> Hash for WorldState<R> {
             reuses,
             outsider_moves,
             arg_changes,
+            renewals,
         } = *budgets;
         // A vector grows by at most one element a step, far from 65,535 on any path the
         // checker explores.
@@ -272,7 +273,8 @@ impl<R: Hash> Hash for WorldState<R> {
                 | u64::from(cancels) << 32
                 | u64::from(reuses) << 40
                 | u64::from(outsider_moves) << 48
-                | u64::from(arg_changes) << 56,
+                | u64::from(arg_changes) << 56
+                | u64::from(renewals) << 60,
         );
         state.write_u64(violated.bits());
         state.write_u64(u64::from(*seen) | length(runs.len()) << 16 | length(workers.len()) << 32);
@@ -304,6 +306,8 @@ pub struct Budgets {
     pub outsider_moves: u8,
     /// Times the framework may still change a pending call's arguments.
     pub arg_changes: u8,
+    /// Times the agent may still propose a new call under a recorded call's id.
+    pub renewals: u8,
 }
 
 /// One run's durable side of the world.
@@ -781,6 +785,10 @@ pub enum Intent {
     Reuse(u8),
     /// Finish with the final result.
     Complete,
+    /// Propose a new call under the gated call's id once its result is recorded (the node
+    /// run again, another payee: [`super::Cast::renewed`]). Answered or refused by the
+    /// driver before any step; used up either way.
+    Renew,
 }
 
 /// What the tool's status query answered.
@@ -1037,4 +1045,7 @@ pub mod witness {
     /// A dispatch of the gated call landed after the framework changed its arguments in the
     /// agent's state (spec APR-5).
     pub const CHANGED_DISPATCHED: u16 = 1 << 14;
+    /// The agent proposed a new call under the id of a call whose result is recorded (spec
+    /// REC-5).
+    pub const RENEWED: u16 = 1 << 15;
 }

@@ -182,6 +182,8 @@ impl<L: Lifecycle> World<L> {
                 prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
                 resource_version: Some(u64::from(slot.resource)),
             },
+            // Planned against the record before any step (`handout.rs`, `renew`).
+            Choice::Agent(Intent::Renew) => return None,
             Choice::Agent(Intent::Complete) => Event::Complete {
                 result: self.cast.final_result,
             },
@@ -351,6 +353,9 @@ impl<L: Lifecycle> World<L> {
     ) -> Option<WorldState<L::Run>> {
         if !matches!(state.workers.get(w)?, Worker::Idle) {
             return None;
+        }
+        if choice == Choice::Agent(Intent::Renew) {
+            return self.renew(state);
         }
         let slot = state.runs.get(r)?;
         let source = match choice {

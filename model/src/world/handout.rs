@@ -1,13 +1,13 @@
 //! What a worker hands the tool with each dispatch it carries out (spec APR-5): the kernel
 //! binds a call by its argument digest alone, so which arguments go out is the driver's to
-//! decide, and no step can see it.
+//! decide, and no step can see it. And how a worker answers a proposal from what is
+//! recorded (spec REC-5).
 
 use super::transition::Before;
-use super::{witness, WorldState};
-use super::{World, GATED};
+use super::{witness, Dispatches, Violations, World, WorldState, GATED};
 use crate::driving::Driving;
 use crate::Lifecycle;
-use resumable_kernel::{Decision, Digest, Dispatch, Event, Input, SpecId, Verdict};
+use resumable_kernel::{Decision, Digest, Dispatch, Effects, Event, Input, SpecId, Verdict};
 
 impl<L: Lifecycle> World<L> {
     /// The arguments, by digest, the worker hands the tool with `d`, the step from `from`
@@ -32,6 +32,38 @@ impl<L: Lifecycle> World<L> {
                     .map(|()| kept)
             }
         }
+    }
+
+    /// What the worker carries out of a step's `effects` once its write lands: the
+    /// dispatches (proposal, attempt) it sends, those whose arguments it hands out, packed to
+    /// the front; the rule handing them out breaks (APR-5: arguments other than the
+    /// dispatch's); and the witness of a call dispatched after the framework changed its
+    /// arguments. The dispatch is durable whatever is handed out.
+    pub(super) fn carried_out(
+        &self,
+        from: &Before<'_>,
+        input: &Input,
+        effects: &Effects,
+    ) -> (Dispatches, Violations, u16) {
+        let mut to_send: Dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];
+        let mut sending = to_send.iter_mut();
+        let mut raise = Violations::NONE;
+        let mut seen = 0;
+        for d in effects.dispatches() {
+            let call = self.cast.proposal_by_id(&d.call_id).unwrap_or(GATED);
+            if from.changed && call == GATED {
+                seen |= witness::CHANGED_DISPATCHED;
+            }
+            match self.handed(from, input, d) {
+                Some(args) if args != d.args => raise |= SpecId::Apr5,
+                Some(_) => {}
+                None => continue,
+            }
+            if let Some(send) = sending.next() {
+                *send = Some((call, d.attempt));
+            }
+        }
+        (to_send, raise, seen)
     }
 
     /// The arguments an approver's edit gave `d`'s call, as the book keeps them: from the

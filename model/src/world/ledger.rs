@@ -117,21 +117,11 @@ impl<L: Lifecycle> World<L> {
         {
             raise |= SpecId::Apr4;
         }
-        // CLK-2: a decision stamped with a time other than the driver's is accepted although,
-        // at the driver's time, it or its suspension had expired: a late decision judged in
-        // time. (A lifecycle that ignores an expiry at the driver's own time breaks APR-2 or
-        // RES-5 instead.)
-        let stamped_elsewhere =
-            at != resumable_driver::clock::stamp_after(before.updated_at, from.now);
-        let suspension_expired = stamped_elsewhere
-            && matches!(&before.phase, Phase::Suspended(s) if from.now > s.expires_at);
+        raise |= clk_2(before, from.now, at, res);
         let mut approval = |a: &resumable_kernel::Approval| {
             // APR-2: the decision has not expired.
             if at > a.expires_at {
                 raise |= SpecId::Apr2;
-            }
-            if (stamped_elsewhere && from.now > a.expires_at) || suspension_expired {
-                raise |= SpecId::Clk2;
             }
             // APR-3: only the recorded approver decides, never the requester.
             if a.approver != self.cast.approver || a.approver == self.cast.requester {
@@ -510,6 +500,28 @@ impl<L: Lifecycle> World<L> {
             raise |= SpecId::Eff2;
         }
         raise
+    }
+}
+
+/// CLK-2 (spec/lifecycle.md 7): an accepted decision stamped `at`, another time than the
+/// driver's clock `now` gives, although at `now` it or its suspension had expired: a late
+/// decision judged in time. (A lifecycle that ignores an expiry at the driver's own time
+/// breaks APR-2 or RES-5 instead.)
+fn clk_2(before: &Snapshot, now: Time, at: Time, res: &Resume) -> Violations {
+    if at == resumable_driver::clock::stamp_after(before.updated_at, now) {
+        return Violations::NONE;
+    }
+    let suspension_expired = matches!(&before.phase, Phase::Suspended(s) if now > s.expires_at);
+    let late = |a: &resumable_kernel::Approval| suspension_expired || now > a.expires_at;
+    let judged_late = match &res.decision {
+        Decision::Approve(a) | Decision::Deny(a) => late(a),
+        Decision::Batch { decisions } => decisions.iter().any(|d| late(&d.approval)),
+        _ => false,
+    };
+    if judged_late {
+        Violations::of(SpecId::Clk2)
+    } else {
+        Violations::NONE
     }
 }
 

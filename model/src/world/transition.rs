@@ -471,12 +471,11 @@ impl<L: Lifecycle> World<L> {
         let after = self.lifecycle.snapshot(&next.run);
         let mut raise = self.step_violations(r, from, &after, input, effects);
         let mut dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];
-        // What the worker sends after the write: the dispatches whose arguments it hands out.
-        let mut to_send = [None; resumable_kernel::effect::MAX_EFFECTS];
-        let mut sending = to_send.iter_mut();
         let mut approval_binds = false;
         let mut edited = 0u32;
-        let mut witness = 0;
+        // What the worker sends after the write, and what handing it out breaks (APR-5).
+        let (to_send, handed_raise, mut witness) = self.carried_out(from, input, effects);
+        raise |= handed_raise;
         let sent = effects.iter().filter_map(|e| match e {
             Effect::Dispatch(d) => Some(d),
             _ => None,
@@ -490,19 +489,6 @@ impl<L: Lifecycle> World<L> {
                 self.config.program.gated(call) && self.approval_binds(before, input, &d);
             if d.args == self.cast.edited_args {
                 edited |= 1 << i;
-            }
-            if from.changed && call == GATED {
-                witness |= witness::CHANGED_DISPATCHED;
-            }
-            // The dispatch is durable whatever is handed out; it is sent only with arguments.
-            match self.handed(from, input, &d) {
-                // APR-5: the tool runs with arguments other than those the approval bound.
-                Some(args) if args != d.args => raise |= SpecId::Apr5,
-                Some(_) => {}
-                None => continue,
-            }
-            if let Some(send) = sending.next() {
-                *send = Some((call, d.attempt));
             }
         }
         if dispatches[0].is_some() {

@@ -4,7 +4,10 @@
 //! effects (moving the resource the run acts on) and whose responses get lost, a status query
 //! that reconciles, an operator who settles what nobody else can, an owner who cancels in any
 //! phase, an agent that may propose an earlier call id or key again, an outsider who moves the
-//! resource, and a clock that passes expiries.
+//! resource, a hostile framework (which changes a pending call's arguments in the agent's
+//! state before the resume, and runs a node again with a new call under a recorded call's
+//! id), and a clock that passes expiries. How the workers drive is the configuration's
+//! `Driving` (`model/src/driving.rs`).
 //!
 //! The world is generic over [`Lifecycle`]: the same exploration runs on the kernel, on the
 //! reference machine and on broken variants. It offers inputs and writes what a lifecycle

@@ -15,6 +15,7 @@ use crate::output::{self, Error};
 use clap::ValueEnum;
 use resumable_model::checker::{self, memory, world::config_json, Options, Reduction, Report};
 use resumable_model::config::{Config, Program};
+use resumable_model::driving::Driving;
 use resumable_model::reference::Reference;
 use resumable_model::variant::Variant;
 use resumable_model::world::World;
@@ -152,6 +153,14 @@ pub struct ModelArgs {
     /// How many times an outsider may move a run's resource.
     #[arg(long)]
     pub outsider_moves: Option<u8>,
+    /// How many times the framework may change a pending call's arguments in the agent's
+    /// state before its resume.
+    #[arg(long)]
+    pub arg_changes: Option<u8>,
+    /// How many times the agent's node, run again, proposes a new call under the call id of
+    /// one whose result is recorded.
+    #[arg(long)]
+    pub renewals: Option<u8>,
     /// The version the runs' resource starts at.
     #[arg(long)]
     pub resource_start: Option<u8>,
@@ -173,8 +182,12 @@ fn world_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(Config::suite().map(|(name, _)| name))
 }
 
+/// The broken variants of the reference machine, then the broken drivings of the world's
+/// workers (the kernel driven by an adapter that breaks one rule of the driving contract).
 fn variant_names() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(Variant::ALL.map(Variant::name))
+    let names =
+        (Variant::ALL.map(Variant::name).into_iter()).chain(Driving::BROKEN.map(Driving::name));
+    clap::builder::PossibleValuesParser::new(names)
 }
 
 /// Arguments of `check`.
@@ -266,6 +279,9 @@ pub struct Setup {
 impl ModelArgs {
     /// The subject and the configuration, or a one-line reason they are misused.
     pub fn setup(&self, depth: Option<usize>) -> Result<Setup, String> {
+        if let Some(driving) = self.variant.as_deref().and_then(Driving::from_name) {
+            return self.setup_driving(driving, depth);
+        }
         let variant = match &self.variant {
             Some(name) => {
                 Some(Variant::from_name(name).ok_or_else(|| format!("no variant named {name}"))?)
@@ -327,6 +343,34 @@ impl ModelArgs {
 }
 
 impl ModelArgs {
+    /// The subject (the kernel, unless `--subject reference`) driven by workers that break
+    /// one rule of the driving contract, in the smallest world that exposes it.
+    fn setup_driving(&self, driving: Driving, depth: Option<usize>) -> Result<Setup, String> {
+        let lifecycle = match self.subject {
+            Some(Subject::Reference) => Some(Reference::default()),
+            Some(Subject::Kernel) | None => None,
+        };
+        let mut config = Config::exposing_driving(driving);
+        self.apply(&mut config);
+        config.depth_bound = depth;
+        config.validate().map_err(|e| e.to_string())?;
+        let subject = if lifecycle.is_some() {
+            "reference"
+        } else {
+            "kernel"
+        };
+        Ok(Setup {
+            lifecycle,
+            config,
+            name: driving.name().to_owned(),
+            origin: format!(
+                "the smallest configuration that exposes {driving} (the {subject} driven by \
+                 workers that break {}), with the flags given applied on top",
+                driving.targets_named()
+            ),
+        })
+    }
+
     /// Applies the flags given to `config`; a flag left out leaves its field as it is.
     fn apply(&self, config: &mut Config) {
         let set = |field: &mut u8, value: Option<u8>| {
@@ -345,6 +389,8 @@ impl ModelArgs {
         set(&mut config.cancels, self.cancels);
         set(&mut config.reuses, self.reuses);
         set(&mut config.outsider_moves, self.outsider_moves);
+        set(&mut config.arg_changes, self.arg_changes);
+        set(&mut config.renewals, self.renewals);
         set(&mut config.resource_start, self.resource_start);
         set(&mut config.suspend_for, self.suspend_for);
         set(&mut config.approval_ttl, self.approval_ttl);
@@ -462,13 +508,19 @@ pub fn run(args: &Args) -> ExitCode {
 }
 
 fn list_variants() -> ExitCode {
-    let width = (Variant::ALL.iter())
-        .map(|v| v.name().len())
+    let width = (Variant::ALL.map(Variant::name).into_iter())
+        .chain(Driving::BROKEN.map(Driving::name))
+        .map(str::len)
         .max()
         .unwrap_or(0);
     let mut text = String::new();
     for v in Variant::ALL {
         text.push_str(&format!("{:<width$}  {}\n", v.name(), v.description()));
+    }
+    // The drivings follow: the kernel itself, driven by a worker that breaks one rule.
+    for d in Driving::BROKEN {
+        let what = format!("(the worker's driving) {}", d.description());
+        text.push_str(&format!("{:<width$}  {what}\n", d.name()));
     }
     output::finish(Format::Text, &text, output::status::PASS)
 }
@@ -562,6 +614,20 @@ fn extras(config: &Config) -> String {
             "moves of the resource by an outsider",
         ));
     }
+    if config.arg_changes > 0 {
+        on.push(count(
+            config.arg_changes,
+            "change of a pending call's arguments by the framework",
+            "changes of a pending call's arguments by the framework",
+        ));
+    }
+    if config.renewals > 0 {
+        on.push(count(
+            config.renewals,
+            "new call under a recorded call's id",
+            "new calls under a recorded call's id",
+        ));
+    }
     if config.resource_start > 0 {
         on.push(format!(
             "the resource starting at version {}",
@@ -585,6 +651,9 @@ fn extras(config: &Config) -> String {
     }
     if config.free_clock {
         on.push("a clock that may pass at any step".to_owned());
+    }
+    if config.driving != Driving::Honest {
+        on.push(format!("workers driving as {}", config.driving));
     }
     if !config.query_unknown {
         on.push("a query that never answers unknown".to_owned());

@@ -138,6 +138,9 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
         "late-result-recorded",
         "resume-record-from-checkpoint",
         "escalation-keeps-deadline",
+        "decision-time-from-message",
+        "tool-gets-node-arguments",
+        "recorded-call-by-id-only",
     ] {
         assert!(
             out.lines()
@@ -145,7 +148,31 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
             "{name} missing from: {out}"
         );
     }
-    assert_eq!(out.lines().count(), 29, "one line per variant: {out}");
+    let drivings = resumable_model::driving::Driving::BROKEN.len();
+    assert_eq!(
+        out.lines().count(),
+        29 + drivings,
+        "one line per variant and per broken driving: {out}"
+    );
+}
+
+#[test]
+fn a_broken_driving_checks_the_kernel_driven_so_and_is_caught() {
+    let o = check(&["--variant", "decision-time-from-message", "--depth", "8"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("the kernel driven by workers that break CLK-2"),
+        "{out}"
+    );
+    assert!(
+        out.contains("counterexample to \"CLK-2 a decision is judged at the driver's time"),
+        "{out}"
+    );
+    assert!(
+        out.contains("stamped t0, the driver's clock at t2"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -143,6 +143,10 @@ const SMALL: [(&str, &[&str]); 9] = [
             "--query-unknown=false",
             "--max-time",
             "3",
+            "--arg-changes",
+            "1",
+            "--renewals",
+            "1",
         ],
     ),
     (

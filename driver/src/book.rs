@@ -258,16 +258,19 @@ impl Book {
     }
 
     /// The call `d` commands, with the arguments the book kept for it; refused if none are
-    /// kept or their digest is not the dispatch's.
+    /// kept or their digest is not the dispatch's ([`released`]).
     pub fn tool_call(&self, d: &Dispatch) -> Result<ToolCall, HandOut> {
         let record = self
             .record(&d.call_id)
             .ok_or(HandOut::Unknown { call_id: d.call_id })?;
         let digest = Digest::of(record.args.as_bytes());
-        if digest != d.args || record.args_digest != d.args {
+        released(d, digest)?;
+        // The digest kept beside the text is the text's: a book altered in between hands
+        // nothing out either.
+        if record.args_digest != digest {
             return Err(HandOut::Mismatch {
                 call_id: d.call_id,
-                kept: digest,
+                kept: record.args_digest,
                 dispatched: d.args,
             });
         }
@@ -300,6 +303,22 @@ impl Book {
             ..Kept::default()
         };
         Ok((event, kept))
+    }
+}
+
+/// Whether arguments kept for `d`'s call whose digest is `kept` may go to its tool: only if
+/// `kept` is the dispatch's digest, the one its approval bound (APR-5). The rule of
+/// [`Book::tool_call`], on digests alone, for a driver that keeps arguments its own way (the
+/// model's world keeps them as digests).
+pub fn released(d: &Dispatch, kept: Digest) -> Result<(), HandOut> {
+    if kept == d.args {
+        Ok(())
+    } else {
+        Err(HandOut::Mismatch {
+            call_id: d.call_id,
+            kept,
+            dispatched: d.args,
+        })
     }
 }
 

@@ -10,7 +10,14 @@ use resumable_kernel::{Run, Time};
 /// driver's clock lags it (CLK-1: a worker whose clock lags another's must not be refused for
 /// it, and the run's time never runs backwards).
 pub fn stamp(run: &Run, now: Time) -> Time {
-    Time(now.0.max(run.updated_at().0))
+    stamp_after(run.updated_at(), now)
+}
+
+/// [`stamp`] on the run's last input's time alone, for a driver whose run is not the kernel's
+/// [`Run`] (the model's world steps the reference machine too, which keeps its own run type):
+/// the one implementation of the rule, which [`stamp`] calls.
+pub fn stamp_after(last: Time, now: Time) -> Time {
+    Time(now.0.max(last.0))
 }
 
 /// When the core must next be called for `run` if nothing else happens: the first instant at

@@ -263,13 +263,22 @@ fn proposes(proposals: &[Proposal], call_id: &Name) -> bool {
     proposals.iter().any(|p| p.call.call_id == *call_id)
 }
 
+/// Whether the call recorded under a call id answers the call proposed now under it: only if
+/// it is the very call (call id, tool, argument digest, key and contract). Anything else is
+/// a new call or a refusal, never the recorded call's result (REC-5). The rule of
+/// [`plan`]'s match against the book, for a driver that keeps its calls its own way (the
+/// model's world).
+pub fn same_call(recorded: &Call, proposed: &Call) -> bool {
+    recorded == proposed
+}
+
 /// The answer from the book alone: a changed call refused, or every call ended.
 fn recorded(book: &Book, proposals: &[Proposal]) -> Option<Todo> {
     let mut outcomes = Vec::new();
     let mut answers = 0;
     for p in proposals {
         match book.record(&p.call.call_id) {
-            Some(r) if r.call != p.call => {
+            Some(r) if !same_call(&r.call, &p.call) => {
                 return Some(Todo::Changed {
                     recorded: Box::new(r.call),
                     proposed: Box::new(p.call),

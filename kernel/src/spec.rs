@@ -99,5 +99,11 @@ named! {
         Live2 = "LIVE-2",
         /// `CONF-1`.
         Conf1 = "CONF-1",
+        /// `CLK-2`.
+        Clk2 = "CLK-2",
+        /// `APR-5`.
+        Apr5 = "APR-5",
+        /// `REC-5`.
+        Rec5 = "REC-5",
     }
 }

@@ -4,6 +4,7 @@
 //! Every budget is a bound on what the environment may do (crash, lose, duplicate, let time
 //! pass), not a cut of the exploration: within the budgets the model is explored exhaustively.
 
+use crate::driving::Driving;
 use crate::variant::Variant;
 use core::fmt;
 
@@ -91,6 +92,14 @@ pub struct Config {
     /// How many times an outsider may move a run's resource (the run's own commits move it
     /// too, always: spec RES-3).
     pub outsider_moves: u8,
+    /// How many times the framework may change the arguments of a run's pending call between
+    /// its suspension and its resume, under the same call id (a graph's state updated before
+    /// the resume, spec APR-5).
+    pub arg_changes: u8,
+    /// How many times the agent's node, run again, proposes a new call under the call id of
+    /// the gated call once its result is recorded (another payment under an old call id, spec
+    /// REC-5).
+    pub renewals: u8,
     /// The agent program.
     pub program: Program,
     /// With the batch program, the approver gives every verdict (approve, edit, reject,
@@ -124,6 +133,9 @@ pub struct Config {
     /// credited in a state reached through one (spec/check-output.md, "The per-run
     /// reduction").
     pub free_clock: bool,
+    /// How the workers drive the runs (`model/src/driving.rs`): honestly, by the driver core's
+    /// rules, or with one of them replaced, as an old adapter did.
+    pub driving: Driving,
 }
 
 impl Default for Config {
@@ -150,6 +162,8 @@ impl Default for Config {
             cancels: 0,
             reuses: 0,
             outsider_moves: 0,
+            arg_changes: 0,
+            renewals: 0,
             program: Program::Approval,
             batch_verdicts: true,
             resource_start: 0,
@@ -161,6 +175,7 @@ impl Default for Config {
             depth_bound: None,
             identity: 0,
             free_clock: false,
+            driving: Driving::Honest,
         }
     }
 }
@@ -238,6 +253,8 @@ impl Config {
         range("cancels", self.cancels, 0, 4)?;
         range("reuses", self.reuses, 0, 3)?;
         range("outsider_moves", self.outsider_moves, 0, 4)?;
+        range("arg_changes", self.arg_changes, 0, 3)?;
+        range("renewals", self.renewals, 0, 3)?;
         range("resource_start", self.resource_start, 0, 8)?;
         range("suspend_for", self.suspend_for, 1, 20)?;
         range("approval_ttl", self.approval_ttl, 0, 20)?;
@@ -300,6 +317,10 @@ impl Config {
                 "self-approval",
                 Config {
                     self_approval: true,
+                    // The framework changes the pending call's arguments before the resume.
+                    arg_changes: 1,
+                    // The node, run again, proposes a new call under the recorded call's id.
+                    renewals: 1,
                     ..short
                 },
             ),
@@ -486,6 +507,38 @@ impl Config {
                 duplicates: 0,
                 query_unknown: false,
                 dedupes: false,
+                ..base
+            },
+        }
+    }
+
+    /// A small configuration in which the flaw of the broken `driving` is reachable, with the
+    /// workers driving so (the lifecycle under check stays correct: the kernel by default).
+    pub fn exposing_driving(driving: Driving) -> Config {
+        let base = Config::default();
+        match driving {
+            // An approval written right after the suspension, delivered once the clock has
+            // passed its expiry (but not yet the suspension's).
+            Driving::Honest | Driving::DecisionTimeFromMessage => Config { driving, ..base },
+            // The framework changes the pending call's arguments before the approval arrives;
+            // nothing else goes wrong.
+            // The gated call's result is recorded; the node proposes another call under its id.
+            Driving::RecordedCallByIdOnly => Config {
+                driving,
+                renewals: 1,
+                crashes: 0,
+                losses: 0,
+                duplicates: 0,
+                workers: 1,
+                ..base
+            },
+            Driving::ToolGetsNodeArguments => Config {
+                driving,
+                arg_changes: 1,
+                crashes: 0,
+                losses: 0,
+                duplicates: 0,
+                workers: 1,
                 ..base
             },
         }

@@ -7,6 +7,7 @@
 
 pub mod checker;
 pub mod config;
+pub mod driving;
 pub mod properties;
 pub mod reference;
 pub mod twopc;

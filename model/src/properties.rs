@@ -35,6 +35,9 @@
 //! | BAT-3 | when a dispatch lands: its batch call was not rejected, answered or denied | rejected-dispatched | a batch runs on without the call it rejected or answered | `batch_dispatch` |
 //! | BAT-4 | when a write lands: each call of the batch is settled at most once, as the world knows it was, and all of them when the run completes | batch-decision-wrong-call | two calls in flight meet a restart or a cancel; a run completes after its batch | `batch_settled` |
 //! | BAT-5 | when a dispatch lands: its batch call carries the approver's arguments (the edited ones after an edit) | edit-ignored | an edited call is dispatched | `batch_dispatch` |
+//! | APR-5 | when a dispatch lands: the arguments the worker hands the tool have the dispatch's digest, the one its approval bound | tool-gets-node-arguments (a driving) | a call is dispatched after its arguments changed in the agent's state | `world/handout.rs` `handed`, raised in `world/transition.rs` `staged` |
+//! | REC-5 | when the agent's proposal is answered from the record: the recorded call is the one proposed | recorded-call-by-id-only (a driving) | a new call is proposed under the call id of one whose result is recorded | `world/handout.rs` `renew` |
+//! | CLK-2 | when a decision lands: it was stamped with the driver's time, or was in time at the driver's time (it and its suspension) | decision-time-from-message (a driving, `model/src/driving.rs`) | a decision written before its expiry arrives after it | `resume_violations` |
 //!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
 //! current suspension has lasted and the property requires it to stay within the longest
@@ -110,6 +113,13 @@ pub mod names {
     pub const BAT_4: &str = "BAT-4 every call of a batch is settled once";
     /// BAT-5, always.
     pub const BAT_5: &str = "BAT-5 an edited call runs only with the approver's arguments";
+    /// APR-5, always.
+    pub const APR_5: &str = "APR-5 a tool runs only with arguments whose digest an approval bound";
+    /// REC-5, always.
+    pub const REC_5: &str = "REC-5 a recorded result answers only its own call";
+    /// CLK-2, always.
+    pub const CLK_2: &str =
+        "CLK-2 a decision is judged at the driver's time, never at a time its message claims";
 
     /// RES-2's partner.
     pub const RACE_WON: &str = "RES-2 two workers race to resume one suspension and one wins";
@@ -171,6 +181,15 @@ pub mod names {
     pub const BATCH_COMPLETES: &str = "BAT-4 a run completes after its batch";
     /// BAT-5's partner (the batch program).
     pub const EDITED_DISPATCHED: &str = "BAT-5 an edited call is dispatched";
+    /// APR-5's partner (with the framework changing a pending call's arguments).
+    pub const CHANGED_DISPATCHED: &str =
+        "APR-5 a call is dispatched after its arguments changed in the agent's state";
+    /// REC-5's partner (with the node proposing a new call under a recorded call's id).
+    pub const RENEWED: &str =
+        "REC-5 a new call is proposed under the call id of one whose result is recorded";
+    /// CLK-2's partner (with approvers).
+    pub const WRITTEN_IN_TIME_ARRIVES_LATE: &str =
+        "CLK-2 a decision written before its expiry arrives after it, by the driver's clock";
 
     /// Not in the default list: a `sometimes` that no correct lifecycle reaches. Where the
     /// tool neither dedupes nor fences and a broken lifecycle retries after "not committed",
@@ -244,6 +263,9 @@ pub fn properties<L: Lifecycle>(
         .always(Bat3, BAT_3, |_, s| clean(s, Bat3))
         .always(Bat4, BAT_4, |_, s| clean(s, Bat4))
         .always(Bat5, BAT_5, |_, s| clean(s, Bat5))
+        .always(Clk2, CLK_2, |_, s| clean(s, Clk2))
+        .always(Apr5, APR_5, |_, s| clean(s, Apr5))
+        .always(Rec5, REC_5, |_, s| clean(s, Rec5))
         .sometimes(Res2, RACE_WON, |_, s| {
             s.workers.iter().any(|w| match w {
                 crate::world::Worker::Staged(st) => {
@@ -359,6 +381,15 @@ pub fn properties<L: Lifecycle>(
         })
         .sometimes(Bat5, EDITED_DISPATCHED, |_, s| {
             s.seen & witness::EDITED_DISPATCHED != 0
+        })
+        .sometimes(Apr5, CHANGED_DISPATCHED, |_, s| {
+            s.seen & witness::CHANGED_DISPATCHED != 0
+        })
+        .sometimes(Rec5, RENEWED, |_, s| s.seen & witness::RENEWED != 0)
+        // The approver's message says it was written in time (its own expiry is after it),
+        // and the driver's clock has passed that expiry when it is delivered.
+        .sometimes(Clk2, WRITTEN_IN_TIME_ARRIVES_LATE, |_, s| {
+            s.seen & witness::EXPIRED_APPROVAL != 0
         })
         .build()
 }

@@ -4,7 +4,10 @@
 //! effects (moving the resource the run acts on) and whose responses get lost, a status query
 //! that reconciles, an operator who settles what nobody else can, an owner who cancels in any
 //! phase, an agent that may propose an earlier call id or key again, an outsider who moves the
-//! resource, and a clock that passes expiries.
+//! resource, a hostile framework (which changes a pending call's arguments in the agent's
+//! state before the resume, and runs a node again with a new call under a recorded call's
+//! id), and a clock that passes expiries. How the workers drive is the configuration's
+//! `Driving` (`model/src/driving.rs`).
 //!
 //! The world is generic over [`Lifecycle`]: the same exploration runs on the kernel, on the
 //! reference machine and on broken variants. It offers inputs and writes what a lifecycle
@@ -32,11 +35,12 @@
 //! The world's rooms: `cast` (names, calls, programs), `choices` (what is on offer in a
 //! state), `transition` (how each action changes the world), `ledger` (the books the
 //! properties read), `describe` (words for traces), `intern` (shared runs and checkpoints),
-//! `memo` (the steps workers compute, remembered), `reduce` (the actions the checker may take alone, under partial-order reduction).
+//! `memo` (the steps workers compute, remembered), `reduce` (the actions the checker may take alone, under partial-order reduction), `handout` (what a worker hands the tool, and how it answers a proposal from the record, by its driving).
 
 mod cast;
 mod choices;
 mod describe;
+mod handout;
 mod honest;
 mod intern;
 mod ledger;
@@ -50,6 +54,7 @@ pub use intern::{Interner, Shared};
 pub use state::*;
 
 use crate::config::{Config, ConfigError};
+use crate::driving::Driving;
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
     Checkpoint, Facts, FailCause, InFlight, Phase, Reason, ReasonKind, SlotState, Time,
@@ -177,6 +182,32 @@ impl<L: Lifecycle> World<L> {
         Time(u64::from(state.now))
     }
 
+    /// The time a worker stamps on the input `choice` it feeds run `r` (spec CLK-1, CLK-2):
+    /// the driver's clock, by the core's own rule (`resumable_driver::clock::stamp_after`,
+    /// the generic form of `clock::stamp`, since the world's run may be the reference
+    /// machine's own type). A [`Driving::DecisionTimeFromMessage`] worker stamps a decision
+    /// with the time its message says it was written instead.
+    fn stamp(&self, state: &WorldState<L::Run>, r: usize, choice: &Choice) -> Time {
+        let last = state
+            .runs
+            .get(r)
+            .map_or(Time(0), |slot| slot.run.snapshot.updated_at);
+        let now = match (self.config.driving, choice) {
+            (Driving::DecisionTimeFromMessage, Choice::Decision(m)) => self.written_at(m),
+            _ => Self::time(state),
+        };
+        resumable_driver::clock::stamp_after(last, now)
+    }
+
+    /// The time a decision's message says it was written: an approver gives every decision
+    /// the same validity from the moment it decides (`Config::approval_ttl`), so the message
+    /// carries it without a field of its own.
+    fn written_at(&self, m: &DecisionMsg) -> Time {
+        Time(u64::from(
+            m.expires_at.saturating_sub(self.config.approval_ttl),
+        ))
+    }
+
     /// The facts a resumer of run `r` establishes under current policy (spec RES-3, RES-7):
     /// the resource as it is now, the step permitted and within budget. Honest, always.
     fn facts(state: &WorldState<L::Run>, r: usize) -> Facts {
@@ -213,6 +244,7 @@ impl<L: Lifecycle> World<L> {
                 resource: self.config.resource_start,
                 cancelled: false,
                 decided: [None; 2],
+                changed: false,
             })
             .collect()
     }
@@ -285,6 +317,8 @@ impl<L: Lifecycle> Model for World<L> {
                 cancels: self.config.cancels,
                 reuses: self.config.reuses,
                 outsider_moves: self.config.outsider_moves,
+                arg_changes: self.config.arg_changes,
+                renewals: self.config.renewals,
             },
             runs: Runs::from_vec(self.first_runs()),
             workers: Workers::from_elem(Worker::Idle, usize::from(self.config.workers)),
@@ -326,6 +360,7 @@ impl<L: Lifecycle> Model for World<L> {
                 Some(next)
             }
             Action::Outsider { run } => self.outsider(last, usize::from(run)),
+            Action::Framework { run } => self.change_args(last, usize::from(run)),
         }
     }
 

@@ -8,33 +8,44 @@
 //! a property the variant targets is violated: breadth-first, the first depth at which one is
 //! found yields a shortest counterexample, which is all a snapshot needs.
 
+use resumable_kernel::SpecId;
 use resumable_model::checker::{self, Checkable, Options, Verdict};
 use resumable_model::config::Config;
+use resumable_model::driving::Driving;
 use resumable_model::reference::Reference;
 use resumable_model::variant::Variant;
 use resumable_model::world::World;
+use resumable_model::{Kernel, Lifecycle};
 
 /// Depth bounds tried in turn; past the last, the variant is reported as not caught.
 const DEPTHS: [usize; 5] = [4, 8, 12, 16, 20];
 
 /// The shortest counterexample to a property `variant` targets, rendered as the CLI does.
 fn shortest_counterexample(variant: Variant) -> String {
+    let lifecycle = Reference {
+        variant: Some(variant),
+    };
+    let config = Config::exposing(variant);
+    shortest(lifecycle, config, variant.name(), variant.targets())
+}
+
+/// The shortest counterexample to a property `driving` targets: the kernel, driven by
+/// workers that break one rule of the driving contract (`model/src/driving.rs`).
+fn shortest_driving_counterexample(driving: Driving) -> String {
+    let config = Config::exposing_driving(driving);
+    shortest(Kernel, config, driving.name(), driving.targets())
+}
+
+/// The shortest counterexample, in `config`, to a property keyed by one of `targets`.
+fn shortest<L: Lifecycle>(lifecycle: L, config: Config, name: &str, targets: &[SpecId]) -> String {
     for depth in DEPTHS {
-        let world = World::new(
-            Reference {
-                variant: Some(variant),
-            },
-            Config::exposing(variant),
-        )
-        .expect("the exposing configuration is valid");
+        let world =
+            World::new(lifecycle.clone(), config).expect("the exposing configuration is valid");
         let list = world
             .property_list()
             .expect("the world's properties are partnered");
         // Whether the property's spec ID is one the variant targets.
-        let targeted = |name: &str| {
-            list.key_of(name)
-                .is_some_and(|id| variant.targets().contains(&id))
-        };
+        let targeted = |name: &str| list.key_of(name).is_some_and(|id| targets.contains(&id));
         let options = Options {
             depth: Some(depth),
             keep_going: true,
@@ -54,8 +65,7 @@ fn shortest_counterexample(variant: Variant) -> String {
         }
     }
     panic!(
-        "{variant}: no property with an ID in {:?} is violated within {} steps",
-        variant.targets(),
+        "{name}: no property with an ID in {targets:?} is violated within {} steps",
         DEPTHS[DEPTHS.len() - 1]
     );
 }
@@ -63,15 +73,31 @@ fn shortest_counterexample(variant: Variant) -> String {
 /// Checks the variant and compares its trace with the snapshot named after it.
 fn snapshot(variant: Variant) {
     let trace = shortest_counterexample(variant);
-    let mut settings = insta::Settings::clone_current();
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.set_description(format!(
+    let description = format!(
         "{variant}: {} (breaks {})",
         variant.description(),
         variant.targets_named()
-    ));
-    settings.bind(|| insta::assert_snapshot!(variant.name(), trace));
+    );
+    compare(variant.name(), description, trace);
+}
+
+/// Checks the driving and compares its trace with the snapshot named after it.
+fn driving_snapshot(driving: Driving) {
+    let trace = shortest_driving_counterexample(driving);
+    let description = format!(
+        "{driving}: the kernel, driven by a worker that breaks one rule: {} (breaks {})",
+        driving.description(),
+        driving.targets_named()
+    );
+    compare(driving.name(), description, trace);
+}
+
+fn compare(name: &str, description: String, trace: String) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(description);
+    settings.bind(|| insta::assert_snapshot!(name, trace));
 }
 
 // One test per variant, so they run in parallel; the test after the list makes sure no
@@ -125,4 +151,31 @@ snapshots! {
     batch_one_approval_for_all_runs_a_call_nobody_decided: BatchOneApprovalForAll;
     rejected_dispatched_runs_a_rejected_call: RejectedDispatched;
     edit_ignored_runs_the_proposed_arguments: EditIgnored;
+}
+
+// The broken drivings: the kernel, driven by workers that break one rule of the driving
+// contract the way an old adapter did.
+macro_rules! driving_snapshots {
+    ($($test:ident: $driving:ident;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                driving_snapshot(Driving::$driving);
+            }
+        )*
+
+        #[test]
+        fn every_broken_driving_has_a_snapshot_test() {
+            let listed = [$(Driving::$driving),*];
+            for driving in Driving::BROKEN {
+                assert!(listed.contains(&driving), "{driving} has no snapshot test");
+            }
+        }
+    };
+}
+
+driving_snapshots! {
+    decision_time_from_message_accepts_a_late_approval: DecisionTimeFromMessage;
+    tool_gets_node_arguments_pays_what_nobody_approved: ToolGetsNodeArguments;
+    recorded_call_by_id_only_answers_a_new_call_with_an_old_receipt: RecordedCallByIdOnly;
 }

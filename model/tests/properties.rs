@@ -68,6 +68,16 @@ fn small() -> Vec<(&'static str, Config)> {
                 ..with_self_approval()
             },
         ),
+        // The framework changes the pending call's arguments before the resume (APR-5).
+        (
+            "arguments changed before the resume, one worker",
+            Config {
+                workers: 1,
+                arg_changes: 1,
+                renewals: 1,
+                ..tiny()
+            },
+        ),
         (
             "two runs, no time passing",
             Config {
@@ -215,6 +225,16 @@ fn the_kernel_and_the_reference_hold_where_each_variant_is_exposed() {
             let config = Config::exposing(v);
             if configs.iter().all(|(_, c)| *c != config) {
                 configs.push((v.name(), config));
+            }
+        }
+        // Where each broken driving is exposed, driven honestly.
+        for d in resumable_model::driving::Driving::BROKEN {
+            let config = Config {
+                driving: resumable_model::driving::Driving::Honest,
+                ..Config::exposing_driving(d)
+            };
+            if configs.iter().all(|(_, c)| *c != config) {
+                configs.push((d.name(), config));
             }
         }
         configs

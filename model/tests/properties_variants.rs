@@ -8,9 +8,11 @@ mod world_support;
 use resumable_kernel::SpecId;
 use resumable_model::checker::Checkable;
 use resumable_model::config::Config;
+use resumable_model::driving::Driving;
 use resumable_model::reference::Reference;
 use resumable_model::variant::Variant;
 use resumable_model::world::{Ending, RunView, World};
+use resumable_model::Kernel;
 use stateright::Expectation;
 use world_support::*;
 
@@ -105,7 +107,56 @@ fn every_always_property_is_broken_by_a_variant_that_targets_it() {
                 let world = World::new(Reference::broken(v), Config::exposing(v)).unwrap();
                 hunt(world, &[p.name]).contains(p.name)
             });
-        assert!(broken, "no variant breaks {}", p.name);
+        // The rules of the driving contract are broken by a worker's driving, the kernel
+        // driven so.
+        let driven = (Driving::BROKEN.into_iter())
+            .filter(|d| d.targets().contains(&id))
+            .any(|d| {
+                let world = World::new(Kernel, Config::exposing_driving(d)).unwrap();
+                hunt(world, &[p.name]).contains(p.name)
+            });
+        assert!(broken || driven, "no variant or driving breaks {}", p.name);
+    }
+}
+
+/// Each broken driving is caught by a property it targets, the kernel driven by it in the
+/// configuration that exposes it (`Config::exposing_driving`).
+fn caught_driving(driving: Driving) -> Vec<&'static str> {
+    let world = World::new(Kernel, Config::exposing_driving(driving)).expect("valid");
+    let list = world.property_list().expect("partnered");
+    let targets: Vec<&'static str> = (driving.targets().iter())
+        .flat_map(|id| list.names_of(*id, Expectation::Always))
+        .collect();
+    assert!(!targets.is_empty(), "{driving}: no property targets it");
+    hunt(world, &targets).into_iter().collect()
+}
+
+#[test]
+fn decision_time_from_message_is_caught_by_clk_2() {
+    let found = caught_driving(Driving::DecisionTimeFromMessage);
+    assert_eq!(found, [resumable_model::properties::names::CLK_2]);
+}
+
+#[test]
+fn tool_gets_node_arguments_is_caught_by_apr_5() {
+    let found = caught_driving(Driving::ToolGetsNodeArguments);
+    assert_eq!(found, [resumable_model::properties::names::APR_5]);
+}
+
+#[test]
+fn recorded_call_by_id_only_is_caught_by_rec_5() {
+    let found = caught_driving(Driving::RecordedCallByIdOnly);
+    assert_eq!(found, [resumable_model::properties::names::REC_5]);
+}
+
+/// Fails to compile when a broken driving is added without a test above.
+#[expect(dead_code, reason = "never called: it exists to fail to compile")]
+fn every_driving_has_a_test_above(d: Driving) {
+    match d {
+        Driving::Honest
+        | Driving::DecisionTimeFromMessage
+        | Driving::ToolGetsNodeArguments
+        | Driving::RecordedCallByIdOnly => {}
     }
 }
 

@@ -7,6 +7,7 @@
 use crate::output::{self, Format};
 use resumable_model::checker::merge;
 use resumable_model::config::Config;
+use resumable_model::driving::Driving;
 use resumable_model::variant::Variant;
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -38,6 +39,16 @@ pub fn configurations() -> Vec<(String, Config)> {
             grid.push((format!("exposing-{}", variant.name()), config));
         }
     }
+    // Where each broken driving is exposed, driven honestly: the kernel holds there.
+    for driving in Driving::BROKEN {
+        let config = Config {
+            driving: Driving::Honest,
+            ..Config::exposing_driving(driving)
+        };
+        if grid.iter().all(|(_, c)| *c != config) {
+            grid.push((format!("exposing-{}", driving.name()), config));
+        }
+    }
     grid
 }
 
@@ -59,6 +70,8 @@ pub fn flags(config: &Config) -> Vec<String> {
     count("cancels", config.cancels, d.cancels);
     count("reuses", config.reuses, d.reuses);
     count("outsider-moves", config.outsider_moves, d.outsider_moves);
+    count("arg-changes", config.arg_changes, d.arg_changes);
+    count("renewals", config.renewals, d.renewals);
     count("resource-start", config.resource_start, d.resource_start);
     count("max-attempts", config.max_attempts, d.max_attempts);
     count("suspend-for", config.suspend_for, d.suspend_for);
@@ -228,6 +241,8 @@ mod tests {
             cancels: 1,
             reuses: 1,
             outsider_moves: 1,
+            arg_changes: 1,
+            renewals: 1,
             program: resumable_model::config::Program::ThreeCalls,
             batch_verdicts: false,
             resource_start: 3,
@@ -240,6 +255,7 @@ mod tests {
             // Not flags: only the per-run reduction sets them, in the worlds it makes.
             identity: 0,
             free_clock: false,
+            driving: resumable_model::driving::Driving::Honest,
         };
         let parsed = parse(&flags(&every));
         assert_eq!(parsed.model.setup(None).map(|s| s.config).ok(), Some(every));

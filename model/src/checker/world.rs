@@ -151,6 +151,8 @@ pub fn config_json(config: &Config) -> Value {
         "cancels": config.cancels,
         "reuses": config.reuses,
         "outsider_moves": config.outsider_moves,
+        "arg_changes": config.arg_changes,
+        "renewals": config.renewals,
         "resource_start": config.resource_start,
         "program": config.program.name(),
         "batch_verdicts": config.batch_verdicts,
@@ -162,5 +164,6 @@ pub fn config_json(config: &Config) -> Value {
         "depth_bound": config.depth_bound,
         "identity": config.identity,
         "free_clock": config.free_clock,
+        "driving": config.driving.name(),
     })
 }

@@ -48,10 +48,17 @@ pub struct Cast {
     pub proposals: [Proposal; PROPOSALS],
     /// The argument digest of an edited `c1`.
     pub edited_args: Digest,
+    /// The argument digest of `c1` once the framework changed it in the agent's state, under
+    /// the same call id (spec APR-5).
+    pub changed_args: Digest,
     /// The digest of the message an approver hands back with a rejection.
     pub rejection: Digest,
     /// The digest of the answer a person gives in the tool's place.
     pub answer: Digest,
+    /// A new call the agent's node proposes under the gated call's id once that call's result
+    /// is recorded: other arguments (another payee), the same key (spec REC-5). Never bound:
+    /// the driver answers it, or refuses it, before any step.
+    pub renewed: Call,
     /// The result each key commits with.
     pub results: [Digest; KEYS],
     /// The run's final result.
@@ -96,7 +103,12 @@ impl Cast {
                 key,
             }
         };
+        let gated = proposal("c1", 1, b"c1 args");
         Cast {
+            renewed: Call {
+                args: Digest::of(b"c1 args, another payee"),
+                ..gated.call
+            },
             identities: [
                 identity("tenant-0", "session-0", "run-0"),
                 identity("tenant-1", "session-1", "run-1"),
@@ -117,6 +129,7 @@ impl Cast {
                 proposal("c4", 4, b"c0 args"),
             ],
             edited_args: Digest::of(b"c1 args, edited"),
+            changed_args: Digest::of(b"c1 args, changed in the agent's state"),
             rejection: Digest::of(b"rejected: ask again with other arguments"),
             answer: Digest::of(b"answered by a person"),
             results: [

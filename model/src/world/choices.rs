@@ -150,6 +150,16 @@ impl<L: Lifecycle> World<L> {
                 }
             }
         }
+        if state.budgets.arg_changes > 0 {
+            // The arguments change between the suspension for approval and its resume.
+            for (r, slot) in state.runs.iter().enumerate() {
+                if slot.run.view.reason == Some(ReasonKind::PendingApproval) && !slot.changed {
+                    actions.push(Action::Framework {
+                        run: super::index(r),
+                    });
+                }
+            }
+        }
         let waits = self.config.free_clock || self.someone_waits(state);
         if state.now < self.config.max_time && waits && !self.expiry_due(state) {
             actions.push(Action::Tick { to: state.now + 1 });
@@ -241,6 +251,9 @@ impl<L: Lifecycle> World<L> {
                     i += 1;
                 }
             }
+        }
+        if self.renewal_offered(state, r) {
+            out.push(Choice::Agent(Intent::Renew));
         }
         let target = super::index(r);
         let mut last = None;

@@ -94,6 +94,9 @@ impl fmt::Display for Choice {
                 key(f, *c, 0)
             }
             Choice::Agent(Intent::Complete) => f.write_str("complete"),
+            Choice::Agent(Intent::Renew) => {
+                f.write_str("propose a new call under c1's call id, other arguments")
+            }
             Choice::Decision(m) => {
                 f.write_str("resume ")?;
                 decision(f, m)
@@ -203,6 +206,10 @@ impl fmt::Display for Action {
             }
             Action::Tick { to } => write!(f, "Clock ticks to {to}"),
             Action::Outsider { run } => write!(f, "Outsider moves run {run}'s resource"),
+            Action::Framework { run } => write!(
+                f,
+                "Framework changes the arguments of run {run}'s pending call in the agent's state"
+            ),
         }
     }
 }
@@ -303,6 +310,32 @@ impl<L: Lifecycle> World<L> {
     /// What happened in a step, in words: for a worker's step, whether the lifecycle accepted
     /// the input (and into which phase) or refused it (and why).
     pub fn explain(&self, state: &WorldState<L::Run>, action: &Action) -> String {
+        // An input stamped with another time than the driver's clock says so first (CLK-2).
+        let stamped = match self.input_of(state, action) {
+            Some(input) if input.at != Self::time(state) => format!(
+                "stamped t{}, the driver's clock at t{}: ",
+                input.at.0, state.now
+            ),
+            _ => String::new(),
+        };
+        if let Action::Step {
+            choice: Choice::Agent(Intent::Renew),
+            ..
+        } = action
+        {
+            // Planned against the record, before any step (spec REC-5).
+            return match self.config.driving {
+                crate::driving::Driving::RecordedCallByIdOnly => {
+                    "answered from the record by call id: c1's result, never run, never asked"
+                }
+                _ => "refused by the driver: another call is recorded under c1, nothing is fed",
+            }
+            .into();
+        }
+        stamped + &self.verdict_words(state, action)
+    }
+
+    fn verdict_words(&self, state: &WorldState<L::Run>, action: &Action) -> String {
         match self.verdict_of(state, action) {
             Some(Ok((run, effects))) => {
                 let snap = self.lifecycle.snapshot(&run);
@@ -329,6 +362,7 @@ impl<L: Lifecycle> World<L> {
                 Action::Decide { .. } => "sent".into(),
                 Action::Tick { .. } => "time passes".into(),
                 Action::Outsider { .. } => "the resource is at a new version".into(),
+                Action::Framework { .. } => "same call id, other arguments".into(),
             },
         }
     }

@@ -117,6 +117,7 @@ impl<L: Lifecycle> World<L> {
         {
             raise |= SpecId::Apr4;
         }
+        raise |= clk_2(before, from.now, at, res);
         let mut approval = |a: &resumable_kernel::Approval| {
             // APR-2: the decision has not expired.
             if at > a.expires_at {
@@ -499,6 +500,28 @@ impl<L: Lifecycle> World<L> {
             raise |= SpecId::Eff2;
         }
         raise
+    }
+}
+
+/// CLK-2 (spec/lifecycle.md 7): an accepted decision stamped `at`, another time than the
+/// driver's clock `now` gives, although at `now` it or its suspension had expired: a late
+/// decision judged in time. (A lifecycle that ignores an expiry at the driver's own time
+/// breaks APR-2 or RES-5 instead.)
+fn clk_2(before: &Snapshot, now: Time, at: Time, res: &Resume) -> Violations {
+    if at == resumable_driver::clock::stamp_after(before.updated_at, now) {
+        return Violations::NONE;
+    }
+    let suspension_expired = matches!(&before.phase, Phase::Suspended(s) if now > s.expires_at);
+    let late = |a: &resumable_kernel::Approval| suspension_expired || now > a.expires_at;
+    let judged_late = match &res.decision {
+        Decision::Approve(a) | Decision::Deny(a) => late(a),
+        Decision::Batch { decisions } => decisions.iter().any(|d| late(&d.approval)),
+        _ => false,
+    };
+    if judged_late {
+        Violations::of(SpecId::Clk2)
+    } else {
+        Violations::NONE
     }
 }
 

@@ -43,6 +43,9 @@ pub(super) struct StepKey {
     pub(super) checkpoints: usize,
     /// For a decision, the checkpoints of the run it was made on, by address.
     pub(super) source: usize,
+    /// The framework changed the gated call's arguments in the agent's state: what a worker
+    /// that hands out the agent's arguments sends (spec APR-5).
+    pub(super) changed: bool,
 }
 
 /// What a worker's step came to, before the world's messages and budgets are touched.

@@ -259,6 +259,8 @@ impl<R: Hash> Hash for WorldState<R> {
             cancels,
             reuses,
             outsider_moves,
+            arg_changes,
+            renewals,
         } = *budgets;
         // A vector grows by at most one element a step, far from 65,535 on any path the
         // checker explores.
@@ -270,7 +272,9 @@ impl<R: Hash> Hash for WorldState<R> {
                 | u64::from(duplicates) << 24
                 | u64::from(cancels) << 32
                 | u64::from(reuses) << 40
-                | u64::from(outsider_moves) << 48,
+                | u64::from(outsider_moves) << 48
+                | u64::from(arg_changes) << 56
+                | u64::from(renewals) << 60,
         );
         state.write_u64(violated.bits());
         state.write_u64(u64::from(*seen) | length(runs.len()) << 16 | length(workers.len()) << 32);
@@ -300,6 +304,10 @@ pub struct Budgets {
     pub reuses: u8,
     /// Times an outsider may still move a run's resource.
     pub outsider_moves: u8,
+    /// Times the framework may still change a pending call's arguments.
+    pub arg_changes: u8,
+    /// Times the agent may still propose a new call under a recorded call's id.
+    pub renewals: u8,
 }
 
 /// One run's durable side of the world.
@@ -340,6 +348,10 @@ pub struct RunSlot<R: 'static> {
     /// lifecycle accepts more). What the batch properties check dispatches and settlements
     /// against (spec BAT-2, BAT-3, BAT-4, BAT-5).
     pub decided: [Option<CallVerdict>; 2],
+    /// The framework changed the arguments of the run's gated call after it was proposed,
+    /// under the same call id: the agent's node now holds other arguments than the ones the
+    /// approver is shown (spec APR-5).
+    pub changed: bool,
 }
 
 // Written out because a derive would require `R: Clone`; every field is a copy.
@@ -374,6 +386,7 @@ impl<R> Hash for RunSlot<R> {
             resource,
             cancelled,
             decided: [d0, d1],
+            changed,
         } = *self;
         let since = waiting_since.map_or(0, |t| 0x100 | u64::from(t));
         let decided = |v: Option<CallVerdict>| match v {
@@ -401,7 +414,8 @@ impl<R> Hash for RunSlot<R> {
                 | u64::from(p2) << 40
                 | since << 48
                 | u64::from(orphaned) << 57
-                | u64::from(cancelled) << 58,
+                | u64::from(cancelled) << 58
+                | u64::from(changed) << 59,
         );
         state.write_u64(
             u64::from(committed)
@@ -771,6 +785,10 @@ pub enum Intent {
     Reuse(u8),
     /// Finish with the final result.
     Complete,
+    /// Propose a new call under the gated call's id once its result is recorded (the node
+    /// run again, another payee: [`super::Cast::renewed`]). Answered or refused by the
+    /// driver before any step; used up either way.
+    Renew,
 }
 
 /// What the tool's status query answered.
@@ -924,6 +942,12 @@ pub enum Action {
         /// The run whose resource moves.
         run: u8,
     },
+    /// The framework changes the arguments of the run's pending call in the agent's state,
+    /// under the same call id, before the resume (a graph's state updated while it waits).
+    Framework {
+        /// The run.
+        run: u8,
+    },
 }
 
 /// The rules found broken along a path, one bit per spec ID: what the `always` properties
@@ -1018,4 +1042,10 @@ pub mod witness {
     /// its opposite: no `sometimes` property is credited in a state reached through such a
     /// tick ([`crate::world::World::may_witness`]).
     pub const BORROWED_TIME: u16 = 1 << 13;
+    /// A dispatch of the gated call landed after the framework changed its arguments in the
+    /// agent's state (spec APR-5).
+    pub const CHANGED_DISPATCHED: u16 = 1 << 14;
+    /// The agent proposed a new call under the id of a call whose result is recorded (spec
+    /// REC-5).
+    pub const RENEWED: u16 = 1 << 15;
 }

@@ -26,6 +26,14 @@ pub(super) struct Before<'a> {
     pub(super) view: &'a RunView,
     /// The revision of the open batch's checkpoint, if the run waits on one.
     pub(super) opened: Option<resumable_kernel::Revision>,
+    /// The driver's clock when the worker stepped the run: the time a decision is judged at
+    /// (spec CLK-2), whatever the input was stamped with.
+    pub(super) now: Time,
+    /// The framework had changed the gated call's arguments in the agent's state (APR-5).
+    pub(super) changed: bool,
+    /// The run's batch as the lifecycle lists it, in the batch program: the edits recorded
+    /// on it, which the driver's book keeps (BAT-5).
+    pub(super) batch: Option<resumable_kernel::Batch>,
 }
 
 /// Inserts into a sorted vector, keeping it sorted: the multiset's canonical order.
@@ -174,6 +182,8 @@ impl<L: Lifecycle> World<L> {
                 prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
                 resource_version: Some(u64::from(slot.resource)),
             },
+            // Planned against the record before any step (`handout.rs`, `renew`).
+            Choice::Agent(Intent::Renew) => return None,
             Choice::Agent(Intent::Complete) => Event::Complete {
                 result: self.cast.final_result,
             },
@@ -229,7 +239,7 @@ impl<L: Lifecycle> World<L> {
     pub fn input_of(&self, state: &WorldState<L::Run>, action: &super::Action) -> Option<Input> {
         match action {
             super::Action::Step { run, choice, .. } => Some(Input {
-                at: Self::time(state),
+                at: self.stamp(state, usize::from(*run), choice),
                 event: self.event_of(state, usize::from(*run), choice)?,
             }),
             _ => None,
@@ -344,6 +354,9 @@ impl<L: Lifecycle> World<L> {
         if !matches!(state.workers.get(w)?, Worker::Idle) {
             return None;
         }
+        if choice == Choice::Agent(Intent::Renew) {
+            return self.renew(state);
+        }
         let slot = state.runs.get(r)?;
         let source = match choice {
             Choice::Decision(m) => (state.runs.get(usize::from(m.source)))
@@ -358,6 +371,7 @@ impl<L: Lifecycle> World<L> {
             resource: slot.resource,
             checkpoints: slot.checkpoints.addr(),
             source,
+            changed: slot.changed,
         };
         let stepped = memo::step(self.id, key, || self.step_afresh(state, r, choice));
         let moved = match &stepped {
@@ -393,7 +407,7 @@ impl<L: Lifecycle> World<L> {
             return Stepped::Impossible;
         };
         let input = Input {
-            at: Self::time(state),
+            at: self.stamp(state, r, &choice),
             event,
         };
         let moved = matches!(&input.event, Event::Resume(res)
@@ -426,6 +440,11 @@ impl<L: Lifecycle> World<L> {
                     snap: &before,
                     view: &slot.run.view,
                     opened,
+                    now: Self::time(state),
+                    changed: slot.changed,
+                    batch: (self.config.program == crate::config::Program::Batch)
+                        .then(|| self.lifecycle.batch(&slot.run.run))
+                        .flatten(),
                 };
                 match self.staged(r, &from, &input, choice, stored, &effects) {
                     Some(staged) => Stepped::Accepted {
@@ -454,6 +473,9 @@ impl<L: Lifecycle> World<L> {
         let mut dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];
         let mut approval_binds = false;
         let mut edited = 0u32;
+        // What the worker sends after the write, and what handing it out breaks (APR-5).
+        let (to_send, handed_raise, mut witness) = self.carried_out(from, input, effects);
+        raise |= handed_raise;
         let sent = effects.iter().filter_map(|e| match e {
             Effect::Dispatch(d) => Some(d),
             _ => None,
@@ -472,7 +494,6 @@ impl<L: Lifecycle> World<L> {
         if dispatches[0].is_some() {
             raise |= self.acts_on_moved_resource(input);
         }
-        let mut witness = 0;
         match (choice, &before.phase) {
             (Choice::Result { .. }, Phase::Running { in_flight: Some(f) }) if f.dispatches >= 2 => {
                 witness |= witness::RETRY_SUCCEEDED
@@ -494,7 +515,7 @@ impl<L: Lifecycle> World<L> {
             next,
             checkpoint: effects.checkpoint().map(|c| self.checkpoints.intern(*c)),
             dispatches,
-            queue: self.queue(dispatches),
+            queue: self.queue(to_send),
             resumed_from: match &input.event {
                 Event::Resume(res) => u8::try_from(res.checkpoint.revision.0).ok(),
                 _ => None,
@@ -648,6 +669,19 @@ impl<L: Lifecycle> World<L> {
     ) -> Option<WorldState<L::Run>> {
         let mut next = state.clone();
         insert_sorted(&mut next.decisions, msg);
+        Some(next)
+    }
+
+    /// The framework changes the arguments of run `r`'s pending call in the agent's state.
+    pub(super) fn change_args(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+    ) -> Option<WorldState<L::Run>> {
+        let mut next = state.clone();
+        next.budgets.arg_changes = next.budgets.arg_changes.checked_sub(1)?;
+        let slot = next.runs.get_mut(r)?;
+        slot.changed = true;
         Some(next)
     }
 

@@ -345,20 +345,64 @@ pub fn decide(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let (held, book) = stored(held, book)?;
-    let request: Request = parse("request", request)?;
-    let facts: Facts = parse("facts", facts)?;
-    let words: Vec<Word> = match serde_json::from_str(words) {
-        Ok(w) => w,
-        Err(e) => return not_a_decision(format!("the decisions are not the framework's: {e}")),
+    let input = Decided {
+        held,
+        book,
+        now,
+        request,
+        approver,
+        expires_at,
+        facts,
+        key,
     };
-    let approver = match Name::new(approver) {
-        Ok(a) => a,
-        Err(e) => return not_a_decision(format!("approver {approver:?}: {e}")),
-    };
-    match party::decide(&request, &words, approver, Time(expires_at)) {
-        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
-        Err(e) => not_a_decision(e.to_string()),
+    input.feed(words, |request, words: Vec<Word>, approver, at| {
+        party::decide(request, &words, approver, at)
+    })
+}
+
+/// What [`decide`] and [`decide_calls`] read besides the decisions themselves.
+struct Decided<'a> {
+    held: &'a str,
+    book: &'a str,
+    now: u64,
+    request: &'a str,
+    approver: &'a str,
+    expires_at: u64,
+    facts: &'a str,
+    key: Option<&'a str>,
+}
+
+impl Decided<'_> {
+    /// Reads the decisions as `W` and feeds the batch answer `judge` makes of them; what is
+    /// not such a list, or names an approver that is no name, is `not_a_decision`.
+    fn feed<W: serde::de::DeserializeOwned>(
+        self,
+        words: &str,
+        judge: impl FnOnce(
+            &Request,
+            W,
+            Name,
+            Time,
+        ) -> std::result::Result<(Answer, Kept), party::NotADecision>,
+    ) -> Result<String> {
+        let (held, book) = stored(self.held, self.book)?;
+        let request: Request = parse("request", self.request)?;
+        let facts: Facts = parse("facts", self.facts)?;
+        let words: W = match serde_json::from_str(words) {
+            Ok(w) => w,
+            Err(e) => return not_a_decision(format!("the decisions are not the framework's: {e}")),
+        };
+        let approver = match Name::new(self.approver) {
+            Ok(a) => a,
+            Err(e) => return not_a_decision(format!("approver {:?}: {e}", self.approver)),
+        };
+        match judge(&request, words, approver, Time(self.expires_at)) {
+            Ok((answer, kept)) => {
+                let event = answer.event(facts);
+                fed(&core(self.key)?, &held, book, self.now, event, &kept)
+            }
+            Err(e) => not_a_decision(e.to_string()),
+        }
     }
 }
 
@@ -387,22 +431,21 @@ pub fn decide_calls(
         call_id: String,
         decision: Word,
     }
-    let (held, book) = stored(held, book)?;
-    let request: Request = parse("request", request)?;
-    let facts: Facts = parse("facts", facts)?;
-    let words: Vec<Named> = match serde_json::from_str(words) {
-        Ok(w) => w,
-        Err(e) => return not_a_decision(format!("the decisions are not the framework's: {e}")),
+    let input = Decided {
+        held,
+        book,
+        now,
+        request,
+        approver,
+        expires_at,
+        facts,
+        key,
     };
-    let words: Vec<(String, Word)> = words.into_iter().map(|n| (n.call_id, n.decision)).collect();
-    let approver = match Name::new(approver) {
-        Ok(a) => a,
-        Err(e) => return not_a_decision(format!("approver {approver:?}: {e}")),
-    };
-    match party::decide_calls(&request, &words, approver, Time(expires_at)) {
-        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
-        Err(e) => not_a_decision(e.to_string()),
-    }
+    input.feed(words, |request, words: Vec<Named>, approver, at| {
+        let words: Vec<(String, Word)> =
+            words.into_iter().map(|n| (n.call_id, n.decision)).collect();
+        party::decide_calls(request, &words, approver, at)
+    })
 }
 
 /// Feeds the tool's answer to `tool_call` (as [`feed`] handed it out): `result` is the JSON

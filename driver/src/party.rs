@@ -195,23 +195,7 @@ pub fn decide(
             request.calls.len()
         )));
     }
-    let mut decisions = Decisions::new();
-    let mut kept = Answer::kept(request);
-    for (i, (word, asked)) in words.iter().zip(&request.calls).enumerate() {
-        let (verdict, k) = verdict(word, asked.call_id, &asked.tool)?;
-        let approval = binding(request, i, approver, expires_at)
-            .ok_or_else(|| NotADecision("no such call".into()))?;
-        decisions
-            .push(CallDecision { approval, verdict })
-            .map_err(|_| NotADecision("more decisions than a batch holds".into()))?;
-        kept.edited.extend(k.edited);
-        kept.outcomes.extend(k.outcomes);
-    }
-    let answer = Answer {
-        checkpoint: request.checkpoint,
-        decision: Decision::Batch { decisions },
-    };
-    Ok((answer, kept))
+    batch_answer(request, words.iter().enumerate(), approver, expires_at)
 }
 
 /// Decisions on some calls of `request`, each naming its call (`(call_id, word)`, in the
@@ -227,15 +211,33 @@ pub fn decide_calls(
     if words.is_empty() {
         return Err(NotADecision("no decision".into()));
     }
-    let mut decisions = Decisions::new();
-    let mut kept = Answer::kept(request);
+    let mut picked = Vec::with_capacity(words.len());
     for (call_id, word) in words {
         let index = request
             .calls
             .iter()
             .position(|c| c.call_id.as_str() == call_id)
             .ok_or_else(|| NotADecision(format!("the request holds no call {call_id:?}")))?;
-        let asked = &request.calls[index];
+        picked.push((index, word));
+    }
+    batch_answer(request, picked.into_iter(), approver, expires_at)
+}
+
+/// The batch answer of `words` on the calls of `request` at the indices given: each word the
+/// kernel's verdict on its call, bound as the approver saw the call.
+fn batch_answer<'w>(
+    request: &Request,
+    words: impl Iterator<Item = (usize, &'w Word)>,
+    approver: Name,
+    expires_at: Time,
+) -> Result<(Answer, Kept), NotADecision> {
+    let mut decisions = Decisions::new();
+    let mut kept = Answer::kept(request);
+    for (index, word) in words {
+        let asked = request
+            .calls
+            .get(index)
+            .ok_or_else(|| NotADecision("no such call".into()))?;
         let (verdict, k) = verdict(word, asked.call_id, &asked.tool)?;
         let approval = binding(request, index, approver, expires_at)
             .ok_or_else(|| NotADecision("no such call".into()))?;

@@ -3,15 +3,14 @@
 //! and a careless user make (arguments changed before the resume, a late delivery, a new call
 //! under an old id, a second answer, a lost compare-and-set, a process gone mid-call).
 
-use resumable_audit::{Anchor, Header, Key, RunHeader};
+use resumable_audit::{Anchor, Key};
+
+mod common;
 use resumable_driver::book::{Book, HandOut, Kept, Outcome, ToolCall};
 use resumable_driver::party::{self, Word};
 use resumable_driver::plan::{self, Proposal, Request, Todo};
 use resumable_driver::{observed, Core, Facts, Held, Staged};
-use resumable_kernel::{
-    Allowed, Decision, FailCause, Identity, Name, PhaseKind, Policy, RejectionKind, Time,
-    ToolContract,
-};
+use resumable_kernel::{Decision, FailCause, Name, PhaseKind, RejectionKind, Time, ToolContract};
 
 const KEY: [u8; 32] = [7; 32];
 
@@ -25,23 +24,7 @@ struct Store {
 
 impl Store {
     fn open(core: &Core) -> Store {
-        let header = Header {
-            run: RunHeader {
-                identity: Identity {
-                    tenant: Name::lit("acme"),
-                    session: Name::lit("thread-1"),
-                    run: Name::lit("pay"),
-                    definition: Name::lit("payments@1"),
-                },
-                policy: Policy {
-                    operator: Name::lit("ops"),
-                    reconcile_window: 600,
-                    allowed: Allowed::ALL,
-                },
-                created_at: Time(0),
-            },
-            tools: None,
-        };
+        let header = common::header();
         let (held, line) = core.open(&header).unwrap();
         Store {
             held,

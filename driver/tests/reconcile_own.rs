@@ -4,27 +4,10 @@
 
 use resumable_driver::book::Book;
 use resumable_driver::{forms, observed, plan, Core};
-use resumable_kernel::{Allowed, Event, Identity, Name, Policy, Reason, Time, ToolContract};
+use resumable_kernel::{Event, Reason, Time, ToolContract};
 
-fn header() -> resumable_audit::Header {
-    resumable_audit::Header {
-        run: resumable_audit::RunHeader {
-            identity: Identity {
-                tenant: Name::lit("acme"),
-                session: Name::lit("s-1"),
-                run: Name::lit("pay-1"),
-                definition: Name::lit("payments@1"),
-            },
-            policy: Policy {
-                operator: Name::lit("ops"),
-                reconcile_window: 600,
-                allowed: Allowed::ALL,
-            },
-            created_at: Time(0),
-        },
-        tools: None,
-    }
-}
+mod common;
+use common::header;
 
 fn proposal(id: &str, amount: u32) -> plan::Proposal {
     let contract = ToolContract {

@@ -595,6 +595,16 @@ fn the_kernel_holds_on_a_grid_of_small_configurations() {
         }
     }
     grid.push(("two runs", two_runs()));
+    // The hostile framework's moves (APR-5, REC-5), which no grid world makes.
+    grid.push((
+        "arguments changed, a new call under an old id",
+        Config {
+            workers: 1,
+            arg_changes: 1,
+            renewals: 1,
+            ..tiny()
+        },
+    ));
     // A cancel, a reuse of an earlier call and a batch need worlds of their own (as in the
     // default check): the grid's programs have no third call, no batch, and none of its worlds
     // cancels.

@@ -123,12 +123,7 @@ class ApprovalGate {
 
   /** Whether the core takes `message` for no decision at all (judged, nothing written). */
   notADecision(message) {
-    const { held, book } = this.stored();
-    if (held.checkpoint === null) return true;
-    const probe = { calls: [], responsible: 'nobody', expires_at: 0, checkpoint: held.checkpoint,
-      answers: 0 };
-    const facts = { resource_version: 0, permitted: true, within_budget: true };
-    return typeof rk.driverAnswer(held, book, 0, probe, message, facts).verdict === 'string';
+    return !rk.driverIsAnswer(message);
   }
 
   /** The run's audit log and its anchor, for `resumable validate --key-file K --anchor A`. */

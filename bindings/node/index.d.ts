@@ -849,6 +849,8 @@ export function driverReconcile(
   facts: Facts,
   key?: string | null,
 ): Fed;
+/** Whether a party's message is an answer the core would feed (false: no decision at all). */
+export function driverIsAnswer(message: unknown): boolean;
 export function driverWakeAt(held: Held): Time | null;
 export function driverApproval(
   request: Request,

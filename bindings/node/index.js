@@ -398,6 +398,17 @@ function driverReconcile(held, book, now, dispatch, found, facts, key) {
 }
 
 /** When the driver must next call in for the held run (its deadline), or null. */
+/** Whether a party's `message` is an answer the core would feed (false: no decision at all). */
+function driverIsAnswer(message) {
+  let shown;
+  try {
+    shown = typeof message === 'string' ? message : stringify(message);
+  } catch {
+    shown = 'null';
+  }
+  return parse(call(native.driverIsAnswer, shown === undefined ? 'null' : shown));
+}
+
 function driverWakeAt(held) {
   return parse(call(native.driverWakeAt, text(held, 'held')));
 }
@@ -429,6 +440,7 @@ module.exports = {
   driverPlanTurn,
   driverReconcile,
   driverToolResult,
+  driverIsAnswer,
   driverWakeAt,
   effect,
   newRun,

@@ -25,6 +25,7 @@ export const {
   driverPlanTurn,
   driverReconcile,
   driverToolResult,
+  driverIsAnswer,
   driverWakeAt,
   effect,
   newRun,

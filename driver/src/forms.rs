@@ -310,11 +310,9 @@ pub fn answer(
     let (held, book) = stored(held, book)?;
     let request: Request = parse("request", request)?;
     let facts: Facts = parse("facts", facts)?;
-    let answer: Answer = match serde_json::from_str::<Answer>(message) {
+    let answer = match Answer::read(message) {
         Ok(a) => a,
-        Err(e) => {
-            return not_a_decision(format!("the answer is not a decision on a checkpoint: {e}"))
-        }
+        Err(e) => return not_a_decision(e.0),
     };
     fed(
         &core(key)?,
@@ -324,6 +322,13 @@ pub fn answer(
         answer.event(facts),
         &Answer::kept(&request),
     )
+}
+
+/// Whether a party's message is an answer [`answer`] would feed (`true`), or no decision at
+/// all (`false`: nothing would be fed or counted for it): for an adapter that must tell which
+/// of the values a framework hands back were answers, without staging anything.
+pub fn is_answer(message: &str) -> Result<String> {
+    to_json(&Answer::read(message).is_ok())
 }
 
 /// A framework's decision list (`words`: one decision per call of `request`, in the

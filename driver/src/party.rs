@@ -31,6 +31,13 @@ pub struct Answer {
 pub struct NotADecision(pub String);
 
 impl Answer {
+    /// Reads a party's message as an answer: its `checkpoint` and `decision`, anything else it
+    /// holds ignored. What is not such a message is no decision, and nothing is fed for it.
+    pub fn read(message: &str) -> Result<Answer, NotADecision> {
+        serde_json::from_str(message)
+            .map_err(|e| NotADecision(format!("the answer is not a decision on a checkpoint: {e}")))
+    }
+
     /// The input that feeds this answer, with the facts the driver observed now (RES-7).
     pub fn event(&self, facts: Facts) -> Event {
         Event::Resume(Resume {

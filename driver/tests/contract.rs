@@ -557,3 +557,28 @@ fn a_book_reads_back_what_it_wrote_and_refuses_a_field_it_does_not_have() {
     let extra = text.replacen('{', r#"{"spent_keys": [],"#, 1);
     assert!(serde_json::from_str::<Book>(&extra).is_err());
 }
+
+#[test]
+fn a_message_is_read_for_its_decision_alone_and_what_is_none_is_no_answer() {
+    let core = core();
+    let mut store = Store::open(&core);
+    let request = ask(&mut store, &core, 1, &payment("call-1", "bob", 50));
+    let answer = party::approval(&request, true, Name::lit("alice"), Time(1_000)).unwrap();
+    let mut message = serde_json::to_value(answer).unwrap();
+    message["at"] = serde_json::json!(2);
+    message["facts"] = serde_json::json!({"resource_version": 8});
+    let text = message.to_string();
+    assert_eq!(party::Answer::read(&text).unwrap(), answer);
+    assert_eq!(resumable_driver::forms::is_answer(&text).unwrap(), "true");
+    for not_one in [
+        r#""notify the payee?""#,
+        "true",
+        r#"{"decision": "approve"}"#,
+    ] {
+        assert!(party::Answer::read(not_one).is_err(), "{not_one}");
+        assert_eq!(
+            resumable_driver::forms::is_answer(not_one).unwrap(),
+            "false"
+        );
+    }
+}

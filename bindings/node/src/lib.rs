@@ -360,6 +360,12 @@ pub fn driver_reconcile(
     ))
 }
 
+/// Whether a party's message is an answer the core would feed, or no decision at all.
+#[napi]
+pub fn driver_is_answer(message: String) -> Result<String> {
+    driven(resumable_driver::forms::is_answer(&message))
+}
+
 /// When the driver must next call in for the held run (its deadline), or `null`.
 #[napi]
 pub fn driver_wake_at(held: String) -> Result<String> {

@@ -89,7 +89,7 @@ pub struct ModelArgs {
     pub variant: Option<String>,
     /// One world of the default check to start from [default, without any flag about the
     /// world: all of them, merged].
-    #[arg(long, value_name = "NAME", value_parser = world_names(), conflicts_with = "variant")]
+    #[arg(long, value_name = "NAME", value_parser = world_names())]
     pub world: Option<String>,
     /// Runs (1 or 2; two runs belong to different tenants).
     #[arg(long)]
@@ -298,33 +298,21 @@ impl ModelArgs {
             (Some(Subject::Kernel), None) | (None, None) => None,
             (Some(Subject::Reference), v) | (None, v @ Some(_)) => Some(Reference { variant: v }),
         };
-        // A variant starts from the world that can reach its flaw; the flags given on the
-        // command line, and only those, are applied on top.
-        let (mut config, origin) = match variant {
-            Some(v) => (
+        // A variant starts from the world that can reach its flaw, or the world of the
+        // default check named; the flags given on the command line, and only those, are
+        // applied on top.
+        let (mut config, origin) = match (variant, self.suite_world()?) {
+            (Some(v), None) => (
                 Config::exposing(v),
                 format!(
-                    "the smallest configuration that exposes {v} (breaks {}), with the flags \
-                     given applied on top",
+                    "the smallest configuration that exposes {v} (breaks {})",
                     v.targets_named()
                 ),
             ),
-            None => {
-                let world = self.world.as_deref().unwrap_or("default");
-                let config = (Config::suite().into_iter())
-                    .find(|(name, _)| *name == world)
-                    .map(|(_, config)| config)
-                    .ok_or_else(|| format!("no world named {world}"))?;
-                let origin = match world {
-                    "default" => "the default configuration".to_owned(),
-                    other => format!("the world {other} of the default check"),
-                };
-                (
-                    config,
-                    format!("{origin}, with the flags given applied on top"),
-                )
-            }
+            (_, Some((config, origin))) => (config, origin),
+            (None, None) => (Config::default(), "the default configuration".to_owned()),
         };
+        let origin = format!("{origin}, with the flags given applied on top");
         self.apply(&mut config);
         config.depth_bound = depth;
         config.validate().map_err(|e| e.to_string())?;
@@ -350,7 +338,13 @@ impl ModelArgs {
             Some(Subject::Reference) => Some(Reference::default()),
             Some(Subject::Kernel) | None => None,
         };
-        let mut config = Config::exposing_driving(driving);
+        let (mut config, origin) = match self.suite_world()? {
+            Some((world, origin)) => (Config { driving, ..world }, origin),
+            None => (
+                Config::exposing_driving(driving),
+                format!("the smallest configuration that exposes {driving}"),
+            ),
+        };
         self.apply(&mut config);
         config.depth_bound = depth;
         config.validate().map_err(|e| e.to_string())?;
@@ -364,11 +358,27 @@ impl ModelArgs {
             config,
             name: driving.name().to_owned(),
             origin: format!(
-                "the smallest configuration that exposes {driving} (the {subject} driven by \
-                 workers that break {}), with the flags given applied on top",
+                "{origin} (the {subject} driven by workers that break {}), with the flags given \
+                 applied on top",
                 driving.targets_named()
             ),
         })
+    }
+
+    /// The world of the default check `--world` names, with where it comes from.
+    fn suite_world(&self) -> Result<Option<(Config, String)>, String> {
+        let Some(world) = self.world.as_deref() else {
+            return Ok(None);
+        };
+        let config = (Config::suite().into_iter())
+            .find(|(name, _)| *name == world)
+            .map(|(_, config)| config)
+            .ok_or_else(|| format!("no world named {world}"))?;
+        let origin = match world {
+            "default" => "the default configuration".to_owned(),
+            other => format!("the world {other} of the default check"),
+        };
+        Ok(Some((config, origin)))
     }
 
     /// Applies the flags given to `config`; a flag left out leaves its field as it is.

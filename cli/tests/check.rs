@@ -515,7 +515,7 @@ fn the_per_run_reduction_is_refused_where_it_does_not_apply() {
 // --- The default check -------------------------------------------------------------------------
 
 #[test]
-fn the_default_check_runs_its_seven_worlds_and_merges_them() {
+fn the_default_check_runs_its_eleven_worlds_and_merges_them() {
     // Bounded by depth so it stays short in debug; every world is still checked. The full
     // default check, which must pass with every property exercised, is CI's main job
     // (`cargo run --release -- check`, about four seconds).
@@ -534,7 +534,11 @@ fn the_default_check_runs_its_seven_worlds_and_merges_them() {
             "cancel",
             "reuse",
             "batch",
-            "batch-crash"
+            "batch-crash",
+            "stale-checkpoint",
+            "no-dedupe",
+            "fencing",
+            "edited-and-moved"
         ]
     );
     // Cut by the depth bound, the merge says incomplete, never pass.
@@ -547,7 +551,7 @@ fn the_default_check_runs_its_seven_worlds_and_merges_them() {
     std::fs::write(&file, &o.stdout).expect("written");
     let o = check(&["--merge", &file.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stdout(&o).contains("merged 7 checks"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("merged 11 checks"), "{}", stdout(&o));
     assert!(stdout(&o).contains("suite.json#reuse"), "{}", stdout(&o));
 }
 
@@ -562,8 +566,31 @@ fn one_world_of_the_default_check_is_checked_alone_with_world() {
     assert!(out.contains("program three-calls"), "{out}");
     let o = check(&["--world", "nowhere"]);
     assert_eq!(o.status.code(), Some(2));
-    let o = check(&["--world", "reuse", "--variant", "no-expiry"]);
-    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_variant_is_caught_in_the_world_of_the_default_check_named() {
+    // The five variants no world of the default check reached before the tool's contracts,
+    // the stale checkpoint, the edited approval and the moved resource had worlds of their own.
+    for (variant, world, rule) in [
+        ("no-revision-check", "stale-checkpoint", "RES-"),
+        ("retry-without-contract", "no-dedupe", "REC-3"),
+        ("retry-same-key-on-fence", "fencing", "REC-3"),
+        ("approval-not-bound-to-args", "edited-and-moved", "APR-1"),
+        ("approval-ignores-resource", "edited-and-moved", "RES-3"),
+    ] {
+        let o = check(&["--variant", variant, "--world", world]);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{variant}: {out}");
+        assert!(
+            out.contains(&format!("the world {world} of the default check")),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("counterexample to \"{rule}")),
+            "{variant}: {out}"
+        );
+    }
 }
 
 // --- Bounds -----------------------------------------------------------------------------------

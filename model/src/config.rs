@@ -296,9 +296,12 @@ impl Config {
     /// The worlds of the default check, by name: the default world, and beside it the small
     /// worlds that exercise what it cannot reach (a requester approving its own call, a second
     /// tenant, a cancel that meets an unknown outcome, an agent re-proposing an earlier call),
-    /// each turned down to what its situation needs so the whole takes seconds. Every property
-    /// has a partner reached in one of them; each `always` must hold in all of them.
-    pub fn suite() -> [(&'static str, Config); 7] {
+    /// each turned down to what its situation needs so the whole takes seconds, and the tiny
+    /// worlds where a tool's contract, a stale checkpoint, an edited approval or a resource
+    /// moved from outside arise. Every property has a partner reached in one of them; each
+    /// `always` must hold in all of them; every broken variant and driving is caught in one of
+    /// them (model/tests/properties_variants.rs), so the main job misses none.
+    pub fn suite() -> [(&'static str, Config); 11] {
         let default = Config::default();
         // No lost response, no duplicated decision, a query that never answers "unknown".
         let quiet = Config {
@@ -310,6 +313,15 @@ impl Config {
         let short = Config {
             max_time: 3,
             ..quiet
+        };
+        // The direct program (no approval), for the tool's contracts.
+        let direct = |dedupes, query_fences| Config {
+            program: Program::Direct,
+            approvers: 0,
+            duplicates: 0,
+            dedupes,
+            query_fences,
+            ..default
         };
         [
             ("default", default),
@@ -357,6 +369,32 @@ impl Config {
             ),
             ("batch", Config::batch()),
             ("batch-crash", Config::batch_crash()),
+            // A retry under the same key crashes again at the same instant, and a slow
+            // reconciler still holds the checkpoint of the first crash: a stale checkpoint
+            // that matches the run in every field but its revision (RES-3).
+            (
+                "stale-checkpoint",
+                Config {
+                    crashes: 2,
+                    ..direct(true, false)
+                },
+            ),
+            // A tool that neither dedupes nor fences: no retry is safe (REC-3).
+            ("no-dedupe", direct(false, false)),
+            // A tool whose query fences the key it answers "not committed" for: a retry must
+            // take a fresh key (REC-3).
+            ("fencing", direct(false, true)),
+            // An approver who approves an edited call, and a writer outside the run who moves
+            // the resource under a pending approval (APR-1, RES-3).
+            (
+                "edited-and-moved",
+                Config {
+                    edited_approvals: true,
+                    outsider_moves: 1,
+                    crashes: 0,
+                    ..quiet
+                },
+            ),
         ]
     }
 

@@ -227,3 +227,88 @@ fn can_2_now_catches_what_its_old_reading_let_through() {
         assert!(old, "{variant}: the old reading of CAN-2 caught it too");
     }
 }
+
+/// The world of the default check (`Config::suite`) that catches each variant: every variant
+/// must be caught by the main job, so a new one fails to compile here until it names a world
+/// of the default check that finds it.
+fn catching_world(v: Variant) -> &'static str {
+    match v {
+        Variant::DoubleSuspend
+        | Variant::RetryUnknownWithoutReconcile
+        | Variant::RetryFreshKeyOnDedupe
+        | Variant::ApprovalsNeverExpire
+        | Variant::DenyLeavesRunning
+        | Variant::NoExpiry
+        | Variant::ResourceBlocksAnswers
+        | Variant::ResumeRecordFromCheckpoint => "default",
+        Variant::SelfApprovalAllowed | Variant::SelfNamedApprover => "self-approval",
+        Variant::IdentityAfterRevision | Variant::NoIdentityCheck => "two-tenants",
+        Variant::CancelLostOnEscalation
+        | Variant::CancelEndsUnsettled
+        | Variant::CancelNotCheckpointed
+        | Variant::CancelExpiryForgetsEffect => "cancel",
+        Variant::RerunStepOnResume
+        | Variant::LastCallOnlyKeyCheck
+        | Variant::EscalationKeepsDeadline => "reuse",
+        Variant::BatchDecisionWrongCall
+        | Variant::BatchOneApprovalForAll
+        | Variant::RejectedDispatched
+        | Variant::EditIgnored => "batch",
+        Variant::NoRevisionCheck => "stale-checkpoint",
+        Variant::RetryWithoutContract | Variant::LateResultRecorded => "no-dedupe",
+        Variant::RetrySameKeyOnFence => "fencing",
+        Variant::ApprovalNotBoundToArgs | Variant::ApprovalIgnoresResource => "edited-and-moved",
+    }
+}
+
+/// The world of the default check that catches each broken driving, the kernel driven so.
+fn catching_world_of_driving(d: Driving) -> &'static str {
+    match d {
+        Driving::Honest | Driving::DecisionTimeFromMessage => "default",
+        Driving::ToolGetsNodeArguments | Driving::RecordedCallByIdOnly => "self-approval",
+    }
+}
+
+/// Whether `world` violates a property of one of `targets`, searched breadth-first.
+fn violates<L: resumable_model::Lifecycle>(world: World<L>, targets: &[SpecId]) -> bool {
+    let list = world.property_list().expect("partnered");
+    let names: Vec<&'static str> = (targets.iter())
+        .flat_map(|id| list.names_of(*id, Expectation::Always))
+        .collect();
+    !names.is_empty() && !hunt(world, &names).is_empty()
+}
+
+/// The main job misses no broken lifecycle: every variant of `--list-variants`, the reference
+/// broken so (or the kernel, driven so), violates a property it targets in the world of the
+/// default check that `catching_world` names.
+#[test]
+#[ignore = "seconds in release; run with --release -- --ignored"]
+fn the_default_check_catches_every_variant_and_every_broken_driving() {
+    let suite = Config::suite();
+    let world = |name: &str| {
+        let found = suite.iter().find(|(n, _)| *n == name);
+        found
+            .unwrap_or_else(|| panic!("{name} is not a world of the default check"))
+            .1
+    };
+    let mut missed = Vec::new();
+    for v in Variant::ALL {
+        let name = catching_world(v);
+        let broken = World::new(Reference::broken(v), world(name)).expect("valid");
+        if !violates(broken, v.targets()) {
+            missed.push(format!("{v} in {name}"));
+        }
+    }
+    for d in Driving::BROKEN {
+        let name = catching_world_of_driving(d);
+        let config = Config {
+            driving: d,
+            ..world(name)
+        };
+        let driven = World::new(Kernel, config).expect("valid");
+        if !violates(driven, d.targets()) {
+            missed.push(format!("{d} in {name}"));
+        }
+    }
+    assert!(missed.is_empty(), "the default check misses {missed:?}");
+}

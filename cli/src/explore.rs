@@ -35,6 +35,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 mod front;
+mod learn;
 
 /// Arguments of `explore`.
 #[derive(clap::Args, Debug, Clone)]
@@ -78,6 +79,8 @@ fn serve<L: Lifecycle>(
         TcpListener::bind(address).map_err(|e| format!("cannot serve on {address}: {e}"))?;
     let inner = inner_address()?;
     let max_states = args.max_states;
+    let learner = world.clone();
+    let local: front::Local = std::sync::Arc::new(move |path| learn::answer(&learner, path));
     std::thread::spawn(move || {
         // stateright's server blocks for good; it panics if it cannot bind (a process took the
         // port in between), which `wait_for` below reports.
@@ -92,7 +95,7 @@ fn serve<L: Lifecycle>(
         setup.name,
         crate::check::describe(&setup.config)
     );
-    front::serve(listener, address.port(), inner);
+    front::serve(listener, address.port(), inner, local);
     Ok(())
 }
 

@@ -2,42 +2,13 @@
 //! serves the Explorer on loopback, refuses another site's Host (DNS rebinding) and another
 //! origin's POST, and bounds the search `POST /.runtocompletion` starts.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+#[path = "explorer/server.rs"]
+mod server;
+
+use server::start;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-/// The server, killed when the test ends (it serves until interrupted).
-struct Server(Child, u16);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(max_states: u32) -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_resumable"))
-        .args(["explore", "--port", &port.to_string()])
-        .args(["--max-states", &max_states.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let server = Server(child, port);
-    let mut lines = BufReader::new(stderr).lines();
-    let ready = lines.any(|l| l.is_ok_and(|l| l.starts_with("Explorer on http://127.0.0.1:")));
-    assert!(ready, "the Explorer announced itself");
-    server
-}
 
 /// Sends a request with these header lines and returns the status and the body.
 fn request(port: u16, line: &str, headers: &[&str]) -> (u16, String) {

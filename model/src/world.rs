@@ -34,7 +34,7 @@
 //!
 //! The world's rooms: `cast` (names, calls, programs), `choices` (what is on offer in a
 //! state), `transition` (how each action changes the world), `ledger` (the books the
-//! properties read), `describe` (words for traces), `intern` (shared runs and checkpoints),
+//! properties read), `describe` (words for traces), `view` (the state as the Explorer shows it), `intern` (shared runs and checkpoints),
 //! `memo` (the steps workers compute, remembered), `reduce` (the actions the checker may take alone, under partial-order reduction), `handout` (what a worker hands the tool, and how it answers a proposal from the record, by its driving).
 
 mod cast;
@@ -48,6 +48,7 @@ mod memo;
 mod reduce;
 mod state;
 mod transition;
+mod view;
 
 pub use cast::{Cast, Proposal, Step, BATCH, GATED, KEY_OF, PROPOSALS};
 pub use intern::{Interner, Shared};

@@ -1,5 +1,6 @@
-//! The front of the Explorer: checks each request (its `Host`, its origin, its path, its size)
-//! and forwards the ones the Explorer's page makes to stateright's server on the inner port.
+//! The front of the Explorer: checks each request (its `Host`, its origin, its path, its size),
+//! answers the page, the glossary and the states itself (`learn`), and forwards the checker's
+//! status and search to stateright's server on the inner port.
 //! See the threat model in the parent module.
 
 use std::io::{self, Read, Write};
@@ -15,22 +16,27 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once; more are answered 503 at once.
 const MAX_CONNECTIONS: usize = 32;
 
-/// The paths the Explorer's page requests, by method.
+/// The paths the Explorer's page requests, by method: its own files, the glossary and the
+/// states (answered by [`Local`]), and the checker's status and search (forwarded).
 fn allowed(method: &str, path: &str) -> bool {
     match method {
         "GET" => {
             matches!(
                 path,
-                "/" | "/app.css" | "/app.js" | "/knockout-3.5.0.js" | "/.status"
-            ) || path.starts_with("/.states")
+                "/" | "/explorer.css" | "/explorer.js" | "/glossary" | "/.status"
+            ) || path.starts_with("/.learn/")
         }
         "POST" => path == "/.runtocompletion",
         _ => false,
     }
 }
 
+/// What this server answers itself: the reply to a `GET` of a path, or `None` to forward it
+/// to stateright's server.
+pub type Local = Arc<dyn Fn(&str) -> Option<super::learn::Reply> + Send + Sync>;
+
 /// Serves forever: one thread per connection, at most [`MAX_CONNECTIONS`] at once.
-pub fn serve(listener: TcpListener, port: u16, inner: SocketAddr) {
+pub fn serve(listener: TcpListener, port: u16, inner: SocketAddr, local: Local) {
     let open = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };
@@ -40,8 +46,9 @@ pub fn serve(listener: TcpListener, port: u16, inner: SocketAddr) {
             continue;
         }
         let open = Arc::clone(&open);
+        let local = Arc::clone(&local);
         std::thread::spawn(move || {
-            let _ = handle(&mut stream, port, inner);
+            let _ = handle(&mut stream, port, inner, &local);
             open.fetch_sub(1, Ordering::SeqCst);
         });
     }
@@ -185,7 +192,7 @@ fn read_head(stream: &mut TcpStream) -> Result<String, (u16, &'static str)> {
     String::from_utf8(head[..end].to_vec()).map_err(|_| (400, "the request head is not UTF-8"))
 }
 
-fn handle(stream: &mut TcpStream, port: u16, inner: SocketAddr) -> io::Result<()> {
+fn handle(stream: &mut TcpStream, port: u16, inner: SocketAddr, local: &Local) -> io::Result<()> {
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
     let text = match read_head(stream) {
@@ -198,6 +205,18 @@ fn handle(stream: &mut TcpStream, port: u16, inner: SocketAddr) -> io::Result<()
     };
     if let Err((status, why)) = check(&head, port) {
         return respond(stream, status, &why);
+    }
+    if head.method == "GET" {
+        if let Some((content_type, body)) = local(&head.path) {
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+                 Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+                body.len()
+            )?;
+            stream.write_all(&body)?;
+            return stream.flush();
+        }
     }
     let Ok(mut upstream) = TcpStream::connect_timeout(&inner, TIMEOUT) else {
         return respond(stream, 502, "the Explorer is not answering");
@@ -260,10 +279,15 @@ mod tests {
     #[test]
     fn only_the_explorers_paths_are_forwarded() {
         let get = |p: &str| head(&[&format!("GET {p} HTTP/1.1"), "Host: 127.0.0.1:1"]);
-        for path in ["/", "/.status", "/.states/0/1", "/app.js"] {
+        for path in ["/", "/.status", "/.learn/0/1", "/explorer.js", "/glossary"] {
             assert_eq!(check(&get(path), 1), Ok(()), "{path}");
         }
-        for path in ["/etc/passwd", "/.runtocompletion", "http://evil/"] {
+        for path in [
+            "/etc/passwd",
+            "/.runtocompletion",
+            "/.states/0",
+            "http://evil/",
+        ] {
             assert_eq!(check(&get(path), 1).unwrap_err().0, 404, "{path}");
         }
         let delete = head(&["DELETE / HTTP/1.1", "Host: 127.0.0.1:1"]);

@@ -77,6 +77,34 @@ fn decision(f: &mut fmt::Formatter<'_>, m: &DecisionMsg) -> fmt::Result {
     Ok(())
 }
 
+impl fmt::Display for ToolMsg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        tool_msg(f, self)
+    }
+}
+
+impl fmt::Display for DecisionMsg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        decision(f, self)
+    }
+}
+
+/// A worker in a few words: `idle`, `holds run 0 from r1`, `to dispatch c1#0 of run 0`.
+pub(super) fn worker_words<R>(w: &Worker<R>) -> String {
+    match w {
+        Worker::Idle => "idle".to_string(),
+        Worker::Staged(st) => format!("holds run {} from r{}", st.run, st.from),
+        Worker::Dispatching { run, queue } => {
+            let keys: Vec<String> = queue
+                .iter()
+                .flatten()
+                .map(|(c, a)| format!("c{c}#{a}"))
+                .collect();
+            format!("to dispatch {} of run {run}", keys.join(" then "))
+        }
+    }
+}
+
 impl fmt::Display for Choice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -382,22 +410,7 @@ impl<L: Lifecycle> World<L> {
                 slot.resource
             ));
         }
-        let workers: Vec<String> = state
-            .workers
-            .iter()
-            .map(|w| match w {
-                Worker::Idle => "idle".to_string(),
-                Worker::Staged(st) => format!("holds run {} from r{}", st.run, st.from),
-                Worker::Dispatching { run, queue } => {
-                    let keys: Vec<String> = queue
-                        .iter()
-                        .flatten()
-                        .map(|(c, a)| format!("c{c}#{a}"))
-                        .collect();
-                    format!("to dispatch {} of run {run}", keys.join(" then "))
-                }
-            })
-            .collect();
+        let workers: Vec<String> = state.workers.iter().map(worker_words).collect();
         out.push_str(&format!(
             "t{}, workers [{}], {} requests, {} responses, {} decisions in flight",
             state.now,

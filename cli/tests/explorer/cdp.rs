@@ -2,6 +2,11 @@
 //! port, one page's WebSocket (a minimal client: masked text frames out, frames in), and the
 //! two commands these tests need, navigating and evaluating JavaScript in the page.
 
+#![allow(
+    dead_code,
+    reason = "shared by the Explorer's and the book's browser tests, each of which uses a part"
+)]
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

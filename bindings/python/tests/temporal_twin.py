@@ -43,9 +43,8 @@ class PlainApproval:
     async def run(self, inp: dict[str, Any]) -> list[dict[str, Any]]:
         taken = []
         for call in inp["calls"]:
-            self.decision = None
             await workflow.wait_condition(lambda: self.decision is not None)
-            decision = dict(self.decision or {})
+            decision, self.decision = dict(self.decision or {}), None
             taken.append(decision)
             if decision.get("approve"):
                 await workflow.execute_activity(

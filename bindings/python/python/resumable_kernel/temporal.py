@@ -172,7 +172,8 @@ class RunInput:
     times in milliseconds) or ``generated`` calls; ``key`` (64 hex digits) seals the audit log.
     ``audit_log``: a file the ``resumable.append_audit`` activity appends the log to (needed
     with ``continue_every``). ``linger_ms``: how long the workflow stays open after the run
-    ended, so that a late party is refused by the kernel rather than by a closed workflow."""
+    ended, so that a late party is refused by the kernel rather than by a closed workflow.
+    ``activity_queue``: the task queue of the activities' workers (default: the workflow's)."""
 
     name: str
     identity: dict[str, str]
@@ -185,6 +186,7 @@ class RunInput:
     linger_ms: int = 0
     tool_timeout_ms: int = 10_000
     continue_every: int = 0
+    activity_queue: Optional[str] = None
     carried: Optional[Carried] = None
 
 
@@ -396,6 +398,7 @@ class KernelRun:
         try:
             return cast(Json, await workflow.execute_activity(
                 "resumable.commit", dict(tc),
+                task_queue=self.inp.activity_queue,
                 start_to_close_timeout=timedelta(milliseconds=self.inp.tool_timeout_ms),
                 retry_policy=RetryPolicy(maximum_attempts=max(1, attempts),
                                          initial_interval=timedelta(milliseconds=200)),
@@ -411,6 +414,7 @@ class KernelRun:
         try:
             q = cast(Json, await workflow.execute_activity(
                 "resumable.query", dispatch["tool_key"],
+                task_queue=self.inp.activity_queue,
                 start_to_close_timeout=timedelta(milliseconds=self.inp.tool_timeout_ms),
                 retry_policy=RetryPolicy(maximum_attempts=3,
                                          initial_interval=timedelta(milliseconds=200)),
@@ -428,7 +432,8 @@ class KernelRun:
 
     async def _observe(self) -> Json:
         return cast(Json, await workflow.execute_activity(
-            "resumable.observe", start_to_close_timeout=timedelta(seconds=10),
+            "resumable.observe", task_queue=self.inp.activity_queue,
+            start_to_close_timeout=timedelta(seconds=10),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200)),
             result_type=dict))
 
@@ -441,7 +446,7 @@ class KernelRun:
         todo = self.lines[self.flushed - self.first_line:]
         await workflow.execute_activity(
             "resumable.append_audit", args=[path, self.flushed, todo],
-            start_to_close_timeout=timedelta(seconds=30),
+            task_queue=self.inp.activity_queue, start_to_close_timeout=timedelta(seconds=30),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200)))
         self.flushed = done
         if self.inp.continue_every:

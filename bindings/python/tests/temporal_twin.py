@@ -3,7 +3,8 @@ workflow waits on it with ``wait_condition``, then runs the activity. Nothing bi
 decision to a call, its arguments, its requester or a time: the tests show what that lets in.
 
 ``BlindRun`` is the kernel's workflow broken on purpose: it retries the tool's activity blindly
-whatever the tool's contract (what the torture must catch)."""
+whatever the tool's contract (what the torture must catch); ``ChangedRun`` a nondeterministic
+change to it (what the replay gate must catch)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ class PlainApproval:
             taken.append(decision)
             if decision.get("approve"):
                 await workflow.execute_activity(
-                    "plain.commit", call, start_to_close_timeout=timedelta(seconds=10),
+                    "plain.commit", call, start_to_close_timeout=timedelta(seconds=2),
                     retry_policy=RetryPolicy(maximum_attempts=3))
         return taken
 
@@ -67,3 +68,19 @@ class BlindRun(KernelRun):
 
     def _contract(self, call_id: str, proposals: Any) -> Any:
         return {"dedupes": True, "max_attempts": 5}
+
+
+@workflow.defn(name="resumable.KernelRun", sandboxed=True)
+class ChangedRun(KernelRun):
+    """The kernel's workflow with one change a running workflow cannot take (it waits on a
+    timer before anything else): what the replay gate must refuse. Never registered with a
+    worker."""
+
+    @workflow.init
+    def __init__(self, inp: RunInput) -> None:
+        super().__init__(inp)
+
+    @workflow.run
+    async def run(self, inp: RunInput) -> dict[str, Any]:
+        await workflow.sleep(timedelta(milliseconds=1))
+        return await super().run(inp)

@@ -305,7 +305,7 @@ def test_kernel_an_approval_after_the_expiry_timer_fired_is_refused(
         name = unique("late")
         h = await client.start_workflow(
             KernelRun.run, run_input(name, [[proposal(name, expires_in=1500)]],
-                                     linger_ms=5000), id=name, task_queue=queue)
+                                     linger_ms=1500), id=name, task_queue=queue)
         req = await asked(h)
         deadline = time.monotonic() + 20
         while (await h.query(KernelRun.next))["phase"]["phase"] != "failed":

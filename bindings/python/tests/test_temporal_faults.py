@@ -202,7 +202,7 @@ def torture(server: Server, tmp_path: pathlib.Path, seed: int, workflow: str, ru
             handles.append(await client.start_workflow(workflow, inp, id=name, task_queue=tq))
             names.append(name)
         for k in range(kills):
-            await asyncio.sleep(rng.uniform(0.2, 1.2))
+            await asyncio.sleep(rng.uniform(0.2, 0.8))
             w.kill_all()
             w.start(tq, delay_ms=300, seed=seed * 1000 + k)
         # Each run ends, or waits for a person (an unknown outcome the query found not
@@ -235,7 +235,7 @@ def torture(server: Server, tmp_path: pathlib.Path, seed: int, workflow: str, ru
 def test_kernel_torture_kills_workers_at_random_points_with_no_key_committed_twice(
         server: Server, tmp_path: pathlib.Path) -> None:
     verdict = torture(server, tmp_path, seed=29, workflow="resumable.KernelRun", runs=4,
-                      calls=4, kills=4)
+                      calls=3, kills=3)
     assert verdict["twice"] == []
     assert len(verdict["settled"]) == verdict["runs"], verdict
     assert verdict["commits"] > 0
@@ -243,6 +243,6 @@ def test_kernel_torture_kills_workers_at_random_points_with_no_key_committed_twi
 
 def test_broken_workflow_retrying_blindly_is_caught_by_the_torture(
         server: Server, tmp_path: pathlib.Path) -> None:
-    verdict = torture(server, tmp_path, seed=29, workflow="broken.BlindRun", runs=4, calls=4,
-                      kills=4)
+    verdict = torture(server, tmp_path, seed=29, workflow="broken.BlindRun", runs=4, calls=3,
+                      kills=3)
     assert verdict["twice"] != []

@@ -280,6 +280,7 @@ class KernelRun:
         started = self.turn
         while self.turn < total:
             if inp.continue_every and self.turn - started >= inp.continue_every:
+                await self._quiesce([])
                 await self._flush()
                 workflow.continue_as_new(RunInput(**{
                     **inp.__dict__,
@@ -297,10 +298,20 @@ class KernelRun:
                                               timeout=timedelta(milliseconds=inp.linger_ms))
             except asyncio.TimeoutError:
                 pass
-        await workflow.wait_condition(lambda: self.deciding == 0 and not self.pending)
+        await self._quiesce(self._proposals(self.turn) if self.turn < total else [])
         await self._flush()
         return {"todo": self.todo, "outcomes": self.outcomes, "anchor": self._anchor(),
-                "phase": self._held()["run"]["phase"]}
+                "phase": self._held()["run"]["phase"], "book_bytes": len(self.book)}
+
+    async def _quiesce(self, proposals: Sequence[Mapping[str, Any]]) -> None:
+        """Lets every update handler finish and carries out what their decisions commanded
+        (a cancel's status query, say), before the workflow continues as new or returns."""
+        for _ in range(MAX_ROUNDS):
+            await workflow.wait_condition(
+                lambda: workflow.all_handlers_finished() or bool(self.pending))
+            if not self.pending:
+                return
+            await self._carry_out(self.pending.pop(0), proposals)
 
     def _proposals(self, turn: int) -> list[Json]:
         g = self.inp.generated

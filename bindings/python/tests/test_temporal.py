@@ -441,27 +441,26 @@ def test_kernel_a_cancel_ends_the_waiting_run_and_a_second_is_refused(
 
 
 def test_kernel_a_resource_moved_since_the_suspension_refuses_the_approval(
-        server: Server, workers: Workers, tmp_path: pathlib.Path, resumable_bin: str) -> None:
+        server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
+        tmp_path: pathlib.Path) -> None:
     """The facts are the workflow's, observed by an activity when the decision is applied:
     the resource moved since the approver was shown the call, so the kernel refuses it (the
     refusal is a line of the log and the update's failure)."""
     async def go() -> None:
         client = await connect(server)
-        name, ledger = unique("moved"), workers.ledger
-        # A ledger of its own: the resource moves here only.
-        own = Workers(server.address, tmp_path / "moved.db")
-        tq = unique("tq-moved")
-        own.start(tq)
+        name = unique("moved")
         h = await client.start_workflow(KernelRun.run, run_input(name, [[proposal(name)]],
                                                                  linger_ms=500),
-                                        id=name, task_queue=tq)
-        ledger = own.ledger
+                                        id=name, task_queue=queue)
         req = await asked(h)
-        LedgerService(str(ledger)).move_resource()
+        service = LedgerService(str(ledger))
+        seen = service.resource_version()
+        service.move_resource()
         v = await refused(h.execute_update(KernelRun.approve, decision(req)))
         assert v["verdict"] == "resource_changed"
-        assert v["rejection"] == {"rejection": "resource_changed", "checkpoint": 0, "current": 1}
-        assert LedgerService(str(ledger)).commits(result_key(ledger, name)) == []
+        assert v["rejection"] == {"rejection": "resource_changed", "checkpoint": seen,
+                                  "current": seen + 1}
+        assert service.commits(result_key(ledger, name)) == []
         await h.execute_update(KernelRun.cancel, Cancel(by="ops"))
         lines = await h.query(KernelRun.audit)
         assert sum("resource_changed" in line for line in lines) == 1
@@ -469,5 +468,4 @@ def test_kernel_a_resource_moved_since_the_suspension_refuses_the_approval(
         # Accepted by the validator (the facts it had were the suspension's), refused by the
         # handler at the facts it observed: the update and its failure are in the history.
         assert count(await events(h), "WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 2
-        own.kill_all()
     run(go())

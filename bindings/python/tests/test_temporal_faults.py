@@ -12,7 +12,7 @@ import asyncio
 import pathlib
 import random
 import time
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -31,6 +31,7 @@ from temporalio.client import Client, WorkflowHandle  # noqa: E402
 from resumable_kernel.temporal import Generated, KernelRun  # noqa: E402
 from temporal_service import LedgerService  # noqa: E402
 from test_temporal import asked, decision, finish, proposal, run_input, tool_key, unique  # noqa: E402
+from test_temporal import validate  # noqa: E402
 
 TOOLS = [("send_payment", True), ("send_email", False)]  # (tool, dedupes)
 
@@ -179,11 +180,12 @@ def test_kernel_the_server_stopped_and_started_again_mid_run(
 # -- the seeded torture ------------------------------------------------------------------------
 
 def torture(server: Server, tmp_path: pathlib.Path, seed: int, workflow: str, runs: int,
-            calls: int, kills: int) -> dict[str, Any]:
+            calls: int, kills: int, resumable_bin: Optional[str] = None) -> dict[str, Any]:
     """`runs` runs of `calls` ungated calls each, alternating a deduping and a non-deduping
     tool, while the worker is SIGKILLed `kills` times at seeded random points (its tool holds
     each answer back a random while, so kills land between a commit and its answer). Returns
-    the ledger's verdict: tool keys committed more than once, runs finished."""
+    the ledger's verdict: tool keys committed more than once, how each run ended, and (with
+    `resumable_bin`) the runs whose audit log does not validate."""
     rng = random.Random(seed)
     w = Workers(server.address, tmp_path / f"ledger-{workflow}-{seed}.db")
     tq = unique("tq-torture")
@@ -219,12 +221,20 @@ def torture(server: Server, tmp_path: pathlib.Path, seed: int, workflow: str, ru
                 elif (await h.query(KernelRun.next))["todo"]["todo"] == "waits":
                     settled[h.id] = "waits"
             await asyncio.sleep(0.2)
+        invalid = []
+        for h in handles if resumable_bin else []:
+            lines = await h.query(KernelRun.audit)
+            anchor = (await h.query(KernelRun.next))["anchor"]
+            try:
+                validate(resumable_bin or "", lines, anchor, tmp_path)
+            except AssertionError as e:
+                invalid.append(f"{h.id}: {e}")
         commits = LedgerService(str(w.ledger)).commits()
         per_key: dict[str, int] = {}
         for c in commits:
             per_key[c["tool_key"]] = per_key.get(c["tool_key"], 0) + 1
         return {"twice": sorted(k for k, n in per_key.items() if n > 1), "settled": settled,
-                "commits": len(commits), "runs": len(handles)}
+                "commits": len(commits), "runs": len(handles), "invalid_logs": invalid}
 
     try:
         return asyncio.run(go())
@@ -233,16 +243,17 @@ def torture(server: Server, tmp_path: pathlib.Path, seed: int, workflow: str, ru
 
 
 def test_kernel_torture_kills_workers_at_random_points_with_no_key_committed_twice(
-        server: Server, tmp_path: pathlib.Path) -> None:
-    verdict = torture(server, tmp_path, seed=29, workflow="resumable.KernelRun", runs=4,
-                      calls=3, kills=3)
+        server: Server, tmp_path: pathlib.Path, resumable_bin: str) -> None:
+    verdict = torture(server, tmp_path, seed=29, workflow="resumable.KernelRun", runs=3,
+                      calls=3, kills=2, resumable_bin=resumable_bin)
     assert verdict["twice"] == []
+    assert verdict["invalid_logs"] == []
     assert len(verdict["settled"]) == verdict["runs"], verdict
     assert verdict["commits"] > 0
 
 
 def test_broken_workflow_retrying_blindly_is_caught_by_the_torture(
         server: Server, tmp_path: pathlib.Path) -> None:
-    verdict = torture(server, tmp_path, seed=29, workflow="broken.BlindRun", runs=4, calls=3,
-                      kills=3)
+    verdict = torture(server, tmp_path, seed=29, workflow="broken.BlindRun", runs=3, calls=3,
+                      kills=2)
     assert verdict["twice"] != []

@@ -55,7 +55,7 @@ def main() -> int:
                             resumable_bin if workflow == "resumable.KernelRun" else None)
                 ended = collections.Counter(v["settled"].values())
                 print(f"seed {seed} {workflow}: {v['commits']} commits, "
-                      f"{v['timed_out']} activities cut off by a kill, "
+                      f"{v['timed_out']} attempts timed out (cut off by a kill), "
                       f"{len(v['twice'])} keys committed twice, runs {dict(ended)} of "
                       f"{v['runs']}, {len(v['invalid_logs'])} audit logs not validating",
                       flush=True)

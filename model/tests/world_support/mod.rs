@@ -93,6 +93,37 @@ pub fn explore<L: Lifecycle>(world: World<L>) -> Explored {
     }
 }
 
+/// Explores each world of `configs` whole, as [`explore`] does, several worlds at a time (one
+/// per core: each exploration is single-threaded, and a grid of small worlds would otherwise
+/// leave every core but one idle); the results in the order of `configs`.
+pub fn explore_each<L: Lifecycle>(
+    lifecycle: &L,
+    configs: &[(&'static str, Config)],
+) -> Vec<Explored> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Explored>>> = configs
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(configs.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((name, config)) = configs.get(i) else {
+                    return;
+                };
+                let world = World::new(lifecycle.clone(), config.clone())
+                    .unwrap_or_else(|e| panic!("the {name} world: {e}"));
+                *results[i].lock().unwrap() = Some(explore(world));
+            });
+        }
+    });
+    (results.into_iter())
+        .map(|r| r.into_inner().unwrap().expect("every world explored"))
+        .collect()
+}
+
 /// Explores until one of `targets` is discovered (or the space is exhausted) and returns the
 /// targets discovered.
 pub fn hunt<L: Lifecycle>(world: World<L>, targets: &[&'static str]) -> HashSet<&'static str> {

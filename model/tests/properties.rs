@@ -134,7 +134,7 @@ fn assert_holds<L: Lifecycle>(lifecycle: L, configs: Vec<(&'static str, Config)>
             "{} in the {name} world: {violated:?}",
             lifecycle.name(),
         );
-        let world = World::new(lifecycle.clone(), config.clone()).unwrap();
+        let world = World::new(lifecycle.clone(), *config).unwrap();
         let sometimes: std::collections::HashSet<&'static str> = (world.properties().into_iter())
             .filter(|p| p.expectation == stateright::Expectation::Sometimes)
             .map(|p| p.name)

@@ -113,7 +113,7 @@ pub fn explore_each<L: Lifecycle>(
                 let Some((name, config)) = configs.get(i) else {
                     return;
                 };
-                let world = World::new(lifecycle.clone(), config.clone())
+                let world = World::new(lifecycle.clone(), *config)
                     .unwrap_or_else(|e| panic!("the {name} world: {e}"));
                 *results[i].lock().unwrap() = Some(explore(world));
             });

@@ -167,7 +167,7 @@ impl Report {
         if self.violations.is_empty() {
             let _ = writeln!(
                 out,
-                "checks: each key committed at most once; no accepted decision lost; no run stuck; every audit log validates and matches its anchor"
+                "checks: each key committed at most once, and only as a recorded dispatch (a gated call's only as an approval bound it); no accepted decision lost; no run stuck; every audit log validates and matches its anchor"
             );
             let _ = writeln!(
                 out,
@@ -618,10 +618,10 @@ fn top_up(
     if killing {
         for _ in live..o.active as usize {
             *made += 1;
-            let program = if rng.percent(50) {
-                Program::Seed
-            } else {
-                Program::Order
+            let program = match rng.below(3) {
+                0 => Program::Seed,
+                1 => Program::Order,
+                _ => Program::Batch,
             };
             let name = format!("{}-{:06}", &program.as_str()[..1], *made);
             create_run(store, program, &name, 0, &Timing::default(), Some(key))?;

@@ -1,8 +1,9 @@
-//! The torture: workers, the tool service and approvers on one store; workers killed with
-//! SIGKILL at seeded points (between the commit and the dispatch, between the tool's commit
-//! and the recorded answer, and at random instants) and restarted, until every run has ended
-//! or waits on a person; then the checks of [`checks`]. The seed fixes every choice: which
-//! runs, which program, where each worker dies, the tool's delays. When a kill sent at a
+//! The torture: workers, the tool service and approvers on one store, running the seed, order
+//! and batch programs; workers killed with SIGKILL at seeded points (between the commit and
+//! the dispatch, between the tool's commit and the recorded answer, between two dispatches of
+//! a batch, and at random instants) and restarted, until every run has ended or waits on a
+//! person; then the checks of [`checks`]. The seed fixes every choice: which runs, which
+//! program, where each worker dies, the tool's delays. When a kill sent at a
 //! random instant lands depends on the machine's scheduling.
 
 use crate::driver::{create_run, CrashPoint, Flavor};

@@ -113,7 +113,8 @@ pub struct ApproverArgs {
     /// Seed of its choices.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Share of decisions, in percent, that deny.
+    /// Share of decisions, in percent, that deny (for a batch, of its calls' decisions; of
+    /// the others it rejects 30 percent and approves the rest).
     #[arg(long, default_value_t = 0)]
     pub deny_percent: u64,
     /// Share of decisions, in percent, sent twice.
@@ -272,7 +273,8 @@ fn submit(
     }
 }
 
-/// Approves (or, with `approve` false, denies) the call a run waits on.
+/// Approves (or, with `approve` false, denies) the call a run waits on, or every call of its
+/// batch that no decision has reached yet.
 pub fn approve(args: &ApproveArgs, approve: bool) -> ExitCode {
     let checkpoint = match &args.checkpoint {
         None => None,

@@ -47,9 +47,9 @@ enum Command {
     Log(runs::LogArgs),
     /// Runtime: the tool service, with its own durable ledger.
     ToolService(runs::ToolServiceArgs),
-    /// Runtime: approve the call a run waits on.
+    /// Runtime: approve the call a run waits on (or each undecided call of its batch).
     Approve(decide::ApproveArgs),
-    /// Runtime: deny the call a run waits on (the run fails).
+    /// Runtime: deny the call a run waits on, or its batch's undecided calls (the run fails).
     Deny(decide::ApproveArgs),
     /// Runtime: send the callback a run waits for.
     Callback(decide::CallbackArgs),

@@ -78,10 +78,12 @@ pub struct StartArgs {
     #[arg(long, default_value = DEFAULT_STORE)]
     pub store: String,
     /// The agent program: `seed` (the source chapter's approval example), `order` (three
-    /// calls: deduping, gated, fencing; and a callback) or `bench` (32 quick calls).
+    /// calls: deduping, gated, fencing; and a callback), `batch` (three gated calls put to
+    /// the approver as one batch, each decided on its own) or `bench` (32 quick calls).
     #[arg(long, default_value = "seed")]
     pub program: String,
-    /// The run's name (default: `run-approval` for seed, `order-1` for order).
+    /// The run's name (default: `run-approval` for seed, `order-1` for order, `batch-1` for
+    /// batch, `bench-1` for bench).
     #[arg(long)]
     pub run: Option<String>,
     /// The audit key file that seals the run's log (64 hex digits; made with a fresh key if
@@ -133,9 +135,11 @@ pub fn no_party_key(command: &str, what: &str) -> String {
 /// Creates a run.
 pub fn start(args: &StartArgs) -> ExitCode {
     let Some(program) = Program::parse(&args.program) else {
+        let known: Vec<&str> = Program::ALL.iter().map(|p| p.as_str()).collect();
         eprintln!(
-            "error: no program {:?}; programs: seed, order",
-            args.program
+            "error: no program {:?}; programs: {}",
+            args.program,
+            known.join(", ")
         );
         return ExitCode::from(status::MISUSE);
     };
@@ -143,6 +147,7 @@ pub fn start(args: &StartArgs) -> ExitCode {
         Program::Seed => "run-approval".to_string(),
         Program::Order => "order-1".to_string(),
         Program::Bench => "bench-1".to_string(),
+        Program::Batch => "batch-1".to_string(),
     });
     let mut store = match open_store(&args.store) {
         Ok(s) => s,
@@ -217,7 +222,8 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub until_quiescent: bool,
     /// Be killed with SIGKILL at the Nth visit of a point: `before-commit`, `after-commit`,
-    /// `after-send`, `after-answer` or `after-query`, e.g. `after-commit:3`. For the torture.
+    /// `after-send`, `after-answer`, `between-dispatches` (a batch's) or `after-query`, e.g.
+    /// `after-commit:3`. For the torture.
     #[arg(long)]
     pub crash_at: Option<String>,
     /// `correct`, or a deliberately broken driver: `dispatch-before-commit`,

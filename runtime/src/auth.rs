@@ -180,6 +180,12 @@ impl PartyKeys {
             Request::Resume { decision, .. } => match decision {
                 Decision::Approve(a) | Decision::Deny(a) => Some(&a.approver),
                 Decision::Intervene { by, .. } => Some(by),
+                // Every decision of a batch names its approver: each must be the sender.
+                Decision::Batch { decisions } => decisions
+                    .iter()
+                    .map(|d| &d.approval.approver)
+                    .find(|a| a.as_str() != party)
+                    .or(responsible),
                 _ => responsible,
             },
         };

@@ -169,9 +169,10 @@ pub(crate) struct Landing {
 }
 
 impl Landing {
-    /// The dispatch the step commands, if it was accepted and commands one.
-    pub(crate) fn dispatch(&self) -> Option<&Dispatch> {
-        self.staged.dispatches().next()
+    /// The dispatches the step commands, if it was accepted and commands any: one, or a
+    /// batch's several.
+    pub(crate) fn dispatches(&self) -> impl Iterator<Item = &Dispatch> {
+        self.staged.dispatches()
     }
 }
 
@@ -427,20 +428,59 @@ impl<S: Store, T: Tools> Driver<S, T> {
 
     /// Carries out a committed transition's effects (rule 5), feeding each answer back,
     /// until the run needs nothing more from this driver right now.
-    pub(crate) fn carry_out(&mut self, moved: Moved) -> Result<(), DriveError> {
+    /// Each transition is held boxed: a run and a transition are kilobytes each, and the
+    /// loop's frames would otherwise hold several at once.
+    pub(crate) fn carry_out(&mut self, moved: Box<Moved>) -> Result<(), DriveError> {
         let mut next = Some(moved);
-        while let Some(Moved { transition, row }) = next {
-            next = if let Some(d) = transition.effects.dispatch() {
-                let reply = self.dispatch(&row.run, d);
-                self.answer_dispatch(&row, d, reply)?
+        while let Some(moved) = next {
+            let Moved { transition, row } = &*moved;
+            let dispatches: Vec<Dispatch> = transition.effects.dispatches().copied().collect();
+            next = if !dispatches.is_empty() {
+                self.carry_dispatches(row, &dispatches, |driver, run, d| driver.dispatch(run, d))?
             } else if let Some(q) = transition.effects.query() {
                 let checkpoint = transition.effects.checkpoint().copied();
-                self.reconcile(&row, q, checkpoint)?
+                self.reconcile(row, q, checkpoint)?
             } else {
                 None
             };
         }
         Ok(())
+    }
+
+    /// Carries out a transition's dispatches (one, or a batch's several, spec BAT-4) in
+    /// order, each answered through `reply` and its answer fed as an input of its own before
+    /// the next leaves, on the row the last answer left. A dispatch leaves only while the run
+    /// still waits on its answer ([`plan::awaits_answer`]); once an answer's transition
+    /// commands more (a recover's query), or an answer cannot be recorded, the dispatches
+    /// not yet sent are left to recovery: still in flight for the kernel, they are made
+    /// unknown and settled by query, never sent again blindly. Returns the transition the
+    /// last answer made, to carry on with.
+    pub(crate) fn carry_dispatches(
+        &mut self,
+        row: &Row,
+        dispatches: &[Dispatch],
+        mut reply: impl FnMut(&mut Self, &Run, &Dispatch) -> std::io::Result<ToolReply>,
+    ) -> Result<Option<Box<Moved>>, DriveError> {
+        let mut last: Option<Box<Moved>> = None;
+        for (i, d) in dispatches.iter().enumerate() {
+            if i > 0 {
+                // One answer of the batch is recorded, the next call has not left.
+                self.config.crash.at(CrashPoint::BetweenDispatches);
+            }
+            let at = last.as_ref().map_or(row, |m| &m.row);
+            if !plan::awaits_answer(&at.run, d) {
+                return Ok(None);
+            }
+            let answer = reply(self, &at.run, d);
+            let Some(moved) = self.answer_dispatch(at, d, answer)? else {
+                return Ok(None);
+            };
+            if moved.transition.effects.commands().next().is_some() {
+                return Ok(Some(moved));
+            }
+            last = Some(moved);
+        }
+        Ok(last)
     }
 
     /// Sends a dispatch and waits for its answer; the kill points sit on either side.
@@ -460,7 +500,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
         row: &Row,
         d: &Dispatch,
         reply: std::io::Result<ToolReply>,
-    ) -> Result<Option<Moved>, DriveError> {
+    ) -> Result<Option<Box<Moved>>, DriveError> {
         let event = match reply {
             Ok(ToolReply::Committed { result }) => Event::ToolResult {
                 call_id: d.call_id,
@@ -481,7 +521,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
         row: &Row,
         q: &Dispatch,
         checkpoint: Option<Checkpoint>,
-    ) -> Result<Option<Moved>, DriveError> {
+    ) -> Result<Option<Box<Moved>>, DriveError> {
         let request = self.request(&row.run, q, true);
         let Ok(reply) = self.tools.call(&request) else {
             return Ok(None); // the query failed: still unknown; asked again on a later turn
@@ -507,11 +547,11 @@ impl<S: Store, T: Tools> Driver<S, T> {
         &mut self,
         row: &Row,
         event: Event,
-    ) -> Result<Option<Moved>, DriveError> {
+    ) -> Result<Option<Box<Moved>>, DriveError> {
         let mut current = row.clone();
         for _ in 0..resumable_driver::RETRIES {
             match self.feed(&current, now_ms(), event, current.pc, None)? {
-                Fed::Accepted(moved) => return Ok(Some(*moved)),
+                Fed::Accepted(moved) => return Ok(Some(moved)),
                 Fed::Rejected => return Ok(None),
                 Fed::Conflict => match self.store.load(&row.key)? {
                     Some(r) => current = r,

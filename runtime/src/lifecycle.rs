@@ -182,6 +182,41 @@ pub fn write_key(path: &std::path::Path, key: [u8; 32]) -> Result<(), String> {
 
 pub use resumable_audit::{Accepted, Verdict};
 
+/// A party's decision on one call, in the frameworks' words (approve, edit, reject, respond,
+/// deny), as the driver core maps them onto the kernel's verdicts.
+pub use resumable_driver::party::Word;
+/// What a party is shown: the calls it decides and the checkpoint its decision binds to, as
+/// the driver core binds every decision.
+pub use resumable_driver::plan::{Asked, Request as Asking};
+
+/// A party's `words` on calls of `asking`, each naming its call, bound by the driver core to
+/// each call as the party was shown it (APR-1, BAT-2): for a batch, one batch decision of
+/// those calls; for the one call of a single approval, its approval or denial. Returns the
+/// checkpoint and the decision the party's request carries.
+pub fn decide(
+    asking: &Asking,
+    batch: bool,
+    words: &[(String, Word)],
+    approver: resumable_kernel::Name,
+    expires_at: Time,
+) -> Result<(resumable_kernel::Checkpoint, resumable_kernel::Decision), String> {
+    use resumable_driver::party;
+    let answer = if batch {
+        party::decide_calls(asking, words, approver, expires_at)
+            .map_err(|e| e.to_string())?
+            .0
+    } else {
+        let approve = match words {
+            [(_, Word::Approve)] => true,
+            [(_, Word::Deny)] => false,
+            _ => return Err("a call awaiting approval alone is approved or denied".into()),
+        };
+        party::approval(asking, approve, approver, expires_at)
+            .ok_or_else(|| "no call awaits a decision".to_string())?
+    };
+    Ok((answer.checkpoint, answer.decision))
+}
+
 /// Reads one record line back (for the torture's checks): the record without its MAC.
 pub fn parse_record(line: &[u8]) -> Result<Record, String> {
     let text = std::str::from_utf8(line).map_err(|e| e.to_string())?;

@@ -3,10 +3,11 @@
 //! the run's inbox, and a worker feeds it to the kernel, which accepts it or says why not.
 //! The answer is stored with the request, in the transaction that records it in the log.
 
+use crate::lifecycle::{self, Asked, Asking, Word};
 use crate::rng::now_ms;
 use crate::store::{Answered, Request, Row, RunKey, Status, Store, StoreError};
 use resumable_kernel::{
-    Approval, Checkpoint, Decision, Digest, FailCause, Name, Phase, Reason, Resolution, Time,
+    Checkpoint, Decision, Digest, FailCause, Name, Phase, Reason, Resolution, Time,
 };
 use std::time::{Duration, Instant};
 
@@ -70,8 +71,106 @@ fn handed(row: &Row, status: Status) -> Result<Checkpoint, PartyError> {
     }
 }
 
-/// An approval (or a denial) of the call the run waits on, bound to everything the
-/// checkpoint shows: the call, its arguments, its requester and the checkpoint's revision.
+/// What the run's approver is shown on `checkpoint`, and whether it is a batch: the call
+/// awaiting approval, or every call of the batch the run holds (read from the run, as
+/// `Run::batch` lists it: the batch's checkpoint carries only their digest). This runtime
+/// keeps a call's arguments as their digest alone, so the party is shown the digest its
+/// decision binds, as a JSON string.
+fn asking(row: &Row, checkpoint: Checkpoint) -> Result<(Asking, bool), PartyError> {
+    let shown = |call_id, tool, args: Digest, requester| Asked {
+        call_id,
+        tool,
+        args: format!("\"{args}\""),
+        args_digest: args,
+        requester,
+    };
+    let (calls, batch) = match (checkpoint.pending, checkpoint.requester, checkpoint.batch) {
+        (Some(call), Some(requester), None) => (
+            vec![shown(call.call_id, call.tool, call.args, requester)],
+            false,
+        ),
+        (None, _, Some(_)) => {
+            let Some(batch) = row.run.batch() else {
+                return Err(PartyError::Misuse(format!(
+                    "{} holds no batch for its checkpoint's calls",
+                    row.key
+                )));
+            };
+            let calls = batch.slots.iter().map(|s| {
+                let call = s.call.call;
+                shown(call.call_id, call.tool, s.proposed, s.requester)
+            });
+            (calls.collect(), true)
+        }
+        _ => {
+            return Err(PartyError::Misuse(format!(
+                "the checkpoint of {} holds no call awaiting approval",
+                row.key
+            )))
+        }
+    };
+    let asking = Asking {
+        calls,
+        responsible: checkpoint.responsible,
+        expires_at: checkpoint.expires_at,
+        checkpoint,
+        answers: 0,
+    };
+    Ok((asking, batch))
+}
+
+/// The calls of the run's batch that no decision has reached yet, by call id, in order.
+pub fn undecided(row: &Row) -> Vec<String> {
+    row.run.batch().map_or_else(Vec::new, |b| {
+        b.slots
+            .iter()
+            .filter(|s| s.decided.is_none())
+            .map(|s| s.call.call.call_id.as_str().to_string())
+            .collect()
+    })
+}
+
+/// A decision valid for `valid_ms` from now: its expiry.
+fn valid_for(valid_ms: u64) -> Result<Time, PartyError> {
+    now_ms().checked_add(valid_ms).map(Time).ok_or_else(|| {
+        PartyError::Misuse(format!(
+            "a decision valid for {valid_ms} ms expires past time's end"
+        ))
+    })
+}
+
+/// The party `approver`'s `words` on calls of the checkpoint it was handed (or, `None`, the
+/// one the run's approver was handed), each naming its call: the request that carries them,
+/// every decision bound by the driver core to its call as the checkpoint shows it (the call,
+/// its arguments, its requester and the checkpoint's revision, APR-1, BAT-2).
+pub fn decision(
+    row: &Row,
+    checkpoint: Option<Checkpoint>,
+    approver: &str,
+    words: &[(String, Word)],
+    valid_ms: u64,
+) -> Result<Request, PartyError> {
+    let checkpoint = match checkpoint {
+        Some(cp) => cp,
+        None => handed(row, Status::Approval)?,
+    };
+    let (asking, batch) = asking(row, checkpoint)?;
+    let (checkpoint, decision) = lifecycle::decide(
+        &asking,
+        batch,
+        words,
+        party(approver)?,
+        valid_for(valid_ms)?,
+    )
+    .map_err(PartyError::Misuse)?;
+    Ok(Request::Resume {
+        checkpoint,
+        decision,
+    })
+}
+
+/// An approval (or a denial) of the call the run waits on, or of every call of its batch
+/// that no decision has reached yet: see [`decision`].
 pub fn approval(
     row: &Row,
     checkpoint: Option<Checkpoint>,
@@ -79,37 +178,17 @@ pub fn approval(
     approve: bool,
     valid_ms: u64,
 ) -> Result<Request, PartyError> {
-    let checkpoint = match checkpoint {
-        Some(cp) => cp,
-        None => handed(row, Status::Approval)?,
-    };
-    let (Some(call), Some(requester)) = (checkpoint.pending, checkpoint.requester) else {
-        return Err(PartyError::Misuse(format!(
-            "the checkpoint of {} holds no call awaiting approval",
-            row.key
-        )));
-    };
-    let approval = Approval {
-        call_id: call.call_id,
-        args: call.args,
-        requester,
-        approver: party(approver)?,
-        revision: checkpoint.revision,
-        expires_at: Time(now_ms().checked_add(valid_ms).ok_or_else(|| {
-            PartyError::Misuse(format!(
-                "a decision valid for {valid_ms} ms expires past time's end"
-            ))
-        })?),
-    };
-    let decision = if approve {
-        Decision::Approve(approval)
-    } else {
-        Decision::Deny(approval)
-    };
-    Ok(Request::Resume {
-        checkpoint,
-        decision,
-    })
+    let word = || if approve { Word::Approve } else { Word::Deny };
+    let mut words: Vec<(String, Word)> =
+        undecided(row).into_iter().map(|id| (id, word())).collect();
+    let single = checkpoint
+        .or(row.checkpoint)
+        .is_some_and(|cp| cp.batch.is_none());
+    if single {
+        // A single approval's one call: the core takes it from the checkpoint.
+        words = vec![(String::new(), word())];
+    }
+    decision(row, checkpoint, approver, &words, valid_ms)
 }
 
 /// The callback the run waits for, with a payload.

@@ -8,7 +8,8 @@
 
 use resumable_audit::{RunHeader, ToolPolicy};
 use resumable_kernel::{
-    Call, Digest, Event, Identity, Name, NameError, Policy, Prior, Text, Time, ToolContract, Wait,
+    Call, Digest, Event, Identity, Name, NameError, Policy, Prior, Proposal, Proposals, Text, Time,
+    ToolContract, Wait,
 };
 
 /// How long the suspensions of a program may wait, in milliseconds.
@@ -45,7 +46,19 @@ pub enum Program {
     /// The yardstick for throughput: [`BENCH_CALLS`] ungated calls on a deduping tool, each
     /// dispatched and answered (two transitions each), then complete.
     Bench,
+    /// A model turn of three calls put to the approver as one batch (spec 5.5): publish a
+    /// post and ship an order (deduping tools), send a notice (a fencing tool that does not
+    /// dedupe), each decided on its own ([`BATCH`]); the approved ones are dispatched together,
+    /// then complete.
+    Batch,
 }
+
+/// The calls of a [`Program::Batch`] turn: call id, tool, arguments, key.
+pub const BATCH: [(&str, &str, &str, &str); 3] = [
+    ("publish-1", "publish:demo", "post=1", "batch-publish"),
+    ("ship-1", "ship:order", "order=8", "batch-ship"),
+    ("notify-1", "notify:email", "to=buyer", "batch-notify"),
+];
 
 /// How many calls a [`Program::Bench`] run makes. The run's history lives in the store, so
 /// any number would do; 32 keeps one run short enough to measure many.
@@ -136,9 +149,30 @@ fn policy(tool: &str, gated: bool) -> ToolPolicy {
     }
 }
 
+/// The proposals of a [`Program::Batch`] turn, each asked by the agent; the driver states
+/// each call's prior before feeding them.
+fn batch_calls() -> Proposals {
+    let mut calls = Proposals::new();
+    for (id, tool, args, key) in BATCH {
+        let proposal = Proposal {
+            call: call(id, tool, args, key),
+            requester: name(REQUESTER),
+            prior: Prior::NONE,
+        };
+        // Three calls in a list of eight: never full.
+        let _ = calls.push(proposal);
+    }
+    calls
+}
+
 impl Program {
     /// Every program.
-    pub const ALL: [Program; 3] = [Program::Seed, Program::Order, Program::Bench];
+    pub const ALL: [Program; 4] = [
+        Program::Seed,
+        Program::Order,
+        Program::Bench,
+        Program::Batch,
+    ];
 
     /// Its name.
     pub fn as_str(self) -> &'static str {
@@ -146,6 +180,7 @@ impl Program {
             Program::Seed => "seed",
             Program::Order => "order",
             Program::Bench => "bench",
+            Program::Batch => "batch",
         }
     }
 
@@ -165,6 +200,10 @@ impl Program {
                 policy("notify:email", false),
             ],
             Program::Bench => vec![policy("publish:demo", false)],
+            Program::Batch => BATCH
+                .iter()
+                .map(|(_, tool, _, _)| policy(tool, true))
+                .collect(),
         }
     }
 
@@ -174,6 +213,7 @@ impl Program {
             Program::Seed => ("tenant-a", "session-1", "demo@1"),
             Program::Order => ("tenant-b", "orders", "order@1"),
             Program::Bench => ("tenant-c", "bench", "bench@1"),
+            Program::Batch => ("tenant-d", "batches", "batch@1"),
         };
         Ok(RunHeader {
             identity: Identity {
@@ -245,6 +285,15 @@ impl Program {
                 })
             }
             (Program::Bench, BENCH_CALLS) => Some(done("bench done")),
+            (Program::Batch, 0) => Some(Event::Suspend {
+                wait: Wait::Batch {
+                    calls: batch_calls(),
+                },
+                expires_at: Time(now.saturating_add(timing.approval_ms)),
+                responsible: name(APPROVER),
+                resource_version,
+            }),
+            (Program::Batch, 1) => Some(done("batch done")),
             _ => None,
         }
     }
@@ -261,18 +310,27 @@ mod tests {
             let h = p.header("run-1", 0, &Timing::default()).unwrap();
             Run::new(h.identity, h.policy, h.created_at).unwrap();
             for pc in 0..8 {
-                if let Some(
-                    Event::Dispatch { call, .. }
-                    | Event::Suspend {
-                        wait: Wait::Approval { call, .. },
+                let calls: Vec<Call> = match p.step(pc, 1, 1, &Timing::default()) {
+                    Some(
+                        Event::Dispatch { call, .. }
+                        | Event::Suspend {
+                            wait: Wait::Approval { call, .. },
+                            ..
+                        },
+                    ) => vec![call],
+                    Some(Event::Suspend {
+                        wait: Wait::Batch { calls },
                         ..
-                    },
-                ) = p.step(pc, 1, 1, &Timing::default())
-                {
+                    }) => calls.iter().map(|p| p.call).collect(),
+                    _ => vec![],
+                };
+                for call in calls {
                     let spec = tool_spec(call.tool.as_str()).unwrap();
                     assert_eq!(call.contract.dedupes, spec.dedupes);
                     assert_eq!(call.contract.query_fences, spec.query_fences);
                     assert_ne!(call.call_id, Name::lit("invalid"));
+                    let declared = p.tools().into_iter().find(|t| t.tool == call.tool);
+                    assert_eq!(declared.map(|t| t.contract), Some(call.contract));
                 }
             }
         }
@@ -293,5 +351,39 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(Program::Order.step(5, 1, 1, &Timing::default()), None);
+    }
+
+    #[test]
+    fn the_batch_program_puts_three_calls_to_the_approver_as_one_batch_then_completes() {
+        let h = Program::Batch
+            .header("run-batch", 0, &Timing::default())
+            .unwrap();
+        let run = h.run().unwrap();
+        let event = Program::Batch.step(0, 1, 1, &Timing::default()).unwrap();
+        let t = step(&run, &Input { at: Time(1), event }).unwrap();
+        let batch = t.next.batch().unwrap();
+        let ids: Vec<&str> = batch
+            .slots
+            .iter()
+            .map(|s| s.call.call.call_id.as_str())
+            .collect();
+        assert_eq!(ids, ["publish-1", "ship-1", "notify-1"]);
+        let cp = t.effects.checkpoint().unwrap();
+        assert_eq!(
+            cp.digest, batch.checkpoint,
+            "every decision binds to this checkpoint"
+        );
+        assert!(cp.batch.is_some() && cp.pending.is_none());
+        assert_eq!(
+            t.next.suspension().unwrap().responsible,
+            Name::lit(APPROVER)
+        );
+        assert_eq!(
+            Program::Batch.step(1, 2, 1, &Timing::default()),
+            Some(Event::Complete {
+                result: Digest::of(b"batch done")
+            })
+        );
+        assert_eq!(Program::Batch.step(2, 2, 1, &Timing::default()), None);
     }
 }

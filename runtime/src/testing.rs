@@ -79,6 +79,26 @@ pub(crate) fn approval_of(row: &Row) -> Event {
     })
 }
 
+/// A batch run whose three calls are in flight together: the batch opened at 10, every call
+/// approved at 20 by the approver's request (bound by the driver core).
+pub(crate) fn batch_in_flight() -> Row {
+    let row = program_step(&fresh(Program::Batch), 10);
+    let request = crate::parties::approval(&row, None, APPROVER, true, 600_000).unwrap();
+    let crate::store::Request::Resume {
+        checkpoint,
+        decision,
+    } = request
+    else {
+        unreachable!("an approval is a resume")
+    };
+    let event = Event::Resume(Resume {
+        checkpoint,
+        decision,
+        facts: crate::driver::facts(row.resource_version),
+    });
+    after(&row, 20, event, 1)
+}
+
 /// An order run whose first call (charge:card) is in flight since time 10.
 pub(crate) fn in_flight() -> Row {
     program_step(&fresh(Program::Order), 10)

@@ -1,8 +1,9 @@
-//! The torture: workers, the tool service and approvers on one store; workers killed with
-//! SIGKILL at seeded points (between the commit and the dispatch, between the tool's commit
-//! and the recorded answer, and at random instants) and restarted, until every run has ended
-//! or waits on a person; then the checks of [`checks`]. The seed fixes every choice: which
-//! runs, which program, where each worker dies, the tool's delays. When a kill sent at a
+//! The torture: workers, the tool service and approvers on one store, running the seed, order
+//! and batch programs; workers killed with SIGKILL at seeded points (between the commit and
+//! the dispatch, between the tool's commit and the recorded answer, between two dispatches of
+//! a batch, and at random instants) and restarted, until every run has ended or waits on a
+//! person; then the checks of [`checks`]. The seed fixes every choice: which runs, which
+//! program, where each worker dies, the tool's delays. When a kill sent at a
 //! random instant lands depends on the machine's scheduling.
 
 use crate::driver::{create_run, CrashPoint, Flavor};
@@ -167,7 +168,7 @@ impl Report {
         if self.violations.is_empty() {
             let _ = writeln!(
                 out,
-                "checks: each key committed at most once; no accepted decision lost; no run stuck; every audit log validates and matches its anchor"
+                "checks: each key committed at most once, and only as a recorded dispatch (a gated call's only as an approval bound it); no accepted decision lost; no run stuck; every audit log validates and matches its anchor"
             );
             let _ = writeln!(
                 out,
@@ -618,10 +619,10 @@ fn top_up(
     if killing {
         for _ in live..o.active as usize {
             *made += 1;
-            let program = if rng.percent(50) {
-                Program::Seed
-            } else {
-                Program::Order
+            let program = match rng.below(3) {
+                0 => Program::Seed,
+                1 => Program::Order,
+                _ => Program::Batch,
             };
             let name = format!("{}-{:06}", &program.as_str()[..1], *made);
             create_run(store, program, &name, 0, &Timing::default(), Some(key))?;

@@ -1,6 +1,7 @@
 //! The torture's checks bite: each is shown to pass on an honest store and to fail on a store
 //! where one thing went wrong (a decision lost or invented, a run stuck, a request never
-//! answered, a key committed twice, a result the tool never committed, an edited log).
+//! answered, a key committed twice, a result the tool never committed, a commit no record
+//! dispatched, a gated call dispatched without an approval, an edited log).
 
 use resumable_driver::Core;
 use resumable_kernel::{Digest, Event, Name};
@@ -259,4 +260,54 @@ fn an_edited_audit_log_is_caught() {
     .unwrap();
     let v = w.violations();
     assert!(v.iter().any(|v| v.contains("audit log of")), "{v:?}");
+}
+
+#[test]
+fn a_commit_no_record_dispatched_is_caught() {
+    // The call still waits for its approval, yet the tool committed it: what a driver that
+    // dispatches before its commit leaves behind once that commit is lost.
+    let mut w = world("undispatched");
+    w.suspend();
+    w.ledger(Digest::of(b"ok"), 1);
+    let v = w.violations();
+    assert!(
+        v.iter()
+            .any(|v| v.starts_with("WAL-1: tool key") && v.contains("no record dispatched it")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_gated_call_dispatched_without_an_approval_is_caught() {
+    let mut w = world("ungated");
+    let Some(Event::Suspend {
+        wait: resumable_kernel::Wait::Approval { call, .. },
+        ..
+    }) = Program::Seed.step(0, 1, 0, &Timing::default())
+    else {
+        unreachable!("the seed program asks for approval of its call")
+    };
+    // The gated call dispatched as the agent proposed it, with no approver asked.
+    let dispatch = Event::Dispatch {
+        call,
+        prior: resumable_kernel::Prior::NONE,
+        resource_version: None,
+    };
+    w.feed(dispatch, 1, None);
+    w.feed(
+        Event::ToolResult {
+            call_id: call.call_id,
+            attempt: 0,
+            result: Digest::of(b"ok"),
+        },
+        1,
+        None,
+    );
+    w.ledger(Digest::of(b"ok"), 1);
+    let v = w.violations();
+    assert!(
+        v.iter()
+            .any(|v| v.starts_with("APR-1:") && v.contains("no accepted approval bound")),
+        "{v:?}"
+    );
 }

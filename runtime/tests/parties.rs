@@ -298,3 +298,92 @@ fn the_watching_approver_denies_once_its_approval_is_refused_for_a_moved_resourc
     );
     assert_eq!(status_of(&row(&mut store, &key).run), Status::Failed);
 }
+
+/// The run's batch decisions in its inbox, in the order sent, each with the checkpoint it
+/// binds to.
+fn batch_decisions(store: &mut MemoryStore, key: &RunKey) -> Vec<resumable_kernel::CallDecision> {
+    let handed = row(store, key).checkpoint.unwrap();
+    let mut out = Vec::new();
+    for r in store.inbox(key, false).unwrap() {
+        match r.request {
+            Request::Resume {
+                checkpoint,
+                decision: Decision::Batch { decisions },
+            } => {
+                assert_eq!(checkpoint, handed, "bound to the batch's checkpoint");
+                out.extend(decisions.iter().copied());
+            }
+            other => panic!("a batch is decided by batch decisions: {other:?}"),
+        }
+    }
+    out
+}
+
+/// Feeds every request waiting in `key`'s inbox and drives the run until it waits again.
+fn drive(store: &MemoryStore, key: &RunKey) -> Row {
+    let mut d = Driver::new(store.clone(), MemoryTools::default(), config());
+    while d.turn(key, true).unwrap() {}
+    d.store().load(key).unwrap().unwrap()
+}
+
+#[test]
+fn an_approval_of_a_batch_approves_or_denies_every_call_bound_to_the_batch_checkpoint() {
+    for (approves, ends) in [(true, Status::Completed), (false, Status::Failed)] {
+        let mut store = MemoryStore::new();
+        let key = waiting(&store, Program::Batch, "batch-1");
+        let request =
+            parties::approval(&row(&mut store, &key), None, APPROVER, approves, 60_000).unwrap();
+        approve(&mut store, &key, &request);
+        let decided = batch_decisions(&mut store, &key);
+        let ids: Vec<&str> = decided
+            .iter()
+            .map(|d| d.approval.call_id.as_str())
+            .collect();
+        assert_eq!(ids, ["publish-1", "ship-1", "notify-1"]);
+        let handed = row(&mut store, &key).checkpoint.unwrap();
+        for d in &decided {
+            assert_eq!(d.approval.revision, handed.revision);
+            assert_eq!(d.approval.requester, Name::lit(REQUESTER));
+            assert_eq!(d.verdict == resumable_kernel::Verdict::Approve, approves);
+        }
+        assert_eq!(status_of(&drive(&store, &key).run), ends);
+    }
+}
+
+#[test]
+fn the_watching_approver_decides_each_call_of_a_batch_once_and_the_run_goes_on() {
+    for seed in 0..8 {
+        let mut store = MemoryStore::new();
+        let key = waiting(&store, Program::Batch, "batch-1");
+        let w = watch::Watch {
+            name: APPROVER.to_string(),
+            seed,
+            deny_percent: 0,
+            duplicate_percent: 0,
+            callbacks: false,
+            valid_ms: 600_000,
+            poll: Duration::ZERO,
+            key: Some(approver_key()),
+            callback_as: None,
+        };
+        // In one request or two (the first call's, then the rest), never again.
+        let sent = watch::watch(&mut store, &w, Some(3)).unwrap();
+        assert!((1..=2).contains(&sent), "seed {seed}: {sent} requests");
+        let decided = batch_decisions(&mut store, &key);
+        let mut ids: Vec<&str> = decided
+            .iter()
+            .map(|d| d.approval.call_id.as_str())
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["notify-1", "publish-1", "ship-1"], "seed {seed}");
+        assert!(decided
+            .iter()
+            .all(|d| d.approval.approver == Name::lit(APPROVER)));
+        // No denial drawn: whatever was rejected, the run completes.
+        assert_eq!(
+            status_of(&drive(&store, &key).run),
+            Status::Completed,
+            "seed {seed}"
+        );
+    }
+}

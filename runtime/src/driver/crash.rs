@@ -20,17 +20,22 @@ pub enum CrashPoint {
     AfterSend,
     /// The tool committed and answered; the answer is not yet recorded.
     AfterAnswer,
+    /// A batch's calls are in flight together: one call's answer is recorded, the next
+    /// call has not left. The kernel holds both in flight; the next has never reached the
+    /// tool.
+    BetweenDispatches,
     /// The status query answered; the reconcile is not yet recorded.
     AfterQuery,
 }
 
 impl CrashPoint {
     /// Every point.
-    pub const ALL: [CrashPoint; 5] = [
+    pub const ALL: [CrashPoint; 6] = [
         CrashPoint::BeforeCommit,
         CrashPoint::AfterCommit,
         CrashPoint::AfterSend,
         CrashPoint::AfterAnswer,
+        CrashPoint::BetweenDispatches,
         CrashPoint::AfterQuery,
     ];
 
@@ -41,6 +46,7 @@ impl CrashPoint {
             CrashPoint::AfterCommit => "after-commit",
             CrashPoint::AfterSend => "after-send",
             CrashPoint::AfterAnswer => "after-answer",
+            CrashPoint::BetweenDispatches => "between-dispatches",
             CrashPoint::AfterQuery => "after-query",
         }
     }

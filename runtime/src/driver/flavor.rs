@@ -7,6 +7,7 @@ use super::{DriveError, Driver, Fed, Row};
 use crate::store::Store;
 use crate::tool::{ToolReply, Tools};
 use resumable_kernel::{Dispatch, Event};
+use std::io;
 
 /// How the driver behaves: correctly, or with one rule of the contract broken on purpose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +62,8 @@ impl<S: Store, T: Tools> Driver<S, T> {
     }
 
     /// [`Flavor::DispatchBeforeCommit`], in place of `feed` and `carry_out`: the step's
-    /// dispatch is sent before its commit, and its answer fed once the commit has landed.
-    /// Returns whether anything was committed.
+    /// dispatches (one, or a batch's several) are sent before its commit, and their answers
+    /// fed, each in turn, once the commit has landed. Returns whether anything was committed.
     pub(super) fn feed_dispatching_first(
         &mut self,
         row: &Row,
@@ -71,17 +72,27 @@ impl<S: Store, T: Tools> Driver<S, T> {
         consumed: Option<u64>,
     ) -> Result<bool, DriveError> {
         let staged = self.stage(row, crate::rng::now_ms(), event, pc, consumed)?;
-        let early = staged
-            .dispatch()
-            .map(|d| (*d, self.tools.call(&self.request(&row.run, d, false))));
-        match (self.land(row, staged)?, early) {
-            (Fed::Accepted(moved), Some((d, reply))) => {
-                if let Some(next) = self.answer_dispatch(&moved.row, &d, reply)? {
+        let dispatches: Vec<Dispatch> = staged.dispatches().copied().collect();
+        let mut early: Vec<io::Result<ToolReply>> = Vec::new();
+        for d in &dispatches {
+            let request = self.request(&row.run, d, false);
+            early.push(self.tools.call(&request));
+        }
+        match self.land(row, staged)? {
+            Fed::Accepted(moved) if !dispatches.is_empty() => {
+                // Each early answer in its dispatch's turn.
+                let mut replies = early.into_iter();
+                let next = self.carry_dispatches(&moved.row, &dispatches, |_, _, _| {
+                    replies
+                        .next()
+                        .unwrap_or_else(|| Err(io::Error::other("no early answer")))
+                })?;
+                if let Some(next) = next {
                     self.carry_out(next)?;
                 }
                 Ok(true)
             }
-            (fed, _) => self.settle(&row.key, fed, consumed.is_some()),
+            fed => self.settle(&row.key, fed, consumed.is_some()),
         }
     }
 }

@@ -15,7 +15,7 @@
 use super::DriveError;
 use crate::program::{Program, Timing};
 use crate::store::{Inbox, Lease, Row, Summary};
-use resumable_kernel::{Dispatch, Event, Next, Time};
+use resumable_kernel::{Dispatch, Event, Next, Run, Time};
 
 #[cfg(test)]
 mod tests;
@@ -98,6 +98,20 @@ pub fn plan(
         Next::Query { dispatch, .. } => Some(Action::Query(dispatch)),
         Next::Decision { .. } | Next::Nothing { .. } => None,
     })
+}
+
+/// Whether `run` still waits on the answer to `d` (its call and attempt), as [`Run::next`]
+/// says: the one call in flight, or one of a batch's calls in flight together. A dispatch
+/// commanded by a committed transition leaves only while this holds; once the run has moved
+/// on (its calls made unknown, another writer's input), what it waits on is recovery's.
+///
+/// [`Run::next`]: resumable_kernel::Run::next
+pub fn awaits_answer(run: &Run, d: &Dispatch) -> bool {
+    match run.next() {
+        Next::Result { dispatch } => dispatch == *d,
+        Next::Results { dispatches } => dispatches.iter().any(|x| x == d),
+        _ => false,
+    }
 }
 
 /// Whether a run in the scan wants a worker at `now`, whoever holds it: a request waits in

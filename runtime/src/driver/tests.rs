@@ -353,7 +353,7 @@ fn carry_out_dispatches_after_the_commit_and_records_the_result() {
     let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
     let moved = program_step(&mut d, &key);
     let commanded = *moved.transition.effects.dispatch().unwrap();
-    d.carry_out(moved).unwrap();
+    d.carry_out(Box::new(moved)).unwrap();
     // Exactly the commanded call, under the tool key bound to the run (KEY-3).
     let expected = ToolRequest::Dispatch {
         tool: "charge:card".to_string(),
@@ -378,7 +378,7 @@ fn carry_out_without_an_answer_recovers_and_asks_the_query_never_dispatching_aga
     };
     let (mut d, key) = driver(MemoryStore::new(), tools, Flavor::Correct);
     let moved = program_step(&mut d, &key);
-    d.carry_out(moved).unwrap();
+    d.carry_out(Box::new(moved)).unwrap();
     assert_eq!(d.tools.kinds(), ["dispatch", "query"]);
     assert_eq!(
         status_of(&load(&mut d, &key).run),
@@ -400,7 +400,7 @@ fn carry_out_reuses_a_result_the_query_reports_committed() {
     };
     let (mut d, key) = driver(MemoryStore::new(), tools, Flavor::Correct);
     let moved = program_step(&mut d, &key);
-    d.carry_out(moved).unwrap();
+    d.carry_out(Box::new(moved)).unwrap();
     // The tool committed though its answer was lost; the query says so (REC-4).
     assert_eq!(d.tools.kinds(), ["dispatch", "query"]);
     let after = load(&mut d, &key);
@@ -443,7 +443,7 @@ fn an_answer_that_loses_a_race_is_stepped_again_on_the_run_as_it_now_is() {
         race: Some(refusal_by_another_worker(key.clone())),
     };
     let mut d = Driver::new(racing, Recorder::default(), config(Flavor::Correct));
-    d.carry_out(moved).unwrap();
+    d.carry_out(Box::new(moved)).unwrap();
     assert_eq!(
         d.tools.kinds(),
         ["dispatch"],
@@ -710,4 +710,203 @@ fn an_approval_on_a_resource_moved_from_outside_is_refused_with_resource_changed
     }
     assert!(!d.tools.kinds().contains(&"dispatch"), "nothing was sent");
     assert_eq!(status_of(&load(&mut d, &key).run), Status::Approval);
+}
+
+/// A rejection of a batch's call: it never runs, and the run goes on.
+fn reject() -> crate::lifecycle::Word {
+    crate::lifecycle::Word::Reject {
+        message: "not in this turn".to_string(),
+    }
+}
+
+/// A batch run driven to its batch's suspension by a worker whose lease lapses at once, and
+/// the approver's request deciding its three calls with `words`, in order, bound by the
+/// driver core to the calls as the checkpoint shows them.
+fn batch_awaiting(
+    words: [crate::lifecycle::Word; 3],
+) -> (Driver<MemoryStore, Recorder>, RunKey, Request) {
+    let (mut d, key) = driver_of(
+        MemoryStore::new(),
+        Recorder::default(),
+        Flavor::Correct,
+        Program::Batch,
+    );
+    d.config.lease_ms = 0;
+    assert!(d.turn(&key, false).unwrap());
+    let row = load(&mut d, &key);
+    assert_eq!(status_of(&row.run), Status::Approval);
+    let words: Vec<(String, crate::lifecycle::Word)> = crate::program::BATCH
+        .iter()
+        .zip(words)
+        .map(|((call_id, ..), word)| (call_id.to_string(), word))
+        .collect();
+    let approver = crate::program::APPROVER;
+    let request = crate::parties::decision(&row, None, approver, &words, 600_000).unwrap();
+    (d, key, request)
+}
+
+/// The tools and idempotency keys of the dispatches sent so far, in order.
+fn dispatched(tools: &Recorder) -> Vec<(String, String)> {
+    tools
+        .sent
+        .iter()
+        .filter_map(|r| match r {
+            ToolRequest::Dispatch { tool, key, .. } => Some((tool.clone(), key.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The key the tool sees for the batch program's key `key` on run `row`.
+fn batch_tool_key(row: &Row, key: &str) -> String {
+    let key = resumable_kernel::IdempotencyKey::new(key).unwrap();
+    lifecycle::tool_key(row.run.identity(), &key)
+}
+
+#[test]
+fn a_batch_runs_exactly_its_approved_calls_once_and_never_sends_the_rejected_one() {
+    use crate::lifecycle::Word;
+    use resumable_kernel::SlotState;
+    let (mut d, key, request) = batch_awaiting([Word::Approve, Word::Approve, reject()]);
+    let Request::Resume {
+        decision: resumable_kernel::Decision::Batch { decisions },
+        ..
+    } = &request
+    else {
+        panic!("a batch's decisions are one batch decision: {request:?}")
+    };
+    assert_eq!(decisions.len(), 3, "one decision per call");
+    let id = submit_sealed(&mut d.store, &key, crate::program::APPROVER, 20, &request);
+    assert!(d.turn(&key, true).unwrap());
+    assert!(matches!(answer_of(&mut d, &key, id), Answer::Accepted(_)));
+    let row = load(&mut d, &key);
+    // Both approved calls, each once, under its own tool key; the rejected notice never.
+    assert_eq!(
+        dispatched(&d.tools),
+        [
+            (
+                "publish:demo".to_string(),
+                batch_tool_key(&row, "batch-publish")
+            ),
+            ("ship:order".to_string(), batch_tool_key(&row, "batch-ship")),
+        ]
+    );
+    assert_eq!(
+        d.tools.kinds(),
+        ["dispatch", "dispatch"],
+        "no query: nothing unknown"
+    );
+    let states: Vec<SlotState> = row
+        .run
+        .batch()
+        .unwrap()
+        .slots
+        .iter()
+        .map(|s| s.state)
+        .collect();
+    assert!(
+        matches!(
+            states.as_slice(),
+            [
+                SlotState::Committed { .. },
+                SlotState::Committed { .. },
+                SlotState::Rejected { .. }
+            ]
+        ),
+        "{states:?}"
+    );
+    assert_eq!(
+        status_of(&row.run),
+        Status::Completed,
+        "the program went on"
+    );
+    // The batch, the decision, two answers, the completion: every one a record.
+    assert_eq!(records(&mut d, &key), (5, 0));
+}
+
+/// The run of [`batch_awaiting`] deciding `words`, committed by a first worker that then
+/// carries out only its first dispatch (the answer recorded) and, with `second_sent`, sends
+/// the second (which the tool commits) and dies before its answer comes back; otherwise it
+/// dies between the two dispatches. Returns a second worker on the same store and tools,
+/// after the first worker's lease has lapsed.
+fn batch_killed_between_dispatches(second_sent: bool) -> (Driver<MemoryStore, Recorder>, RunKey) {
+    use crate::lifecycle::Word;
+    let (mut d, key, request) = batch_awaiting([Word::Approve, Word::Approve, reject()]);
+    let id = submit_sealed(&mut d.store, &key, crate::program::APPROVER, 20, &request);
+    let row = load(&mut d, &key);
+    let Request::Resume {
+        checkpoint,
+        decision,
+    } = request
+    else {
+        unreachable!("a decision is a resume")
+    };
+    let event = Event::Resume(resumable_kernel::Resume {
+        checkpoint,
+        decision,
+        facts: facts(0),
+    });
+    let moved = accepted(
+        d.feed(&row, next_ms(&row), event, row.pc, Some(id))
+            .unwrap(),
+    );
+    let commanded: Vec<Dispatch> = moved.transition.effects.dispatches().copied().collect();
+    assert_eq!(
+        commanded.len(),
+        2,
+        "the approved calls, dispatched together"
+    );
+    let reply = d.dispatch(&moved.row.run, &commanded[0]);
+    let first = d.answer_dispatch(&moved.row, &commanded[0], reply).unwrap();
+    let first = first.expect("the first answer is recorded");
+    assert!(super::plan::awaits_answer(&first.row.run, &commanded[1]));
+    if second_sent {
+        let _lost = d.dispatch(&first.row.run, &commanded[1]);
+    }
+    // Killed here: nothing more from this worker.
+    let tools = std::mem::take(&mut d.tools);
+    let next = Driver::new(
+        d.store.clone(),
+        tools,
+        Config {
+            owner: "worker-2".to_string(),
+            ..config(Flavor::Correct)
+        },
+    );
+    (next, key)
+}
+
+#[test]
+fn a_kill_between_a_batchs_dispatches_is_recovered_by_query_never_by_sending_again() {
+    for second_sent in [false, true] {
+        let (mut d, key) = batch_killed_between_dispatches(second_sent);
+        let before = d.tools.sent.len();
+        assert!(d.turn(&key, false).unwrap());
+        // The recovering worker feeds `recover` and asks the status query about the call
+        // still in flight; it dispatches nothing.
+        let asked: Vec<&ToolRequest> = d.tools.sent[before..].iter().collect();
+        assert!(
+            matches!(asked.as_slice(), [ToolRequest::Query { tool, .. }] if tool == "ship:order"),
+            "{asked:?}"
+        );
+        let row = load(&mut d, &key);
+        let ship = batch_tool_key(&row, "batch-ship");
+        let sends = |tool_key: &str| {
+            let all = dispatched(&d.tools);
+            all.iter().filter(|(_, k)| k == tool_key).count()
+        };
+        assert_eq!(sends(&batch_tool_key(&row, "batch-publish")), 1);
+        assert_eq!(sends(&batch_tool_key(&row, "batch-notify")), 0, "rejected");
+        if second_sent {
+            // The query found the commit: its result is recorded, and the run completes.
+            assert_eq!(sends(&ship), 1);
+            assert_eq!(status_of(&row.run), Status::Completed);
+        } else {
+            // "Not committed": the deduping tool would allow a retry under the same key, but
+            // the first call's commit moved the run's resource since the batch's checkpoint,
+            // so the retry's re-check fails (RES-3) and a person decides; never sent blindly.
+            assert_eq!(sends(&ship), 0);
+            assert_eq!(status_of(&row.run), Status::Person);
+        }
+    }
 }

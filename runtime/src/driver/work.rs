@@ -136,7 +136,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
     ) -> Result<bool, DriveError> {
         Ok(match fed {
             Fed::Accepted(moved) => {
-                self.carry_out(*moved)?;
+                self.carry_out(moved)?;
                 true
             }
             Fed::Rejected if from_request => true,

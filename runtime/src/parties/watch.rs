@@ -2,9 +2,10 @@
 //! torture, and for trying the runtime by hand. It can also play the payment system that
 //! sends the order program's callback.
 
-use super::{approval, callback, PartyError};
+use super::{approval, callback, decision, undecided, PartyError};
+use crate::lifecycle::Word;
 use crate::rng::{now_ms, Rng};
-use crate::store::{Answer, Request, RunKey, Status, Store};
+use crate::store::{Answer, Request, Row, RunKey, Status, Store};
 use resumable_kernel::{Rejection, Revision};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -32,7 +33,8 @@ pub struct Watch {
     pub callback_as: Option<(String, Option<crate::auth::SharedKey>)>,
 }
 
-/// Decides on every suspension it sees, once, until the process is stopped (or, with
+/// Decides on every suspension it sees, once (a batch's calls each on its own, see
+/// [`BATCH_REJECT_PERCENT`] and [`BATCH_SPLIT_PERCENT`]), until the process is stopped (or, with
 /// `rounds`, for that many looks). Returns how many requests it sent.
 pub fn watch(store: &mut dyn Store, w: &Watch, rounds: Option<u64>) -> Result<u64, PartyError> {
     let mut rng = Rng::new(w.seed);
@@ -110,34 +112,80 @@ fn look(
         let at = (s.key.clone(), cp.revision);
         let moved = s.status == Status::Approval
             && refused_for_a_moved_resource(store, &s.key, cp.revision)?;
-        let (request, now_decided) = match decided.get(&at) {
+        let (requests, now_decided) = match decided.get(&at) {
             Some(Decided::DeniedAfterMove) => continue,
             // Read from the store, not remembered: an approver started again denies too.
             _ if moved => {
                 let deny = approval(&row, None, &w.name, false, w.valid_ms)?;
-                (deny, Decided::DeniedAfterMove)
+                (vec![deny], Decided::DeniedAfterMove)
             }
             Some(Decided::Once) => continue,
+            None if s.status == Status::Approval && cp.batch.is_some() => {
+                (batch_requests(&row, w, rng)?, Decided::Once)
+            }
             None if s.status == Status::Approval => {
                 let approve = !rng.percent(w.deny_percent);
                 let request = approval(&row, None, &w.name, approve, w.valid_ms)?;
-                (request, Decided::Once)
+                (vec![request], Decided::Once)
             }
-            None => (callback(&row, "settled")?, Decided::Once),
+            None => (vec![callback(&row, "settled")?], Decided::Once),
         };
         let (party, key) = match (&w.callback_as, s.status) {
             (Some((name, key)), Status::Callback) => (name, key),
             _ => (&w.name, &w.key),
         };
-        let seal = key.as_ref().map(|k| k.seal(&s.key, party, &request));
-        store.submit_sealed(&s.key, party, now_ms(), &request, seal)?;
+        for request in &requests {
+            let seal = key.as_ref().map(|k| k.seal(&s.key, party, request));
+            store.submit_sealed(&s.key, party, now_ms(), request, seal)?;
+            *sent += 1;
+            if rng.percent(w.duplicate_percent) {
+                store.submit_sealed(&s.key, party, now_ms(), request, seal)?;
+                *sent += 1;
+            }
+        }
         // Decided once it is in the inbox: a submit the store lost is made again next look.
         decided.insert(at, now_decided);
-        *sent += 1;
-        if rng.percent(w.duplicate_percent) {
-            store.submit_sealed(&s.key, party, now_ms(), &request, seal)?;
-            *sent += 1;
-        }
     }
     Ok(())
+}
+
+/// The share of a batch's calls, in percent, that the watching approver rejects (the call
+/// never runs, the run goes on); the rest it approves, but for the denials drawn at
+/// [`Watch::deny_percent`] (the run fails).
+pub const BATCH_REJECT_PERCENT: u64 = 30;
+
+/// The share of batches, in percent, whose decisions the watching approver sends as two
+/// requests (the first call's, then the others'), as the SDKs send approvals one item at a
+/// time: the first leaves the batch waiting for the rest.
+pub const BATCH_SPLIT_PERCENT: u64 = 25;
+
+/// The decisions on a batch's calls not yet decided, each drawn from the seed: deny, reject
+/// or approve; as one request, or split in two.
+fn batch_requests(row: &Row, w: &Watch, rng: &mut Rng) -> Result<Vec<Request>, PartyError> {
+    let words: Vec<(String, Word)> = undecided(row)
+        .into_iter()
+        .map(|call_id| {
+            let word = if rng.percent(w.deny_percent) {
+                Word::Deny
+            } else if rng.percent(BATCH_REJECT_PERCENT) {
+                Word::Reject {
+                    message: format!("{call_id}: not in this turn"),
+                }
+            } else {
+                Word::Approve
+            };
+            (call_id, word)
+        })
+        .collect();
+    let split = words.len() > 1 && rng.percent(BATCH_SPLIT_PERCENT);
+    let parts: Vec<&[(String, Word)]> = if split {
+        let (first, rest) = words.split_at(1);
+        vec![first, rest]
+    } else {
+        vec![words.as_slice()]
+    };
+    parts
+        .into_iter()
+        .map(|part| decision(row, None, &w.name, part, w.valid_ms))
+        .collect()
 }

@@ -3,6 +3,9 @@
 //!
 //! - every key committed at most once in the tool's ledger, and every result a run recorded
 //!   as committed is one the tool committed;
+//! - every key in the tool's ledger was dispatched by a committed record, and a call to a
+//!   gated tool only as an accepted approval bound it (a batch's rejected or denied call
+//!   never);
 //! - no accepted decision lost: every request was answered, an accepted one by the very
 //!   record that shows it in the log, and every decision in a log came from a request;
 //! - no run stuck: every run ended or waits on a person, with its reason;
@@ -10,10 +13,11 @@
 
 use crate::lifecycle::{self, Verdict};
 use crate::parties::describe;
+use crate::program::Program;
 use crate::store::{Answer, Answered, Request, Status, Store, StoreError};
 use crate::tool::service::{commits_per_key, read_ledger, Entry};
 use resumable_audit::Record;
-use resumable_kernel::{Digest, Event, EventKind, Resume};
+use resumable_kernel::{Decision, Digest, Event, EventKind, Name, Resume, Verdict as BatchVerdict};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
@@ -66,8 +70,8 @@ pub fn check(
     let results = ledger_tally(&entries, &mut tally);
     let mut logs = Logs::new();
     let now = crate::rng::now_ms();
-    // The tool sees digests; people read `run/key`.
-    let mut names = BTreeMap::new();
+    // What each run's records dispatched, by the key the tool sees.
+    let mut dispatched = Dispatched::new();
     for s in store.scan(true)? {
         let Some(row) = store.load(&s.key)? else {
             continue;
@@ -95,36 +99,138 @@ pub fn check(
             .filter_map(|l| lifecycle::parse_record(l).ok())
             .collect();
         count(&records, &mut tally);
-        for r in &records {
-            if let Verdict::Accepted(a) = &r.verdict {
-                if let Some(d) = a.dispatch {
-                    names.insert(d.tool_key.to_string(), format!("{}/{}", s.key, d.key));
-                }
-                if let Some(c) = a.committed {
-                    let tool_key = lifecycle::tool_key(row.run.identity(), &c.key);
-                    if !results.contains(&(tool_key.clone(), c.result)) {
-                        violations.push(format!(
-                            "{}: record {} shows a result for {tool_key} the tool never committed",
-                            s.key, r.seq
-                        ));
-                    }
-                }
-            }
-        }
+        let run = Judged {
+            row: &row,
+            records: &records,
+        };
+        run.results(&results, &mut violations);
+        run.dispatches(&mut dispatched, &mut violations);
         let inbox = store.inbox(&s.key, false)?;
         tally.requests += inbox.len() as u64;
         decisions(&s.key.0, &inbox, &records, settled, &mut violations);
         logs.insert(s.key.0.clone(), records);
     }
-    for (key, n) in commits_per_key(&entries) {
+    ledger_dispatched(&entries, &dispatched, &mut violations);
+    Ok((tally, logs, violations))
+}
+
+/// Each key the tool sees, with the run and idempotency key of the record that dispatched it,
+/// for people to read.
+type Dispatched = BTreeMap<String, String>;
+
+/// One run's records, judged against the tool's ledger and the run's own approvals.
+struct Judged<'a> {
+    row: &'a crate::store::Row,
+    records: &'a [Record],
+}
+
+impl Judged<'_> {
+    /// Every result the run recorded as committed is one the tool committed (REC-4).
+    fn results(&self, results: &HashSet<(String, Digest)>, violations: &mut Vec<String>) {
+        for r in self.records {
+            let Verdict::Accepted(a) = &r.verdict else {
+                continue;
+            };
+            if let Some(c) = a.committed {
+                let tool_key = lifecycle::tool_key(self.row.run.identity(), &c.key);
+                if !results.contains(&(tool_key.clone(), c.result)) {
+                    violations.push(format!(
+                        "{}: record {} shows a result for {tool_key} the tool never committed",
+                        self.row.key, r.seq
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Notes every dispatch the run's records command (a batch's several in one record),
+    /// and checks that a call to a gated tool is dispatched only as an accepted approval
+    /// bound it: its call id and arguments, approved or edited (APR-1, BAT-2, BAT-3). A call
+    /// rejected, answered or denied is never dispatched.
+    fn dispatches(&self, dispatched: &mut Dispatched, violations: &mut Vec<String>) {
+        let gated: HashSet<Name> = Program::parse(&self.row.program)
+            .map(|p| p.tools())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| t.gated)
+            .map(|t| t.tool)
+            .collect();
+        let approved = approved(self.records);
+        for r in self.records {
+            let Verdict::Accepted(a) = &r.verdict else {
+                continue;
+            };
+            for d in a.dispatch.iter().chain(a.dispatch_more.iter()) {
+                dispatched.insert(
+                    d.tool_key.to_string(),
+                    format!("{}/{}", self.row.key, d.key),
+                );
+                if gated.contains(&d.tool) && !approved.contains(&(d.call_id, d.args)) {
+                    violations.push(format!(
+                        "APR-1: {}: record {} dispatches {} ({}) with arguments no accepted \
+                         approval bound",
+                        self.row.key, r.seq, d.call_id, d.tool
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The calls (call id and arguments) the run's accepted decisions approved: a single
+/// approval's call, and a batch's approved and edited calls (an edit with the approver's
+/// arguments). A batch input that denies records only its denials (spec 5.5): its
+/// approvals approve nothing.
+fn approved(records: &[Record]) -> HashSet<(Name, Digest)> {
+    let mut out = HashSet::new();
+    for r in records {
+        let (Verdict::Accepted(_), Event::Resume(resume)) = (&r.verdict, &r.input.event) else {
+            continue;
+        };
+        match &resume.decision {
+            Decision::Approve(a) => {
+                out.insert((a.call_id, a.args));
+            }
+            Decision::Batch { decisions } => {
+                if decisions.iter().any(|d| d.verdict == BatchVerdict::Deny) {
+                    continue;
+                }
+                for d in decisions.iter() {
+                    match d.verdict {
+                        BatchVerdict::Approve => {
+                            out.insert((d.approval.call_id, d.approval.args));
+                        }
+                        BatchVerdict::Edit { args } => {
+                            out.insert((d.approval.call_id, args));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Each key committed at most once in the tool's ledger (EFF-1), and only a key some run's
+/// record dispatched: nothing reaches the tool before the transition that commands it is
+/// committed (WAL-1), so a rejected or denied call's key is never there.
+fn ledger_dispatched(entries: &[Entry], dispatched: &Dispatched, violations: &mut Vec<String>) {
+    for (key, n) in commits_per_key(entries) {
+        let name = dispatched.get(&key);
+        let shown = name.map_or(String::new(), |n| format!(" ({n})"));
         if n > 1 {
-            let name = names.get(&key).map_or(String::new(), |n| format!(" ({n})"));
             violations.push(format!(
-                "EFF-1: tool key {key}{name} was committed {n} times"
+                "EFF-1: tool key {key}{shown} was committed {n} times"
+            ));
+        }
+        if name.is_none() {
+            violations.push(format!(
+                "WAL-1: tool key {key} was committed, and no record dispatched it"
             ));
         }
     }
-    Ok((tally, logs, violations))
 }
 
 /// Counts the ledger's entries; returns every (key, result) the tool committed.

@@ -130,7 +130,7 @@ pub struct Fate {
 
 /// Draws a worker's fate from the seed: mostly a planned point (weighted towards the points
 /// that matter most: between commit and dispatch, between the tool's commit and the recorded
-/// answer), sometimes a kill at a random instant, which can land anywhere, a store commit
+/// answer; between two dispatches of a batch only batch runs visit), sometimes a kill at a random instant, which can land anywhere, a store commit
 /// included.
 pub fn fate(rng: &mut Rng, killing: bool) -> Fate {
     if !killing {
@@ -147,10 +147,11 @@ pub fn fate(rng: &mut Rng, killing: bool) -> Fate {
     }
     let roll = rng.below(100);
     let point = match roll {
-        0..=19 => CrashPoint::BeforeCommit,
-        20..=44 => CrashPoint::AfterCommit,
-        45..=64 => CrashPoint::AfterSend,
-        65..=89 => CrashPoint::AfterAnswer,
+        0..=17 => CrashPoint::BeforeCommit,
+        18..=39 => CrashPoint::AfterCommit,
+        40..=57 => CrashPoint::AfterSend,
+        58..=79 => CrashPoint::AfterAnswer,
+        80..=89 => CrashPoint::BetweenDispatches,
         _ => CrashPoint::AfterQuery,
     };
     Fate {

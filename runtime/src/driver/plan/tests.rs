@@ -5,8 +5,8 @@ use super::*;
 use crate::program::APPROVER;
 use crate::store::{Request, RunKey, Status};
 use crate::testing::{
-    after, awaiting_approval, completed, failed, fresh, in_flight, outcome_unknown, program_step,
-    retried,
+    after, awaiting_approval, batch_in_flight, completed, failed, fresh, in_flight,
+    outcome_unknown, program_step, retried,
 };
 use resumable_kernel::{Digest, Name, Next, Time, Wait};
 
@@ -102,6 +102,23 @@ fn in_flight_run_without_a_live_holder_is_recovered_never_dispatched_again() {
         panic!("the order's charge is in flight");
     };
     assert_eq!(plan_at(&row, None, 1_000), Some(Action::Recover(dispatch)));
+}
+
+#[test]
+fn batch_in_flight_awaits_each_answer_and_without_a_live_holder_is_recovered_then_queried() {
+    let row = batch_in_flight();
+    let Next::Results { dispatches } = row.run.next() else {
+        panic!("the batch's three calls are in flight together");
+    };
+    assert_eq!(dispatches.len(), 3);
+    assert!(dispatches.iter().all(|d| awaits_answer(&row.run, d)));
+    let first = *dispatches.get(0).unwrap();
+    assert_eq!(plan_at(&row, None, 1_000), Some(Action::Recover(first)));
+    // Recovered: every call is unknown, none awaits an answer any more (none may leave);
+    // the first is the query's, the others wait their turn (BAT-4).
+    let recovered = after(&row, 30, Event::Recover, row.pc);
+    assert!(dispatches.iter().all(|d| !awaits_answer(&recovered.run, d)));
+    assert_eq!(plan_at(&recovered, None, 1_000), Some(Action::Query(first)));
 }
 
 #[test]

@@ -178,7 +178,7 @@ impl Landing {
 
 /// The facts of a resume, established just before it under current policy (RES-7): this
 /// runtime's policy permits every step and has no budget; the resource version is the one
-/// the tool service reports now ([`Driver::observe`]), never one a party sent.
+/// the tool service reports now (`Driver::observe`), never one a party sent.
 pub fn facts(resource_version: u64) -> Facts {
     resumable_driver::observed(resource_version)
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+import subprocess
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -292,7 +293,7 @@ def test_kernel_refuses_self_approval_an_expired_approval_and_other_arguments(sa
 
 
 def test_kernel_a_value_that_is_no_answer_is_never_counted_and_no_answer_is_fed_twice(
-    saver, tmp_path
+    saver, tmp_path, resumable_bin
 ) -> None:
     k = Kernel(tmp_path)
     driver = k.driver()
@@ -316,6 +317,11 @@ def test_kernel_a_value_that_is_no_answer_is_never_counted_and_no_answer_is_fed_
     fed = [json.dumps(r["input"]["decision"], sort_keys=True) for r in records
            if r.get("input", {}).get("kind") == "resume"]
     assert len(fed) == 2 and len(set(fed)) == 2, fed
+    log = tmp_path / "run.log"
+    log.write_text(driver.log())
+    done = subprocess.run([resumable_bin, "validate", "--anchor", driver.anchor(), str(log)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # --- RES-3: the facts are the gate's, never the approver's checkpoint ------------------------

@@ -117,6 +117,13 @@ export class Driver {
     expiresAt: number,
     options?: { tools?: Tools; carry?: boolean; extra?: (stored: Stored, fed: Fed) => string | undefined },
   ): Promise<Fed | NotADecision>;
+  /** Feeds a human-in-the-loop resume value on `request`, read by the core. */
+  resume(
+    request: Request,
+    value: unknown,
+    approver: Name,
+    options?: { tools?: Tools; carry?: boolean; extra?: (stored: Stored, fed: Fed) => string | undefined },
+  ): Promise<Fed | NotADecision>;
   wakeAt(): Time | null;
   /** The audit log and its anchor, for `resumable validate --key-file K --anchor A`. */
   log(): { log: string; anchor: string };

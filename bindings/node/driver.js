@@ -364,6 +364,17 @@ class Driver {
   }
 
   /**
+   * Feeds a human-in-the-loop resume value on `request` (the core reads it: spec/frameworks.md,
+   * "Resuming"), `approver` the adapter's for a value that names none.
+   */
+  async resume(request, value, approver, { tools, extra, carry = true } = {}) {
+    const fed = this.commit((s, now) => rk.driverResume(s.held, s.book, now, request, value,
+      approver, this.facts(), this.key), extra);
+    if (carry && typeof fed.verdict !== 'string') await this.carryOut(fed, tools);
+    return fed;
+  }
+
+  /**
    * Carries out what a committed input commands: each tool call with the arguments the core
    * handed out (the approved or edited ones), its answer fed back; then the status query.
    */

@@ -11,9 +11,11 @@
 // `{ checkpoint, decisions }` (`hitlDecisions` makes it), one HITL decision per action request
 // (`{ type: 'approve' }`, `{ type: 'edit', editedAction: { name, args } }`, `{ type: 'reject',
 // message }`, `{ type: 'respond', message }`, `{ type: 'deny' }`; `null` leaves a call for a
-// later resume). The core maps them (spec/frameworks.md), binds each to its call and judges the
+// later resume). The core reads the value (`driverResume`: what is a decision is decided there
+// alone, spec/frameworks.md "Resuming"), maps the words, binds each to its call and judges the
 // list at the gate's clock on the facts the gate observes; a refusal is written to the audit
-// log and the graph interrupts again, saying why.
+// log and the graph interrupts again, saying why. A value the core reads as no decision is
+// written nowhere and counted by nobody; the graph interrupts again, saying why.
 //
 // Once every call is decided, the core dispatches the approved and edited calls (an edited one
 // with the approver's arguments) and the gate carries them out with the app's `tools` (each
@@ -22,7 +24,9 @@
 // agent's tools node runs only the calls nobody gates. A denial ends the run: `Denied`.
 //
 // A node run again (every resume) consumes the answers LangGraph hands back to its earlier
-// interrupts, as many as the core counted, so a later interrupt gets its own answer; a process
+// interrupts until as many decisions as the core counted are behind it, skipping (and not
+// counting) the values the core reads as no decision, so a later interrupt gets its own
+// answer and no answer is fed twice; a process
 // that died after the core took the decisions finds the dispatches in flight when the node
 // runs again, and the core reconciles them with each tool's status query, never repeating.
 //
@@ -56,15 +60,6 @@ function hitlDecisions(request, list, { approver, expiresAt } = {}) {
   if (approver !== undefined) value.approver = approver;
   if (expiresAt !== undefined) value.expires_at = expiresAt;
   return value;
-}
-
-/** A HITL decision in the core's words (`editedAction` is `edited_action` on the wire). */
-function word(x) {
-  if (x !== null && typeof x === 'object' && 'editedAction' in x) {
-    const { editedAction, ...rest } = x;
-    return { ...rest, edited_action: editedAction };
-  }
-  return x;
 }
 
 /** The content a ToolMessage carries for a tool's result (JSON). */
@@ -138,19 +133,17 @@ class HitlGate {
       );
     }
     const proposals = gated.map((tc) => this.proposal(tc));
-    let seen = 0; // interrupt answers this run of the node consumed, as the core counts them
+    let seen = 0; // values LangGraph handed back this run of the node that the core counted
     let refused = null;
     for (let round = 0; round < d.MAX_ROUNDS; round += 1) {
       const todo = await this.driver.drive(proposals, { turn: true });
-      if (todo.todo === 'done') {
-        this.skip(interrupt, todo.answers - seen, gated);
-        return this.outcome(last, gated, todo.outcomes, ToolMessage);
-      }
+      // Decided: nothing more is asked in this run of the node, so what LangGraph still holds
+      // for its interrupts is not read.
+      if (todo.todo === 'done') return this.outcome(last, gated, todo.outcomes, ToolMessage);
       if (todo.todo === 'ended' && todo.cause?.cause === 'denied') throw new Denied(todo);
       if (todo.todo !== 'ask') d.stop(todo);
       const { request } = todo;
-      this.skip(interrupt, request.answers - seen, gated);
-      seen = request.answers;
+      seen = this.skip(interrupt, request, seen);
       const shown = {
         actionRequests: gated.map((tc) => ({ name: tc.name, args: tc.args })),
         reviewConfigs: gated.map((tc) => ({
@@ -163,9 +156,9 @@ class HitlGate {
         verdict: refused.verdict, message: refused.message });
       // The graph's interrupt throws to pause the graph; its answer goes to the core as is.
       const answer = interrupt(shown);
-      const fed = await this.feed(request, answer);
+      const fed = await this.driver.resume(request, answer, this.approver);
       if (typeof fed.verdict === 'string') {
-        refused = fed;
+        refused = fed; // no decision: nothing was fed, nothing counted
       } else {
         seen += 1;
         refused = fed.verdict.verdict === 'accepted' ? null : fed.verdict;
@@ -175,56 +168,18 @@ class HitlGate {
   }
 
   /**
-   * Feeds one resume value to the core: its decisions on the calls they name (a `null` leaves
-   * a call undecided), on the checkpoint the value says it was decided on.
+   * Consumes the values LangGraph hands back to this node's earlier interrupts until as many
+   * decisions as the core counted (`request.answers`) are behind, so that the next interrupt
+   * gets a new one; `seen` were consumed already. A value the core reads as no decision was
+   * never counted: it is skipped and not counted either. Returns the decisions consumed.
    */
-  feed(request, answer, driver = this.driver) {
-    const bound = answer !== null && typeof answer === 'object' && Array.isArray(answer.decisions)
-      && answer.checkpoint !== null && typeof answer.checkpoint === 'object';
-    if (!bound) {
-      return { verdict: 'not_a_decision', rejection: {}, message: 'the resume value is not a ' +
-        `decision list on a checkpoint ({ checkpoint, decisions }): ${JSON.stringify(answer)}` };
+  skip(interrupt, request, seen) {
+    let counted = seen;
+    while (counted < request.answers) {
+      const replayed = interrupt({ replay: true });
+      if (rk.driverIsResumeDecision(request, replayed, this.approver)) counted += 1;
     }
-    const picked = [];
-    answer.decisions.forEach((x, i) => {
-      if (x !== null && x !== undefined) picked.push([request.calls[i], word(x)]);
-    });
-    if (picked.some(([call]) => call === undefined)) {
-      return { verdict: 'not_a_decision', rejection: {},
-        message: `${answer.decisions.length} decisions for ${request.calls.length} calls` };
-    }
-    const shown = { ...request, checkpoint: answer.checkpoint, calls: picked.map(([c]) => c) };
-    return driver.decide(shown, picked.map(([, w]) => w), answer.approver ?? this.approver,
-      answer.expires_at ?? request.expires_at);
-  }
-
-  /**
-   * Consumes `n` answers LangGraph hands back to this node's earlier interrupts (already fed),
-   * so that the next interrupt gets a new one. A handed-back value the core took for no
-   * decision was never counted: it is skipped too.
-   */
-  skip(interrupt, n, gated) {
-    for (let i = 0; i < n; i += 1) {
-      if (this.notADecision(interrupt({ replay: true }), gated)) i -= 1;
-    }
-  }
-
-  /** Whether the core takes `answer` for no decision at all (judged, nothing written). */
-  notADecision(answer, gated) {
-    const { held, book } = this.driver.load();
-    if (held.checkpoint === null) return true;
-    const probe = {
-      calls: gated.map((tc) => ({ call_id: tc.id, tool: tc.name, args: '{}',
-        args_digest: '0'.repeat(64), requester: this.requester })),
-      responsible: this.approver,
-      expires_at: 0,
-      checkpoint: held.checkpoint,
-      answers: 0,
-    };
-    const judged = { decide: (request, words, approver, expiresAt) => rk.driverDecide(held, book,
-      0, request, words, approver, expiresAt, { resource_version: 0, permitted: true,
-        within_budget: true }) };
-    return typeof this.feed(probe, answer, judged).verdict === 'string';
+    return counted;
   }
 
   /** The turn as the core decided it: every gated call answered to the model by a ToolMessage. */

@@ -759,6 +759,7 @@ export interface NotADecision {
 export type Word =
   | { type: 'approve' }
   | { type: 'edit'; edited_action: { name: string; args: JsonValue } }
+  | { type: 'edit'; editedAction: { name: string; args: JsonValue } }
   | { type: 'reject'; message?: string }
   | { type: 'respond'; message: string }
   | { type: 'deny' };
@@ -849,6 +850,30 @@ export function driverReconcile(
   facts: Facts,
   key?: string | null,
 ): Fed;
+/**
+ * Feeds a human-in-the-loop resume value (whatever the graph handed back) answering `request`
+ * as one batch answer (spec/frameworks.md, "Resuming": `{ checkpoint, decisions, approver?,
+ * expires_at? }` or `{ request, decisions, approver, expires_at }`); `approver` is the
+ * adapter's, for a value that names none.
+ */
+export function driverResume(
+  held: Held,
+  book: Book,
+  now: number,
+  request: Request,
+  value: unknown,
+  approver: Name,
+  facts: Facts,
+  key?: string | null,
+): Fed | NotADecision;
+/** What `driverResume` would feed for `value`, staging nothing: the answer and what is kept. */
+export function driverReadResume(
+  request: Request,
+  value: unknown,
+  approver: Name,
+): { answer: Answer; kept: Kept } | NotADecision;
+/** Whether `driverResume` would feed `value` as a decision on `request` (and count it). */
+export function driverIsResumeDecision(request: Request, value: unknown, approver: Name): boolean;
 /** Whether a party's message is an answer the core would feed (false: no decision at all). */
 export function driverIsAnswer(message: unknown): boolean;
 export function driverWakeAt(held: Held): Time | null;

@@ -329,19 +329,65 @@ function driverFeed(held, book, now, event, kept, key) {
   );
 }
 
-/** Stages a party's answer to `request`: only its checkpoint and decision are read. */
-function driverAnswer(held, book, now, request, message, facts, key) {
+/**
+ * A value a party or a framework handed back, as the text the core reads: a string as it is,
+ * anything else as JSON, and `null` for what has no JSON form (the core takes it for no
+ * decision).
+ */
+function handedBack(value) {
   let shown;
   try {
-    shown = typeof message === 'string' ? message : stringify(message);
+    shown = typeof value === 'string' ? value : stringify(value);
   } catch {
     shown = 'null';
   }
+  return shown === undefined ? 'null' : shown;
+}
+
+/**
+ * A resume value as the text the core reads: always its JSON (so a string is a JSON string,
+ * never a decision), `null` for what has no JSON form.
+ */
+function resumeText(value) {
+  let shown;
+  try {
+    shown = stringify(value);
+  } catch {
+    shown = 'null';
+  }
+  return shown === undefined ? 'null' : shown;
+}
+
+/** Stages a party's answer to `request`: only its checkpoint and decision are read. */
+function driverAnswer(held, book, now, request, message, facts, key) {
   return parse(
     call(native.driverAnswer, text(held, 'held'), text(book, 'book'), now,
-      text(request, 'request'), shown === undefined ? 'null' : shown, text(facts, 'facts'),
+      text(request, 'request'), handedBack(message), text(facts, 'facts'), optionalKey(key)),
+  );
+}
+
+/**
+ * Stages a human-in-the-loop resume `value` (whatever the graph handed back) answering
+ * `request` as one batch answer; `approver` is the adapter's, for a value naming none.
+ */
+function driverResume(held, book, now, request, value, approver, facts, key) {
+  return parse(
+    call(native.driverResume, text(held, 'held'), text(book, 'book'), now,
+      text(request, 'request'), resumeText(value), String(approver), text(facts, 'facts'),
       optionalKey(key)),
   );
+}
+
+/** What `driverResume` would feed for `value` (`{ answer, kept }`), or not a decision. */
+function driverReadResume(request, value, approver) {
+  return parse(call(native.driverReadResume, text(request, 'request'), resumeText(value),
+    String(approver)));
+}
+
+/** Whether `driverResume` would feed `value` as a decision on `request`, and count it. */
+function driverIsResumeDecision(request, value, approver) {
+  return parse(call(native.driverIsResumeDecision, text(request, 'request'), resumeText(value),
+    String(approver)));
 }
 
 /** Stages a framework's decision list on `request` by `approver`, valid until `expiresAt`. */
@@ -397,18 +443,12 @@ function driverReconcile(held, book, now, dispatch, found, facts, key) {
   );
 }
 
-/** When the driver must next call in for the held run (its deadline), or null. */
 /** Whether a party's `message` is an answer the core would feed (false: no decision at all). */
 function driverIsAnswer(message) {
-  let shown;
-  try {
-    shown = typeof message === 'string' ? message : stringify(message);
-  } catch {
-    shown = 'null';
-  }
-  return parse(call(native.driverIsAnswer, shown === undefined ? 'null' : shown));
+  return parse(call(native.driverIsAnswer, handedBack(message)));
 }
 
+/** When the driver must next call in for the held run (its deadline), or null. */
 function driverWakeAt(held) {
   return parse(call(native.driverWakeAt, text(held, 'held')));
 }
@@ -438,9 +478,12 @@ module.exports = {
   driverOpen,
   driverPlan,
   driverPlanTurn,
+  driverReadResume,
   driverReconcile,
+  driverResume,
   driverToolResult,
   driverIsAnswer,
+  driverIsResumeDecision,
   driverWakeAt,
   effect,
   newRun,

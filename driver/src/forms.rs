@@ -15,6 +15,8 @@
 //!   "message"}`). Commit `held`, `book`, `line` and `history` in one transaction with
 //!   compare-and-set on the held run's revision and anchor; only then carry out `tool_calls`
 //!   and `query`.
+//! - a human-in-the-loop resume value: [`party::read_resume`] says its forms; [`resume`] feeds
+//!   it, [`read_resume`] and [`is_resume_decision`] read it without staging anything.
 
 use crate::book::{Book, Kept, ToolCall};
 use crate::held::Held;
@@ -329,6 +331,67 @@ pub fn answer(
 /// of the values a framework hands back were answers, without staging anything.
 pub fn is_answer(message: &str) -> Result<String> {
     to_json(&Answer::read(message).is_ok())
+}
+
+#[derive(Serialize)]
+struct Read {
+    answer: Answer,
+    kept: Kept,
+}
+
+fn adapters_approver(approver: &str) -> Result<Name> {
+    Name::new(approver).map_err(|e| format!("approver {approver:?}: {e}"))
+}
+
+/// What [`resume`] would feed for the human-in-the-loop resume `value` (whatever the framework
+/// handed back) answering `request` (as [`plan`] put it), staging nothing: `{"answer",
+/// "kept"}`, or `{"verdict": "not_a_decision", "message"}` when it is no decision at all
+/// ([`party::read_resume`], which says the value's forms). `approver` is the adapter's, for a
+/// value that names none.
+pub fn read_resume(request: &str, value: &str, approver: &str) -> Result<String> {
+    let request: Request = parse("request", request)?;
+    match party::read_resume(&request, value, adapters_approver(approver)?) {
+        Ok((answer, kept)) => to_json(&Read { answer, kept }),
+        Err(e) => not_a_decision(e.0),
+    }
+}
+
+/// Whether [`resume`] would feed `value` as a decision on `request` (`true`, and count it), or
+/// not (`false`: nothing fed, nothing counted): for an adapter skipping the values a framework
+/// hands back to a node run again, without staging anything.
+pub fn is_resume_decision(request: &str, value: &str, approver: &str) -> Result<String> {
+    let request: Request = parse("request", request)?;
+    to_json(&party::is_resume_decision(
+        &request,
+        value,
+        adapters_approver(approver)?,
+    ))
+}
+
+/// Feeds the human-in-the-loop resume `value` answering `request` as one batch answer
+/// ([`read_resume`]), at the driver's `now`, with the facts observed now. A value that is no
+/// decision is refused as `{"verdict": "not_a_decision", "message"}`, with nothing to commit.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per input of the step"
+)]
+pub fn resume(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    value: &str,
+    approver: &str,
+    facts: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    let (held, book) = stored(held, book)?;
+    let request: Request = parse("request", request)?;
+    let facts: Facts = parse("facts", facts)?;
+    match party::read_resume(&request, value, adapters_approver(approver)?) {
+        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
+        Err(e) => not_a_decision(e.0),
+    }
 }
 
 /// A framework's decision list (`words`: one decision per call of `request`, in the

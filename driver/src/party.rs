@@ -4,7 +4,9 @@
 //! facts (the driver observes them), not the arguments a tool receives (the book keeps them).
 //!
 //! The frameworks' decision words map onto the kernel's verdicts here, once, as
-//! spec/frameworks.md lists them; any other word is refused by name.
+//! spec/frameworks.md lists them; any other word is refused by name. A human-in-the-loop
+//! resume value is read here too, once ([`read_resume`]): what is a decision is decided by no
+//! adapter.
 
 use crate::book::{Args, Kept, Outcome};
 use crate::plan::Request;
@@ -105,7 +107,8 @@ pub enum Word {
     Approve,
     /// Run the call with other arguments (the tool's name unchanged): an edit, BAT-5.
     Edit {
-        /// The edited call.
+        /// The edited call (`editedAction` in LangChain's JavaScript).
+        #[serde(alias = "editedAction")]
         edited_action: EditedAction,
     },
     /// Do not run it; the agent is told `message` and goes on.
@@ -259,4 +262,117 @@ fn batch_answer<'w>(
         decision: Decision::Batch { decisions },
     };
     Ok((answer, kept))
+}
+
+/// A resume value of LangChain's human-in-the-loop (what `Command(resume=...)` hands back to
+/// the interrupt that asked), in either form the packages write (spec/frameworks.md,
+/// "Resuming"). Anything else it holds (a time it claims, facts) is not read.
+#[derive(Deserialize)]
+struct ResumeValue {
+    /// The checkpoint the decisions bind to (the Node package's form).
+    #[serde(default)]
+    checkpoint: Option<Checkpoint>,
+    /// The request the approver was shown, whose checkpoint the decisions bind to (the Python
+    /// package's form).
+    #[serde(default)]
+    request: Option<Shown>,
+    /// One decision per call of the request, in order.
+    decisions: Vec<Option<Word>>,
+    #[serde(default)]
+    approver: Option<String>,
+    #[serde(default)]
+    expires_at: Option<u64>,
+}
+
+/// Of the request a value names, its checkpoint alone is read: the calls bound are the ones
+/// the driver asked about, and a checkpoint that is not theirs is the kernel's to refuse.
+#[derive(Deserialize)]
+struct Shown {
+    checkpoint: Checkpoint,
+}
+
+/// The one reader of a human-in-the-loop resume value: what feeding `value` as the answer to
+/// `request` (the request the driver asked, as [`crate::plan`] put it) feeds, the batch
+/// answer and what the book keeps (the answer counted against the request, as every answer
+/// is), or why it is no decision, in which case nothing is fed and nothing counted. Stages
+/// nothing. `approver` is the adapter's, for a value that names none.
+///
+/// The two forms (spec/frameworks.md):
+/// - `{"checkpoint", "decisions", "approver"?, "expires_at"?}`: a decision per call in order,
+///   `null` (or the end of a shorter list) leaving a call for a later resume, at least one
+///   given; the approver defaults to `approver`, the expiry to the request's;
+/// - `{"request", "decisions", "approver", "expires_at"}`: the request the approver was shown
+///   (its checkpoint the one bound), exactly one decision per call, none `null`.
+pub fn read_resume(
+    request: &Request,
+    value: &str,
+    approver: Name,
+) -> Result<(Answer, Kept), NotADecision> {
+    let v: ResumeValue = serde_json::from_str(value).map_err(|e| {
+        NotADecision(format!(
+            "the resume value is not a decision list on a checkpoint: {e}"
+        ))
+    })?;
+    let (checkpoint, whole) = match (v.checkpoint, v.request) {
+        (Some(c), None) => (c, false),
+        (None, Some(shown)) => (shown.checkpoint, true),
+        (Some(_), Some(_)) => {
+            return Err(NotADecision(
+                "the resume value names both a checkpoint and a request".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(NotADecision(
+                "the resume value names no checkpoint (nor a request)".into(),
+            ))
+        }
+    };
+    let (given, calls) = (v.decisions.len(), request.calls.len());
+    if given > calls || (whole && given != calls) {
+        return Err(NotADecision(format!("{given} decisions for {calls} calls")));
+    }
+    if whole && v.decisions.iter().any(Option::is_none) {
+        return Err(NotADecision(
+            "a value naming its request decides every call: a decision is null".into(),
+        ));
+    }
+    let approver = match (v.approver, whole) {
+        (Some(a), _) => Name::new(&a).map_err(|e| NotADecision(format!("approver {a:?}: {e}")))?,
+        (None, false) => approver,
+        (None, true) => {
+            return Err(NotADecision(
+                "a value naming its request names its approver".into(),
+            ))
+        }
+    };
+    let expires_at = match (v.expires_at, whole) {
+        (Some(t), _) => Time(t),
+        (None, false) => request.expires_at,
+        (None, true) => {
+            return Err(NotADecision(
+                "a value naming its request names its expiry".into(),
+            ))
+        }
+    };
+    let words: Vec<(usize, &Word)> = v
+        .decisions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, w)| w.as_ref().map(|w| (i, w)))
+        .collect();
+    if words.is_empty() {
+        return Err(NotADecision("no decision".into()));
+    }
+    let shown = Request {
+        checkpoint,
+        ..request.clone()
+    };
+    batch_answer(&shown, words.into_iter(), approver, expires_at)
+}
+
+/// Whether [`read_resume`] reads `value` as a decision on `request`: what an adapter asks of
+/// each value a framework hands back to a node run again, so that a value that was no
+/// decision (and was never counted) is skipped without being counted.
+pub fn is_resume_decision(request: &Request, value: &str, approver: Name) -> bool {
+    read_resume(request, value, approver).is_ok()
 }

@@ -316,6 +316,55 @@ pub fn driver_decide_calls(
     ))
 }
 
+/// Feeds a human-in-the-loop resume value (whatever the framework handed back) answering
+/// `request` as one batch answer; `approver` is the adapter's, for a value that names none. A
+/// value that is no decision is `{"verdict": "not_a_decision", "message"}`, nothing to commit.
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn driver_resume(
+    held: String,
+    book: String,
+    now: i64,
+    request: String,
+    value: String,
+    approver: String,
+    facts: String,
+    key: Option<String>,
+) -> Result<String> {
+    driven(resumable_driver::forms::resume(
+        &held,
+        &book,
+        time(now)?,
+        &request,
+        &value,
+        &approver,
+        &facts,
+        key.as_deref(),
+    ))
+}
+
+/// What `driver_resume` would feed for `value` (`{"answer", "kept"}`), or
+/// `{"verdict": "not_a_decision", "message"}`; stages nothing.
+#[napi]
+pub fn driver_read_resume(request: String, value: String, approver: String) -> Result<String> {
+    driven(resumable_driver::forms::read_resume(
+        &request, &value, &approver,
+    ))
+}
+
+/// Whether `driver_resume` would feed `value` as a decision on `request` and count it, or not;
+/// stages nothing.
+#[napi]
+pub fn driver_is_resume_decision(
+    request: String,
+    value: String,
+    approver: String,
+) -> Result<String> {
+    driven(resumable_driver::forms::is_resume_decision(
+        &request, &value, &approver,
+    ))
+}
+
 /// Feeds the tool's answer (`result`, JSON text) to `tool_call` as the core handed it out.
 #[napi]
 pub fn driver_tool_result(

@@ -349,3 +349,40 @@ test('gate: a denial where allowed ends the run and no call runs', async () => {
   const { phase } = gate.turn().run;
   assert.deepEqual([phase.phase, phase.cause], ['failed', 'denied']);
 });
+
+/** The decisions of the log's resume records, in order, each with its verdict. */
+function resumesIn(log) {
+  return log
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
+    .filter((r) => r.input?.kind === 'resume')
+    .map((r) => ({ decision: JSON.stringify(r.input.decision), verdict: Object.keys(r.verdict)[0] }));
+}
+
+test('gate: a value that is no decision, then one call decided at a time: each decision fed once', async () => {
+  const { agent, ledger, gate, decide } = gatedAgent(tmp(), [
+    calls(['publish', { post: 1 }, 'c1'], ['publish', { post: 2 }, 'c2']),
+    say('done'),
+  ]);
+  const request = requestOf(await agent.invoke(user('publish 1 and 2'), CFG));
+  // The plain middleware's list, bound to nothing: no decision, counted by nobody.
+  const bare = { decisions: [{ type: 'approve' }, { type: 'approve' }] };
+  const unbound = requestOf(await agent.invoke(new Command({ resume: bare }), CFG));
+  assert.equal(unbound.verdict, 'not_a_decision');
+  // c1 approved, then a decision on c2 alone the tool does not allow (refused, POL-1).
+  requestOf(await agent.invoke(decide(request, [{ type: 'approve' }]), CFG));
+  const refused = requestOf(
+    await agent.invoke(decide(request, [null, { type: 'respond', message: 'x' }]), CFG),
+  );
+  assert.equal(refused.refused.rejection, 'decision_not_allowed');
+  assert.deepEqual(awaiting(gate), ['c2']);
+  // The node runs again with every value handed back: each fed once, then c2's own answer.
+  const result = await agent.invoke(decide(request, [null, { type: 'approve' }]), CFG);
+  assert.equal(lastText(result), 'done');
+  assert.deepEqual(posts(ledger).sort((a, b) => a - b), [1, 2]);
+  const resumes = resumesIn(gate.log().log);
+  assert.equal(new Set(resumes.map((r) => r.decision)).size, resumes.length, JSON.stringify(resumes));
+  assert.equal(resumes.length, 3);
+  assertValidates(gate.log(), KEY);
+});

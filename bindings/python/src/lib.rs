@@ -292,6 +292,55 @@ fn driver_decide_calls(
     ))
 }
 
+/// Feeds a human-in-the-loop resume value (whatever the framework handed back) answering
+/// `request` as one batch answer; `approver` is the adapter's, for a value that names none. A
+/// value that is no decision is `{"verdict": "not_a_decision", "message"}`, nothing to commit.
+#[pyfunction]
+#[pyo3(signature = (held, book, now, request, value, approver, facts, key=None))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per input of the step"
+)]
+fn driver_resume(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    value: &str,
+    approver: &str,
+    facts: &str,
+    key: Option<&str>,
+) -> PyResult<String> {
+    driven(resumable_driver::forms::resume(
+        held, book, now, request, value, approver, facts, key,
+    ))
+}
+
+/// What `driver_resume` would feed for `value` (`{"answer", "kept"}`), or
+/// `{"verdict": "not_a_decision", "message"}`; stages nothing.
+#[pyfunction]
+fn driver_read_resume(request: &str, value: &str, approver: &str) -> PyResult<String> {
+    driven(resumable_driver::forms::read_resume(
+        request, value, approver,
+    ))
+}
+
+/// Whether `driver_resume` would feed `value` as a decision on `request` (`"true"`) and count
+/// it, or not (`"false"`); stages nothing.
+#[pyfunction]
+fn driver_is_resume_decision(request: &str, value: &str, approver: &str) -> PyResult<String> {
+    driven(resumable_driver::forms::is_resume_decision(
+        request, value, approver,
+    ))
+}
+
+/// Whether a party's message is an answer `driver_answer` would feed (`"true"`), or no
+/// decision at all (`"false"`); stages nothing.
+#[pyfunction]
+fn driver_is_answer(message: &str) -> PyResult<String> {
+    driven(resumable_driver::forms::is_answer(message))
+}
+
 /// Feeds the tool's answer (`result`, JSON) to a tool call the core handed out.
 #[pyfunction]
 #[pyo3(signature = (held, book, now, tool_call, result, key=None))]
@@ -372,6 +421,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(driver_answer, m)?)?;
     m.add_function(wrap_pyfunction!(driver_decide, m)?)?;
     m.add_function(wrap_pyfunction!(driver_decide_calls, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_resume, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_read_resume, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_is_resume_decision, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_is_answer, m)?)?;
     m.add_function(wrap_pyfunction!(driver_tool_result, m)?)?;
     m.add_function(wrap_pyfunction!(driver_reconcile, m)?)?;
     m.add_function(wrap_pyfunction!(driver_wake_at, m)?)?;

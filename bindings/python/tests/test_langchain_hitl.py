@@ -267,3 +267,52 @@ def test_kernel_a_late_list_is_refused_at_the_middlewares_clock(tmp_path, resuma
     assert "__interrupt__" not in out
     assert s.run()["phase"]["phase"] == "failed" and s.ledger.commits() == 0
     s.validate(resumable_bin, tmp_path)
+
+
+def resumes(log: str) -> list[str]:
+    """The decision of each resume record of the audit log, in order."""
+    records = [json.loads(line) for line in log.splitlines()]
+    return [json.dumps(r["input"]["decision"], sort_keys=True) for r in records
+            if r.get("input", {}).get("kind") == "resume"]
+
+
+def test_kernel_a_value_that_is_no_decision_is_never_counted_and_no_list_is_fed_twice(
+    tmp_path, resumable_bin
+) -> None:
+    s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2")),
+                         AIMessage(content="done")])
+    request = s.start()
+    # The plain middleware's list, bound to nothing: no decision, fed and counted by nobody.
+    (pause,) = s.resume({"decisions": [{"type": "approve"}, {"type": "approve"}]})["__interrupt__"]
+    assert pause.value["refused"]["verdict"] == "not_a_decision"
+    # A list the tool does not allow: refused by the kernel, and counted.
+    refused = s.answer(request, {"type": "respond", "message": "x"}, {"type": "approve"})
+    (pause,) = s.resume(refused)["__interrupt__"]
+    assert pause.value["refused"]["verdict"] == "decision_not_allowed"
+    # The node runs again with every value handed back: each list fed once, then its own.
+    out = s.resume(s.answer(request, {"type": "approve"}, {"type": "reject", "message": "no"}))
+    assert out["messages"][-1].content == "done"
+    assert [e["args"]["post"] for e in s.ledger.entries()] == [1]
+    fed = resumes(s.driver.log())
+    assert len(fed) == 2 and len(set(fed)) == 2, fed
+    assert [sl["state"] for sl in s.run()["batch"]["slots"]] == ["committed", "rejected"]
+    s.validate(resumable_bin, tmp_path)
+
+
+def test_kernel_a_list_on_the_checkpoint_decides_one_call_at_a_time(tmp_path, resumable_bin) -> None:
+    s = Scene(tmp_path, [turn(("publish", {"post": 1}, "t1"), ("publish", {"post": 2}, "t2")),
+                         AIMessage(content="done")])
+    request = s.start()
+    checkpoint = request["request"]["checkpoint"]
+    # The other form the core reads (spec/frameworks.md): a null leaves a call for later.
+    (pause,) = s.resume({"checkpoint": checkpoint, "decisions": [
+        None, {"type": "edit", "edited_action": {"name": "publish", "args": {"post": 20}}}]}
+    )["__interrupt__"]
+    assert "refused" not in pause.value
+    assert [sl["state"] for sl in s.run()["batch"]["slots"]] == ["awaiting", "approved"]
+    assert s.ledger.commits() == 0
+    out = s.resume({"checkpoint": checkpoint, "decisions": [{"type": "approve"}]})
+    assert out["messages"][-1].content == "done"
+    assert sorted(e["args"]["post"] for e in s.ledger.entries()) == [1, 20]
+    assert len(resumes(s.driver.log())) == 2
+    s.validate(resumable_bin, tmp_path)

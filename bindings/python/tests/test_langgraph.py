@@ -7,7 +7,9 @@ graph's state, so commits are counted as the world would see them."""
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
+import subprocess
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -288,6 +290,38 @@ def test_kernel_refuses_self_approval_an_expired_approval_and_other_arguments(sa
     assert k.ledger.commits() == 0
     r = app.invoke(Command(resume=k.approve(request)), CFG)
     assert r["out"] == ["publish done #1"] and k.ledger.commits() == 1
+
+
+def test_kernel_a_value_that_is_no_answer_is_never_counted_and_no_answer_is_fed_twice(
+    saver, tmp_path, resumable_bin
+) -> None:
+    k = Kernel(tmp_path)
+    driver = k.driver()
+
+    def work(state: State) -> State:
+        g = gate.ApprovalGate(driver, DedupingTool(k.ledger), interrupt)
+        return {"out": [k.call(g, POST)]}
+
+    app = compile(work, saver)
+    request = request_of(app.invoke({"out": []}, CFG))
+    # A resume that is no answer: fed and counted by nobody.
+    r = app.invoke(Command(resume="approve"), CFG)
+    assert refusal(request_of(r)) == "not_a_decision"
+    # The requester approving its own call: refused by the kernel, and counted.
+    r = app.invoke(Command(resume=k.approve(request, approver="agent")), CFG)
+    assert refusal(request_of(r)) == "self_approval"
+    # The node runs again with every value handed back: each answer fed once, then its own.
+    r = app.invoke(Command(resume=k.approve(request)), CFG)
+    assert r["out"] == ["publish done #1"] and k.ledger.commits() == 1
+    records = [json.loads(line) for line in driver.log().splitlines()]
+    fed = [json.dumps(r["input"]["decision"], sort_keys=True) for r in records
+           if r.get("input", {}).get("kind") == "resume"]
+    assert len(fed) == 2 and len(set(fed)) == 2, fed
+    log = tmp_path / "run.log"
+    log.write_text(driver.log())
+    done = subprocess.run([resumable_bin, "validate", "--anchor", driver.anchor(), str(log)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # --- RES-3: the facts are the gate's, never the approver's checkpoint ------------------------

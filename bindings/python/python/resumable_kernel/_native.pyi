@@ -61,6 +61,19 @@ def driver_decide_calls(
     facts: str,
     key: Optional[str] = None,
 ) -> str: ...
+def driver_resume(
+    held: str,
+    book: str,
+    now: int,
+    request: str,
+    value: str,
+    approver: str,
+    facts: str,
+    key: Optional[str] = None,
+) -> str: ...
+def driver_read_resume(request: str, value: str, approver: str) -> str: ...
+def driver_is_resume_decision(request: str, value: str, approver: str) -> str: ...
+def driver_is_answer(message: str) -> str: ...
 def driver_tool_result(
     held: str, book: str, now: int, tool_call: str, result: str, key: Optional[str] = None
 ) -> str: ...

@@ -292,6 +292,16 @@ class Driver:
             r.held, r.book, now, req, ws, approver, expires_at, json.dumps(self.facts()),
             self.key), extra)
 
+    def resume(self, request: Mapping[str, Any], value: str, approver: str,
+               extra: Optional[Callable[[Json], str]] = None) -> Json:
+        """Feeds a human-in-the-loop resume value (``value``, JSON text) answering ``request``,
+        read by the core (spec/frameworks.md, "Resuming"); ``approver`` is the adapter's, for a
+        value that names none."""
+        req = json.dumps(request)
+        return self._commit(lambda r, now: _native.driver_resume(
+            r.held, r.book, now, req, value, approver, json.dumps(self.facts()), self.key),
+            extra)
+
     def tool_result(self, tool_call: Mapping[str, Any], result: str) -> Json:
         """Feeds the tool's answer (a string) to a tool call the core handed out."""
         tc, res = json.dumps(tool_call), json.dumps(result)
@@ -380,3 +390,9 @@ def rejected(out: Mapping[str, Any]) -> Optional[Json]:
     or ``None`` when it was accepted."""
     v = out["verdict"] if "verdict" in out and isinstance(out["verdict"], dict) else out
     return None if v.get("verdict") == "accepted" else cast(Json, dict(v))
+
+
+def counted(out: Mapping[str, Any]) -> bool:
+    """Whether a core function staged the input it was given (accepted or refused by the
+    kernel, an answer the core counts), and not refused it before the kernel as no decision."""
+    return isinstance(out.get("verdict"), dict)

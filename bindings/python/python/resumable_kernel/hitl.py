@@ -7,11 +7,17 @@ one batch even of one call), each call's ``contract.allowed`` its tool's
 (``action_requests``, ``review_configs``) beside the core's ``request`` (the arguments
 themselves beside their digest, the checkpoint, ``expires_at``). The answer,
 :func:`answer`, is the middleware's decision list with the approver and an expiry; the core
-maps each word (approve, edit, reject, respond, deny: spec/frameworks.md) and judges the list
-at the middleware's clock against the request it names. A refused list changes nothing but the
-audit log, and the middleware asks again with ``refused``; only an accepted list is handed to
-the agent. ``deny`` fails the run, as the core says: no call of the turn runs and the agent
-ends there (``jump_to: end``).
+reads it (what is a decision is decided there alone: spec/frameworks.md, "Resuming"), maps each
+word (approve, edit, reject, respond, deny) and judges the list at the middleware's clock
+against the request the middleware asked. A value that is no decision is fed and counted
+nowhere; a refused list changes nothing but the audit log; either way the middleware asks
+again with ``refused``. The agent is handed the decisions as the core recorded them, once every
+call is decided. ``deny`` fails the run, as the core says: no call of the turn runs and the
+agent ends there (``jump_to: end``).
+
+A node run again (every resume) consumes the values LangGraph hands back to its earlier
+interrupts until as many decisions as the core counted are behind it, skipping (and not
+counting) the values the core reads as no decision, so no answer is fed twice.
 
 Each approved or edited call then runs through :meth:`KernelHITL.wrap_tool_call` with the
 arguments the core handed out (an edit's, never the model's), and its answer is recorded; a
@@ -30,8 +36,18 @@ from langchain.agents.middleware.types import hook_config
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import interrupt
 
+from . import _native
 from . import driver as core
 from .driver import Driver, Json, Tool
+
+
+def _value_text(value: Any) -> str:
+    """A resume value as the text the core reads: its JSON (a string is a JSON string, never a
+    decision), or the JSON string of its ``repr`` when it has no JSON form."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return json.dumps(repr(value))
 
 
 class NotBuilt(Exception):
@@ -113,56 +129,77 @@ class KernelHITL(HumanInTheLoopMiddleware):
 
     def _decide(self, proposals: list[Json], actions: list[Any],
                 configs: list[Any]) -> list[Mapping[str, Any]]:
-        """Plans the turn, interrupts, and feeds the answers until one is accepted; returns
-        the accepted decision list (also when the node runs again after it was accepted)."""
-        consumed, refused = 0, None
-        last: Any = None
+        """Plans the turn, interrupts, and feeds the answers until every call is decided;
+        returns the decisions as the core recorded them (also when the node runs again after
+        they were taken)."""
+        seen, refused = 0, None  # seen: values handed back this run that the core counted
         for _ in range(core.MAX_ROUNDS):
             todo = self.driver.advance(proposals, self.tool, turn=True)
             kind = todo["todo"]
-            if kind in ("done", "ended", "carry_out") or (kind == "query" and self.tool is None):
-                # Decided already: the graph hands the node's answers back in order; the
-                # accepted one is the last of them.
-                answers = todo.get("answers", self._answers(proposals))
-                while consumed < answers:
-                    last = interrupt({"replayed": True})
-                    consumed += 1
-                if isinstance(last, Mapping) and "decisions" in last:
-                    return list(last["decisions"])
-                if kind == "ended":
-                    return [{"type": "deny"} for _ in proposals]
-                raise RuntimeError(f"run {self.driver.name}: the turn was decided, and its "
-                                   "answer is not among the values the graph replays")
+            if kind == "ended":
+                # Denied or expired (the core says which): no call of the turn runs.
+                return [{"type": "deny"} for _ in proposals]
+            if kind in ("done", "carry_out") or (kind == "query" and self.tool is None):
+                # Decided already: nothing more is asked in this run of the node.
+                return self._decided(proposals)
             if kind != "ask":
                 raise RuntimeError(f"run {self.driver.name} cannot take this turn: {todo}")
             request = todo["request"]
-            while consumed < request["answers"]:
-                interrupt({"replayed": True})
-                consumed += 1
+            seen = self._skip(request, seen)
             shown: Json = {"action_requests": actions, "review_configs": configs,
                            "request": request}
             if refused is not None:
                 shown["refused"] = refused
             value = interrupt(shown)
-            consumed += 1
-            out = self._feed(value)
+            out = self._feed(request, value)
+            if core.counted(out):
+                seen += 1
             refused = core.rejected(out)
             if refused is None:
-                return list(value["decisions"])
+                # Taken. Calls left undecided are asked about again; else the turn is decided
+                # (the plan, which stages nothing, says which), and a denial ends the run.
+                after = self.driver.plan(proposals, turn=True)["todo"]
+                if after == "ended":
+                    return [{"type": "deny"} for _ in proposals]
+                if after != "ask":
+                    return self._decided(proposals)
         raise RuntimeError(f"run {self.driver.name}: the batch did not settle")
 
-    def _answers(self, proposals: list[Json]) -> int:
-        calls = self.driver.book()["calls"]
-        return max((calls.get(p["call_id"], {}).get("answers", 0) for p in proposals), default=0)
+    def _skip(self, request: Json, seen: int) -> int:
+        """Consumes the values LangGraph hands back to this node's earlier interrupts until as
+        many decisions as the core counted (``request["answers"]``) are behind, so the next
+        interrupt gets a new one; ``seen`` were consumed already. A value the core reads as no
+        decision was never counted: it is skipped and not counted either."""
+        req = json.dumps(request)
+        while seen < request["answers"]:
+            replayed = _value_text(interrupt({"replayed": True}))
+            if json.loads(_native.driver_is_resume_decision(req, replayed, self.approver)):
+                seen += 1
+        return seen
 
-    def _feed(self, value: Any) -> Json:
-        if not isinstance(value, Mapping) or not {"request", "decisions", "approver",
-                                                  "expires_at"} <= set(value):
-            return {"verdict": "not_a_decision", "rejection": {},
-                    "message": f"the resume value is not an answer: {value!r}"}
+    def _decided(self, proposals: list[Json]) -> list[Mapping[str, Any]]:
+        """Each call's decision in the middleware's words, as the core recorded it: the
+        outcome a rejection or a response left, an edit where the arguments bound are no
+        longer the proposed ones, else an approval."""
+        calls = self.driver.book()["calls"]
+        decided: list[Mapping[str, Any]] = []
+        for p in proposals:
+            record = calls[p["call_id"]]
+            outcome = record.get("outcome") or {}
+            if outcome.get("outcome") == "rejected":
+                decided.append({"type": "reject", "message": outcome["message"]})
+            elif outcome.get("outcome") == "responded":
+                decided.append({"type": "respond", "message": outcome["message"]})
+            elif record["args_digest"] != record["call"]["args"]:
+                decided.append({"type": "edit", "edited_action": {
+                    "name": p["tool"], "args": json.loads(record["args"])}})
+            else:
+                decided.append({"type": "approve"})
+        return decided
+
+    def _feed(self, request: Json, value: Any) -> Json:
         with self._lock:
-            return self.driver.decide(value["request"], value["decisions"],
-                                      str(value["approver"]), int(value["expires_at"]),
+            return self.driver.resume(request, _value_text(value), self.approver,
                                       extra=lambda out: json.dumps(out["tool_calls"]))
 
     def _handed_out(self, call_id: str) -> Optional[Json]:

@@ -11,9 +11,8 @@ argument digest, key) and says what to do. This module is the LangGraph glue onl
   gate observes; the tool receives the arguments the approval bound, never the node's current
   ones (a node whose arguments changed is refused: :class:`Changed`);
 - a recorded call still consumes the resume values LangGraph replays to the node (the core
-  counts the answers fed while the call waited; a value it reads as no answer is skipped and
-  not counted, as the core never counted it), so the node's next ``interrupt()`` gets its
-  own answer and no answer is fed twice;
+  counts the answers fed while the call waited), so the node's next ``interrupt()`` gets its
+  own answer;
 - a run that cannot go on (denied, expired) raises :class:`Ended`: the node returns a clear
   result instead of asking again.
 
@@ -26,7 +25,6 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping, Optional
 
-from . import _native
 from . import driver as core
 from .driver import Driver, Json, Tool
 
@@ -131,9 +129,8 @@ class ApprovalGate:
                 if refused is not None:
                     shown["refused"] = refused
                 value = self.interrupt(shown)
+                consumed += 1
                 out = self.driver.answer(request, self._message(value))
-                if core.counted(out):
-                    consumed += 1
                 refused = core.rejected(out)
                 self.driver.carry_out(out, self.tool)
             elif kind == "done":
@@ -153,13 +150,10 @@ class ApprovalGate:
         raise RuntimeError(f"call {call_id} did not settle")
 
     def _skip(self, consumed: int, answers: int, request: Any) -> int:
-        """Consumes the resume values LangGraph replays until ``answers`` answers the core
-        counted are behind (``consumed`` were already). A replayed value the core reads as no
-        answer was never counted: it is skipped and not counted either."""
+        """Consumes the resume values LangGraph replays for answers already fed."""
         while consumed < answers:
-            replayed = self.interrupt({"request": request, "replayed": True})
-            if json.loads(_native.driver_is_answer(self._message(replayed))):
-                consumed += 1
+            self.interrupt({"request": request, "replayed": True})
+            consumed += 1
         return consumed
 
     def _take_leftover(self, call_id: str) -> None:

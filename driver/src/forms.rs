@@ -309,21 +309,28 @@ pub fn answer(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
+    let read = |request: &Request| Answer::read(message).map(|a| (a, Answer::kept(request)));
+    feed_read(held, book, now, request, facts, key, read)
+}
+
+/// Feeds the answer `read` makes of a party's message to `request` at the driver's `now`, with
+/// the facts observed now; what `read` finds no decision is `not_a_decision`, nothing to commit.
+fn feed_read(
+    held: &str,
+    book: &str,
+    now: u64,
+    request: &str,
+    facts: &str,
+    key: Option<&str>,
+    read: impl FnOnce(&Request) -> std::result::Result<(Answer, Kept), party::NotADecision>,
+) -> Result<String> {
     let (held, book) = stored(held, book)?;
     let request: Request = parse("request", request)?;
     let facts: Facts = parse("facts", facts)?;
-    let answer = match Answer::read(message) {
-        Ok(a) => a,
-        Err(e) => return not_a_decision(e.0),
-    };
-    fed(
-        &core(key)?,
-        &held,
-        book,
-        now,
-        answer.event(facts),
-        &Answer::kept(&request),
-    )
+    match read(&request) {
+        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
+        Err(e) => not_a_decision(e.0),
+    }
 }
 
 /// Whether a party's message is an answer [`answer`] would feed (`true`), or no decision at
@@ -385,13 +392,9 @@ pub fn resume(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let (held, book) = stored(held, book)?;
-    let request: Request = parse("request", request)?;
-    let facts: Facts = parse("facts", facts)?;
-    match party::read_resume(&request, value, adapters_approver(approver)?) {
-        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
-        Err(e) => not_a_decision(e.0),
-    }
+    let approver = adapters_approver(approver)?;
+    let read = |request: &Request| party::read_resume(request, value, approver);
+    feed_read(held, book, now, request, facts, key, read)
 }
 
 /// A framework's decision list (`words`: one decision per call of `request`, in the

@@ -161,6 +161,13 @@ pub struct ModelArgs {
     /// one whose result is recorded.
     #[arg(long)]
     pub renewals: Option<u8>,
+    /// How many times the framework resumes the agent's node from an old config (taken while
+    /// the gated call waited for approval) once that call's result is recorded.
+    #[arg(long)]
+    pub old_configs: Option<u8>,
+    /// How many times the agent's node asks a second question after its gated call.
+    #[arg(long)]
+    pub questions: Option<u8>,
     /// The version the runs' resource starts at.
     #[arg(long)]
     pub resource_start: Option<u8>,
@@ -401,6 +408,8 @@ impl ModelArgs {
         set(&mut config.outsider_moves, self.outsider_moves);
         set(&mut config.arg_changes, self.arg_changes);
         set(&mut config.renewals, self.renewals);
+        set(&mut config.old_configs, self.old_configs);
+        set(&mut config.questions, self.questions);
         set(&mut config.resource_start, self.resource_start);
         set(&mut config.suspend_for, self.suspend_for);
         set(&mut config.approval_ttl, self.approval_ttl);
@@ -636,6 +645,20 @@ fn extras(config: &Config) -> String {
             config.renewals,
             "new call under a recorded call's id",
             "new calls under a recorded call's id",
+        ));
+    }
+    if config.old_configs > 0 {
+        on.push(count(
+            config.old_configs,
+            "resume from an old config",
+            "resumes from an old config",
+        ));
+    }
+    if config.questions > 0 {
+        on.push(count(
+            config.questions,
+            "second question after the gated call",
+            "second questions after the gated call",
         ));
     }
     if config.resource_start > 0 {

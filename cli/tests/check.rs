@@ -141,6 +141,8 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
         "decision-time-from-message",
         "tool-gets-node-arguments",
         "recorded-call-by-id-only",
+        "run-from-old-config",
+        "recorded-call-skips-its-interrupt",
     ] {
         assert!(
             out.lines()

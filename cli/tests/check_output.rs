@@ -147,6 +147,8 @@ const SMALL: [(&str, &[&str]); 9] = [
             "1",
             "--renewals",
             "1",
+            "--old-configs",
+            "1",
         ],
     ),
     (
@@ -192,6 +194,8 @@ const SMALL: [(&str, &[&str]); 9] = [
         "self-approval",
         &[
             "--self-approval",
+            "--questions",
+            "1",
             "--workers",
             "1",
             "--losses",

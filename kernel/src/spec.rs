@@ -105,5 +105,9 @@ named! {
         Apr5 = "APR-5",
         /// `REC-5`.
         Rec5 = "REC-5",
+        /// `REC-6`.
+        Rec6 = "REC-6",
+        /// `RES-8`.
+        Res8 = "RES-8",
     }
 }

@@ -100,6 +100,13 @@ pub struct Config {
     /// the gated call once its result is recorded (another payment under an old call id, spec
     /// REC-5).
     pub renewals: u8,
+    /// How many times the framework resumes the agent's node from an old config (one of its
+    /// own checkpoints, taken while the gated call waited for approval) once the gated call's
+    /// result is recorded, with the approval given then (spec REC-6).
+    pub old_configs: u8,
+    /// How many times the agent's node asks its second question, a plain interrupt after the
+    /// gated call, once that call's result is recorded (spec RES-8).
+    pub questions: u8,
     /// The agent program.
     pub program: Program,
     /// With the batch program, the approver gives every verdict (approve, edit, reject,
@@ -164,6 +171,8 @@ impl Default for Config {
             outsider_moves: 0,
             arg_changes: 0,
             renewals: 0,
+            old_configs: 0,
+            questions: 0,
             program: Program::Approval,
             batch_verdicts: true,
             resource_start: 0,
@@ -255,6 +264,8 @@ impl Config {
         range("outsider_moves", self.outsider_moves, 0, 4)?;
         range("arg_changes", self.arg_changes, 0, 3)?;
         range("renewals", self.renewals, 0, 3)?;
+        range("old_configs", self.old_configs, 0, 3)?;
+        range("questions", self.questions, 0, 3)?;
         range("resource_start", self.resource_start, 0, 8)?;
         range("suspend_for", self.suspend_for, 1, 20)?;
         range("approval_ttl", self.approval_ttl, 0, 20)?;
@@ -325,6 +336,10 @@ impl Config {
                     arg_changes: 1,
                     // The node, run again, proposes a new call under the recorded call's id.
                     renewals: 1,
+                    // The framework resumes the node from an old config, and the node asks
+                    // its second question.
+                    old_configs: 1,
+                    questions: 1,
                     ..short
                 },
             ),
@@ -552,30 +567,43 @@ impl Config {
     /// workers driving so (the lifecycle under check stays correct: the kernel by default).
     pub fn exposing_driving(driving: Driving) -> Config {
         let base = Config::default();
+        // One worker, nothing lost, crashed or duplicated.
+        let calm = Config {
+            crashes: 0,
+            losses: 0,
+            duplicates: 0,
+            workers: 1,
+            ..base
+        };
         match driving {
             // An approval written right after the suspension, delivered once the clock has
             // passed its expiry (but not yet the suspension's).
             Driving::Honest | Driving::DecisionTimeFromMessage => Config { driving, ..base },
-            // The framework changes the pending call's arguments before the approval arrives;
-            // nothing else goes wrong.
             // The gated call's result is recorded; the node proposes another call under its id.
             Driving::RecordedCallByIdOnly => Config {
                 driving,
                 renewals: 1,
-                crashes: 0,
-                losses: 0,
-                duplicates: 0,
-                workers: 1,
-                ..base
+                ..calm
             },
+            // The gated call's result is recorded; the framework resumes the node from the
+            // config it had while the call waited.
+            Driving::RunFromOldConfig => Config {
+                driving,
+                old_configs: 1,
+                ..calm
+            },
+            // The gated call's result is recorded; the node asks its second question.
+            Driving::RecordedCallSkipsItsInterrupt => Config {
+                driving,
+                questions: 1,
+                ..calm
+            },
+            // The framework changes the pending call's arguments before the approval arrives;
+            // nothing else goes wrong.
             Driving::ToolGetsNodeArguments => Config {
                 driving,
                 arg_changes: 1,
-                crashes: 0,
-                losses: 0,
-                duplicates: 0,
-                workers: 1,
-                ..base
+                ..calm
             },
         }
     }

@@ -22,7 +22,11 @@ pub enum Driving {
     /// (`resumable_driver::clock::stamp_after`); a tool handed only the arguments the book
     /// kept for its call, and only if their digest is the dispatch's
     /// (`resumable_driver::book::released`); a proposal answered from the record only by
-    /// the very call recorded (`resumable_driver::plan::same_call`).
+    /// the very call recorded (`resumable_driver::plan::same_call`); a resume planned on the
+    /// run the store holds, so a recorded call proposed again gets its result
+    /// (`resumable_driver::plan::plan`'s answer from the book); the node's next interrupt
+    /// handed the value after those the core counted for its recorded calls
+    /// (`resumable_driver::plan::Todo::Done`'s `answers`).
     #[default]
     Honest,
     /// CLK-2 broken: a party's decision is stamped with the time its message says it was
@@ -41,14 +45,30 @@ pub enum Driving {
     /// result: never run, never asked. The old adapters found a recorded call by call id, so
     /// a new payment to another payee under the same call id returned the first receipt.
     RecordedCallByIdOnly,
+    /// REC-6 broken: the run is kept in the framework's own state, with the facts it had
+    /// observed, so a resume from an old config (a checkpoint the framework took while the
+    /// call waited for approval) resumes the run as it was then: the approval given then is
+    /// accepted again and the call, whose result is recorded, is dispatched a second time. An
+    /// adapter that keeps the kernel's run in the graph's state, not in a store of its own,
+    /// does this. (Fed the resource version observed now, the kernel itself refuses that
+    /// resume where the call's commit moved the resource, RES-3; a tool that reports no
+    /// version leaves REC-6 to the driver alone.)
+    RunFromOldConfig,
+    /// RES-8 broken: when the call is already recorded, the gate skips its interrupt and
+    /// consumes none of the resume values the framework replays to the node, so the node's
+    /// next question is handed the first value fed to the gated call: the approval. The old
+    /// LangGraph gates did this, so "notify the payee?" was answered with the approval object.
+    RecordedCallSkipsItsInterrupt,
 }
 
 impl Driving {
     /// Every broken driving, in a stable order.
-    pub const BROKEN: [Driving; 3] = [
+    pub const BROKEN: [Driving; 5] = [
         Driving::DecisionTimeFromMessage,
         Driving::ToolGetsNodeArguments,
         Driving::RecordedCallByIdOnly,
+        Driving::RunFromOldConfig,
+        Driving::RecordedCallSkipsItsInterrupt,
     ];
 
     /// The kebab-case name, as `check --variant` takes it.
@@ -58,6 +78,8 @@ impl Driving {
             Driving::DecisionTimeFromMessage => "decision-time-from-message",
             Driving::ToolGetsNodeArguments => "tool-gets-node-arguments",
             Driving::RecordedCallByIdOnly => "recorded-call-by-id-only",
+            Driving::RunFromOldConfig => "run-from-old-config",
+            Driving::RecordedCallSkipsItsInterrupt => "recorded-call-skips-its-interrupt",
         }
     }
 
@@ -79,6 +101,12 @@ impl Driving {
             Driving::RecordedCallByIdOnly => {
                 "a proposed call is matched by call id alone: an old call's result answers a new one"
             }
+            Driving::RunFromOldConfig => {
+                "a resume from an old config resumes the run it held: a recorded call runs again"
+            }
+            Driving::RecordedCallSkipsItsInterrupt => {
+                "a recorded call consumes no replayed value: the next question gets the approval"
+            }
         }
     }
 
@@ -89,6 +117,8 @@ impl Driving {
             Driving::DecisionTimeFromMessage => &[SpecId::Clk2],
             Driving::ToolGetsNodeArguments => &[SpecId::Apr5],
             Driving::RecordedCallByIdOnly => &[SpecId::Rec5],
+            Driving::RunFromOldConfig => &[SpecId::Rec6],
+            Driving::RecordedCallSkipsItsInterrupt => &[SpecId::Res8],
         }
     }
 

@@ -37,6 +37,8 @@
 //! | BAT-5 | when a dispatch lands: its batch call carries the approver's arguments (the edited ones after an edit) | edit-ignored | an edited call is dispatched | `batch_dispatch` |
 //! | APR-5 | when a dispatch lands: the arguments the worker hands the tool have the dispatch's digest, the one its approval bound | tool-gets-node-arguments (a driving) | a call is dispatched after its arguments changed in the agent's state | `world/handout.rs` `handed`, raised in `world/transition.rs` `staged` |
 //! | REC-5 | when the agent's proposal is answered from the record: the recorded call is the one proposed | recorded-call-by-id-only (a driving) | a new call is proposed under the call id of one whose result is recorded | `world/handout.rs` `renew` |
+//! | REC-6 | when the framework resumes the node from an old config: no call whose result is recorded is dispatched again | run-from-old-config (a driving) | the node is resumed from an old config after its gated call's result is recorded | `world/handout.rs` `from_old_config` |
+//! | RES-8 | when the node asks its second question: the gated call's record consumed every value fed to it, so the question is handed its own | recorded-call-skips-its-interrupt (a driving) | the second question follows a gated call that was fed more than one decision | `world/handout.rs` `ask` |
 //! | CLK-2 | when a decision lands: it was stamped with the driver's time, or was in time at the driver's time (it and its suspension) | decision-time-from-message (a driving, `model/src/driving.rs`) | a decision written before its expiry arrives after it | `resume_violations` |
 //!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
@@ -117,6 +119,11 @@ pub mod names {
     pub const APR_5: &str = "APR-5 a tool runs only with arguments whose digest an approval bound";
     /// REC-5, always.
     pub const REC_5: &str = "REC-5 a recorded result answers only its own call";
+    /// REC-6, always.
+    pub const REC_6: &str =
+        "REC-6 a call whose result is recorded never runs again, whatever config resumes it";
+    /// RES-8, always.
+    pub const RES_8: &str = "RES-8 each interrupt of a node gets its own answer";
     /// CLK-2, always.
     pub const CLK_2: &str =
         "CLK-2 a decision is judged at the driver's time, never at a time its message claims";
@@ -187,6 +194,12 @@ pub mod names {
     /// REC-5's partner (with the node proposing a new call under a recorded call's id).
     pub const RENEWED: &str =
         "REC-5 a new call is proposed under the call id of one whose result is recorded";
+    /// REC-6's partner (with the framework resuming from old configs).
+    pub const OLD_CONFIG: &str =
+        "REC-6 the node is resumed from an old config after its call's result is recorded";
+    /// RES-8's partner (with the node asking a second question).
+    pub const ASKED_AFTER_ANSWERS: &str =
+        "RES-8 a second question follows a gated call that was fed more than one decision";
     /// CLK-2's partner (with approvers).
     pub const WRITTEN_IN_TIME_ARRIVES_LATE: &str =
         "CLK-2 a decision written before its expiry arrives after it, by the driver's clock";
@@ -266,6 +279,8 @@ pub fn properties<L: Lifecycle>(
         .always(Clk2, CLK_2, |_, s| clean(s, Clk2))
         .always(Apr5, APR_5, |_, s| clean(s, Apr5))
         .always(Rec5, REC_5, |_, s| clean(s, Rec5))
+        .always(Rec6, REC_6, |_, s| clean(s, Rec6))
+        .always(Res8, RES_8, |_, s| clean(s, Res8))
         .sometimes(Res2, RACE_WON, |_, s| {
             s.workers.iter().any(|w| match w {
                 crate::world::Worker::Staged(st) => {
@@ -386,6 +401,10 @@ pub fn properties<L: Lifecycle>(
             s.seen & witness::CHANGED_DISPATCHED != 0
         })
         .sometimes(Rec5, RENEWED, |_, s| s.seen & witness::RENEWED != 0)
+        .sometimes(Rec6, OLD_CONFIG, |_, s| s.seen & witness::OLD_CONFIG != 0)
+        .sometimes(Res8, ASKED_AFTER_ANSWERS, |_, s| {
+            s.seen & witness::ASKED_AFTER_ANSWERS != 0
+        })
         // The approver's message says it was written in time (its own expiry is after it),
         // and the driver's clock has passed that expiry when it is delivered.
         .sometimes(Clk2, WRITTEN_IN_TIME_ARRIVES_LATE, |_, s| {

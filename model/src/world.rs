@@ -5,8 +5,9 @@
 //! that reconciles, an operator who settles what nobody else can, an owner who cancels in any
 //! phase, an agent that may propose an earlier call id or key again, an outsider who moves the
 //! resource, a hostile framework (which changes a pending call's arguments in the agent's
-//! state before the resume, and runs a node again with a new call under a recorded call's
-//! id), and a clock that passes expiries. How the workers drive is the configuration's
+//! state before the resume, runs a node again with a new call under a recorded call's id,
+//! resumes a node from an old config, and hands a node's second question the resume values
+//! given so far), and a clock that passes expiries. How the workers drive is the configuration's
 //! `Driving` (`model/src/driving.rs`).
 //!
 //! The world is generic over [`Lifecycle`]: the same exploration runs on the kernel, on the
@@ -246,6 +247,8 @@ impl<L: Lifecycle> World<L> {
                 cancelled: false,
                 decided: [None; 2],
                 changed: false,
+                config: None,
+                fed: 0,
             })
             .collect()
     }
@@ -320,6 +323,8 @@ impl<L: Lifecycle> Model for World<L> {
                 outsider_moves: self.config.outsider_moves,
                 arg_changes: self.config.arg_changes,
                 renewals: self.config.renewals,
+                old_configs: self.config.old_configs,
+                questions: self.config.questions,
             },
             runs: Runs::from_vec(self.first_runs()),
             workers: Workers::from_elem(Worker::Idle, usize::from(self.config.workers)),

@@ -178,4 +178,6 @@ driving_snapshots! {
     decision_time_from_message_accepts_a_late_approval: DecisionTimeFromMessage;
     tool_gets_node_arguments_pays_what_nobody_approved: ToolGetsNodeArguments;
     recorded_call_by_id_only_answers_a_new_call_with_an_old_receipt: RecordedCallByIdOnly;
+    run_from_old_config_runs_a_recorded_call_again: RunFromOldConfig;
+    recorded_call_skips_its_interrupt_hands_the_question_the_approval: RecordedCallSkipsItsInterrupt;
 }

@@ -61,20 +61,27 @@ fn small() -> Vec<(&'static str, Config)> {
         ("direct, fencing query", direct(false, true)),
         ("direct, neither", direct(false, false)),
         ("side effect first", side_effect_first()),
+        // The requester's refused approval comes before the approver's, so the node's second
+        // question follows a call that was fed two decisions (RES-8).
         (
             "requester approves itself, one worker",
             Config {
                 workers: 1,
+                questions: 1,
                 ..with_self_approval()
             },
         ),
-        // The framework changes the pending call's arguments before the resume (APR-5).
+        // The framework changes the pending call's arguments before the resume (APR-5), runs
+        // the node again with a new call under the old id (REC-5), resumes it from an old
+        // config (REC-6), and asks its second question (RES-8).
         (
             "arguments changed before the resume, one worker",
             Config {
                 workers: 1,
                 arg_changes: 1,
                 renewals: 1,
+                old_configs: 1,
+                questions: 1,
                 ..tiny()
             },
         ),
@@ -586,13 +593,15 @@ fn the_kernel_holds_on_a_grid_of_small_configurations() {
         }
     }
     grid.push(("two runs", two_runs()));
-    // The hostile framework's moves (APR-5, REC-5), which no grid world makes.
+    // The hostile framework's moves (APR-5, REC-5, REC-6, RES-8), which no grid world makes.
     grid.push((
-        "arguments changed, a new call under an old id",
+        "arguments changed, a new call under an old id, an old config, a second question",
         Config {
             workers: 1,
             arg_changes: 1,
             renewals: 1,
+            old_configs: 1,
+            questions: 1,
             ..tiny()
         },
     ));

@@ -149,6 +149,18 @@ fn recorded_call_by_id_only_is_caught_by_rec_5() {
     assert_eq!(found, [resumable_model::properties::names::REC_5]);
 }
 
+#[test]
+fn run_from_old_config_is_caught_by_rec_6() {
+    let found = caught_driving(Driving::RunFromOldConfig);
+    assert_eq!(found, [resumable_model::properties::names::REC_6]);
+}
+
+#[test]
+fn recorded_call_skips_its_interrupt_is_caught_by_res_8() {
+    let found = caught_driving(Driving::RecordedCallSkipsItsInterrupt);
+    assert_eq!(found, [resumable_model::properties::names::RES_8]);
+}
+
 /// Fails to compile when a broken driving is added without a test above.
 #[expect(dead_code, reason = "never called: it exists to fail to compile")]
 fn every_driving_has_a_test_above(d: Driving) {
@@ -156,7 +168,9 @@ fn every_driving_has_a_test_above(d: Driving) {
         Driving::Honest
         | Driving::DecisionTimeFromMessage
         | Driving::ToolGetsNodeArguments
-        | Driving::RecordedCallByIdOnly => {}
+        | Driving::RecordedCallByIdOnly
+        | Driving::RunFromOldConfig
+        | Driving::RecordedCallSkipsItsInterrupt => {}
     }
 }
 
@@ -265,7 +279,10 @@ fn catching_world(v: Variant) -> &'static str {
 fn catching_world_of_driving(d: Driving) -> &'static str {
     match d {
         Driving::Honest | Driving::DecisionTimeFromMessage => "default",
-        Driving::ToolGetsNodeArguments | Driving::RecordedCallByIdOnly => "self-approval",
+        Driving::ToolGetsNodeArguments
+        | Driving::RecordedCallByIdOnly
+        | Driving::RunFromOldConfig
+        | Driving::RecordedCallSkipsItsInterrupt => "self-approval",
     }
 }
 

@@ -72,6 +72,8 @@ pub fn flags(config: &Config) -> Vec<String> {
     count("outsider-moves", config.outsider_moves, d.outsider_moves);
     count("arg-changes", config.arg_changes, d.arg_changes);
     count("renewals", config.renewals, d.renewals);
+    count("old-configs", config.old_configs, d.old_configs);
+    count("questions", config.questions, d.questions);
     count("resource-start", config.resource_start, d.resource_start);
     count("max-attempts", config.max_attempts, d.max_attempts);
     count("suspend-for", config.suspend_for, d.suspend_for);
@@ -243,6 +245,8 @@ mod tests {
             outsider_moves: 1,
             arg_changes: 1,
             renewals: 1,
+            old_configs: 1,
+            questions: 1,
             program: resumable_model::config::Program::ThreeCalls,
             batch_verdicts: false,
             resource_start: 3,

@@ -7,7 +7,7 @@
 //! (`resumable_conformance::rule`, the mapping the traces use).
 
 use resumable_kernel::Rejection;
-use resumable_model::world::{Action, Choice, Intent, World, WorldState};
+use resumable_model::world::{Action, Choice, World, WorldState};
 use resumable_model::Lifecycle;
 use serde_json::{json, Value};
 use stateright::Model;
@@ -100,8 +100,9 @@ fn next_step<L: Lifecycle>(
 }
 
 /// The lifecycle's rejection of a step action, as the page shows it; `None` for an action
-/// it accepts or is not asked about. A proposal under a recorded call's id is answered by the
-/// driver before any step (`World::explain`): the lifecycle is never asked, so it refuses
+/// it accepts or is not asked about. An intent the driver plans against its record (a
+/// proposal under a recorded call's id, a resume from an old config, a second question) is
+/// answered before any step (`World::explain`): the lifecycle is never asked, so it refuses
 /// nothing.
 fn refusal_of<L: Lifecycle>(
     world: &World<L>,
@@ -109,11 +110,13 @@ fn refusal_of<L: Lifecycle>(
     action: &Action,
 ) -> Option<Value> {
     if let Action::Step {
-        choice: Choice::Agent(Intent::Renew),
+        choice: Choice::Agent(intent),
         ..
     } = action
     {
-        return None;
+        if intent.planned_by_driver() {
+            return None;
+        }
     }
     match world.verdict_of(state, action)? {
         Ok(_) => None,

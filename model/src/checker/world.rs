@@ -153,6 +153,8 @@ pub fn config_json(config: &Config) -> Value {
         "outsider_moves": config.outsider_moves,
         "arg_changes": config.arg_changes,
         "renewals": config.renewals,
+        "old_configs": config.old_configs,
+        "questions": config.questions,
         "resource_start": config.resource_start,
         "program": config.program.name(),
         "batch_verdicts": config.batch_verdicts,

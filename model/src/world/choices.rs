@@ -255,6 +255,12 @@ impl<L: Lifecycle> World<L> {
         if self.renewal_offered(state, r) {
             out.push(Choice::Agent(Intent::Renew));
         }
+        if self.old_config_offered(state, r) {
+            out.push(Choice::Agent(Intent::OldConfig));
+        }
+        if self.question_offered(state, r) {
+            out.push(Choice::Agent(Intent::Ask));
+        }
         let target = super::index(r);
         let mut last = None;
         for m in &state.decisions {

@@ -125,6 +125,14 @@ impl fmt::Display for Choice {
             Choice::Agent(Intent::Renew) => {
                 f.write_str("propose a new call under c1's call id, other arguments")
             }
+            Choice::Agent(Intent::OldConfig) => f.write_str(
+                "resume the node from an old config (c1 awaiting approval): c1 proposed again, \
+                 with the approval given then",
+            ),
+            Choice::Agent(Intent::Ask) => f.write_str(
+                "ask the node's second question: the node runs again, handed the resume values \
+                 given so far",
+            ),
             Choice::Decision(m) => {
                 f.write_str("resume ")?;
                 decision(f, m)
@@ -347,20 +355,54 @@ impl<L: Lifecycle> World<L> {
             _ => String::new(),
         };
         if let Action::Step {
-            choice: Choice::Agent(Intent::Renew),
+            choice: Choice::Agent(intent),
+            run,
             ..
         } = action
         {
-            // Planned against the record, before any step (spec REC-5).
-            return match self.config.driving {
-                crate::driving::Driving::RecordedCallByIdOnly => {
-                    "answered from the record by call id: c1's result, never run, never asked"
-                }
-                _ => "refused by the driver: another call is recorded under c1, nothing is fed",
+            if let Some(words) = self.planned_words(state, usize::from(*run), *intent) {
+                return words;
             }
-            .into();
         }
         stamped + &self.verdict_words(state, action)
+    }
+
+    /// What the driver made of an intent it plans against its record before any step
+    /// (spec REC-5, REC-6, RES-8); `None` for any other intent.
+    fn planned_words(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        intent: Intent,
+    ) -> Option<String> {
+        use crate::driving::Driving;
+        let driving = self.config.driving;
+        let fed = state.runs.get(r).map_or(0, |slot| slot.fed);
+        Some(match intent {
+            Intent::Renew if driving == Driving::RecordedCallByIdOnly => {
+                "answered from the record by call id: c1's result, never run, never asked".into()
+            }
+            Intent::Renew => {
+                "refused by the driver: another call is recorded under c1, nothing is fed".into()
+            }
+            Intent::OldConfig if driving == Driving::RunFromOldConfig => {
+                "the run the old config holds is resumed with that approval and the resource \
+                 version it held: c1 is approved and dispatched again, its result already recorded"
+                    .into()
+            }
+            Intent::OldConfig => "answered from the record: c1's result, the approval it replays \
+                 counted against c1; nothing is fed, nothing dispatched"
+                .into(),
+            Intent::Ask if driving == Driving::RecordedCallSkipsItsInterrupt => format!(
+                "c1 is recorded, so the gate skips its interrupt and consumes none of the {fed} \
+                 value(s) fed to c1: the question is handed c1's first decision as its answer"
+            ),
+            Intent::Ask => format!(
+                "c1's record consumes the {fed} value(s) the core counted against it: the \
+                 question gets its own answer"
+            ),
+            _ => return None,
+        })
     }
 
     fn verdict_words(&self, state: &WorldState<L::Run>, action: &Action) -> String {

@@ -25,7 +25,7 @@ impl<L: Lifecycle> World<L> {
                 Some(GATED) if from.changed => self.cast.changed_args,
                 _ => proposed,
             }),
-            Driving::Honest | Driving::DecisionTimeFromMessage | Driving::RecordedCallByIdOnly => {
+            _ => {
                 let kept = self.edit_of(from, input, d).unwrap_or(proposed);
                 resumable_driver::book::released(d, kept)
                     .ok()
@@ -44,7 +44,7 @@ impl<L: Lifecycle> World<L> {
         from: &Before<'_>,
         input: &Input,
         effects: &Effects,
-    ) -> (Dispatches, Violations, u16) {
+    ) -> (Dispatches, Violations, u32) {
         let mut to_send: Dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];
         let mut sending = to_send.iter_mut();
         let mut raise = Violations::NONE;
@@ -117,12 +117,32 @@ impl<L: Lifecycle> World<L> {
     /// Whether run `r`'s agent may propose a new call under the gated call's id now: the
     /// gated call's result is recorded, and the run is running with nothing in flight.
     pub(super) fn renewal_offered(&self, state: &WorldState<L::Run>, r: usize) -> bool {
+        state.budgets.renewals > 0 && self.gated_recorded(state, r)
+    }
+
+    /// Whether the framework may resume run `r`'s node from an old config now: the gated
+    /// call's result is recorded, and the framework kept the run as it was while the call
+    /// waited.
+    pub(super) fn old_config_offered(&self, state: &WorldState<L::Run>, r: usize) -> bool {
+        state.budgets.old_configs > 0
+            && state.runs.get(r).is_some_and(|slot| slot.config.is_some())
+            && self.gated_recorded(state, r)
+    }
+
+    /// Whether run `r`'s node may ask its second question now: the gated call's result is
+    /// recorded.
+    pub(super) fn question_offered(&self, state: &WorldState<L::Run>, r: usize) -> bool {
+        state.budgets.questions > 0 && self.gated_recorded(state, r)
+    }
+
+    /// Whether run `r` is running with nothing in flight and the gated call's result is
+    /// recorded in its history.
+    fn gated_recorded(&self, state: &WorldState<L::Run>, r: usize) -> bool {
         let (Some(slot), Some(gated)) = (state.runs.get(r), self.cast.proposal(GATED)) else {
             return false;
         };
         let view = &slot.run.view;
-        state.budgets.renewals > 0
-            && view.phase == resumable_kernel::PhaseKind::Running
+        view.phase == resumable_kernel::PhaseKind::Running
             && !view.in_flight
             && slot
                 .run
@@ -130,5 +150,112 @@ impl<L: Lifecycle> World<L> {
                 .prior(&gated.call)
                 .key
                 .is_some_and(|k| k.committed)
+    }
+
+    /// The framework resumes run `r`'s node from an old config, taken while the gated call
+    /// waited for approval, with the approval given then; the node proposes the gated call
+    /// again (spec REC-6). Honestly, the worker loads the run from the store and plans the
+    /// proposal against the record, by the core's own rule: the very call recorded is
+    /// answered with its result (`resumable_driver::plan::same_call`), and the approval it
+    /// replays was counted against it, so nothing is fed, dispatched or written. A
+    /// [`Driving::RunFromOldConfig`] worker resumes the run the config holds with that
+    /// approval, at the driver's time, with the facts the config holds: if the lifecycle
+    /// accepts it and dispatches the call again, a call whose result is recorded runs a
+    /// second time. Used up either way.
+    pub(super) fn resume_old_config(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+    ) -> Option<WorldState<L::Run>> {
+        let mut next = state.clone();
+        next.budgets.old_configs = next.budgets.old_configs.checked_sub(1)?;
+        next.seen |= witness::OLD_CONFIG;
+        let slot = state.runs.get(r)?;
+        let gated = self.cast.proposal(GATED)?.call;
+        let dispatched = match self.config.driving {
+            Driving::RunFromOldConfig => self.resumed_as_configured(state, r)?,
+            // The store's run, planned against the record: the very call recorded is
+            // answered with its result, anything else refused; nothing is fed.
+            _ => false,
+        };
+        // The world's truth: the call's result is recorded in the store's history.
+        let recorded = slot
+            .run
+            .history
+            .prior(&gated)
+            .key
+            .is_some_and(|k| k.committed);
+        if dispatched && recorded {
+            next.violated |= SpecId::Rec6;
+        }
+        Some(next)
+    }
+
+    /// Whether the run the old config of run `r` holds, resumed with the approval that was
+    /// delivered on its checkpoint, at the driver's time and with the facts the config holds,
+    /// dispatches the gated call.
+    fn resumed_as_configured(&self, state: &WorldState<L::Run>, r: usize) -> Option<bool> {
+        let slot = state.runs.get(r)?;
+        let config = slot.config?;
+        let target = super::index(r);
+        let gated = self.cast.proposal(GATED)?.call;
+        let approval = state.decisions.iter().find(|m| {
+            m.target == target
+                && m.source == target
+                && m.delivered > 0
+                && m.party == super::Party::Approver
+                && matches!(
+                    m.verdict,
+                    super::Verdict::Approve | super::Verdict::ApproveEdited
+                )
+                && slot
+                    .checkpoints
+                    .get(usize::from(m.checkpoint))
+                    .is_some_and(|cp| cp.revision.0 == config.view.revision)
+        })?;
+        let cp = **slot.checkpoints.get(usize::from(approval.checkpoint))?;
+        let input = Input {
+            at: resumable_driver::clock::stamp_after(config.snapshot.updated_at, Self::time(state)),
+            event: Event::Resume(resumable_kernel::Resume {
+                checkpoint: cp,
+                decision: self.decision_of(approval, &cp),
+                // The facts as the config holds them: what the run had observed then.
+                facts: resumable_kernel::Facts {
+                    resource_version: cp.resource_version,
+                    ..Self::facts(state, r)
+                },
+            }),
+        };
+        Some(match self.lifecycle.step(&config.run, &input) {
+            Ok((_, effects)) => effects.dispatches().any(|d| d.call_id == gated.call_id),
+            Err(_) => false,
+        })
+    }
+
+    /// Run `r`'s node asks its second question, a plain interrupt after the gated call, once
+    /// that call's result is recorded: the framework runs the node again from its start and
+    /// hands its interrupts the values given so far, in order, the decisions fed while the
+    /// gated call waited ([`super::RunSlot::fed`]) and then the question's own answer (spec
+    /// RES-8). Honestly, the gated call's record consumes as many values as the core counted
+    /// against it (`Todo::Done`'s `answers`: every answer fed while the call waited, accepted
+    /// or refused), so the question gets its own. A [`Driving::RecordedCallSkipsItsInterrupt`]
+    /// worker consumes none, and the question is handed the first decision. Used up either
+    /// way.
+    pub(super) fn ask(&self, state: &WorldState<L::Run>, r: usize) -> Option<WorldState<L::Run>> {
+        let mut next = state.clone();
+        next.budgets.questions = next.budgets.questions.checked_sub(1)?;
+        let fed = state.runs.get(r)?.fed;
+        if fed > 1 {
+            next.seen |= witness::ASKED_AFTER_ANSWERS;
+        }
+        let consumed = match self.config.driving {
+            Driving::RecordedCallSkipsItsInterrupt => 0,
+            _ => fed,
+        };
+        // The world's truth: the values before the question's own are the gated call's.
+        if consumed < fed {
+            next.violated |= SpecId::Res8;
+        }
+        Some(next)
     }
 }

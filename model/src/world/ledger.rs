@@ -264,6 +264,14 @@ impl<L: Lifecycle> World<L> {
         slot.orphaned = slot.orphaned
             && st.next.view.in_flight
             && in_flight(&before.phase) == in_flight(&after.phase);
+        // The framework's own checkpoint of the run while the gated call first waits for
+        // approval: what a resume from that old config holds (spec REC-6).
+        if self.config.old_configs > 0
+            && slot.config.is_none()
+            && st.next.view.reason == Some(ReasonKind::PendingApproval)
+        {
+            slot.config = Some(st.next);
+        }
         slot.run = st.next;
         next.violated |= raise;
         next.seen |= st.witness;

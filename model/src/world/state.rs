@@ -203,7 +203,7 @@ pub struct WorldState<R: 'static> {
     pub violated: Violations,
     /// Rare events seen along the path that no state shows otherwise, for the `sometimes`
     /// properties: see [`witness`].
-    pub seen: u16,
+    pub seen: u32,
 }
 
 // Every successor starts as a clone of its state: each vector is copied whole from its
@@ -261,6 +261,8 @@ impl<R: Hash> Hash for WorldState<R> {
             outsider_moves,
             arg_changes,
             renewals,
+            old_configs,
+            questions,
         } = *budgets;
         // A vector grows by at most one element a step, far from 65,535 on any path the
         // checker explores.
@@ -277,9 +279,13 @@ impl<R: Hash> Hash for WorldState<R> {
                 | u64::from(renewals) << 60,
         );
         state.write_u64(violated.bits());
-        state.write_u64(u64::from(*seen) | length(runs.len()) << 16 | length(workers.len()) << 32);
+        state.write_u64(u64::from(*seen) | length(runs.len()) << 32 | length(workers.len()) << 48);
         state.write_u64(
-            length(requests.len()) | length(responses.len()) << 16 | length(decisions.len()) << 32,
+            length(requests.len())
+                | length(responses.len()) << 16
+                | length(decisions.len()) << 32
+                | u64::from(old_configs) << 48
+                | u64::from(questions) << 56,
         );
         runs.iter().for_each(|r| r.hash(state));
         workers.iter().for_each(|w| w.hash(state));
@@ -308,6 +314,10 @@ pub struct Budgets {
     pub arg_changes: u8,
     /// Times the agent may still propose a new call under a recorded call's id.
     pub renewals: u8,
+    /// Times the framework may still resume the agent's node from an old config.
+    pub old_configs: u8,
+    /// Times the agent's node may still ask its second question after the gated call.
+    pub questions: u8,
 }
 
 /// One run's durable side of the world.
@@ -352,6 +362,16 @@ pub struct RunSlot<R: 'static> {
     /// under the same call id: the agent's node now holds other arguments than the ones the
     /// approver is shown (spec APR-5).
     pub changed: bool,
+    /// The run as the framework's own checkpoint (its config) holds it, taken when the run
+    /// first waited for the gated call's approval: what a resume from that old config finds
+    /// if the run is kept in the framework's state (spec REC-6). Kept only where the
+    /// framework resumes from old configs (`Config::old_configs`).
+    pub config: Option<Shared<Stored<R>>>,
+    /// How many decisions were fed to the run while its gated call waited for approval,
+    /// accepted or refused: the resume values the framework hands the node's interrupts
+    /// before its second question's (spec RES-8). Counted only where the node asks one
+    /// (`Config::questions`), up to 3.
+    pub fed: u8,
 }
 
 // Written out because a derive would require `R: Clone`; every field is a copy.
@@ -387,6 +407,8 @@ impl<R> Hash for RunSlot<R> {
             cancelled,
             decided: [d0, d1],
             changed,
+            config,
+            fed,
         } = *self;
         let since = waiting_since.map_or(0, |t| 0x100 | u64::from(t));
         let decided = |v: Option<CallVerdict>| match v {
@@ -415,7 +437,8 @@ impl<R> Hash for RunSlot<R> {
                 | since << 48
                 | u64::from(orphaned) << 57
                 | u64::from(cancelled) << 58
-                | u64::from(changed) << 59,
+                | u64::from(changed) << 59
+                | u64::from(fed.min(3)) << 60,
         );
         state.write_u64(
             u64::from(committed)
@@ -424,6 +447,9 @@ impl<R> Hash for RunSlot<R> {
                 | decided(d0) << 48
                 | decided(d1) << 51,
         );
+        if let Some(config) = config {
+            config.hash(state);
+        }
     }
 }
 
@@ -550,7 +576,7 @@ pub struct Staged<R: 'static> {
     /// Violations the write makes real, found when the step was computed.
     pub raise: Violations,
     /// Witness bits the write makes real.
-    pub witness: u16,
+    pub witness: u32,
     /// Which of the dispatches carry the approver's edited arguments, one bit per dispatch
     /// (spec BAT-5).
     pub edited: u32,
@@ -570,7 +596,7 @@ impl<R> Staged<R> {
             Shared<Stored<R>>,
             Option<Shared<Checkpoint>>,
         ),
-        (Dispatches, Option<u8>, u8, bool, Violations, u16, u32),
+        (Dispatches, Option<u8>, u8, bool, Violations, u32, u32),
     ) {
         (
             (self.run, self.from, self.choice, self.next, self.checkpoint),
@@ -789,6 +815,24 @@ pub enum Intent {
     /// run again, another payee: [`super::Cast::renewed`]). Answered or refused by the
     /// driver before any step; used up either way.
     Renew,
+    /// The framework resumes the node from an old config, one of its own checkpoints taken
+    /// while the gated call waited for approval, once that call's result is recorded: the
+    /// node proposes the gated call again, and the resume value it holds is the approval
+    /// given then (spec REC-6). Planned by the driver before any step; used up either way.
+    OldConfig,
+    /// The node asks its second question, a plain interrupt after the gated call, once that
+    /// call's result is recorded: the framework runs the node again from its start and hands
+    /// its interrupts the resume values given so far, in order (spec RES-8). Planned by the
+    /// driver before any step; used up either way.
+    Ask,
+}
+
+impl Intent {
+    /// Whether the driver plans this intent against what it has recorded, before any step:
+    /// the lifecycle is never asked.
+    pub fn planned_by_driver(self) -> bool {
+        matches!(self, Intent::Renew | Intent::OldConfig | Intent::Ask)
+    }
 }
 
 /// What the tool's status query answered.
@@ -1012,40 +1056,46 @@ impl BitOrAssign<SpecId> for Violations {
 /// Bits of [`WorldState::seen`].
 pub mod witness {
     /// A decision reached its run after the run had moved past the decision's revision.
-    pub const STALE_ARRIVED: u16 = 1 << 0;
+    pub const STALE_ARRIVED: u32 = 1 << 0;
     /// A reconcile answer of "committed" was recorded, the call not executed again.
-    pub const REUSED: u16 = 1 << 1;
+    pub const REUSED: u32 = 1 << 1;
     /// A retry made after "not committed" had its result recorded.
-    pub const RETRY_SUCCEEDED: u16 = 1 << 2;
+    pub const RETRY_SUCCEEDED: u32 = 1 << 2;
     /// A request reached the tool after the query had answered "not committed" for its key.
-    pub const LATE_REQUEST: u16 = 1 << 3;
+    pub const LATE_REQUEST: u32 = 1 << 3;
     /// A decision or response reached a run that had already finished (spec INV-1).
-    pub const LATE_TO_TERMINAL: u16 = 1 << 4;
+    pub const LATE_TO_TERMINAL: u32 = 1 << 4;
     /// A decision reached its run after the decision's own expiry.
-    pub const EXPIRED_APPROVAL: u16 = 1 << 5;
+    pub const EXPIRED_APPROVAL: u32 = 1 << 5;
     /// A decision reached a run suspended past its expiry, before anyone fed the expiry.
-    pub const AFTER_EXPIRY: u16 = 1 << 6;
+    pub const AFTER_EXPIRY: u32 = 1 << 6;
     /// The agent proposed an earlier call id or key again (spec KEY-1, KEY-2).
-    pub const REUSE_PROPOSED: u16 = 1 << 7;
+    pub const REUSE_PROPOSED: u32 = 1 << 7;
     /// A resume arrived with a resource version other than its checkpoint's (spec RES-3).
-    pub const RESOURCE_MOVED: u16 = 1 << 8;
+    pub const RESOURCE_MOVED: u32 = 1 << 8;
     /// A decision on one call of a batch was accepted while another still awaited one.
-    pub const BATCH_SPLIT: u16 = 1 << 9;
+    pub const BATCH_SPLIT: u32 = 1 << 9;
     /// A batch resumed with a call rejected or answered by a person and another dispatched.
-    pub const BATCH_RUNS_ON: u16 = 1 << 10;
+    pub const BATCH_RUNS_ON: u32 = 1 << 10;
     /// A restart or a cancel found two calls of a batch in flight together (spec BAT-4).
-    pub const BATCH_TWO_UNKNOWN: u16 = 1 << 11;
+    pub const BATCH_TWO_UNKNOWN: u32 = 1 << 11;
     /// A call edited by the approver was dispatched (spec BAT-5).
-    pub const EDITED_DISPATCHED: u16 = 1 << 12;
+    pub const EDITED_DISPATCHED: u32 = 1 << 12;
     /// The clock ticked while no run waited: only a free clock does (`Config::free_clock`,
     /// the per-run reduction's stand-in for the other run's suspensions). Not a witness but
     /// its opposite: no `sometimes` property is credited in a state reached through such a
     /// tick ([`crate::world::World::may_witness`]).
-    pub const BORROWED_TIME: u16 = 1 << 13;
+    pub const BORROWED_TIME: u32 = 1 << 13;
     /// A dispatch of the gated call landed after the framework changed its arguments in the
     /// agent's state (spec APR-5).
-    pub const CHANGED_DISPATCHED: u16 = 1 << 14;
+    pub const CHANGED_DISPATCHED: u32 = 1 << 14;
     /// The agent proposed a new call under the id of a call whose result is recorded (spec
     /// REC-5).
-    pub const RENEWED: u16 = 1 << 15;
+    pub const RENEWED: u32 = 1 << 15;
+    /// The framework resumed the node from an old config after the gated call's result was
+    /// recorded (spec REC-6).
+    pub const OLD_CONFIG: u32 = 1 << 16;
+    /// The node asked its second question after a gated call fed more than one decision
+    /// (spec RES-8).
+    pub const ASKED_AFTER_ANSWERS: u32 = 1 << 17;
 }

@@ -182,8 +182,8 @@ impl<L: Lifecycle> World<L> {
                 prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
                 resource_version: Some(u64::from(slot.resource)),
             },
-            // Planned against the record before any step (`handout.rs`, `renew`).
-            Choice::Agent(Intent::Renew) => return None,
+            // Planned against the record before any step (`handout.rs`).
+            Choice::Agent(Intent::Renew | Intent::OldConfig | Intent::Ask) => return None,
             Choice::Agent(Intent::Complete) => Event::Complete {
                 result: self.cast.final_result,
             },
@@ -301,6 +301,12 @@ impl<L: Lifecycle> World<L> {
                 if before.expires_at.is_some_and(|expires_at| at > expires_at) {
                     next.seen |= witness::AFTER_EXPIRY;
                 }
+                // A resume value handed to the node's interrupt for the gated call, and fed
+                // by the core, accepted or refused (spec RES-8).
+                if self.config.questions > 0 && before.reason == Some(ReasonKind::PendingApproval) {
+                    let slot = next.runs.get_mut(r)?;
+                    slot.fed = slot.fed.saturating_add(1).min(3);
+                }
                 true
             }
             Choice::Result { call, attempt } => {
@@ -354,8 +360,11 @@ impl<L: Lifecycle> World<L> {
         if !matches!(state.workers.get(w)?, Worker::Idle) {
             return None;
         }
-        if choice == Choice::Agent(Intent::Renew) {
-            return self.renew(state);
+        match choice {
+            Choice::Agent(Intent::Renew) => return self.renew(state),
+            Choice::Agent(Intent::OldConfig) => return self.resume_old_config(state, r),
+            Choice::Agent(Intent::Ask) => return self.ask(state, r),
+            _ => {}
         }
         let slot = state.runs.get(r)?;
         let source = match choice {
@@ -553,7 +562,7 @@ impl<L: Lifecycle> World<L> {
         choice: Choice,
         next: &super::Stored<L::Run>,
         edited: u32,
-    ) -> u16 {
+    ) -> u32 {
         let after = &next.view;
         let mut seen = 0;
         let batch_decision = matches!(

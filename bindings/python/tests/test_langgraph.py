@@ -292,10 +292,6 @@ def test_kernel_refuses_self_approval_an_expired_approval_and_other_arguments(sa
     assert r["out"] == ["publish done #1"] and k.ledger.commits() == 1
 
 
-@pytest.mark.xfail(strict=True, reason="the gate counts every value LangGraph replays, so a "
-                   "value that is no answer shifts the count and a refused answer is fed again "
-                   "(3 resume records for 2 answers); skipping it uncounted, as the HITL "
-                   "middleware does, broke the payments machine's re-runs: open")
 def test_kernel_a_value_that_is_no_answer_is_never_counted_and_no_answer_is_fed_twice(
     saver, tmp_path, resumable_bin
 ) -> None:

@@ -9,11 +9,13 @@ answer, checked against a ledger the tool writes outside the graph:
 - nothing is paid after the expiry of the approval request that bound it;
 - the second question receives only its own answers (never an approval object, nor a
   value sent to the gate);
+- nobody is asked in the place of an answer already given (a replayed value's prompt);
 - every run's audit log validates (``resumable validate --key-file --anchor``).
 
-Seeded (``derandomize=True``) and sized for CI. The same machine is run against two
-deliberately broken gates (test-only subclasses reproducing the previous release's
-behaviours), and Hypothesis must find a failure in each."""
+Seeded (``derandomize=True``) and sized for CI. The same machine is run against three
+deliberately broken gates (test-only subclasses: two reproduce the previous release's
+behaviours, one skips replayed values past those LangGraph holds), and Hypothesis must find a
+failure in each."""
 
 from __future__ import annotations
 
@@ -96,6 +98,8 @@ class PaymentsMachine(RuleBasedStateMachine):
     def invoke(self, thread: str, value: Any, config: Any = None) -> None:
         out = self.graph.invoke(value, config or self.config(thread))
         shown = interrupt_value(out)
+        assert not (isinstance(shown, dict) and shown.get("replayed")), \
+            f"asked in the place of a replayed answer: {shown}"
         self.pending[thread] = shown
         if isinstance(shown, dict) and "request" in shown:
             self.asked[thread].append((self.graph.get_state(self.config(thread)).config, shown))
@@ -272,6 +276,18 @@ class AnswerTimeGate(gate.ApprovalGate):
         driver.clock = claimed
 
 
+class SkipsPastTheEndGate(gate.ApprovalGate):
+    """A gate that skips as many replayed values as the core counted, even where LangGraph
+    holds fewer (a node resumed from an old config): it interrupts in the place of an answer."""
+
+    def _skip(self, consumed: int, answers: int, request: Any) -> int:
+        while consumed < answers:
+            replayed = self.interrupt({"request": request, "replayed": True})
+            if json.loads(gate._native.driver_is_answer(self._message(replayed))):
+                consumed += 1
+        return consumed
+
+
 def machine(gate_class: type[gate.ApprovalGate], resumable_bin: str,
             kills: bool = False) -> Any:
     return type(f"{gate_class.__name__}Machine", (PaymentsMachine,),
@@ -289,9 +305,11 @@ def test_the_gate_holds_every_invariant_across_sigkill(resumable_bin: str) -> No
                               settings=settings(SETTINGS, max_examples=10))
 
 
-@pytest.mark.parametrize("broken", [CurrentArgumentsGate, AnswerTimeGate])
-def test_hypothesis_finds_the_previous_releases_behaviours(broken: Any, resumable_bin: str) -> None:
-    with pytest.raises(AssertionError, match="no approval bound|after expiry"):
+@pytest.mark.parametrize("broken,found", [(CurrentArgumentsGate, "no approval bound|after expiry"),
+                                          (AnswerTimeGate, "no approval bound|after expiry"),
+                                          (SkipsPastTheEndGate, "replayed answer")])
+def test_hypothesis_finds_each_broken_gate(broken: Any, found: str, resumable_bin: str) -> None:
+    with pytest.raises(AssertionError, match=found):
         run_state_machine_as_test(machine(broken, resumable_bin),
                                   settings=settings(SETTINGS, max_examples=200))
 

@@ -11,8 +11,8 @@ argument digest, key) and says what to do. This module is the LangGraph glue onl
   gate observes; the tool receives the arguments the approval bound, never the node's current
   ones (a node whose arguments changed is refused: :class:`Changed`);
 - a recorded call still consumes the resume values LangGraph replays to the node (the core
-  counts the answers fed while the call waited), so the node's next ``interrupt()`` gets its
-  own answer;
+  counts the answers fed while the call waited; a value that is no answer was not counted and
+  is skipped uncounted), so the node's next ``interrupt()`` gets its own answer;
 - a run that cannot go on (denied, expired) raises :class:`Ended`: the node returns a clear
   result instead of asking again.
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping, Optional
 
+from . import _native
 from . import driver as core
 from .driver import Driver, Json, Tool
 
@@ -129,8 +130,9 @@ class ApprovalGate:
                 if refused is not None:
                     shown["refused"] = refused
                 value = self.interrupt(shown)
-                consumed += 1
                 out = self.driver.answer(request, self._message(value))
+                if core.counted(out):
+                    consumed += 1
                 refused = core.rejected(out)
                 self.driver.carry_out(out, self.tool)
             elif kind == "done":
@@ -150,10 +152,17 @@ class ApprovalGate:
         raise RuntimeError(f"call {call_id} did not settle")
 
     def _skip(self, consumed: int, answers: int, request: Any) -> int:
-        """Consumes the resume values LangGraph replays for answers already fed."""
+        """Consumes the resume values LangGraph hands back for the answers already fed, until
+        as many as the core counted (``answers``) are behind, so that the next ``interrupt()``
+        gets its own answer (spec RES-8). A value that is no answer was never counted, and is
+        skipped uncounted. It stops where LangGraph holds no more values (a node resumed from
+        an old config holds fewer than the core counted since): it never asks in their place."""
         while consumed < answers:
-            self.interrupt({"request": request, "replayed": True})
-            consumed += 1
+            if self.interrupt is _graph_interrupt() and _next_resume_value() is None:
+                break
+            replayed = self.interrupt({"request": request, "replayed": True})
+            if json.loads(_native.driver_is_answer(self._message(replayed))):
+                consumed += 1
         return consumed
 
     def _take_leftover(self, call_id: str) -> None:

@@ -14,15 +14,14 @@ use super::{RecordedCall, RefRun, Reference, Status};
 use crate::variant::Variant;
 use resumable_kernel::{
     ApprovalField, Batch, CallDecision, Command, Decisions, Digest, FailCause, HistoryEntry,
-    InFlight, List, Name, Proposals, Reason, Rejection, Resume, Slot, SlotState, Suspension, Time,
-    Verdict, VerdictKind,
+    InFlight, List, Name, Proposal, Proposals, Reason, Rejection, Resume, Slot, SlotState,
+    Suspension, Time, Verdict, VerdictKind,
 };
 
 impl Reference {
     /// BAT-1: suspend for a batch, after the expiry checks of 4.3 row 1 (made by the caller):
-    /// the list is not empty, no two calls share an id or a key, and each call in turn has a
-    /// requester other than the approver (APR-3) and is bound by 4.9 with its own prior. Every
-    /// slot awaits its decision; the batch's checkpoint is sealed at the new revision.
+    /// first the list as a whole, then each call in turn, the first refusal returned. Every slot
+    /// awaits its decision; the batch's checkpoint is sealed at the new revision.
     pub(super) fn suspend_batch(
         &self,
         run: &RefRun,
@@ -32,75 +31,18 @@ impl Reference {
         responsible: Name,
         resource_version: u64,
     ) -> Result<Move, Rejection> {
-        if calls.is_empty() {
-            return Err(Rejection::EmptyBatch);
-        }
-        for (i, p) in calls.iter().enumerate() {
-            let shares = |q: &resumable_kernel::Proposal| {
-                q.call.call_id == p.call.call_id || q.call.key == p.call.key
-            };
-            if calls.iter().take(i).any(shares) {
-                return Err(Rejection::DuplicateInBatch {
-                    call_id: p.call.call_id,
-                });
-            }
-        }
+        guard_batch_listing(calls)?;
         for p in calls.iter() {
-            guard_requester_is_not_responsible(p.requester, responsible)?;
-            self.admit(run, &p.call, &p.prior)?;
-            // POL-1: some verdict could answer the call; an edit only if its key is fresh
-            // (BAT-5 refuses an edit of a key an earlier call bound).
-            let takes: &[VerdictKind] = if p.prior.key.is_none() {
-                &VerdictKind::ALL
-            } else {
-                &[
-                    VerdictKind::Approve,
-                    VerdictKind::Reject,
-                    VerdictKind::Respond,
-                    VerdictKind::Deny,
-                ]
-            };
-            guard_some_decision(run, &p.call, takes)?;
+            self.guard_batch_call(run, p, responsible)?;
         }
         let opened = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
-        let mut slots = List::new();
-        for p in calls.iter() {
-            let _ = slots.push(Slot {
-                call: bind(&p.call),
-                requester: p.requester,
-                proposed: p.call.args,
-                // BAT-5: a key no earlier call bound may be rebound by an edit.
-                fresh: p.prior.key.is_none(),
-                decided: None,
-                state: SlotState::Awaiting,
-            });
-        }
         let suspension = Suspension {
             reason: Reason::PendingBatch,
             since: at,
             expires_at,
             responsible,
         };
-        let mut batch = Batch {
-            opened,
-            checkpoint: Digest::default(),
-            resource_version,
-            closed: None,
-            slots,
-        };
-        // The digest of the checkpoint the batch opens with, which every decision binds to.
-        let opening = RefRun {
-            revision: opened,
-            clock: at,
-            status: Status::Suspended(suspension),
-            resource_version,
-            batch: Some(batch),
-            ..*run
-        };
-        batch.checkpoint = opening
-            .checkpoint()
-            .map(|cp| cp.seal().digest)
-            .unwrap_or_default();
+        let batch = new_batch(run, at, calls, opened, suspension, resource_version);
         let mut mv = Move::to(Status::Suspended(suspension))
             .observing(resource_version)
             .with_batch(batch);
@@ -108,6 +50,31 @@ impl Reference {
             mv = mv.binding(p.call);
         }
         Ok(mv)
+    }
+
+    /// BAT-1, one call of the batch in turn: a requester other than the approver (APR-3),
+    /// bound by 4.9 with its own prior, and some decision left to its approver (POL-1, BAT-5).
+    fn guard_batch_call(
+        &self,
+        run: &RefRun,
+        p: &Proposal,
+        responsible: Name,
+    ) -> Result<(), Rejection> {
+        guard_requester_is_not_responsible(p.requester, responsible)?;
+        self.admit(run, &p.call, &p.prior)?;
+        // POL-1: some verdict could answer the call; an edit only if its key is fresh
+        // (BAT-5 refuses an edit of a key an earlier call bound).
+        let takes: &[VerdictKind] = if p.prior.key.is_none() {
+            &VerdictKind::ALL
+        } else {
+            &[
+                VerdictKind::Approve,
+                VerdictKind::Reject,
+                VerdictKind::Respond,
+                VerdictKind::Deny,
+            ]
+        };
+        guard_some_decision(run, &p.call, takes)
     }
 
     /// Spec 5 row 10 for a batch (BAT-2, POL-1, BAT-5), check by check, the first refusal
@@ -214,26 +181,32 @@ impl Reference {
         };
         let mut batch = *open;
         let recorded_at = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
-        // APR-4: a denial fails the run, naming the first denied call (in slot order, as the
-        // calls are); no call of the batch runs.
-        let denies = |id: &Name| {
-            decisions
-                .iter()
-                .any(|d| d.approval.call_id == *id && matches!(d.verdict, Verdict::Deny))
-        };
-        let first_denied = batch.slots.iter().find(|x| denies(&x.call.call.call_id));
-        if let Some(first) = first_denied.map(|x| x.call.call.call_id) {
-            for d in decisions.iter() {
-                if matches!(d.verdict, Verdict::Deny) {
-                    if let Some(slot) = slot_mut(&mut batch, &d.approval.call_id) {
-                        slot.decided = Some((*d, recorded_at));
-                        slot.state = SlotState::Denied;
-                    }
-                }
-            }
-            let failed = Status::Failed(FailCause::Denied { call_id: first });
-            return Ok(Move::to(failed).with_batch(batch));
+        if let Some(failed) = fail_on_denial(batch, decisions, recorded_at) {
+            return Ok(failed);
         }
+        let touched = self.take_batch_decisions(&mut batch, decisions, recorded_at);
+        let (history, record) = decision_history(&batch, &touched);
+        let awaiting = batch.slots.iter().any(|x| x.state == SlotState::Awaiting);
+        let mut mv = if awaiting {
+            // The run stays suspended on the same batch: same since, expiry, responsible and
+            // checkpoint.
+            Move::to(Status::Suspended(*s))
+        } else {
+            self.resume_batch(run, &mut batch, resume)?
+        };
+        mv.history = history;
+        mv.record = record;
+        Ok(mv.with_batch(batch))
+    }
+
+    /// BAT-2: each call decided takes its state, decision by decision in the input's order;
+    /// returns which slots took a decision.
+    fn take_batch_decisions(
+        &self,
+        batch: &mut Batch,
+        decisions: &Decisions,
+        recorded_at: resumable_kernel::Revision,
+    ) -> [bool; resumable_kernel::BATCH_CAPACITY] {
         let count = batch.slots.len();
         let mut touched = [false; resumable_kernel::BATCH_CAPACITY];
         for d in decisions.iter() {
@@ -262,41 +235,7 @@ impl Reference {
                 }
             }
         }
-        // BAT-5, REC-4: in slot order, an edited call is bound again with the approver's
-        // arguments, and a call a person answered is recorded as the last result, its key
-        // spent.
-        let mut history = List::<HistoryEntry, { resumable_kernel::BATCH_CAPACITY }>::new();
-        let mut record = None;
-        for (i, slot) in batch.slots.iter().enumerate() {
-            if !touched[i] {
-                continue;
-            }
-            match (slot.decided.map(|(d, _)| d.verdict), slot.state) {
-                (Some(Verdict::Edit { .. }), SlotState::Approved) => {
-                    let _ = history.push(HistoryEntry::bound(&slot.call.call));
-                }
-                (_, SlotState::Responded { result }) => {
-                    let _ = history.push(HistoryEntry::settled(&slot.call.call.key));
-                    record = Some(RecordedCall {
-                        call: slot.call,
-                        attempt: 0,
-                        result,
-                    });
-                }
-                _ => {}
-            }
-        }
-        let awaiting = batch.slots.iter().any(|x| x.state == SlotState::Awaiting);
-        let mut mv = if awaiting {
-            // The run stays suspended on the same batch: same since, expiry, responsible and
-            // checkpoint.
-            Move::to(Status::Suspended(*s))
-        } else {
-            self.resume_batch(run, &mut batch, resume)?
-        };
-        mv.history = history;
-        mv.record = record;
-        Ok(mv.with_batch(batch))
+        touched
     }
 
     /// BAT-3: every call is decided. If any is approved, the re-checks of the present run
@@ -431,6 +370,129 @@ fn slot_mut<'a>(batch: &'a mut Batch, call_id: &Name) -> Option<&'a mut Slot> {
         .slots
         .iter_mut()
         .find(|s| s.call.call.call_id == *call_id)
+}
+
+/// BAT-1, the list as a whole: it is not empty, and no two calls share an id or a key (the
+/// later call is named).
+fn guard_batch_listing(calls: &Proposals) -> Result<(), Rejection> {
+    if calls.is_empty() {
+        return Err(Rejection::EmptyBatch);
+    }
+    for (i, p) in calls.iter().enumerate() {
+        let shares = |q: &Proposal| q.call.call_id == p.call.call_id || q.call.key == p.call.key;
+        if calls.iter().take(i).any(shares) {
+            return Err(Rejection::DuplicateInBatch {
+                call_id: p.call.call_id,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// BAT-1: the new batch, opened at revision `opened`, one slot per call in the order proposed,
+/// each awaiting its decision, and its checkpoint: the digest of the checkpoint the run emits
+/// once suspended on it, which every decision binds to.
+fn new_batch(
+    run: &RefRun,
+    at: Time,
+    calls: &Proposals,
+    opened: resumable_kernel::Revision,
+    suspension: Suspension,
+    resource_version: u64,
+) -> Batch {
+    let mut slots = List::new();
+    for p in calls.iter() {
+        let _ = slots.push(Slot {
+            call: bind(&p.call),
+            requester: p.requester,
+            proposed: p.call.args,
+            // BAT-5: a key no earlier call bound may be rebound by an edit.
+            fresh: p.prior.key.is_none(),
+            decided: None,
+            state: SlotState::Awaiting,
+        });
+    }
+    let mut batch = Batch {
+        opened,
+        checkpoint: Digest::default(),
+        resource_version,
+        closed: None,
+        slots,
+    };
+    let opening = RefRun {
+        revision: opened,
+        clock: at,
+        status: Status::Suspended(suspension),
+        resource_version,
+        batch: Some(batch),
+        ..*run
+    };
+    batch.checkpoint = opening
+        .checkpoint()
+        .map(|cp| cp.seal().digest)
+        .unwrap_or_default();
+    batch
+}
+
+/// APR-4: if any decision is a denial, the run fails naming the first denied call (in slot
+/// order, as the calls are) and no call of the batch runs; only the denials are recorded.
+/// `None` when nothing is denied.
+fn fail_on_denial(
+    mut batch: Batch,
+    decisions: &Decisions,
+    recorded_at: resumable_kernel::Revision,
+) -> Option<Move> {
+    let denies = |id: &Name| {
+        decisions
+            .iter()
+            .any(|d| d.approval.call_id == *id && matches!(d.verdict, Verdict::Deny))
+    };
+    let first_denied = batch.slots.iter().find(|x| denies(&x.call.call.call_id));
+    let first = first_denied.map(|x| x.call.call.call_id)?;
+    for d in decisions.iter() {
+        if matches!(d.verdict, Verdict::Deny) {
+            if let Some(slot) = slot_mut(&mut batch, &d.approval.call_id) {
+                slot.decided = Some((*d, recorded_at));
+                slot.state = SlotState::Denied;
+            }
+        }
+    }
+    let failed = Status::Failed(FailCause::Denied { call_id: first });
+    Some(Move::to(failed).with_batch(batch))
+}
+
+/// BAT-5, REC-4: what the decisions just taken add to the history, in slot order: an edited
+/// call is bound again with the approver's arguments, and a call a person answered is
+/// recorded as the last result, its key spent.
+fn decision_history(
+    batch: &Batch,
+    touched: &[bool; resumable_kernel::BATCH_CAPACITY],
+) -> (
+    List<HistoryEntry, { resumable_kernel::BATCH_CAPACITY }>,
+    Option<RecordedCall>,
+) {
+    let mut history = List::<HistoryEntry, { resumable_kernel::BATCH_CAPACITY }>::new();
+    let mut record = None;
+    for (i, slot) in batch.slots.iter().enumerate() {
+        if !touched[i] {
+            continue;
+        }
+        match (slot.decided.map(|(d, _)| d.verdict), slot.state) {
+            (Some(Verdict::Edit { .. }), SlotState::Approved) => {
+                let _ = history.push(HistoryEntry::bound(&slot.call.call));
+            }
+            (_, SlotState::Responded { result }) => {
+                let _ = history.push(HistoryEntry::settled(&slot.call.call.key));
+                record = Some(RecordedCall {
+                    call: slot.call,
+                    attempt: 0,
+                    result,
+                });
+            }
+            _ => {}
+        }
+    }
+    (history, record)
 }
 
 /// BAT-4: the next call of the batch whose outcome is unknown, in slot order, becomes the

@@ -120,6 +120,33 @@ pub(super) fn decide(
         // A `pending_batch` suspension always has its batch open (an invariant).
         return Err(Rejection::NoDecision);
     };
+    check_decisions(run, at, s, batch, decisions)?;
+    let decided_at = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
+    let mut next = *batch;
+    let (denied, settles) = record_decisions(&mut next, decisions, decided_at);
+    let mut resumed = Resumed::from(Phase::Suspended(*s));
+    if let Some(call_id) = denied {
+        // APR-4: a denial fails the run; no call of the batch runs.
+        resumed.phase = Phase::Failed(FailCause::Denied { call_id });
+    } else if next.slots.iter().all(|s| s.decided.is_some()) {
+        // BAT-3: every call is decided: the batch resumes.
+        dispatch_approved(run, r, &mut next, &mut resumed)?;
+    }
+    resumed.settles = settles;
+    resumed.batch = Some(next);
+    Ok(resumed)
+}
+
+/// BAT-2, POL-1, BAT-5: each decision names a call of the batch once, is bound to it and to
+/// the batch's checkpoint by the approver the run waits on (APR-1, APR-2, APR-3), is one the
+/// policy and the tool allow, and edits only a call whose key is not yet bound.
+fn check_decisions(
+    run: &Run,
+    at: Time,
+    s: &Suspension,
+    batch: &Batch,
+    decisions: &Decisions,
+) -> Result<(), Rejection> {
     if decisions.is_empty() {
         return Err(Rejection::NoDecision);
     }
@@ -154,9 +181,18 @@ pub(super) fn decide(
             });
         }
     }
-    let decided_at = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
-    let mut next = *batch;
-    let mut last_call = None;
+    Ok(())
+}
+
+/// Records each decision in its call's slot at revision `decided_at`: the call denied first
+/// (APR-4), if any, and the call answered in the tool's place with its result (REC-4: a
+/// person's answer is the call's result, recorded as any result is), if any.
+fn record_decisions(
+    next: &mut Batch,
+    decisions: &Decisions,
+    decided_at: Revision,
+) -> (Option<Name>, Option<(InFlight, Digest)>) {
+    let mut answered = None;
     let mut denied = None;
     // APR-4: an input that denies a call records its denials only. The run fails on them, so
     // the other decisions of the input would never take effect: none is recorded (no edit
@@ -178,7 +214,12 @@ pub(super) fn decide(
             }
             Verdict::Reject { reason } => SlotState::Rejected { reason },
             Verdict::Respond { result } => {
-                last_call = Some((slot.call, result));
+                let call = InFlight {
+                    call: slot.call,
+                    attempt: 0,
+                    dispatches: 0,
+                };
+                answered = Some((call, result));
                 SlotState::Responded { result }
             }
             Verdict::Deny => {
@@ -187,42 +228,34 @@ pub(super) fn decide(
             }
         };
     }
-    let mut resumed = Resumed::from(Phase::Suspended(*s));
-    if let Some(call_id) = denied {
-        // APR-4: a denial fails the run; no call of the batch runs.
-        resumed.phase = Phase::Failed(FailCause::Denied { call_id });
-    } else if next.slots.iter().all(|s| s.decided.is_some()) {
-        // BAT-3: every call is decided: the batch resumes.
-        if next.slots.iter().any(|s| s.state == SlotState::Approved) {
-            recheck(&r.checkpoint, &r.facts)?;
-        }
-        for slot in next.slots.iter_mut() {
-            if slot.state == SlotState::Approved {
-                slot.state = SlotState::InFlight {
-                    attempt: 0,
-                    dispatches: 1,
-                };
-                let f = in_flight(slot, 0, 1);
-                let _ = resumed
-                    .commands
-                    .push(Command::Dispatch(dispatch_of(run, &f)));
-            }
-        }
-        resumed.phase = Phase::Running { in_flight: None };
+    (denied, answered)
+}
+
+/// BAT-3, RES-3: the batch, every call decided, resumes: if any call is approved, the resume's
+/// checkpoint and facts are checked again, and each approved call is dispatched.
+fn dispatch_approved(
+    run: &Run,
+    r: &Resume,
+    next: &mut Batch,
+    resumed: &mut Resumed,
+) -> Result<(), Rejection> {
+    if next.slots.iter().any(|s| s.state == SlotState::Approved) {
+        recheck(&r.checkpoint, &r.facts)?;
     }
-    // REC-4: a person's answer is the call's result, recorded as any result is.
-    resumed.settles = last_call.map(|(call, result)| {
-        (
-            InFlight {
-                call,
+    for slot in next.slots.iter_mut() {
+        if slot.state == SlotState::Approved {
+            slot.state = SlotState::InFlight {
                 attempt: 0,
-                dispatches: 0,
-            },
-            result,
-        )
-    });
-    resumed.batch = Some(next);
-    Ok(resumed)
+                dispatches: 1,
+            };
+            let f = in_flight(slot, 0, 1);
+            let _ = resumed
+                .commands
+                .push(Command::Dispatch(dispatch_of(run, &f)));
+        }
+    }
+    resumed.phase = Phase::Running { in_flight: None };
+    Ok(())
 }
 
 fn in_flight(slot: &Slot, attempt: u8, dispatches: u8) -> InFlight {

@@ -614,53 +614,43 @@ pub fn describe(config: &Config) -> String {
 /// What the configuration turns on beyond the counts `describe` lists (the exposing
 /// configurations of some variants need these), as "; with ..." or nothing.
 fn extras(config: &Config) -> String {
-    let count = |n: u8, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let mut on = Vec::new();
-    if config.cancels > 0 {
-        on.push(count(config.cancels, "cancel", "cancels"));
-    }
-    if config.reuses > 0 {
-        on.push(count(
+    // The framework's and the outsider's moves, with their budgets: (budget, one, many).
+    let moves = [
+        (config.cancels, "cancel", "cancels"),
+        (
             config.reuses,
             "reuse of an earlier call",
             "reuses of earlier calls",
-        ));
-    }
-    if config.outsider_moves > 0 {
-        on.push(count(
+        ),
+        (
             config.outsider_moves,
             "move of the resource by an outsider",
             "moves of the resource by an outsider",
-        ));
-    }
-    if config.arg_changes > 0 {
-        on.push(count(
+        ),
+        (
             config.arg_changes,
             "change of a pending call's arguments by the framework",
             "changes of a pending call's arguments by the framework",
-        ));
-    }
-    if config.renewals > 0 {
-        on.push(count(
+        ),
+        (
             config.renewals,
             "new call under a recorded call's id",
             "new calls under a recorded call's id",
-        ));
-    }
-    if config.old_configs > 0 {
-        on.push(count(
+        ),
+        (
             config.old_configs,
             "resume from an old config",
             "resumes from an old config",
-        ));
-    }
-    if config.questions > 0 {
-        on.push(count(
+        ),
+        (
             config.questions,
             "second question after the gated call",
             "second questions after the gated call",
-        ));
-    }
+        ),
+    ];
+    let mut on: Vec<String> = (moves.iter().filter(|(n, ..)| *n > 0))
+        .map(|&(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+        .collect();
     if config.resource_start > 0 {
         on.push(format!(
             "the resource starting at version {}",

@@ -3,11 +3,11 @@
 //! accepts none of them is stuck with honest facts.
 
 use super::memo::{self, AnswerKey};
-use super::{Answer, CallVerdict, DecisionMsg, Party, Picks, Settle, Verdict, World, WorldState};
+use super::{CallVerdict, DecisionMsg, Party, Picks, RunSlot, Settle, Verdict, World, WorldState};
 use crate::Lifecycle;
 use resumable_kernel::{
-    Approval, Decision, Digest, Event, Input, Phase, QueryAnswer, Reason, ReasonKind, Resolution,
-    Resume,
+    Approval, BoundCall, Checkpoint, Decision, Digest, Event, Input, Name, Phase, QueryAnswer,
+    Reason, ReasonKind, Suspension,
 };
 
 impl<L: Lifecycle> World<L> {
@@ -91,103 +91,107 @@ impl<L: Lifecycle> World<L> {
         if cp.revision != snap.revision && cp.reason != ReasonKind::PendingBatch {
             return Vec::new();
         }
-        let resume = |decision| {
-            Event::Resume(Resume {
-                checkpoint: **cp,
-                decision,
-                facts: Self::facts(state, r),
-            })
-        };
-        let now = Self::time(state);
         let pending = (s.reason.call())
             .and_then(|(c, a)| Some((self.cast.proposal_by_id(&c.call.call_id)?, a)));
-        match (&s.reason, pending) {
+        let decisions = match (&s.reason, pending) {
             (Reason::PendingApproval { call, requester }, _) => {
-                let approval = Approval {
-                    call_id: call.call.call_id,
-                    args: call.call.args,
-                    requester: *requester,
-                    approver: s.responsible,
-                    revision: cp.revision,
-                    expires_at: now.after(u64::from(self.config.approval_ttl)),
-                };
-                vec![
-                    resume(Decision::Deny(approval)),
-                    resume(Decision::Approve(approval)),
-                ]
+                self.honest_approvals(state, s, call, *requester, cp)
             }
             (Reason::OutcomeUnknown { .. }, Some((call, attempt))) => {
-                let truth = match self.truthful(slot, call, attempt) {
-                    Answer::Committed => self
-                        .result_of(call)
-                        .map(|result| QueryAnswer::Committed { result }),
-                    _ => Some(QueryAnswer::NotCommitted),
-                };
-                [Some(QueryAnswer::Unknown), truth]
-                    .into_iter()
-                    .flatten()
-                    .map(|answer| resume(Decision::Reconcile(answer)))
-                    .collect()
+                self.honest_reconciles(slot, call, attempt)
             }
             (Reason::ManualIntervention { .. }, pending) => {
-                let call = pending.map(|(c, _)| c);
-                let settlements = self.honest_settlements(state, r, call);
-                settlements
-                    .into_iter()
-                    .rev()
-                    .filter_map(|settle| {
-                        let resolution = match settle {
-                            Settle::Committed => Resolution::Committed {
-                                result: self.result_of(call?)?,
-                            },
-                            Settle::Continue => Resolution::Continue,
-                            Settle::Abandon => Resolution::Abandon,
-                        };
-                        Some(resume(Decision::Intervene {
-                            by: self.cast.policy.operator,
-                            resolution,
-                        }))
-                    })
-                    .collect()
+                self.honest_interventions(state, r, pending.map(|(c, _)| c))
             }
-            // A batch: the approver decides every call still awaiting, all at once: deny,
-            // reject or approve each (spec 5.5).
-            (Reason::PendingBatch, _) => {
-                let m = DecisionMsg {
-                    target: 0,
-                    source: 0,
-                    checkpoint: 0,
-                    revision: 0,
-                    party: Party::Approver,
-                    verdict: Verdict::Approve,
-                    expires_at: state.now.saturating_add(self.config.approval_ttl),
-                    delivered: 0,
-                };
-                let awaiting = slot.run.view.awaiting;
-                [CallVerdict::Deny, CallVerdict::Reject, CallVerdict::Approve]
-                    .into_iter()
-                    .map(|v| {
-                        let mut picks: Picks = [None; 2];
-                        for (i, pick) in picks.iter_mut().enumerate() {
-                            if awaiting & (1 << i) != 0 {
-                                *pick = Some(v);
-                            }
-                        }
-                        resume(self.decision_of(
-                            &DecisionMsg {
-                                verdict: Verdict::Batch(picks),
-                                ..m
-                            },
-                            cp,
-                        ))
-                    })
-                    .collect()
-            }
+            (Reason::PendingBatch, _) => self.honest_batch(state, slot, cp),
             // No program waits for a callback or a resource, and every unknown outcome names
             // its call; were either to happen, no answer would be built and the run would be
             // reported stuck rather than passed over.
             _ => Vec::new(),
-        }
+        };
+        (decisions.into_iter())
+            .map(|decision| Self::resume_event(state, r, **cp, decision))
+            .collect()
+    }
+
+    /// The approver's honest decisions on `call`, awaiting approval in suspension `s`: a
+    /// denial, then an approval, each bound to the call, its arguments, its requester and
+    /// the checkpoint's revision.
+    fn honest_approvals(
+        &self,
+        state: &WorldState<L::Run>,
+        s: &Suspension,
+        call: &BoundCall,
+        requester: Name,
+        cp: &Checkpoint,
+    ) -> Vec<Decision> {
+        let approval = Approval {
+            call_id: call.call.call_id,
+            args: call.call.args,
+            requester,
+            approver: s.responsible,
+            revision: cp.revision,
+            expires_at: Self::time(state).after(u64::from(self.config.approval_ttl)),
+        };
+        vec![Decision::Deny(approval), Decision::Approve(approval)]
+    }
+
+    /// The reconciler's honest answers for `call`'s `attempt`, whose outcome is unknown:
+    /// "unknown", then the truth as the tool holds it.
+    fn honest_reconciles(&self, slot: &RunSlot<L::Run>, call: u8, attempt: u8) -> Vec<Decision> {
+        let truth = self.query_answer(call, self.truthful(slot, call, attempt));
+        [Some(QueryAnswer::Unknown), truth]
+            .into_iter()
+            .flatten()
+            .map(Decision::Reconcile)
+            .collect()
+    }
+
+    /// What an honest operator may say of run `r`'s intervention on the unresolved `call`,
+    /// "abandon" first.
+    fn honest_interventions(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        call: Option<u8>,
+    ) -> Vec<Decision> {
+        (self.honest_settlements(state, r, call).into_iter().rev())
+            .filter_map(|settle| self.intervention(call, settle))
+            .collect()
+    }
+
+    /// A batch: the approver decides every call still awaiting, all at once: deny, reject
+    /// or approve each (spec 5.5), bound to the batch's checkpoint `cp`.
+    fn honest_batch(
+        &self,
+        state: &WorldState<L::Run>,
+        slot: &RunSlot<L::Run>,
+        cp: &Checkpoint,
+    ) -> Vec<Decision> {
+        let m = DecisionMsg {
+            target: 0,
+            source: 0,
+            checkpoint: 0,
+            revision: 0,
+            party: Party::Approver,
+            verdict: Verdict::Approve,
+            expires_at: state.now.saturating_add(self.config.approval_ttl),
+            delivered: 0,
+        };
+        let awaiting = slot.run.view.awaiting;
+        [CallVerdict::Deny, CallVerdict::Reject, CallVerdict::Approve]
+            .into_iter()
+            .map(|v| {
+                let mut picks: Picks = [None; 2];
+                for (i, pick) in picks.iter_mut().enumerate() {
+                    if awaiting & (1 << i) != 0 {
+                        *pick = Some(v);
+                    }
+                }
+                let verdict = Verdict::Batch(picks);
+                self.decision_of(&DecisionMsg { verdict, ..m }, cp)
+            })
+            .collect()
     }
 
     /// The result the tool commits a proposal's key with.

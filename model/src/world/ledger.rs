@@ -6,8 +6,8 @@
 use super::cast::BATCH;
 use super::transition::Before;
 use super::{
-    book, in_flight, Answer, CallVerdict, Choice, DecisionMsg, Ending, RunSlot, Settle, Verdict,
-    Violations, Worker, World, WorldState,
+    book, in_flight, Answer, CallVerdict, Choice, DecisionMsg, Ending, RunSlot, Settle, Staged,
+    Verdict, Violations, Worker, World, WorldState,
 };
 use crate::config::Program;
 use crate::{Lifecycle, Snapshot};
@@ -210,6 +210,30 @@ impl<L: Lifecycle> World<L> {
         }
         let after = &st.next.value().snapshot;
         let mut raise = st.raise;
+        raise |= self.book_step(state, slot, &st, after);
+        if let Some(queue) = st.queue {
+            next.workers[w] = Worker::Dispatching { run: st.run, queue };
+        }
+        raise |= Self::book_resume(slot, &st);
+        raise |= self.persist(slot, &st);
+        self.follow_phase(slot, before, &st, now);
+        slot.run = st.next;
+        next.violated |= raise;
+        next.seen |= st.witness;
+        Some(next)
+    }
+
+    /// Enters what a landing step settled, decided and dispatched in the ledger, and returns
+    /// the rules it breaks (see [`Self::book_dispatch`], [`Self::batch_dispatch`] and
+    /// [`Self::batch_settled`]).
+    fn book_step(
+        &self,
+        state: &WorldState<L::Run>,
+        slot: &mut RunSlot<L::Run>,
+        st: &Staged<L::Run>,
+        after: &Snapshot,
+    ) -> Violations {
+        let mut raise = Violations::NONE;
         let was = self.batch_states(&slot.run.run);
         self.settle_books(state, slot, &st.choice, after);
         if let Choice::Decision(m) = st.choice {
@@ -224,9 +248,13 @@ impl<L: Lifecycle> World<L> {
             raise |= self.batch_dispatch(slot, call, st.edited & (1 << i) != 0);
         }
         raise |= self.batch_settled(slot, &was, &self.batch_states(&st.next.run), &st.next.view);
-        if let Some(queue) = st.queue {
-            next.workers[w] = Worker::Dispatching { run: st.run, queue };
-        }
+        raise
+    }
+
+    /// Enters a landing resume in the ledger by the checkpoint revision it was taken from,
+    /// and returns RES-2 if a resume already won from it.
+    fn book_resume(slot: &mut RunSlot<L::Run>, st: &Staged<L::Run>) -> Violations {
+        let mut raise = Violations::NONE;
         // A decision that leaves a batch awaiting others has not resumed it: every decision
         // of a batch binds to its one checkpoint, and only the last resumes (spec 5.5).
         let partial = matches!(st.choice, Choice::Decision(m) if matches!(m.verdict, Verdict::Batch(_)))
@@ -238,12 +266,18 @@ impl<L: Lifecycle> World<L> {
             }
             slot.won |= bit;
         }
+        raise
+    }
+
+    /// Persists what lands with the run: an accepted cancel, the step's audit records and its
+    /// checkpoint. Returns CAN-2 if an accepted cancel is lost.
+    fn persist(&self, slot: &mut RunSlot<L::Run>, st: &Staged<L::Run>) -> Violations {
         slot.cancelled |= st.choice == Choice::Cancel;
         let persisted = st
             .checkpoint
             .as_deref()
             .or(slot.checkpoints.last().map(|c| &**c));
-        raise |= can_2(slot.cancelled, &st.next.view, persisted);
+        let raise = can_2(slot.cancelled, &st.next.view, persisted);
         slot.audited = slot.audited.saturating_add(st.audits);
         // A batch's checkpoint, emitted again with each decision recorded, is persisted once.
         if let Some(cp) = st
@@ -252,6 +286,20 @@ impl<L: Lifecycle> World<L> {
         {
             slot.checkpoints = self.append(slot.checkpoints, cp);
         }
+        raise
+    }
+
+    /// What the slot keeps of the run across a landing step from `before`: when its
+    /// suspension began (LIVE-1), whether a crash still leaves it orphaned (REC-1), and the
+    /// framework's old config of it (REC-6).
+    fn follow_phase(
+        &self,
+        slot: &mut RunSlot<L::Run>,
+        before: &Snapshot,
+        st: &Staged<L::Run>,
+        now: u8,
+    ) {
+        let after = &st.next.value().snapshot;
         slot.waiting_since = match (&before.phase, &after.phase) {
             (Phase::Suspended(b), Phase::Suspended(a))
                 if b.since == a.since && b.reason.kind() == a.reason.kind() =>
@@ -272,10 +320,6 @@ impl<L: Lifecycle> World<L> {
         {
             slot.config = Some(st.next);
         }
-        slot.run = st.next;
-        next.violated |= raise;
-        next.seen |= st.witness;
-        Some(next)
     }
 
     /// Enters a durable dispatch in the ledger and returns the rules it breaks: a key whose

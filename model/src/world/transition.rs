@@ -6,8 +6,8 @@ use super::cast::{BATCH, GATED};
 use super::memo::{self, StepKey, Stepped};
 use super::{
     witness, Answer, CallVerdict, Choice, DecisionMsg, Dispatches, Intent, Party, Picks, Queue,
-    RunView, Settle, Shared, Staged, ToolMsg, ToolOutcome, ToolSide, Verdict, Worker, World,
-    WorldState,
+    RunSlot, RunView, Settle, Shared, Staged, ToolMsg, ToolOutcome, ToolSide, Verdict, Worker,
+    World, WorldState,
 };
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
@@ -124,6 +124,49 @@ impl<L: Lifecycle> World<L> {
         Decision::Batch { decisions }
     }
 
+    /// The resume that feeds run `r` a decision taken from `checkpoint`, with the world's
+    /// true facts in `state`.
+    pub(super) fn resume_event(
+        state: &WorldState<L::Run>,
+        r: usize,
+        checkpoint: Checkpoint,
+        decision: Decision,
+    ) -> Event {
+        Event::Resume(Resume {
+            checkpoint,
+            decision,
+            facts: Self::facts(state, r),
+        })
+    }
+
+    /// What the tool's status query says of `call`, as the kernel reads it: "committed"
+    /// carries the result the tool commits the call's key with. None if it has none.
+    pub(super) fn query_answer(&self, call: u8, answer: Answer) -> Option<QueryAnswer> {
+        Some(match answer {
+            Answer::Committed => QueryAnswer::Committed {
+                result: self.result_of(call)?,
+            },
+            Answer::NotCommitted => QueryAnswer::NotCommitted,
+            Answer::Unknown => QueryAnswer::Unknown,
+        })
+    }
+
+    /// The operator's settlement of a manual intervention on the unresolved `call`: a
+    /// committed one carries the call's result. None if there is no call or no result.
+    pub(super) fn intervention(&self, call: Option<u8>, settle: Settle) -> Option<Decision> {
+        let resolution = match settle {
+            Settle::Committed => Resolution::Committed {
+                result: self.result_of(call?)?,
+            },
+            Settle::Continue => Resolution::Continue,
+            Settle::Abandon => Resolution::Abandon,
+        };
+        Some(Decision::Intervene {
+            by: self.cast.policy.operator,
+            resolution,
+        })
+    }
+
     /// The event a choice feeds run `r`, as the world would build it in `state`.
     pub(super) fn event_of(
         &self,
@@ -131,62 +174,10 @@ impl<L: Lifecycle> World<L> {
         r: usize,
         choice: &Choice,
     ) -> Option<Event> {
-        let at = Self::time(state);
         let slot = state.runs.get(r)?;
-        let resume = |checkpoint: Checkpoint, decision: Decision| {
-            Event::Resume(Resume {
-                checkpoint,
-                decision,
-                facts: Self::facts(state, r),
-            })
-        };
-        let result_of = |call: u8| self.result_of(call);
+        let resume = |checkpoint, decision| Self::resume_event(state, r, checkpoint, decision);
         Some(match *choice {
-            Choice::Agent(Intent::Suspend(p) | Intent::SuspendSelfApproved(p)) => Event::Suspend {
-                wait: Wait::Approval {
-                    call: self.cast.proposal(p)?.call,
-                    requester: self.cast.requester,
-                    // The worker looks the call up in the run's history, in the store.
-                    prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
-                },
-                expires_at: at.after(u64::from(self.config.suspend_for)),
-                responsible: match choice {
-                    Choice::Agent(Intent::SuspendSelfApproved(_)) => self.cast.requester,
-                    _ => self.cast.approver,
-                },
-                resource_version: u64::from(slot.resource),
-            },
-            Choice::Agent(Intent::SuspendBatch) => {
-                let mut calls = Proposals::new();
-                for p in BATCH {
-                    let call = self.cast.proposal(p)?.call;
-                    calls
-                        .push(Proposal {
-                            call,
-                            requester: self.cast.requester,
-                            prior: slot.run.history.prior(&call),
-                        })
-                        .ok()?;
-                }
-                Event::Suspend {
-                    wait: Wait::Batch { calls },
-                    expires_at: at.after(u64::from(self.config.suspend_for)),
-                    responsible: self.cast.approver,
-                    resource_version: u64::from(slot.resource),
-                }
-            }
-            // The worker states the resource version the agent observed when it decided to
-            // call (spec 4.4), so a retry after "not committed" re-checks against it.
-            Choice::Agent(Intent::Dispatch(p) | Intent::Reuse(p)) => Event::Dispatch {
-                call: self.cast.proposal(p)?.call,
-                prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
-                resource_version: Some(u64::from(slot.resource)),
-            },
-            // Planned against the record before any step (`handout.rs`).
-            Choice::Agent(Intent::Renew | Intent::OldConfig | Intent::Ask) => return None,
-            Choice::Agent(Intent::Complete) => Event::Complete {
-                result: self.cast.final_result,
-            },
+            Choice::Agent(intent) => return self.agent_event(slot, Self::time(state), intent),
             Choice::Decision(m) => {
                 let source = state.runs.get(usize::from(m.source))?;
                 let cp = **source.checkpoints.get(usize::from(m.checkpoint))?;
@@ -195,7 +186,7 @@ impl<L: Lifecycle> World<L> {
             Choice::Result { call, attempt } => Event::ToolResult {
                 call_id: self.cast.proposal(call)?.call.call_id,
                 attempt,
-                result: result_of(call)?,
+                result: self.result_of(call)?,
             },
             Choice::Recover => Event::Recover,
             Choice::Expire => Event::Expire,
@@ -205,13 +196,7 @@ impl<L: Lifecycle> World<L> {
                 answer,
                 ..
             } => {
-                let answer = match answer {
-                    Answer::Committed => QueryAnswer::Committed {
-                        result: result_of(call)?,
-                    },
-                    Answer::NotCommitted => QueryAnswer::NotCommitted,
-                    Answer::Unknown => QueryAnswer::Unknown,
-                };
+                let answer = self.query_answer(call, answer)?;
                 let cp = **slot.checkpoints.get(usize::from(checkpoint))?;
                 resume(cp, Decision::Reconcile(answer))
             }
@@ -219,19 +204,65 @@ impl<L: Lifecycle> World<L> {
                 by: self.cast.owner,
             },
             Choice::Intervene { call, settle } => {
-                let resolution = match settle {
-                    Settle::Committed => Resolution::Committed {
-                        result: result_of(call?)?,
-                    },
-                    Settle::Continue => Resolution::Continue,
-                    Settle::Abandon => Resolution::Abandon,
-                };
-                let decision = Decision::Intervene {
-                    by: self.cast.policy.operator,
-                    resolution,
-                };
+                let decision = self.intervention(call, settle)?;
                 resume(**slot.checkpoints.last()?, decision)
             }
+        })
+    }
+
+    /// The event the agent program's request feeds the run in `slot` at `at`: a suspend, a
+    /// dispatch or the final result. None for a request the driver plans before any step.
+    fn agent_event(&self, slot: &RunSlot<L::Run>, at: Time, intent: Intent) -> Option<Event> {
+        Some(match intent {
+            Intent::Suspend(p) | Intent::SuspendSelfApproved(p) => Event::Suspend {
+                wait: Wait::Approval {
+                    call: self.cast.proposal(p)?.call,
+                    requester: self.cast.requester,
+                    // The worker looks the call up in the run's history, in the store.
+                    prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
+                },
+                expires_at: at.after(u64::from(self.config.suspend_for)),
+                responsible: match intent {
+                    Intent::SuspendSelfApproved(_) => self.cast.requester,
+                    _ => self.cast.approver,
+                },
+                resource_version: u64::from(slot.resource),
+            },
+            Intent::SuspendBatch => self.batch_suspend(slot, at)?,
+            // The worker states the resource version the agent observed when it decided to
+            // call (spec 4.4), so a retry after "not committed" re-checks against it.
+            Intent::Dispatch(p) | Intent::Reuse(p) => Event::Dispatch {
+                call: self.cast.proposal(p)?.call,
+                prior: slot.run.history.prior(&self.cast.proposal(p)?.call),
+                resource_version: Some(u64::from(slot.resource)),
+            },
+            // Planned against the record before any step (`handout.rs`).
+            Intent::Renew | Intent::OldConfig | Intent::Ask => return None,
+            Intent::Complete => Event::Complete {
+                result: self.cast.final_result,
+            },
+        })
+    }
+
+    /// The suspend for the batch of [`BATCH`] (spec 5.5): every call proposed by the
+    /// requester, each looked up in the run's history, for the approver to decide.
+    fn batch_suspend(&self, slot: &RunSlot<L::Run>, at: Time) -> Option<Event> {
+        let mut calls = Proposals::new();
+        for p in BATCH {
+            let call = self.cast.proposal(p)?.call;
+            calls
+                .push(Proposal {
+                    call,
+                    requester: self.cast.requester,
+                    prior: slot.run.history.prior(&call),
+                })
+                .ok()?;
+        }
+        Some(Event::Suspend {
+            wait: Wait::Batch { calls },
+            expires_at: at.after(u64::from(self.config.suspend_for)),
+            responsible: self.cast.approver,
+            resource_version: u64::from(slot.resource),
         })
     }
 
@@ -281,32 +312,7 @@ impl<L: Lifecycle> World<L> {
         }
         Some(match choice {
             Choice::Decision(m) => {
-                let mut taken = remove_one(&mut next.decisions, &m)?;
-                if taken.delivered > 0 {
-                    next.budgets.duplicates = next.budgets.duplicates.checked_sub(1)?;
-                }
-                taken.delivered = taken.delivered.saturating_add(1);
-                insert_sorted(&mut next.decisions, taken);
-                // A batch's decisions all bind to the checkpoint it opened with, so one is
-                // stale only once the batch has left its suspension.
-                let open_batch = matches!(m.verdict, Verdict::Batch(_))
-                    && before.reason == Some(ReasonKind::PendingBatch);
-                if m.target == m.source && u64::from(m.revision) < before.revision && !open_batch {
-                    next.seen |= witness::STALE_ARRIVED;
-                }
-                if at > Time(u64::from(m.expires_at)) {
-                    next.seen |= witness::EXPIRED_APPROVAL;
-                }
-                // Only a suspended run has an expiry.
-                if before.expires_at.is_some_and(|expires_at| at > expires_at) {
-                    next.seen |= witness::AFTER_EXPIRY;
-                }
-                // A resume value handed to the node's interrupt for the gated call, and fed
-                // by the core, accepted or refused (spec RES-8).
-                if self.config.questions > 0 && before.reason == Some(ReasonKind::PendingApproval) {
-                    let slot = next.runs.get_mut(r)?;
-                    slot.fed = slot.fed.saturating_add(1).min(3);
-                }
+                self.deliver_decision(next, r, before, at, m)?;
                 true
             }
             Choice::Result { call, attempt } => {
@@ -323,18 +329,7 @@ impl<L: Lifecycle> World<L> {
                 attempt,
                 answer: Answer::NotCommitted,
                 ..
-            } => {
-                // The query itself is a durable act at the tool: it records its answer and, if
-                // the tool fences, the attempt can no longer commit.
-                let bit = ToolSide::bit(self.cast.key_of(call)?, attempt);
-                let tool = &mut next.runs.get_mut(r)?.tool;
-                let was = *tool;
-                tool.denied_commit |= bit;
-                if self.config.query_fences {
-                    tool.fenced |= bit;
-                }
-                *tool != was
-            }
+            } => self.record_query(next, r, call, attempt)?,
             Choice::Cancel => {
                 next.budgets.cancels = next.budgets.cancels.checked_sub(1)?;
                 true
@@ -346,6 +341,66 @@ impl<L: Lifecycle> World<L> {
             }
             _ => false,
         })
+    }
+
+    /// Delivers decision `m` to run `r`: counts it delivered once more (a second delivery
+    /// uses a duplicate), notes what it arrives too late for, and counts a resume value fed
+    /// to the gated call's interrupt (RES-8). None if it is not on its way.
+    fn deliver_decision(
+        &self,
+        next: &mut WorldState<L::Run>,
+        r: usize,
+        before: &RunView,
+        at: Time,
+        m: DecisionMsg,
+    ) -> Option<()> {
+        let mut taken = remove_one(&mut next.decisions, &m)?;
+        if taken.delivered > 0 {
+            next.budgets.duplicates = next.budgets.duplicates.checked_sub(1)?;
+        }
+        taken.delivered = taken.delivered.saturating_add(1);
+        insert_sorted(&mut next.decisions, taken);
+        // A batch's decisions all bind to the checkpoint it opened with, so one is
+        // stale only once the batch has left its suspension.
+        let open_batch = matches!(m.verdict, Verdict::Batch(_))
+            && before.reason == Some(ReasonKind::PendingBatch);
+        if m.target == m.source && u64::from(m.revision) < before.revision && !open_batch {
+            next.seen |= witness::STALE_ARRIVED;
+        }
+        if at > Time(u64::from(m.expires_at)) {
+            next.seen |= witness::EXPIRED_APPROVAL;
+        }
+        // Only a suspended run has an expiry.
+        if before.expires_at.is_some_and(|expires_at| at > expires_at) {
+            next.seen |= witness::AFTER_EXPIRY;
+        }
+        // A resume value handed to the node's interrupt for the gated call, and fed
+        // by the core, accepted or refused (spec RES-8).
+        if self.config.questions > 0 && before.reason == Some(ReasonKind::PendingApproval) {
+            let slot = next.runs.get_mut(r)?;
+            slot.fed = slot.fed.saturating_add(1).min(3);
+        }
+        Some(())
+    }
+
+    /// A "not committed" answer to the status query of `call`'s `attempt`, a durable act at
+    /// the tool: it records its answer and, if the tool fences, the attempt can no longer
+    /// commit. Returns whether the tool's side changed.
+    fn record_query(
+        &self,
+        next: &mut WorldState<L::Run>,
+        r: usize,
+        call: u8,
+        attempt: u8,
+    ) -> Option<bool> {
+        let bit = ToolSide::bit(self.cast.key_of(call)?, attempt);
+        let tool = &mut next.runs.get_mut(r)?.tool;
+        let was = *tool;
+        tool.denied_commit |= bit;
+        if self.config.query_fences {
+            tool.fenced |= bit;
+        }
+        Some(*tool != was)
     }
 
     /// A worker reads run `r`, feeds it the chosen input and keeps the step it computed. Inputs

@@ -8,7 +8,8 @@
 //
 // - a node runs again from its start on every resume, and LangGraph hands its `interrupt()`
 //   calls the answers given so far, in order. The gate consumes as many of them as the core
-//   counted for the call (`answers`), so the node's next `interrupt()` gets its own answer;
+//   counted for the call (`answers`), and no more than LangGraph holds, so the node's next
+//   `interrupt()` gets its own answer;
 // - the core's `ask` becomes an `interrupt()` whose value is the request (and, after a
 //   refusal, `refused` and `message`); the resume value is fed to the core as it is;
 // - a run that cannot go on throws: `Ended` (`Denied` for a denial, `cause: 'expired'` for a
@@ -112,10 +113,15 @@ class ApprovalGate {
   /**
    * Consumes `n` answers LangGraph hands back to this node's earlier `interrupt()` calls
    * (already fed), so that the next `interrupt()` gets a new one. A handed-back message that
-   * is not a decision was never counted and is skipped too.
+   * is not a decision was never counted and is skipped too. It stops where no answer is among
+   * the values LangGraph still holds (a node resumed from an old config, or run again anew,
+   * holds fewer than the core counted): it never interrupts in the place of an answer already
+   * fed, nor takes a later question's answer.
    */
   skip(n, shown) {
     for (let i = 0; i < n; i += 1) {
+      const held = heldValues(this.interrupt);
+      if (held !== null && held.every((v) => this.notADecision(v))) return;
       const replayed = this.interrupt(shown);
       if (this.notADecision(replayed)) i -= 1;
     }
@@ -129,6 +135,27 @@ class ApprovalGate {
   /** The run's audit log and its anchor, for `resumable validate --key-file K --anchor A`. */
   log() {
     return this.driver.log();
+  }
+}
+
+/**
+ * The values LangGraph holds for the node's next `interrupt()` calls, in order: the resume
+ * values past its interrupt counter, then the resume pending for it (LangGraph.js 1.x's
+ * scratchpad, read as its `interrupt()` reads it). `null` where they cannot be read: an
+ * `interrupt` other than LangGraph's, outside a graph, or a LangGraph laid out otherwise.
+ */
+function heldValues(interrupt) {
+  try {
+    const lg = require('@langchain/langgraph');
+    if (interrupt !== lg.interrupt) return null;
+    const pad = lg.getConfig()?.configurable?.__pregel_scratchpad;
+    if (!pad || !Array.isArray(pad.resume) || typeof pad.interruptCounter !== 'number') return null;
+    const next = pad.interruptCounter + 1;
+    const held = pad.resume.slice(next);
+    if (pad.nullResume !== undefined && next <= pad.resume.length) held.push(pad.nullResume);
+    return held;
+  } catch {
+    return null;
   }
 }
 

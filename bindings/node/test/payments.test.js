@@ -215,6 +215,29 @@ for (const saver of ['memory', 'sqlite']) {
       assert.equal(a.ledger.commits(), 1);
       assertValidates(a.gate('t-1').log(), KEY);
     });
+
+    test('gate: the same payment asked again in a new run of the node asks its second question', async () => {
+      const a = app({ saver });
+      a.ticks = 1;
+      const request = await start(a);
+      a.ticks = 2;
+      // Two answers fed and counted: a self-approval (refused), then the approval.
+      await resume(a, gate.approve(request, 'agent', 90));
+      let r = await resume(a, gate.approve(request, 'alice', 90));
+      assert.deepEqual(pausedOn(r), { question: 'notify the payee?' });
+      r = await resume(a, 'yes');
+      assert.equal(r.receipt, 'receipt-1');
+      // The same payment again on the thread: a new run of the node, which LangGraph hands
+      // none of the two answers. The gate skips only what LangGraph holds, so the node's next
+      // interrupt() is its second question, not a prompt in the place of an answer fed.
+      r = await a.graph.invoke(PAY_BOB, cfg('t-1'));
+      assert.deepEqual(pausedOn(r), { question: 'notify the payee?' });
+      r = await resume(a, 'no');
+      assert.equal(r.notify, 'no');
+      assert.equal(r.receipt, 'receipt-1');
+      assert.equal(a.ledger.commits(), 1);
+      assertValidates(a.gate('t-1').log(), KEY);
+    });
   });
 }
 

@@ -78,6 +78,26 @@ def test_approved_pays_once_and_the_second_question_gets_its_own_answer(tmp_path
     app.validate(resumable_bin)
 
 
+def test_the_same_payment_in_a_new_run_of_the_node_asks_its_second_question(
+    tmp_path, resumable_bin
+) -> None:
+    app = App(tmp_path)
+    shown = interrupt_value(app.start())
+    # Two answers fed and counted: a self-approval (refused), then the approval.
+    refused = interrupt_value(app.resume(gate.approve(shown, "agent", app.clock.now + 600)))
+    assert refused["refused"]["rejection"]["rejection"] == "self_approval"
+    question = interrupt_value(app.resume(app.approval(shown)))
+    assert question == {"question": "notify the payee?"}
+    assert app.resume("yes")["notify"] == "yes"
+    # The same payment again on the thread: a new run of the node, which LangGraph hands none
+    # of the two answers; its second question is asked, and gets its own answer.
+    assert interrupt_value(app.start()) == {"question": "notify the payee?"}
+    out = app.resume("no")
+    assert out["notify"] == "no" and out["status"] == "paid"
+    assert app.paid() == [{"to": "bob", "amount": 50}]
+    app.validate(resumable_bin)
+
+
 def test_state_changed_to_999_before_the_resume_is_refused_never_paid(tmp_path, resumable_bin) -> None:
     app = App(tmp_path)
     shown = interrupt_value(app.start())

@@ -155,15 +155,25 @@ class ApprovalGate:
         """Consumes the resume values LangGraph hands back for the answers already fed, until
         as many as the core counted (``answers``) are behind, so that the next ``interrupt()``
         gets its own answer (spec RES-8). A value that is no answer was never counted, and is
-        skipped uncounted. It stops where LangGraph holds no more values (a node resumed from
-        an old config holds fewer than the core counted since): it never asks in their place."""
+        skipped uncounted. It stops where no answer is among the values LangGraph still holds
+        (a node resumed from an old config, or run again anew, holds fewer than the core
+        counted): it never asks in their place, nor takes a later question's answer."""
         while consumed < answers:
-            if self.interrupt is _graph_interrupt() and _next_resume_value() is None:
+            if self.interrupt is _graph_interrupt() and not self._answer_held():
                 break
             replayed = self.interrupt({"request": request, "replayed": True})
-            if json.loads(_native.driver_is_answer(self._message(replayed))):
+            if self._is_answer(replayed):
                 consumed += 1
         return consumed
+
+    def _answer_held(self) -> bool:
+        """Whether an answer is among the values LangGraph still holds for the node's next
+        ``interrupt()`` calls (``True`` where they cannot be read)."""
+        held = _held_resume_values()
+        return held is None or any(self._is_answer(v) for v in held)
+
+    def _is_answer(self, value: Any) -> bool:
+        return bool(json.loads(_native.driver_is_answer(self._message(value))))
 
     def _take_leftover(self, call_id: str) -> None:
         """Answers to this call that LangGraph still holds for the node (resumed from an old
@@ -188,9 +198,10 @@ class ApprovalGate:
             return json.dumps(repr(value))
 
 
-def _next_resume_value() -> Any:
-    """The value the node's next ``interrupt()`` would return, or ``None`` (LangGraph 1.x's
-    scratchpad: the resume values at the interrupt counter, else the pending resume)."""
+def _held_resume_values() -> Optional[list[Any]]:
+    """The values the node's next ``interrupt()`` calls would return, in order, or ``None``
+    where they cannot be read (LangGraph 1.x's scratchpad: the resume values from the interrupt
+    counter on, then the pending resume)."""
     try:
         from langgraph.config import get_config
 
@@ -199,13 +210,20 @@ def _next_resume_value() -> Any:
             return None
         counter = getattr(pad.interrupt_counter, "_counter", None)
         index = 0 if counter is None else int(repr(counter.__self__)[len("count("):-1])
-        if index < len(pad.resume):
-            return pad.resume[index]
+        held = list(pad.resume[index:])
         pending = pad.get_null_resume(False)
         # Once taken, the pending resume is the last of the resume values (the same object).
-        return None if pad.resume and pending is pad.resume[-1] else pending
+        if pending is not None and not (pad.resume and pending is pad.resume[-1]):
+            held.append(pending)
+        return held
     except Exception:  # noqa: BLE001 - outside a graph, or a LangGraph laid out otherwise
         return None
+
+
+def _next_resume_value() -> Any:
+    """The value the node's next ``interrupt()`` would return, or ``None``."""
+    held = _held_resume_values()
+    return held[0] if held else None
 
 
 def _graph_interrupt() -> Callable[[Any], Any]:

@@ -9,12 +9,13 @@ answer, checked against a ledger the tool writes outside the graph:
 - nothing is paid after the expiry of the approval request that bound it;
 - the second question receives only its own answers (never an approval object, nor a
   value sent to the gate);
-- nobody is asked in the place of an answer already given (a replayed value's prompt);
+- nobody is asked in the place of an answer already given (a replayed value's prompt), and
+  the second question's answer ends the node (it is never taken by the gate);
 - every run's audit log validates (``resumable validate --key-file --anchor``).
 
-Seeded (``derandomize=True``) and sized for CI. The same machine is run against three
+Seeded (``derandomize=True``) and sized for CI. The same machine is run against four
 deliberately broken gates (test-only subclasses: two reproduce the previous release's
-behaviours, one skips replayed values past those LangGraph holds), and Hypothesis must find a
+behaviours, one skips replayed values past those LangGraph holds, one skips any value it holds), and Hypothesis must find a
 failure in each."""
 
 from __future__ import annotations
@@ -194,6 +195,8 @@ class PaymentsMachine(RuleBasedStateMachine):
         self.answers += 1
         self.clock.now += 1
         self.invoke(thread, Command(resume=f"answer #{self.answers}"))
+        # The node's last interrupt is answered: it ends, its answer never taken by the gate.
+        assert self.pending[thread] is None, f"the question's answer went elsewhere: {self.pending}"
 
     @invariant()
     def each_tool_key_commits_once_with_its_first_arguments(self) -> None:
@@ -288,6 +291,15 @@ class SkipsPastTheEndGate(gate.ApprovalGate):
         return consumed
 
 
+class SkipsAnyHeldValueGate(gate.ApprovalGate):
+    """A gate that skips while LangGraph holds any value, answer or not: in a new run of the
+    node, the second question's answer is taken for a replayed one."""
+
+    def _answer_held(self) -> bool:
+        held = gate._held_resume_values()
+        return held is None or len(held) > 0
+
+
 def machine(gate_class: type[gate.ApprovalGate], resumable_bin: str,
             kills: bool = False) -> Any:
     return type(f"{gate_class.__name__}Machine", (PaymentsMachine,),
@@ -307,7 +319,8 @@ def test_the_gate_holds_every_invariant_across_sigkill(resumable_bin: str) -> No
 
 @pytest.mark.parametrize("broken,found", [(CurrentArgumentsGate, "no approval bound|after expiry"),
                                           (AnswerTimeGate, "no approval bound|after expiry"),
-                                          (SkipsPastTheEndGate, "replayed answer")])
+                                          (SkipsPastTheEndGate, "replayed answer"),
+                                          (SkipsAnyHeldValueGate, "went elsewhere")])
 def test_hypothesis_finds_each_broken_gate(broken: Any, found: str, resumable_bin: str) -> None:
     with pytest.raises(AssertionError, match=found):
         run_state_machine_as_test(machine(broken, resumable_bin),

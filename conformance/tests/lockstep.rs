@@ -14,56 +14,46 @@ use resumable_model::checker::{Checkable, PropertyList, Verdict};
 use resumable_model::properties::names;
 use resumable_model::reference::Reference;
 use resumable_model::Kernel;
+use resumable_testkit::batch::{self, honest, policy, AGENT, ALICE, VERSION};
+use resumable_testkit::{at, resume_with};
 use stateright::Model;
-
-const REQUESTER: Name = Name::lit("agent");
-const APPROVER: Name = Name::lit("alice");
-const RESOURCE_VERSION: u64 = 7;
 
 fn session() -> Session<Kernel, Reference> {
     let identity = Identity {
-        tenant: Name::lit("acme"),
-        session: Name::lit("s-1"),
-        run: Name::lit("run-1"),
         definition: Name::lit("publisher@1"),
+        ..batch::identity()
     };
-    let policy = Policy {
-        operator: Name::lit("ops"),
-        reconcile_window: 10,
-        allowed: resumable_kernel::Allowed::ALL,
-    };
-    Session::new(kernel_and_reference(), identity, policy, Time(0)).expect("a valid policy")
+    Session::new(
+        kernel_and_reference(),
+        identity,
+        policy(Allowed::ALL),
+        Time(0),
+    )
+    .expect("a valid policy")
 }
 
+/// A call to `publish`, a deduping tool allowing two attempts.
 fn call(id: &str) -> Call {
+    let contract = ToolContract {
+        max_attempts: 2,
+        ..batch::DEDUPES
+    };
     Call {
-        call_id: Name::new(id).unwrap(),
         tool: Name::lit("publish"),
-        args: Digest::of(id.as_bytes()),
-        key: IdempotencyKey::new(&format!("key-{id}")).unwrap(),
-        contract: ToolContract {
-            dedupes: true,
-            query_fences: false,
-            max_attempts: 2,
-            ..ToolContract::default()
-        },
+        ..batch::call(id, contract)
     }
-}
-
-fn at(t: u64, event: Event) -> Input {
-    Input { at: Time(t), event }
 }
 
 fn suspend_for_approval(c: Call) -> Event {
     Event::Suspend {
         wait: Wait::Approval {
             call: c,
-            requester: REQUESTER,
+            requester: AGENT,
             prior: Prior::NONE,
         },
         expires_at: Time(20),
-        responsible: APPROVER,
-        resource_version: RESOURCE_VERSION,
+        responsible: ALICE,
+        resource_version: VERSION,
     }
 }
 
@@ -71,23 +61,15 @@ fn approval(cp: &Checkpoint, c: &Call) -> Approval {
     Approval {
         call_id: c.call_id,
         args: c.args,
-        requester: REQUESTER,
-        approver: APPROVER,
+        requester: AGENT,
+        approver: ALICE,
         revision: cp.revision,
         expires_at: Time(30),
     }
 }
 
 fn resume(cp: Checkpoint, decision: Decision) -> Event {
-    Event::Resume(Resume {
-        checkpoint: cp,
-        decision,
-        facts: Facts {
-            resource_version: RESOURCE_VERSION,
-            permitted: true,
-            within_budget: true,
-        },
-    })
+    resume_with(cp, decision, honest())
 }
 
 /// The checkpoint both machines persisted for the last input; the step fails if either
@@ -193,7 +175,7 @@ fn suspended_suspend_is_refused_alike_by_kernel_and_reference() {
             },
             expires_at: Time(20),
             responsible: Name::lit("partner"),
-            resource_version: RESOURCE_VERSION,
+            resource_version: VERSION,
         },
     ));
     // The agent whose first request's reply was lost asks again.

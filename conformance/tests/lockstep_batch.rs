@@ -13,61 +13,7 @@ use resumable_conformance::lockstep::{kernel_and_reference, Said, Session};
 use resumable_kernel::*;
 use resumable_model::reference::Reference;
 use resumable_model::Kernel;
-
-const AGENT: Name = Name::lit("agent");
-const ALICE: Name = Name::lit("alice");
-const OPS: Name = Name::lit("ops");
-const VERSION: u64 = 7;
-
-/// A tool that dedupes and whose query does not fence.
-const DEDUPES: ToolContract = ToolContract {
-    dedupes: true,
-    query_fences: false,
-    max_attempts: 3,
-    allowed: Allowed::TOOL_DEFAULT,
-};
-
-/// A tool whose query fences and that does not dedupe.
-const FENCES: ToolContract = ToolContract {
-    dedupes: false,
-    query_fences: true,
-    max_attempts: 3,
-    allowed: Allowed::TOOL_DEFAULT,
-};
-
-/// An "ask the user" tool: a person may answer in its place.
-const ASKS: ToolContract = ToolContract {
-    dedupes: true,
-    query_fences: false,
-    max_attempts: 3,
-    allowed: Allowed::ALL,
-};
-
-fn call(id: &str, contract: ToolContract) -> Call {
-    Call {
-        call_id: Name::new(id).unwrap(),
-        tool: Name::lit("tool"),
-        args: Digest::of(id.as_bytes()),
-        key: IdempotencyKey::new(&format!("key-{id}")).unwrap(),
-        contract,
-    }
-}
-
-fn proposal(c: Call) -> Proposal {
-    Proposal {
-        call: c,
-        requester: AGENT,
-        prior: Prior::NONE,
-    }
-}
-
-fn honest() -> Facts {
-    Facts {
-        resource_version: VERSION,
-        permitted: true,
-        within_budget: true,
-    }
-}
+use resumable_testkit::batch::*;
 
 /// One batch session: the pair, its clock, and the last checkpoint both persisted.
 struct Story {
@@ -82,18 +28,7 @@ impl Story {
     }
 
     fn with_policy(allowed: Allowed) -> Story {
-        let identity = Identity {
-            tenant: Name::lit("acme"),
-            session: Name::lit("s-1"),
-            run: Name::lit("run-1"),
-            definition: Name::lit("agent@1"),
-        };
-        let policy = Policy {
-            operator: OPS,
-            reconcile_window: 10,
-            allowed,
-        };
-        let s = Session::new(kernel_and_reference(), identity, policy, Time(0)).unwrap();
+        let s = Session::new(kernel_and_reference(), identity(), policy(allowed), Time(0)).unwrap();
         Story {
             s,
             now: 0,
@@ -167,45 +102,24 @@ impl Story {
     }
 
     fn suspend(&mut self, calls: &[Proposal]) -> Event {
-        Event::Suspend {
-            wait: Wait::Batch {
-                calls: Proposals::of(calls).unwrap(),
-            },
-            expires_at: Time(self.now + 50),
-            responsible: ALICE,
-            resource_version: VERSION,
-        }
+        suspend_until(calls, self.now + 50)
     }
 
     /// A decision on `c`, bound to the latest checkpoint.
     fn decision(&self, c: &Call, verdict: Verdict) -> CallDecision {
-        CallDecision {
-            approval: Approval {
-                call_id: c.call_id,
-                args: c.args,
-                requester: AGENT,
-                approver: ALICE,
-                revision: self.checkpoint().revision,
-                expires_at: Time(1_000),
-            },
-            verdict,
-        }
+        decision(&self.checkpoint(), c, verdict)
     }
 
     fn decide(&self, decisions: &[CallDecision]) -> Event {
-        self.decide_with(decisions, honest())
+        decide(&self.checkpoint(), decisions)
     }
 
     fn decide_with(&self, decisions: &[CallDecision], facts: Facts) -> Event {
-        resume_on(self.checkpoint(), decisions, facts)
+        decide_with(&self.checkpoint(), decisions, facts)
     }
 
     fn reconcile(&self, answer: QueryAnswer) -> Event {
-        Event::Resume(Resume {
-            checkpoint: self.checkpoint(),
-            decision: Decision::Reconcile(answer),
-            facts: honest(),
-        })
+        reconcile(&self.checkpoint(), answer)
     }
 
     fn intervene(&self, resolution: Resolution) -> Event {
@@ -222,49 +136,6 @@ impl Story {
     fn done(&self) {
         assert!(self.s.divergence().is_none());
         assert!(self.s.rows().iter().all(|r| r.agreed));
-    }
-}
-
-fn resume_on(cp: Checkpoint, decisions: &[CallDecision], facts: Facts) -> Event {
-    Event::Resume(Resume {
-        checkpoint: cp,
-        decision: Decision::Batch {
-            decisions: Decisions::of(decisions).unwrap(),
-        },
-        facts,
-    })
-}
-
-fn result(c: &Call, attempt: u8) -> Event {
-    Event::ToolResult {
-        call_id: c.call_id,
-        attempt,
-        result: Digest::of(b"done"),
-    }
-}
-
-fn reject() -> Verdict {
-    Verdict::Reject {
-        reason: Digest::of(b"not this"),
-    }
-}
-
-fn edit() -> Verdict {
-    Verdict::Edit {
-        args: Digest::of(b"the approver's arguments"),
-    }
-}
-
-fn respond() -> Verdict {
-    Verdict::Respond {
-        result: Digest::of(b"Tuesday"),
-    }
-}
-
-fn in_flight() -> SlotState {
-    SlotState::InFlight {
-        attempt: 0,
-        dispatches: 1,
     }
 }
 
@@ -313,7 +184,7 @@ fn decisions_one_at_a_time_bind_to_one_checkpoint_and_resume_the_batch_together(
     assert_eq!(fx.dispatches().count(), 2, "a and the edited b, together");
     assert_eq!(
         fx.dispatches().nth(1).map(|d| d.args),
-        Some(Digest::of(b"the approver's arguments"))
+        Some(Digest::of(b"edited"))
     );
     assert_eq!(
         st.states(),
@@ -634,16 +505,7 @@ fn a_suspension_no_decision_could_answer_is_refused_alike() {
     // A tool whose approver may only edit: not when an earlier call bound its key.
     let mut st = Story::new();
     let e = only(&[Edit], call("e", DEDUPES));
-    let bound = Proposal {
-        prior: Prior {
-            call_id_used: false,
-            key: Some(KeyUse {
-                args: e.args,
-                committed: false,
-            }),
-        },
-        ..proposal(e)
-    };
+    let bound = proposal_key_used(e, e.args, false);
     let ev = st.suspend(&[bound]);
     assert_eq!(
         st.refuse(ev),
@@ -699,16 +561,7 @@ fn suspending_for_a_batch_refuses_empty_duplicate_self_approved_and_reused_calls
         st.refuse(ev),
         Rejection::CallIdReused { call_id: b.call_id }
     );
-    let conflicting = Proposal {
-        prior: Prior {
-            call_id_used: false,
-            key: Some(KeyUse {
-                args: Digest::of(b"other"),
-                committed: false,
-            }),
-        },
-        ..proposal(b)
-    };
+    let conflicting = proposal_key_used(b, Digest::of(b"other"), false);
     let ev = st.suspend(&[proposal(a), conflicting]);
     assert_eq!(st.refuse(ev), Rejection::KeyConflict { key: b.key });
     let zero = Call {
@@ -741,16 +594,7 @@ fn suspending_for_a_batch_refuses_empty_duplicate_self_approved_and_reused_calls
 fn batch_decisions_that_do_not_bind_are_refused_with_their_evidence() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
     let mut st = Story::new();
-    let used_b = Proposal {
-        prior: Prior {
-            call_id_used: false,
-            key: Some(KeyUse {
-                args: b.args,
-                committed: false,
-            }),
-        },
-        ..proposal(b)
-    };
+    let used_b = proposal_key_used(b, b.args, false);
     let ev = st.suspend(&[proposal(a), used_b]);
     st.accept(ev);
     let cp = st.checkpoint();
@@ -842,7 +686,7 @@ fn batch_decisions_that_do_not_bind_are_refused_with_their_evidence() {
     }
     .seal();
     assert!(matches!(
-        st.refuse(resume_on(future, &[good], honest())),
+        st.refuse(decide_with(&future, &[good], honest())),
         Rejection::FutureRevision { .. }
     ));
     let forged = Checkpoint {
@@ -851,7 +695,7 @@ fn batch_decisions_that_do_not_bind_are_refused_with_their_evidence() {
     }
     .seal();
     assert!(matches!(
-        st.refuse(resume_on(forged, &[good], honest())),
+        st.refuse(decide_with(&forged, &[good], honest())),
         Rejection::CheckpointMismatch { .. }
     ));
     let later = Checkpoint {
@@ -860,7 +704,7 @@ fn batch_decisions_that_do_not_bind_are_refused_with_their_evidence() {
     }
     .seal();
     assert!(matches!(
-        st.refuse(resume_on(later, &[good], honest())),
+        st.refuse(decide_with(&later, &[good], honest())),
         Rejection::CheckpointMismatch { .. }
     ));
     let expired = st.decide(&[good]);
@@ -986,7 +830,7 @@ fn results_in_reverse_order_then_a_second_batch_replaces_the_first() {
     );
     st.accept(result(&a, 0));
     // The decisions' duplicate, after the batch left its suspension.
-    let late = resume_on(first, &both, honest());
+    let late = decide_with(&first, &both, honest());
     let refused = st.refuse(late);
     assert!(matches!(
         refused,
@@ -1200,10 +1044,7 @@ fn a_batch_of_one_is_approved_dispatched_and_answered() {
     let ev = st.suspend(&[proposal(a)]);
     st.accept(ev);
     let fx = st.accept(st.decide(&[st.decision(&a, edit())]));
-    assert_eq!(
-        fx.dispatch().map(|d| d.args),
-        Some(Digest::of(b"the approver's arguments"))
-    );
+    assert_eq!(fx.dispatch().map(|d| d.args), Some(Digest::of(b"edited")));
     st.accept(Event::Recover);
     st.accept(st.reconcile(QueryAnswer::NotCommitted));
     st.accept(result(&a, 1));
@@ -1402,16 +1243,16 @@ fn checkpoints_other_than_the_batchs_are_refused_alike_while_it_is_partly_decide
     }
     .seal();
     let decision = [st.decision(&call("d", DEDUPES), Verdict::Approve)];
-    let refused = st.refuse(resume_on(future, &decision, honest()));
+    let refused = st.refuse(decide_with(&future, &decision, honest()));
     assert!(matches!(refused, Rejection::StaleRevision { .. }));
     let far = Checkpoint {
         revision: Revision(open.revision.0 + 5),
         ..open
     }
     .seal();
-    let refused = st.refuse(resume_on(far, &decision, honest()));
+    let refused = st.refuse(decide_with(&far, &decision, honest()));
     assert!(matches!(refused, Rejection::FutureRevision { .. }));
-    let refused = st.refuse(resume_on(cp, &decision, honest()));
+    let refused = st.refuse(decide_with(&cp, &decision, honest()));
     assert!(matches!(
         refused,
         Rejection::AlreadyResumed { .. } | Rejection::StaleRevision { .. }

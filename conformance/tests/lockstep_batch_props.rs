@@ -16,11 +16,7 @@ use resumable_conformance::lockstep::{kernel_and_reference, Said, Session};
 use resumable_kernel::*;
 use resumable_model::reference::Reference;
 use resumable_model::Kernel;
-
-const AGENT: Name = Name::lit("agent");
-const ALICE: Name = Name::lit("alice");
-const OPS: Name = Name::lit("ops");
-const VERSION: u64 = 7;
+use resumable_testkit::batch::{identity, policy, AGENT, ALICE, OPS, VERSION};
 
 /// One step of a generated session, interpreted against the run as it stands.
 #[derive(Clone, Debug)]
@@ -121,18 +117,11 @@ fn contract(fences: bool, asks: bool) -> ToolContract {
 
 impl Driver {
     fn new() -> Driver {
-        let identity = Identity {
-            tenant: Name::lit("acme"),
-            session: Name::lit("s-1"),
-            run: Name::lit("run-1"),
-            definition: Name::lit("agent@1"),
-        };
         let policy = Policy {
-            operator: OPS,
             reconcile_window: 5,
-            allowed: Allowed::ALL,
+            ..policy(Allowed::ALL)
         };
-        let s = Session::new(kernel_and_reference(), identity, policy, Time(0)).unwrap();
+        let s = Session::new(kernel_and_reference(), identity(), policy, Time(0)).unwrap();
         Driver {
             s,
             now: 0,

@@ -205,19 +205,10 @@ fn probes_catch_a_reference_without_identity_check_that_the_world_alone_misses()
 #[test]
 fn after_a_divergence_the_pair_asks_neither_machine_and_follows_its_lead() {
     use resumable_conformance::lockstep::{Said, Session, Side};
-    use resumable_kernel::{Name, Wait};
+    use resumable_kernel::{Allowed, Name, Wait};
+    use resumable_testkit::batch;
     let pair = Pair::new(Kernel, Reference::broken(Variant::DoubleSuspend));
-    let identity = Identity {
-        tenant: Name::lit("t"),
-        session: Name::lit("s"),
-        run: Name::lit("r"),
-        definition: Name::lit("d@1"),
-    };
-    let policy = Policy {
-        operator: Name::lit("ops"),
-        reconcile_window: 10,
-        allowed: resumable_kernel::Allowed::ALL,
-    };
+    let (identity, policy) = (batch::identity(), batch::policy(Allowed::ALL));
     let mut s = Session::new(pair.clone(), identity, policy, Time(0)).expect("a valid policy");
     let wait = |callback| Event::Suspend {
         wait: Wait::Callback {

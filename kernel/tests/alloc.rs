@@ -8,9 +8,8 @@
     reason = "a counting global allocator forwards to the system one"
 )]
 
-mod common;
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -95,17 +94,7 @@ fn every_path_steps_without_a_heap_allocation() {
     let run = t.expect("reconcile is accepted").next;
 
     let next_call = call("call-2", "notify:demo", "idem-notify");
-    let (t, n) = counted(
-        &run,
-        &at(
-            5,
-            Event::Dispatch {
-                call: next_call,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (t, n) = counted(&run, &at(5, first_dispatch(next_call)));
     seen.push(("dispatch", n));
     let run = t.expect("dispatch is accepted").next;
 

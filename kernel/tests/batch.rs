@@ -1,9 +1,7 @@
 //! Batches of calls (spec 5.5): BAT-1 to BAT-5 and POL-1, rule by rule.
 
-mod common;
-
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 fn proposal(c: Call) -> Proposal {
     Proposal {

@@ -2,10 +2,9 @@
 //! verifying (CKP-2), the schema gate and the explicit migrations from versions 1 and 2
 //! (CKP-3), and decoding from JSON bytes.
 
-mod common;
-use common::*;
 use resumable_kernel::checkpoint::{self, decode_json, DecodeError, Decoded, MigrationError};
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 /// The approval fixture's checkpoint: run-approval suspended at t1 (r1) until t50.
 fn approval_checkpoint() -> (Run, Checkpoint, Call) {
@@ -21,28 +20,6 @@ fn as_v2(cp: &Checkpoint) -> CheckpointV2 {
         identity: cp.identity,
         revision: cp.revision,
         resource_version: cp.resource_version,
-        reason: cp.reason,
-        next_intent: cp.next_intent,
-        pending: cp.pending,
-        key_digest: cp.key_digest,
-        requester: cp.requester,
-        waiting_on: cp.waiting_on,
-        expires_at: cp.expires_at,
-        responsible: cp.responsible,
-        created_at: cp.created_at,
-        digest: Digest::default(),
-    }
-    .seal()
-}
-
-/// The version 1 checkpoint holding the same facts as `cp`.
-fn as_v1(cp: &Checkpoint) -> CheckpointV1 {
-    CheckpointV1 {
-        schema_version: SCHEMA_V1,
-        tenant: cp.identity.tenant,
-        session: cp.identity.session,
-        run: cp.identity.run,
-        revision: cp.revision,
         reason: cp.reason,
         next_intent: cp.next_intent,
         pending: cp.pending,

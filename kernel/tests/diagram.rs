@@ -8,10 +8,9 @@
 //! decoder and be what the kernel writes.
 #![cfg(feature = "json")]
 
-mod common;
-use common::*;
 use resumable_kernel::checkpoint::{decode_json, Decoded};
 use resumable_kernel::*;
+use resumable_testkit::*;
 use std::collections::BTreeSet;
 
 /// A diagram edge: from-state, event kind, to-state.
@@ -64,18 +63,7 @@ fn state_of(run: &Run) -> String {
 
 /// A run with `c` dispatched and its answer outstanding: running, with a call in flight.
 fn dispatching(c: Call) -> Run {
-    accept(
-        &new_run("run-dispatch"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    )
-    .0
+    accept(&new_run("run-dispatch"), at(1, first_dispatch(c))).0
 }
 
 /// A run suspended on `wait`, with `responsible` as the party who must act.
@@ -380,11 +368,7 @@ fn candidates(run: &Run) -> Vec<(String, Input)> {
         ("fences", contract(false, true)),
         ("neither", contract(false, false)),
     ] {
-        let dispatch = Event::Dispatch {
-            call: fresh(c),
-            prior: Prior::NONE,
-            resource_version: None,
-        };
+        let dispatch = first_dispatch(fresh(c));
         out.push((format!("dispatch:{label}"), input(dispatch)));
     }
     // A tool result answers the call in flight, when there is one (a batch's first).

@@ -1,9 +1,8 @@
 //! The running phase with a call in flight: the intent is durable and the driver has been told
 //! to dispatch. Every input kind, accepted with its exact transition or refused exactly.
 
-mod common;
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 fn answer(c: &Call, attempt: u8, result: &[u8]) -> Event {
     Event::ToolResult {
@@ -20,15 +19,7 @@ fn dispatching_tool_result_records_the_result_with_the_next_revision() {
     let (next, fx) = accept(&call_in_flight(c), at(2, answer(&c, 0, b"ok")));
     assert_eq!(next.phase(), &Phase::Running { in_flight: None });
     assert_eq!(next.revision(), Revision(2));
-    assert_eq!(
-        next.last_call(),
-        Some(&CallOutcome {
-            call_id: c.call_id,
-            key: c.key,
-            args: c.args,
-            result: Digest::of(b"ok"),
-        })
-    );
+    assert_eq!(next.last_call(), Some(&outcome(&c, Digest::of(b"ok"))));
     assert_eq!(
         effects(&fx),
         vec![
@@ -60,15 +51,7 @@ fn after_a_result_the_steps_that_record_none_spend_no_key_again() {
     );
     assert_eq!(fx.history(), None);
     assert_eq!(waiting.last_call(), after.last_call());
-    let (_, fx) = accept(
-        &after,
-        at(
-            3,
-            Event::Complete {
-                result: Digest::of(b"done"),
-            },
-        ),
-    );
+    let (_, fx) = accept(&after, at(3, complete(b"done")));
     assert_eq!(fx.history(), None);
 }
 
@@ -133,15 +116,7 @@ fn dispatching_recover_suspends_with_an_unknown_outcome_and_queries_the_tool() {
     // REC-1: a restart never re-dispatches; it asks the tool's status query.
     let c = publish();
     let (next, fx) = accept(&call_in_flight(c), at(7, Event::Recover));
-    let expected = Suspension {
-        reason: Reason::OutcomeUnknown {
-            in_flight: in_flight(c, 0, 1),
-            cancelled_by: None,
-        },
-        since: Time(7),
-        expires_at: Time(7 + WINDOW),
-        responsible: OPERATOR,
-    };
+    let expected = unknown_outcome(c, 7, None);
     assert_eq!(next.phase(), &Phase::Suspended(expected));
     let reason = Some(ReasonKind::OutcomeUnknown);
     assert_eq!(
@@ -159,15 +134,7 @@ fn dispatching_cancel_waits_for_reconciliation() {
     // CAN-1: the effect may have happened; the cancel takes effect once it is reconciled.
     let c = publish();
     let (next, fx) = accept(&call_in_flight(c), at(2, Event::Cancel { by: CANCELLER }));
-    let expected = Suspension {
-        reason: Reason::OutcomeUnknown {
-            in_flight: in_flight(c, 0, 1),
-            cancelled_by: Some(CANCELLER),
-        },
-        since: Time(2),
-        expires_at: Time(2 + WINDOW),
-        responsible: OPERATOR,
-    };
+    let expected = unknown_outcome(c, 2, Some(CANCELLER));
     assert_eq!(next.phase(), &Phase::Suspended(expected));
     let reason = Some(ReasonKind::OutcomeUnknown);
     assert_eq!(
@@ -187,17 +154,9 @@ fn dispatching_suspend_dispatch_complete_and_fail_wait_for_the_answer() {
     let fresh = call("call-2", "notify:demo", "idem-2");
     let refused = [
         suspend_for_approval(fresh, 50),
-        Event::Dispatch {
-            call: fresh,
-            prior: Prior::NONE,
-            resource_version: None,
-        },
-        Event::Complete {
-            result: Digest::of(b"r"),
-        },
-        Event::Fail {
-            code: Name::lit("E1"),
-        },
+        first_dispatch(fresh),
+        complete(b"r"),
+        fail("E1"),
     ];
     for event in refused {
         assert_eq!(
@@ -243,18 +202,7 @@ fn dispatching_resume_is_rejected_as_not_suspended() {
 fn dispatching_input_from_the_past_is_rejected() {
     // CLK-1 applies before the in-flight rules.
     let c = publish();
-    let run = accept(
-        &new_run("run-in-flight"),
-        at(
-            5,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    )
-    .0;
+    let run = accept(&new_run("run-in-flight"), at(5, first_dispatch(c))).0;
     for event in [answer(&c, 0, b"ok"), Event::Recover, Event::Expire] {
         assert_eq!(
             reject(&run, at(4, event)),
@@ -308,28 +256,8 @@ fn dispatching_commands_carry_a_tool_key_namespaced_by_the_run() {
     // KEY-3: two runs that use one key never share the tool's dedupe record or fence; one
     // run's retries keep theirs.
     let c = publish();
-    let a = accept(
-        &new_run("run-a"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
-    let b = accept(
-        &new_run("run-b"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let a = accept(&new_run("run-a"), at(1, first_dispatch(c)));
+    let b = accept(&new_run("run-b"), at(1, first_dispatch(c)));
     let (ka, kb) = (
         a.1.dispatch().unwrap().tool_key,
         b.1.dispatch().unwrap().tool_key,

@@ -1,9 +1,8 @@
 //! What a run needs next and when its next timer falls due (`Run::next`, `Run::deadline`):
 //! read off the run alone, and always in agreement with what `step` accepts.
 
-mod common;
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 #[test]
 fn running_idle_run_waits_on_the_agent_and_has_no_deadline() {
@@ -16,17 +15,7 @@ fn running_idle_run_waits_on_the_agent_and_has_no_deadline() {
 fn running_call_in_flight_names_the_dispatch_the_step_emitted() {
     // WAL-1, KEY-3: the outstanding dispatch is exactly the command the dispatch emitted.
     let c = publish();
-    let (run, fx) = accept(
-        &new_run("run-next"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (run, fx) = accept(&new_run("run-next"), at(1, first_dispatch(c)));
     assert_eq!(
         run.next(),
         Next::Result {

@@ -15,11 +15,10 @@
 //! Every property runs 2,000 cases from a fixed seed, so a failure reproduces exactly; change
 //! `SEED` to explore further.
 
-mod common;
-use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::{RngSeed, TestCaseError, TestRunner};
 use resumable_kernel::*;
+use resumable_testkit::*;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 

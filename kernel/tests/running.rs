@@ -1,9 +1,8 @@
 //! The running phase with nothing in flight: every input kind, accepted with its exact
 //! transition or refused with its exact rejection.
 
-mod common;
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 fn running() -> Run {
     new_run("run-a")
@@ -11,18 +10,7 @@ fn running() -> Run {
 
 /// A run that has recorded the result of `c` (dispatched at t1, answered at t2): revision 2.
 fn after_result_of(c: Call) -> Run {
-    let run = accept(
-        &running(),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    )
-    .0;
+    let run = accept(&running(), at(1, first_dispatch(c))).0;
     let answer = Event::ToolResult {
         call_id: c.call_id,
         attempt: 0,
@@ -238,17 +226,7 @@ fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
     // WAL-1: the in-flight intent is in `next`, stored before the driver dispatches.
     let c = publish();
     let run = running();
-    let (next, fx) = accept(
-        &run,
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (next, fx) = accept(&run, at(1, first_dispatch(c)));
     assert_eq!(
         next.phase(),
         &Phase::Running {
@@ -270,17 +248,7 @@ fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
 fn running_dispatch_of_a_call_allowing_no_attempt_is_rejected() {
     let c = with_contract(publish(), true, true, 0);
     assert_eq!(
-        reject(
-            &running(),
-            at(
-                1,
-                Event::Dispatch {
-                    call: c,
-                    prior: Prior::NONE,
-                    resource_version: None
-                }
-            )
-        ),
+        reject(&running(), at(1, first_dispatch(c))),
         Rejection::NoAttemptsAllowed
     );
 }
@@ -365,18 +333,7 @@ fn running_dispatch_reusing_a_key_a_person_dropped_with_the_same_arguments_is_ac
     // KEY-1 binds the key to its payload, and the key never committed: a person made sure
     // of it and went ahead ("continue"), so the same request may go out again.
     let c = publish();
-    let run = accept(
-        &running(),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    )
-    .0;
+    let run = accept(&running(), at(1, first_dispatch(c))).0;
     let run = accept(&run, at(2, Event::Recover)).0;
     let cp = Checkpoint::of(&run).unwrap();
     let unknown = Decision::Reconcile(QueryAnswer::Unknown);
@@ -513,22 +470,7 @@ fn running_expire_is_rejected_as_not_suspended() {
 #[test]
 fn running_cancel_fails_the_run_as_cancelled() {
     let (next, fx) = accept(&running(), at(1, Event::Cancel { by: CANCELLER }));
-    assert_eq!(
-        next.phase(),
-        &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
-    );
-    assert_eq!(next.revision(), Revision(1));
-    assert_eq!(
-        effects(&fx),
-        vec![audit(
-            1,
-            1,
-            EventKind::Cancel,
-            None,
-            PhaseKind::Failed,
-            None
-        )]
-    );
+    assert_cancelled(&next, &fx, 1, 1);
 }
 
 #[test]
@@ -565,18 +507,7 @@ fn running_input_of_any_kind_from_the_past_is_rejected() {
     // CLK-1: a run at t5 refuses every kind of input dated t4.
     let c = publish();
     let (_, cp) = pending(c);
-    let run = accept(
-        &new_run("run-approval"),
-        at(
-            5,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    )
-    .0;
+    let run = accept(&new_run("run-approval"), at(5, first_dispatch(c))).0;
     let run = accept(
         &run,
         at(
@@ -608,18 +539,7 @@ fn running_input_of_any_kind_from_the_past_is_rejected() {
 #[test]
 fn running_input_at_the_same_time_as_the_last_is_accepted() {
     // CLK-1 forbids going backwards, not standing still: several inputs may share a tick.
-    let run = accept(
-        &running(),
-        at(
-            5,
-            Event::Dispatch {
-                call: publish(),
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    )
-    .0;
+    let run = accept(&running(), at(5, first_dispatch(publish()))).0;
     let answer = Event::ToolResult {
         call_id: publish().call_id,
         attempt: 0,
@@ -648,18 +568,7 @@ fn running_input_at_the_end_of_the_revision_counter_is_rejected() {
 
 #[test]
 fn running_input_from_the_past_at_the_end_of_the_revision_counter_reports_the_clock_first() {
-    let run = accept(
-        &running(),
-        at(
-            5,
-            Event::Dispatch {
-                call: publish(),
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    )
-    .0;
+    let run = accept(&running(), at(5, first_dispatch(publish()))).0;
     let answer = Event::ToolResult {
         call_id: publish().call_id,
         attempt: 0,
@@ -687,14 +596,7 @@ fn running_run_stepped_in_place_is_unchanged_by_a_rejection() {
         })
     );
     assert_eq!(run, before);
-    let fx = run.apply(&at(
-        1,
-        Event::Dispatch {
-            call: publish(),
-            prior: Prior::NONE,
-            resource_version: None,
-        },
-    ));
+    let fx = run.apply(&at(1, first_dispatch(publish())));
     assert!(fx.is_ok());
     assert_eq!(run.revision(), Revision(1));
 }
@@ -788,18 +690,7 @@ fn running_dispatch_trusts_the_prior_it_is_given() {
     // and the validator, which sees the whole history, refutes it there.
     let first = publish();
     let run = after_result_of(first);
-    assert!(step(
-        &run,
-        &at(
-            3,
-            Event::Dispatch {
-                call: first,
-                prior: Prior::NONE,
-                resource_version: None
-            }
-        )
-    )
-    .is_ok());
+    assert!(step(&run, &at(3, first_dispatch(first))).is_ok());
 }
 
 #[test]

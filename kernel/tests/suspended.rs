@@ -1,9 +1,8 @@
 //! The suspended phase, for every reason: every input kind but resume (see the
 //! `suspended_*` files for resumes), accepted with its exact transition or refused exactly.
 
-mod common;
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 /// One suspended run of every reason (and of the variants an unknown outcome and a manual
 /// intervention take), with the reason's name and the suspension's expiry.
@@ -72,19 +71,7 @@ fn suspended_suspend_is_rejected_as_already_suspended() {
 fn suspended_dispatch_complete_and_fail_are_rejected_as_not_running() {
     let fresh = call("call-2", "notify:demo", "idem-2");
     for case in every_reason() {
-        let refused = [
-            Event::Dispatch {
-                call: fresh,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-            Event::Complete {
-                result: Digest::of(b"r"),
-            },
-            Event::Fail {
-                code: Name::lit("E1"),
-            },
-        ];
+        let refused = [first_dispatch(fresh), complete(b"r"), fail("E1")];
         for event in refused {
             assert_eq!(
                 reject(&case.run, at(10, event)),
@@ -276,21 +263,7 @@ fn suspended_cancel_fails_an_approval_callback_resource_or_person_wait() {
     ];
     for run in waits {
         let (next, fx) = accept(&run, at(5, Event::Cancel { by: CANCELLER }));
-        assert_eq!(
-            next.phase(),
-            &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
-        );
-        assert_eq!(
-            effects(&fx),
-            vec![audit(
-                2,
-                5,
-                EventKind::Cancel,
-                None,
-                PhaseKind::Failed,
-                None
-            )]
-        );
+        assert_cancelled(&next, &fx, 2, 5);
     }
 }
 
@@ -301,15 +274,7 @@ fn suspended_cancel_of_an_unknown_outcome_waits_for_the_reconcile_answer() {
     let c = publish();
     let (run, _) = outcome_unknown(c);
     let (next, fx) = accept(&run, at(5, Event::Cancel { by: CANCELLER }));
-    let expected = Suspension {
-        reason: Reason::OutcomeUnknown {
-            in_flight: in_flight(c, 0, 1),
-            cancelled_by: Some(CANCELLER),
-        },
-        since: Time(2),
-        expires_at: Time(2 + WINDOW),
-        responsible: OPERATOR,
-    };
+    let expected = unknown_outcome(c, 2, Some(CANCELLER));
     assert_eq!(next.phase(), &Phase::Suspended(expected));
     let reason = Some(ReasonKind::OutcomeUnknown);
     assert_eq!(

@@ -1,9 +1,8 @@
 //! Suspended for approval: approve and deny, and every way an approval fails to bind to the
 //! pending call (APR-1 to APR-4), with the checks in their order.
 
-mod common;
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 /// A run suspended at t1 (r1, until t50) for approval of `publish()` by [`APPROVER`].
 fn fixture() -> (Run, Checkpoint, Call, Approval) {
@@ -11,18 +10,6 @@ fn fixture() -> (Run, Checkpoint, Call, Approval) {
     let (run, cp) = pending(c);
     let granted = approval(&cp, &c);
     (run, cp, c, granted)
-}
-
-fn with_facts(cp: Checkpoint, decision: Decision, permitted: bool, within_budget: bool) -> Event {
-    Event::Resume(Resume {
-        checkpoint: cp,
-        decision,
-        facts: Facts {
-            resource_version: cp.resource_version,
-            permitted,
-            within_budget,
-        },
-    })
 }
 
 #[test]

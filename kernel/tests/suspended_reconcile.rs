@@ -2,9 +2,8 @@
 //! (REC-2, REC-3, REC-4), the attempt bound, answers after the resource moved (RES-3), and a
 //! cancel while in flight (CAN-1, CAN-2).
 
-mod common;
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 const DEDUPES: (bool, bool) = (true, false);
 const FENCES: (bool, bool) = (false, true);
@@ -23,18 +22,6 @@ fn committed() -> QueryAnswer {
     QueryAnswer::Committed {
         result: Digest::of(b"committed"),
     }
-}
-
-fn with_facts(cp: Checkpoint, decision: Decision, permitted: bool, within_budget: bool) -> Event {
-    Event::Resume(Resume {
-        checkpoint: cp,
-        decision,
-        facts: Facts {
-            resource_version: cp.resource_version,
-            permitted,
-            within_budget,
-        },
-    })
 }
 
 /// The reconcile resume's audit record at r3, t3 (the unknown outcome is at r2, t2).
@@ -77,12 +64,7 @@ fn suspended_reconcile_committed_records_the_result_and_never_dispatches_again()
         assert_eq!(next.phase(), &Phase::Running { in_flight: None });
         assert_eq!(
             next.last_call(),
-            Some(&CallOutcome {
-                call_id: c.call_id,
-                key: c.key,
-                args: c.args,
-                result: Digest::of(b"committed")
-            })
+            Some(&outcome(&c, Digest::of(b"committed")))
         );
         assert_eq!(
             effects(&fx),

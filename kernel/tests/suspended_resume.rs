@@ -3,9 +3,8 @@
 //! shown to fire, and to fire before the next one. Decision-specific checks live in the
 //! `suspended_approval`, `suspended_wait` and `suspended_reconcile` files.
 
-mod common;
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 /// The approval fixture: a run suspended at t1 (r1, until t50) for approval of `publish()`.
 fn fixture() -> (Run, Checkpoint, Call) {
@@ -581,17 +580,7 @@ fn suspended_resume_duplicate_of_the_winning_decision_is_already_applied() {
         result: Digest::of(b"ok"),
     };
     let (run, _) = accept(&run, at(3, answer));
-    let (run, _) = accept(
-        &run,
-        at(
-            4,
-            Event::Dispatch {
-                call: call("c-2", "t", "k-2"),
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (run, _) = accept(&run, at(4, first_dispatch(call("c-2", "t", "k-2"))));
     assert_eq!(run.revision(), Revision(4));
     assert_eq!(reject(&run, at(5, resume(cp, approve(&cp, &c)))), won);
 }

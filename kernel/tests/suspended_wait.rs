@@ -2,21 +2,8 @@
 //! reason, how each is refused (RES-6, RES-7, REC-4), and which of them a moved resource holds
 //! back (RES-3).
 
-mod common;
-use common::*;
 use resumable_kernel::*;
-
-fn with_facts(cp: Checkpoint, decision: Decision, permitted: bool, within_budget: bool) -> Event {
-    Event::Resume(Resume {
-        checkpoint: cp,
-        decision,
-        facts: Facts {
-            resource_version: cp.resource_version,
-            permitted,
-            within_budget,
-        },
-    })
-}
+use resumable_testkit::*;
 
 fn callback(name: Name) -> Decision {
     Decision::Callback {
@@ -280,15 +267,7 @@ fn suspended_intervention_on_an_unresolved_effect_records_a_commit_without_dispa
     let decision = intervene(OPERATOR, Resolution::Committed { result });
     let (next, fx) = accept(&run, at(5, with_facts(cp, decision, false, false)));
     assert_eq!(next.phase(), &Phase::Running { in_flight: None });
-    assert_eq!(
-        next.last_call(),
-        Some(&CallOutcome {
-            call_id: c.call_id,
-            key: c.key,
-            args: c.args,
-            result
-        })
-    );
+    assert_eq!(next.last_call(), Some(&outcome(&c, result)));
     assert_eq!(
         effects(&fx),
         vec![

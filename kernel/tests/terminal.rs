@@ -1,9 +1,8 @@
 //! The terminal phases, completed and failed (for every cause): every input kind is refused
 //! (INV-1), after the identity check of a resume (ID-1) and before the clock (CLK-1).
 
-mod common;
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 /// A checkpoint sealed for `run`'s identity at its revision: one that passes identity, so
 /// the terminal check is what answers.

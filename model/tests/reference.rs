@@ -7,73 +7,78 @@ use resumable_kernel::*;
 use resumable_model::reference::{RefRun, Reference, Status};
 use resumable_model::variant::Variant;
 use resumable_model::Lifecycle;
+use resumable_testkit::{self as kit, Machine};
+use resumable_testkit::{
+    approval, at, call, checkpoint_of, contract, first_dispatch, identity, outcome,
+};
+use resumable_testkit::{resume, resume_with, suspend_for_approval};
+use resumable_testkit::{APPROVER, OPERATOR, REQUESTER, WINDOW};
 
 // -------------------------------------------------------------------------------------------
-// Fixtures: the seed's run and call, and builders for inputs.
+// Fixtures: the testkit's, on the reference machine, and builders of its own.
 // -------------------------------------------------------------------------------------------
 
 const REF: Reference = Reference::new();
-const OPERATOR: Name = Name::lit("ops");
-const APPROVER: Name = Name::lit("approver");
-const REQUESTER: Name = Name::lit("agent");
-const WINDOW: u64 = 100;
 
-fn identity(run: &str) -> Identity {
-    Identity {
-        tenant: Name::lit("tenant-a"),
-        session: Name::lit("session-1"),
-        run: Name::new(run).unwrap(),
-        definition: Name::lit("demo@1"),
+/// The reference machine, or one of its variants, as the testkit's scenarios drive it.
+struct On<'a>(&'a Reference);
+
+impl Machine for On<'_> {
+    type Run = RefRun;
+
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Result<RefRun, PolicyError> {
+        self.0.create(identity, policy, at)
+    }
+
+    fn step(&self, run: &RefRun, input: &Input) -> Result<(RefRun, Effects), Rejection> {
+        self.0.step(run, input)
+    }
+
+    fn phase(&self, run: &RefRun) -> Phase {
+        run.phase()
+    }
+
+    fn revision(&self, run: &RefRun) -> Revision {
+        run.revision
     }
 }
 
 fn new_run(run: &str) -> RefRun {
-    REF.create(
-        identity(run),
-        Policy {
-            operator: OPERATOR,
-            reconcile_window: WINDOW,
-            allowed: resumable_kernel::Allowed::ALL,
-        },
-        Time(0),
-    )
-    .expect("the window is not 0")
+    kit::new_run_on(&On(&REF), run)
 }
 
-fn contract(dedupes: bool, query_fences: bool) -> ToolContract {
-    ToolContract {
-        dedupes,
-        query_fences,
-        max_attempts: 3,
-        ..ToolContract::default()
-    }
+fn accept_on(m: &Reference, run: &RefRun, input: Input) -> (RefRun, Effects) {
+    kit::accept_on(&On(m), run, input)
 }
 
-fn call(call_id: &str, tool: &str, key: &str) -> Call {
-    Call {
-        call_id: Name::new(call_id).unwrap(),
-        tool: Name::new(tool).unwrap(),
-        args: Digest::of(tool.as_bytes()),
-        key: IdempotencyKey::new(key).unwrap(),
-        contract: contract(true, false),
-    }
+fn reject_on(m: &Reference, run: &RefRun, input: Input) -> Rejection {
+    kit::reject_on(&On(m), run, input)
 }
 
-fn at(t: u64, event: Event) -> Input {
-    Input { at: Time(t), event }
+fn accept(run: &RefRun, input: Input) -> (RefRun, Effects) {
+    accept_on(&REF, run, input)
 }
 
-fn suspend_for_approval(c: Call, expires_at: u64) -> Event {
-    Event::Suspend {
-        wait: Wait::Approval {
-            call: c,
-            requester: REQUESTER,
-            prior: Prior::NONE,
-        },
-        expires_at: Time(expires_at),
-        responsible: APPROVER,
-        resource_version: 1,
-    }
+fn reject(run: &RefRun, input: Input) -> Rejection {
+    reject_on(&REF, run, input)
+}
+
+/// A run suspended at t1 for approval of `c`, expiring at t50, with its checkpoint.
+fn pending(c: Call) -> (RefRun, Checkpoint) {
+    kit::pending_on(&On(&REF), c)
+}
+
+/// A run whose dispatch of `c` (at t1) was in flight when the worker restarted (at t2).
+fn outcome_unknown(c: Call) -> (RefRun, Checkpoint) {
+    kit::outcome_unknown_on(&On(&REF), c)
+}
+
+fn reason_of(run: &RefRun) -> Option<ReasonKind> {
+    kit::reason_on(&On(&REF), run)
 }
 
 fn suspend_for_callback(callback: &str, expires_at: u64) -> Event {
@@ -87,91 +92,11 @@ fn suspend_for_callback(callback: &str, expires_at: u64) -> Event {
     }
 }
 
-fn approval(cp: &Checkpoint, c: &Call) -> Approval {
-    Approval {
-        call_id: c.call_id,
-        args: c.args,
-        requester: REQUESTER,
-        approver: APPROVER,
-        revision: cp.revision,
-        expires_at: Time(1_000),
-    }
-}
-
 fn facts_for(cp: &Checkpoint) -> Facts {
     Facts {
         resource_version: cp.resource_version,
         permitted: true,
         within_budget: true,
-    }
-}
-
-/// A resume from `cp` with facts that agree with it.
-fn resume(cp: Checkpoint, decision: Decision) -> Event {
-    resume_with(cp, decision, facts_for(&cp))
-}
-
-fn resume_with(cp: Checkpoint, decision: Decision, facts: Facts) -> Event {
-    Event::Resume(Resume {
-        checkpoint: cp,
-        decision,
-        facts,
-    })
-}
-
-fn accept_on(m: &Reference, run: &RefRun, input: Input) -> (RefRun, Effects) {
-    match m.step(run, &input) {
-        Ok(t) => t,
-        Err(r) => panic!("{}: expected acceptance of {input:?}, got {r:?}", m.name()),
-    }
-}
-
-fn reject_on(m: &Reference, run: &RefRun, input: Input) -> Rejection {
-    match m.step(run, &input) {
-        Ok(t) => panic!("{}: expected a rejection of {input:?}, got {t:?}", m.name()),
-        Err(r) => r,
-    }
-}
-
-fn accept(run: &RefRun, input: Input) -> (RefRun, Effects) {
-    accept_on(&REF, run, input)
-}
-
-fn reject(run: &RefRun, input: Input) -> Rejection {
-    reject_on(&REF, run, input)
-}
-
-fn checkpoint_of(fx: &Effects) -> Checkpoint {
-    *fx.checkpoint().expect("a suspension persists a checkpoint")
-}
-
-/// A run suspended at t1 for approval of `c`, expiring at t50, with its checkpoint.
-fn pending(c: Call) -> (RefRun, Checkpoint) {
-    let (run, fx) = accept(&new_run("run-approval"), at(1, suspend_for_approval(c, 50)));
-    (run, checkpoint_of(&fx))
-}
-
-/// A run whose dispatch of `c` (at t1) was in flight when the worker restarted (at t2).
-fn outcome_unknown(c: Call) -> (RefRun, Checkpoint) {
-    let (run, _) = accept(
-        &new_run("run-unknown"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
-    let (run, fx) = accept(&run, at(2, Event::Recover));
-    (run, checkpoint_of(&fx))
-}
-
-fn reason_of(run: &RefRun) -> Option<ReasonKind> {
-    match run.status {
-        Status::Suspended(s) => Some(s.reason.kind()),
-        _ => None,
     }
 }
 
@@ -197,109 +122,12 @@ fn kinds(fx: &Effects) -> Vec<&'static str> {
 }
 
 // -------------------------------------------------------------------------------------------
-// The seed's simulation: the same steps, the same verdicts.
+// The seed's simulation: the same steps, the same verdicts (the testkit's scenario).
 // -------------------------------------------------------------------------------------------
 
 #[test]
 fn seed_simulation_verdicts_are_reproduced() {
-    let publish = call("call-1", "publish:demo", "idem-run-approval");
-    let run = new_run("run-approval");
-
-    // Suspended at revision 1, with the idempotency key bound to the arguments.
-    let (run, fx) = accept(&run, at(1, suspend_for_approval(publish, 50)));
-    let checkpoint = checkpoint_of(&fx);
-    assert_eq!(reason_of(&run), Some(ReasonKind::PendingApproval));
-    assert_eq!(checkpoint.revision, Revision(1));
-    assert_eq!(
-        checkpoint.key_digest,
-        Some(checkpoint::key_digest(
-            &IdempotencyKey::lit("idem-run-approval"),
-            &publish.args
-        ))
-    );
-
-    // A second suspend while one is pending is refused.
-    let again = call("call-2", "publish:again", "idem-run-approval-2");
-    assert_eq!(
-        reject(&run, at(2, suspend_for_approval(again, 50))),
-        Rejection::AlreadySuspended {
-            reason: ReasonKind::PendingApproval
-        }
-    );
-
-    let approve = |cp: &Checkpoint| Decision::Approve(approval(cp, &publish));
-
-    // Another run's checkpoint (resealed, so only identity differs) is refused.
-    let mut other_run = checkpoint;
-    other_run.identity.run = Name::lit("run-other");
-    let other_run = other_run.seal();
-    assert_eq!(
-        reject(&run, at(2, resume(other_run, approve(&other_run)))),
-        Rejection::IdentityMismatch {
-            field: IdentityField::Run
-        }
-    );
-
-    // A checkpoint naming another action is refused.
-    let mut other_action = checkpoint;
-    other_action.pending = other_action.pending.map(|p| PendingCall {
-        tool: Name::lit("delete:demo"),
-        ..p
-    });
-    let other_action = other_action.seal();
-    assert_eq!(
-        reject(&run, at(2, resume(other_action, approve(&other_action)))),
-        Rejection::CheckpointMismatch {
-            field: CheckpointField::PendingCall
-        }
-    );
-
-    // A checkpoint of an older revision is refused.
-    let mut old = checkpoint;
-    old.revision = Revision(0);
-    let old = old.seal();
-    assert_eq!(
-        reject(&run, at(2, resume(old, approve(&old)))),
-        Rejection::StaleRevision {
-            current: Revision(1),
-            got: Revision(0)
-        }
-    );
-
-    // Approved: dispatched once, under the original key; running at revision 2.
-    let (run, fx) = accept(&run, at(2, resume(checkpoint, approve(&checkpoint))));
-    let sent = dispatches(&fx);
-    assert_eq!(sent.len(), 1);
-    assert_eq!(
-        (sent[0].tool, sent[0].key),
-        (
-            Name::lit("publish:demo"),
-            IdempotencyKey::lit("idem-run-approval")
-        )
-    );
-    assert_eq!(run.phase().kind(), PhaseKind::Running);
-    assert_eq!(run.revision, Revision(2));
-
-    // The same approval again is a duplicate of the winner, not a second execution.
-    assert_eq!(
-        reject(&run, at(3, resume(checkpoint, approve(&checkpoint)))),
-        Rejection::AlreadyApplied {
-            from: Revision(1),
-            to: Revision(2)
-        }
-    );
-
-    // An unknown reconcile answer keeps the run suspended, for manual intervention.
-    let (unknown, cp) = outcome_unknown(call("call-9", "publish:demo", "idem-run-unknown"));
-    let (unknown, fx) = accept(
-        &unknown,
-        at(3, resume(cp, Decision::Reconcile(QueryAnswer::Unknown))),
-    );
-    assert_eq!(reason_of(&unknown), Some(ReasonKind::ManualIntervention));
-    assert!(
-        dispatches(&fx).is_empty(),
-        "an unknown outcome is never retried"
-    );
+    kit::seed_simulation(&On(&REF));
 }
 
 // -------------------------------------------------------------------------------------------
@@ -336,14 +164,7 @@ fn suspend_emits_audit_then_a_sealed_checkpoint_at_the_new_revision() {
 fn each_accepted_input_advances_the_revision_by_one_and_audits_it_once() {
     let c = call("c", "t", "k");
     let inputs = [
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
+        at(1, first_dispatch(c)),
         at(
             2,
             Event::ToolResult {
@@ -403,11 +224,7 @@ fn a_terminal_run_refuses_every_input() {
         Event::Recover,
         Event::Expire,
         suspend_for_callback("cb", 9),
-        Event::Dispatch {
-            call: call("c", "t", "k"),
-            prior: Prior::NONE,
-            resource_version: None,
-        },
+        first_dispatch(call("c", "t", "k")),
     ] {
         assert_eq!(reject(&done, at(2, event)), terminal);
     }
@@ -523,17 +340,7 @@ fn running_suspend_refuses_self_approval_before_binding_the_call() {
 #[test]
 fn dispatching_suspend_waits_for_the_call_in_flight() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(
-        &new_run("r"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (run, _) = accept(&new_run("r"), at(1, first_dispatch(c)));
     assert_eq!(
         reject(&run, at(2, suspend_for_callback("cb", 9))),
         Rejection::DispatchInFlight { call_id: c.call_id }
@@ -624,24 +431,7 @@ fn suspended_resume_passes_the_schema_gate_only_at_the_current_version() {
 fn suspended_resume_from_an_explicitly_migrated_v1_checkpoint_is_accepted() {
     let c = call("c", "t", "k");
     let (run, cp) = pending(c);
-    let v1 = CheckpointV1 {
-        schema_version: SCHEMA_V1,
-        tenant: cp.identity.tenant,
-        session: cp.identity.session,
-        run: cp.identity.run,
-        revision: cp.revision,
-        reason: cp.reason,
-        next_intent: cp.next_intent,
-        pending: cp.pending,
-        key_digest: cp.key_digest,
-        requester: cp.requester,
-        waiting_on: cp.waiting_on,
-        expires_at: cp.expires_at,
-        responsible: cp.responsible,
-        created_at: cp.created_at,
-        digest: Digest::default(),
-    }
-    .seal();
+    let v1 = kit::as_v1(&cp);
     let migrated = v1
         .migrate(cp.identity.definition, cp.resource_version)
         .and_then(|v2| v2.migrate(None))
@@ -1084,17 +874,7 @@ fn denial_fails_the_run_advances_the_revision_and_dispatches_nothing() {
 
 /// A run that dispatched `c` at t1 and recorded its result at t2.
 fn after_result(c: Call) -> RefRun {
-    let (run, _) = accept(
-        &new_run("r"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (run, _) = accept(&new_run("r"), at(1, first_dispatch(c)));
     let result = Event::ToolResult {
         call_id: c.call_id,
         attempt: 0,
@@ -1153,17 +933,7 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
         ..c
     };
     assert_eq!(
-        reject(
-            &run,
-            at(
-                3,
-                Event::Dispatch {
-                    call: zero,
-                    prior: Prior::NONE,
-                    resource_version: None
-                }
-            )
-        ),
+        reject(&run, at(3, first_dispatch(zero))),
         Rejection::NoAttemptsAllowed
     );
 }
@@ -1171,17 +941,7 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
 #[test]
 fn running_dispatch_records_the_intent_and_commands_the_call_in_one_step() {
     let c = call("c", "t", "k");
-    let (run, fx) = accept(
-        &new_run("r"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (run, fx) = accept(&new_run("r"), at(1, first_dispatch(c)));
     assert_eq!(kinds(&fx), ["audit", "history", "dispatch"]);
     let Status::AwaitingResult(f) = run.status else {
         panic!("expected a dispatch in flight, got {:?}", run.status);
@@ -1193,17 +953,7 @@ fn running_dispatch_records_the_intent_and_commands_the_call_in_one_step() {
 #[test]
 fn dispatching_result_for_another_attempt_is_rejected_and_the_right_one_is_recorded() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(
-        &new_run("r"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (run, _) = accept(&new_run("r"), at(1, first_dispatch(c)));
     let wrong = Event::ToolResult {
         call_id: c.call_id,
         attempt: 1,
@@ -1221,31 +971,13 @@ fn dispatching_result_for_another_attempt_is_rejected_and_the_right_one_is_recor
     let run = after_result(c);
     assert_eq!(run.status, Status::Running);
     let snap = run.snapshot();
-    assert_eq!(
-        snap.last_call,
-        Some(CallOutcome {
-            call_id: c.call_id,
-            key: c.key,
-            args: c.args,
-            result: Digest::of(b"ok")
-        })
-    );
+    assert_eq!(snap.last_call, Some(outcome(&c, Digest::of(b"ok"))));
 }
 
 #[test]
 fn dispatching_complete_waits_for_the_answer() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(
-        &new_run("r"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (run, _) = accept(&new_run("r"), at(1, first_dispatch(c)));
     assert_eq!(
         reject(
             &run,
@@ -1273,18 +1005,7 @@ fn dispatching_recover_suspends_for_reconcile_and_queries() {
     assert_eq!(cp.responsible, OPERATOR);
     assert_eq!(cp.expires_at, Time(2 + WINDOW));
     let (_, fx) = accept(
-        &accept(
-            &new_run("r"),
-            at(
-                1,
-                Event::Dispatch {
-                    call: c,
-                    prior: Prior::NONE,
-                    resource_version: None,
-                },
-            ),
-        )
-        .0,
+        &accept(&new_run("r"), at(1, first_dispatch(c))).0,
         at(2, Event::Recover),
     );
     assert_eq!(kinds(&fx), ["audit", "checkpoint", "query"]);
@@ -1464,17 +1185,7 @@ fn dispatching_cancel_waits_for_reconciliation_then_takes_effect() {
         contract: contract(false, true),
         ..call("c", "t", "k")
     };
-    let (run, _) = accept(
-        &new_run("r"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (run, _) = accept(&new_run("r"), at(1, first_dispatch(c)));
     let (run, fx) = accept(&run, at(2, Event::Cancel { by: OPERATOR }));
     assert_eq!(kinds(&fx), ["audit", "checkpoint", "query"]);
     assert!(matches!(
@@ -1620,17 +1331,7 @@ fn approval_not_bound_to_args_releases_a_call_whose_arguments_were_not_approved(
 #[test]
 fn retry_unknown_without_reconcile_dispatches_again_on_recover() {
     let c = call("c", "t", "k");
-    let (run, _) = accept(
-        &new_run("r"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
+    let (run, _) = accept(&new_run("r"), at(1, first_dispatch(c)));
     let (safe, fx) = accept(&run, at(2, Event::Recover));
     assert_eq!(reason_of(&safe), Some(ReasonKind::OutcomeUnknown));
     assert!(dispatches(&fx).is_empty());

@@ -6,146 +6,13 @@ use resumable_kernel::*;
 use resumable_model::reference::{RefRun, Reference, Status};
 use resumable_model::variant::Variant;
 use resumable_model::{Kernel, Lifecycle};
+use resumable_testkit::batch::*;
 
 const REF: Reference = Reference::new();
-const AGENT: Name = Name::lit("agent");
-const ALICE: Name = Name::lit("alice");
-const OPS: Name = Name::lit("ops");
-const VERSION: u64 = 7;
 
-const DEDUPES: ToolContract = ToolContract {
-    dedupes: true,
-    query_fences: false,
-    max_attempts: 3,
-    allowed: Allowed::TOOL_DEFAULT,
-};
-
-const FENCES: ToolContract = ToolContract {
-    dedupes: false,
-    query_fences: true,
-    max_attempts: 3,
-    allowed: Allowed::TOOL_DEFAULT,
-};
-
-const ASKS: ToolContract = ToolContract {
-    allowed: Allowed::ALL,
-    ..DEDUPES
-};
-
-fn identity() -> Identity {
-    Identity {
-        tenant: Name::lit("acme"),
-        session: Name::lit("s-1"),
-        run: Name::lit("run-1"),
-        definition: Name::lit("agent@1"),
-    }
-}
-
-fn policy(allowed: Allowed) -> Policy {
-    Policy {
-        operator: OPS,
-        reconcile_window: 10,
-        allowed,
-    }
-}
-
-fn call(id: &str, contract: ToolContract) -> Call {
-    Call {
-        call_id: Name::new(id).unwrap(),
-        tool: Name::lit("tool"),
-        args: Digest::of(id.as_bytes()),
-        key: IdempotencyKey::new(&format!("key-{id}")).unwrap(),
-        contract,
-    }
-}
-
-fn proposal(c: Call) -> Proposal {
-    Proposal {
-        call: c,
-        requester: AGENT,
-        prior: Prior::NONE,
-    }
-}
-
-fn honest() -> Facts {
-    Facts {
-        resource_version: VERSION,
-        permitted: true,
-        within_budget: true,
-    }
-}
-
+/// A suspend for the batch `calls`, expiring at t50.
 fn suspend(calls: &[Proposal]) -> Event {
-    Event::Suspend {
-        wait: Wait::Batch {
-            calls: Proposals::of(calls).unwrap(),
-        },
-        expires_at: Time(50),
-        responsible: ALICE,
-        resource_version: VERSION,
-    }
-}
-
-fn decision(cp: &Checkpoint, c: &Call, verdict: Verdict) -> CallDecision {
-    CallDecision {
-        approval: Approval {
-            call_id: c.call_id,
-            args: c.args,
-            requester: AGENT,
-            approver: ALICE,
-            revision: cp.revision,
-            expires_at: Time(1_000),
-        },
-        verdict,
-    }
-}
-
-fn decide(cp: &Checkpoint, decisions: &[CallDecision]) -> Event {
-    decide_with(cp, decisions, honest())
-}
-
-fn decide_with(cp: &Checkpoint, decisions: &[CallDecision], facts: Facts) -> Event {
-    Event::Resume(Resume {
-        checkpoint: *cp,
-        decision: Decision::Batch {
-            decisions: Decisions::of(decisions).unwrap(),
-        },
-        facts,
-    })
-}
-
-fn reconcile(cp: &Checkpoint, answer: QueryAnswer) -> Event {
-    Event::Resume(Resume {
-        checkpoint: *cp,
-        decision: Decision::Reconcile(answer),
-        facts: honest(),
-    })
-}
-
-fn result(c: &Call, attempt: u8) -> Event {
-    Event::ToolResult {
-        call_id: c.call_id,
-        attempt,
-        result: Digest::of(b"done"),
-    }
-}
-
-fn edit() -> Verdict {
-    Verdict::Edit {
-        args: Digest::of(b"edited"),
-    }
-}
-
-fn reject() -> Verdict {
-    Verdict::Reject {
-        reason: Digest::of(b"no"),
-    }
-}
-
-fn respond() -> Verdict {
-    Verdict::Respond {
-        result: Digest::of(b"Tuesday"),
-    }
+    suspend_until(calls, 50)
 }
 
 /// A lifecycle driven by hand: its run, its clock, its last checkpoint.
@@ -212,20 +79,6 @@ fn states(d: &Driven<Reference>) -> Vec<SlotState> {
     batch(d).slots.iter().map(|s| s.state).collect()
 }
 
-fn in_flight() -> SlotState {
-    SlotState::InFlight {
-        attempt: 0,
-        dispatches: 1,
-    }
-}
-
-fn unknown() -> SlotState {
-    SlotState::Unknown {
-        attempt: 0,
-        dispatches: 1,
-    }
-}
-
 fn suspended(run: &RefRun) -> Option<Suspension> {
     match run.status {
         Status::Suspended(s) => Some(s),
@@ -240,16 +93,7 @@ fn suspended(run: &RefRun) -> Option<Suspension> {
 #[test]
 fn running_suspend_for_a_batch_binds_each_call_and_seals_one_checkpoint() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let seen = Proposal {
-        prior: Prior {
-            call_id_used: false,
-            key: Some(KeyUse {
-                args: b.args,
-                committed: false,
-            }),
-        },
-        ..proposal(b)
-    };
+    let seen = proposal_key_used(b, b.args, false);
     let mut d = reference();
     let fx = d.accept(suspend(&[proposal(a), seen]));
     let bound: Vec<HistoryEntry> = fx.histories().copied().collect();
@@ -336,16 +180,7 @@ fn running_suspend_for_a_batch_refuses_in_the_spec_order() {
         d.refuse(suspend(&[proposal(a), mine_b])),
         Rejection::SelfApproval { party: ALICE }
     );
-    let spent = Proposal {
-        prior: Prior {
-            call_id_used: false,
-            key: Some(KeyUse {
-                args: b.args,
-                committed: true,
-            }),
-        },
-        ..proposal(b)
-    };
+    let spent = proposal_key_used(b, b.args, true);
     assert_eq!(
         d.refuse(suspend(&[proposal(a), spent])),
         Rejection::KeyCommitted { key: b.key }
@@ -382,16 +217,7 @@ fn pending_batch_decisions_are_checked_in_the_spec_order() {
         REF,
         Allowed::of(&[VerdictKind::Approve, VerdictKind::Edit, VerdictKind::Reject]),
     );
-    let seen = Proposal {
-        prior: Prior {
-            call_id_used: false,
-            key: Some(KeyUse {
-                args: b.args,
-                committed: false,
-            }),
-        },
-        ..proposal(b)
-    };
+    let seen = proposal_key_used(b, b.args, false);
     d.accept(suspend(&[proposal(a), seen]));
     let cp = d.cp();
     let good = decision(&cp, &a, Verdict::Approve);

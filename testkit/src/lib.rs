@@ -1,16 +1,25 @@
-//! Fixtures shared by the kernel's tests: the seed's run and call, and builders for inputs.
-#![allow(
-    dead_code,
-    reason = "shared by test binaries, each of which uses a part"
-)]
+//! Fixtures shared by the workspace's tests: the seed's run and call, builders for inputs and
+//! expected effects, and the scenarios every lifecycle machine must pass ([`Machine`]).
+//!
+//! Dev-only: the kernel's, the model's and conformance's tests use it; nothing else does.
+
+pub mod batch;
+mod machine;
+
+pub use machine::*;
 
 use resumable_kernel::*;
 
+/// The operator of the fixtures' policy.
 pub const OPERATOR: Name = Name::lit("ops");
+/// The approver of the seed's suspension.
 pub const APPROVER: Name = Name::lit("approver");
+/// The agent that asks for the seed's call.
 pub const REQUESTER: Name = Name::lit("agent");
+/// The fixtures' reconcile window.
 pub const WINDOW: u64 = 100;
 
+/// The seed's identity, with `run` as the run's name.
 pub fn identity(run: &str) -> Identity {
     Identity {
         tenant: Name::lit("tenant-a"),
@@ -20,19 +29,12 @@ pub fn identity(run: &str) -> Identity {
     }
 }
 
+/// A new kernel run named `run`, at t0 under the fixtures' policy.
 pub fn new_run(run: &str) -> Run {
-    Run::new(
-        identity(run),
-        Policy {
-            operator: OPERATOR,
-            reconcile_window: WINDOW,
-            allowed: resumable_kernel::Allowed::ALL,
-        },
-        Time(0),
-    )
-    .expect("the window is not 0")
+    new_run_on(&KernelMachine, run)
 }
 
+/// A tool contract of three attempts.
 pub fn contract(dedupes: bool, query_fences: bool) -> ToolContract {
     ToolContract {
         dedupes,
@@ -42,6 +44,7 @@ pub fn contract(dedupes: bool, query_fences: bool) -> ToolContract {
     }
 }
 
+/// A call to `tool` (its arguments the tool's name) of a deduping tool.
 pub fn call(call_id: &str, tool: &str, key: &str) -> Call {
     Call {
         call_id: Name::new(call_id).unwrap(),
@@ -52,10 +55,12 @@ pub fn call(call_id: &str, tool: &str, key: &str) -> Call {
     }
 }
 
+/// `event` at time `t`.
 pub fn at(t: u64, event: Event) -> Input {
     Input { at: Time(t), event }
 }
 
+/// A suspend asking [`APPROVER`] to approve `c` for [`REQUESTER`], at resource version 1.
 pub fn suspend_for_approval(c: Call, expires_at: u64) -> Event {
     Event::Suspend {
         wait: Wait::Approval {
@@ -69,6 +74,30 @@ pub fn suspend_for_approval(c: Call, expires_at: u64) -> Event {
     }
 }
 
+/// A dispatch of `c` that states no earlier use of its id or key and no resource version.
+pub fn first_dispatch(c: Call) -> Event {
+    Event::Dispatch {
+        call: c,
+        prior: Prior::NONE,
+        resource_version: None,
+    }
+}
+
+/// A completion with the digest of `result`.
+pub fn complete(result: &[u8]) -> Event {
+    Event::Complete {
+        result: Digest::of(result),
+    }
+}
+
+/// A failure with the error `code`.
+pub fn fail(code: &str) -> Event {
+    Event::Fail {
+        code: Name::new(code).unwrap(),
+    }
+}
+
+/// Facts at resource version 1: policy permits, within budget.
 pub fn facts() -> Facts {
     Facts {
         resource_version: 1,
@@ -77,6 +106,7 @@ pub fn facts() -> Facts {
     }
 }
 
+/// [`APPROVER`]'s approval of `c` at `cp`'s revision, valid until t1000.
 pub fn approval(cp: &Checkpoint, c: &Call) -> Approval {
     Approval {
         call_id: c.call_id,
@@ -91,67 +121,114 @@ pub fn approval(cp: &Checkpoint, c: &Call) -> Approval {
 /// A resume from `cp`, with facts that agree with it (current policy permits, the resource
 /// is at the version the checkpoint saw).
 pub fn resume(cp: Checkpoint, decision: Decision) -> Event {
-    Event::Resume(Resume {
-        checkpoint: cp,
-        decision,
-        facts: Facts {
-            resource_version: cp.resource_version,
-            ..facts()
-        },
-    })
+    resume_at_version(cp, decision, cp.resource_version)
 }
 
 /// A resume from `cp` whose facts report the resource at `version`: honest facts after the
 /// resource moved (or not), current policy permitting.
 pub fn resume_at_version(cp: Checkpoint, decision: Decision, version: u64) -> Event {
-    Event::Resume(Resume {
-        checkpoint: cp,
+    resume_with(
+        cp,
         decision,
-        facts: Facts {
+        Facts {
             resource_version: version,
             ..facts()
         },
+    )
+}
+
+/// A resume from `cp` with the facts given.
+pub fn resume_with(cp: Checkpoint, decision: Decision, facts: Facts) -> Event {
+    Event::Resume(Resume {
+        checkpoint: cp,
+        decision,
+        facts,
     })
 }
 
-/// Steps and expects acceptance; returns the next run and the effects.
+/// A resume from `cp` at the resource version it saw, with the policy and budget facts given.
+pub fn with_facts(
+    cp: Checkpoint,
+    decision: Decision,
+    permitted: bool,
+    within_budget: bool,
+) -> Event {
+    resume_with(
+        cp,
+        decision,
+        Facts {
+            resource_version: cp.resource_version,
+            permitted,
+            within_budget,
+        },
+    )
+}
+
+/// What a run records when `c`'s tool answers `result`.
+pub fn outcome(c: &Call, result: Digest) -> CallOutcome {
+    CallOutcome {
+        call_id: c.call_id,
+        key: c.key,
+        args: c.args,
+        result,
+    }
+}
+
+/// The suspension of a run whose dispatch of `c` (attempt 0, sent once) has an unknown
+/// outcome since `since`, for [`OPERATOR`] to reconcile within [`WINDOW`], with the cancel
+/// `cancelled_by` pending.
+pub fn unknown_outcome(c: Call, since: u64, cancelled_by: Option<Name>) -> Suspension {
+    Suspension {
+        reason: Reason::OutcomeUnknown {
+            in_flight: in_flight(c, 0, 1),
+            cancelled_by,
+        },
+        since: Time(since),
+        expires_at: Time(since + WINDOW),
+        responsible: OPERATOR,
+    }
+}
+
+/// The version 1 checkpoint holding the same facts as `cp`, sealed.
+pub fn as_v1(cp: &Checkpoint) -> CheckpointV1 {
+    CheckpointV1 {
+        schema_version: SCHEMA_V1,
+        tenant: cp.identity.tenant,
+        session: cp.identity.session,
+        run: cp.identity.run,
+        revision: cp.revision,
+        reason: cp.reason,
+        next_intent: cp.next_intent,
+        pending: cp.pending,
+        key_digest: cp.key_digest,
+        requester: cp.requester,
+        waiting_on: cp.waiting_on,
+        expires_at: cp.expires_at,
+        responsible: cp.responsible,
+        created_at: cp.created_at,
+        digest: Digest::default(),
+    }
+    .seal()
+}
+
+/// Steps the kernel and expects acceptance; returns the next run and the effects.
 pub fn accept(run: &Run, input: Input) -> (Run, Effects) {
-    match step(run, &input) {
-        Ok(t) => (t.next, t.effects),
-        Err(r) => panic!("expected acceptance of {input:?}, got {r:?}"),
-    }
+    accept_on(&KernelMachine, run, input)
 }
 
-/// Steps and expects a rejection.
+/// Steps the kernel and expects a rejection.
 pub fn reject(run: &Run, input: Input) -> Rejection {
-    match step(run, &input) {
-        Ok(t) => panic!("expected a rejection of {input:?}, got {t:?}"),
-        Err(r) => r,
-    }
+    reject_on(&KernelMachine, run, input)
 }
 
-/// A run suspended for approval of `call`, with its checkpoint.
+/// A run suspended at t1 for approval of `c`, expiring at t50, with its checkpoint.
 pub fn pending(c: Call) -> (Run, Checkpoint) {
-    let (run, fx) = accept(&new_run("run-approval"), at(1, suspend_for_approval(c, 50)));
-    (run, *fx.checkpoint().unwrap())
+    pending_on(&KernelMachine, c)
 }
 
-/// A run whose dispatch of `c` was in flight when the worker restarted.
+/// A run whose dispatch of `c` (at t1) was in flight when the worker restarted (at t2).
 pub fn outcome_unknown(c: Call) -> (Run, Checkpoint) {
-    let run = new_run("run-unknown");
-    let (run, _) = accept(
-        &run,
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    );
-    let (run, fx) = accept(&run, at(2, Event::Recover));
-    (run, *fx.checkpoint().unwrap())
+    outcome_unknown_on(&KernelMachine, c)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -180,6 +257,25 @@ pub fn audit(
         phase,
         reason,
     })
+}
+
+/// Asserts that a cancel by [`CANCELLER`] at `at` failed the run `next`, at `revision`, with
+/// its audit record as the only effect.
+pub fn assert_cancelled(next: &Run, fx: &Effects, revision: u64, at: u64) {
+    assert_eq!(
+        next.phase(),
+        &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
+    );
+    assert_eq!(next.revision(), Revision(revision));
+    let failed = audit(
+        revision,
+        at,
+        EventKind::Cancel,
+        None,
+        PhaseKind::Failed,
+        None,
+    );
+    assert_eq!(effects(fx), vec![failed]);
 }
 
 /// The checkpoint a transition into or within a suspension must persist (spec CKP-1).
@@ -245,18 +341,7 @@ pub fn publish() -> Call {
 
 /// A run at revision 1 whose dispatch of `c` (made at t1) is in flight.
 pub fn call_in_flight(c: Call) -> Run {
-    accept(
-        &new_run("run-in-flight"),
-        at(
-            1,
-            Event::Dispatch {
-                call: c,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
-    )
-    .0
+    accept(&new_run("run-in-flight"), at(1, first_dispatch(c))).0
 }
 
 /// A run suspended at t1 (revision 1) on `wait`, expiring at t50, with resource version 1.
@@ -274,8 +359,11 @@ pub fn waiting_on(wait: Wait, responsible: Name) -> (Run, Checkpoint) {
     )
 }
 
+/// The callback of [`awaiting_callback`].
 pub const CALLBACK: Name = Name::lit("webhook-7");
+/// The resource of [`awaiting_resource`].
 pub const RESOURCE: Name = Name::lit("gpu-pool");
+/// The party responsible for [`awaiting_callback`].
 pub const OWNER: Name = Name::lit("partner");
 
 /// A run waiting (since t1, until t50) for the callback [`CALLBACK`], owned by [`OWNER`].
@@ -293,6 +381,7 @@ pub fn awaiting_person() -> (Run, Checkpoint) {
     waiting_on(Wait::Intervention, OPERATOR)
 }
 
+/// Who cancels in [`cancelled_in_flight`].
 pub const CANCELLER: Name = Name::lit("user-9");
 
 /// A run whose unknown outcome for `c` (dispatched t1, recovered t2) was answered "unknown"
@@ -349,14 +438,7 @@ pub fn one_of_each_kind(cp: Checkpoint, t: u64) -> Vec<Input> {
     let fresh = call("call-fresh", "notify:demo", "idem-fresh");
     vec![
         at(t, suspend_for_approval(fresh, t + 50)),
-        at(
-            t,
-            Event::Dispatch {
-                call: fresh,
-                prior: Prior::NONE,
-                resource_version: None,
-            },
-        ),
+        at(t, first_dispatch(fresh)),
         at(
             t,
             Event::ToolResult {
@@ -372,18 +454,8 @@ pub fn one_of_each_kind(cp: Checkpoint, t: u64) -> Vec<Input> {
         ),
         at(t, Event::Expire),
         at(t, Event::Cancel { by: CANCELLER }),
-        at(
-            t,
-            Event::Complete {
-                result: Digest::of(b"r"),
-            },
-        ),
-        at(
-            t,
-            Event::Fail {
-                code: Name::lit("E1"),
-            },
-        ),
+        at(t, complete(b"r")),
+        at(t, fail("E1")),
     ]
 }
 

@@ -1,0 +1,233 @@
+//! A lifecycle machine as the shared scenarios drive it, and the scenarios themselves.
+
+use core::fmt::Debug;
+
+use resumable_kernel::*;
+
+use crate::{approval, at, call, first_dispatch, identity, resume, suspend_for_approval};
+use crate::{OPERATOR, WINDOW};
+
+/// A lifecycle machine the shared scenarios can drive: the kernel ([`KernelMachine`]), the
+/// reference machine, or one of its broken variants.
+pub trait Machine {
+    /// The machine's own run state.
+    type Run: Debug;
+
+    /// A short name for panic messages.
+    fn name(&self) -> &'static str;
+
+    /// A new run, or why the policy cannot govern one.
+    fn create(
+        &self,
+        identity: Identity,
+        policy: Policy,
+        at: Time,
+    ) -> Result<Self::Run, PolicyError>;
+
+    /// One step: the next run and its effects, or the rejection.
+    fn step(&self, run: &Self::Run, input: &Input) -> Result<(Self::Run, Effects), Rejection>;
+
+    /// Where the run is.
+    fn phase(&self, run: &Self::Run) -> Phase;
+
+    /// The run's state revision.
+    fn revision(&self, run: &Self::Run) -> Revision;
+}
+
+/// The kernel as a [`Machine`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KernelMachine;
+
+impl Machine for KernelMachine {
+    type Run = Run;
+
+    fn name(&self) -> &'static str {
+        "kernel"
+    }
+
+    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Result<Run, PolicyError> {
+        Run::new(identity, policy, at)
+    }
+
+    fn step(&self, run: &Run, input: &Input) -> Result<(Run, Effects), Rejection> {
+        step(run, input).map(|t| (t.next, t.effects))
+    }
+
+    fn phase(&self, run: &Run) -> Phase {
+        *run.phase()
+    }
+
+    fn revision(&self, run: &Run) -> Revision {
+        run.revision()
+    }
+}
+
+/// A new run of `m` named `run`, at t0 under the fixtures' policy.
+pub fn new_run_on<M: Machine>(m: &M, run: &str) -> M::Run {
+    let policy = Policy {
+        operator: OPERATOR,
+        reconcile_window: WINDOW,
+        allowed: Allowed::ALL,
+    };
+    (m.create(identity(run), policy, Time(0))).expect("the window is not 0")
+}
+
+/// Steps `m` and expects acceptance; returns the next run and the effects.
+pub fn accept_on<M: Machine>(m: &M, run: &M::Run, input: Input) -> (M::Run, Effects) {
+    match m.step(run, &input) {
+        Ok(t) => t,
+        Err(r) => panic!("{}: expected acceptance of {input:?}, got {r:?}", m.name()),
+    }
+}
+
+/// Steps `m` and expects a rejection.
+pub fn reject_on<M: Machine>(m: &M, run: &M::Run, input: Input) -> Rejection {
+    match m.step(run, &input) {
+        Ok(t) => panic!("{}: expected a rejection of {input:?}, got {t:?}", m.name()),
+        Err(r) => r,
+    }
+}
+
+/// The checkpoint the effects persist; panics if there is none.
+pub fn checkpoint_of(fx: &Effects) -> Checkpoint {
+    *fx.checkpoint().expect("a suspension persists a checkpoint")
+}
+
+/// The reason `run` of `m` is suspended for, if it is.
+pub fn reason_on<M: Machine>(m: &M, run: &M::Run) -> Option<ReasonKind> {
+    match m.phase(run) {
+        Phase::Suspended(s) => Some(s.reason.kind()),
+        _ => None,
+    }
+}
+
+/// A run of `m` suspended at t1 for approval of `c`, expiring at t50, with its checkpoint.
+pub fn pending_on<M: Machine>(m: &M, c: Call) -> (M::Run, Checkpoint) {
+    let run = new_run_on(m, "run-approval");
+    let (run, fx) = accept_on(m, &run, at(1, suspend_for_approval(c, 50)));
+    (run, checkpoint_of(&fx))
+}
+
+/// A run of `m` whose dispatch of `c` (at t1) was in flight when the worker restarted (at t2).
+pub fn outcome_unknown_on<M: Machine>(m: &M, c: Call) -> (M::Run, Checkpoint) {
+    let run = new_run_on(m, "run-unknown");
+    let (run, _) = accept_on(m, &run, at(1, first_dispatch(c)));
+    let (run, fx) = accept_on(m, &run, at(2, Event::Recover));
+    (run, checkpoint_of(&fx))
+}
+
+/// The seed chapter's simulation on `m`: the same steps, the same verdicts.
+///
+/// The seed prints, in order: `suspended 1 idem-run-approval`; a refused second suspend; a
+/// refused checkpoint of another run; of another action; of an older revision; the approved
+/// action executed once; `running 2`; and `manual_intervention suspended` for an unknown
+/// reconcile answer.
+pub fn seed_simulation<M: Machine>(m: &M) {
+    let publish = call("call-1", "publish:demo", "idem-run-approval");
+    let run = new_run_on(m, "run-approval");
+
+    // Suspended at revision 1, with the idempotency key bound to the arguments.
+    let (run, fx) = accept_on(m, &run, at(1, suspend_for_approval(publish, 50)));
+    let checkpoint = checkpoint_of(&fx);
+    assert_eq!(m.phase(&run).kind(), PhaseKind::Suspended);
+    assert_eq!(reason_on(m, &run), Some(ReasonKind::PendingApproval));
+    assert_eq!(checkpoint.revision, Revision(1));
+    assert_eq!(
+        checkpoint.key_digest,
+        Some(checkpoint::key_digest(
+            &IdempotencyKey::lit("idem-run-approval"),
+            &publish.args
+        ))
+    );
+
+    // A second suspend while one is pending is refused.
+    let again = call("call-2", "publish:again", "idem-run-approval-2");
+    assert_eq!(
+        reject_on(m, &run, at(2, suspend_for_approval(again, 50))),
+        Rejection::AlreadySuspended {
+            reason: ReasonKind::PendingApproval
+        }
+    );
+
+    let approve = |cp: &Checkpoint| Decision::Approve(approval(cp, &publish));
+
+    // A checkpoint naming another run is refused (resealed, so only identity differs).
+    let mut other_run = checkpoint;
+    other_run.identity.run = Name::lit("run-other");
+    let other_run = other_run.seal();
+    assert_eq!(
+        reject_on(m, &run, at(2, resume(other_run, approve(&other_run)))),
+        Rejection::IdentityMismatch {
+            field: IdentityField::Run
+        }
+    );
+
+    // A checkpoint naming another action is refused.
+    let mut other_action = checkpoint;
+    other_action.pending = other_action.pending.map(|p| PendingCall {
+        tool: Name::lit("delete:demo"),
+        ..p
+    });
+    let other_action = other_action.seal();
+    assert_eq!(
+        reject_on(m, &run, at(2, resume(other_action, approve(&other_action)))),
+        Rejection::CheckpointMismatch {
+            field: CheckpointField::PendingCall
+        }
+    );
+
+    // A checkpoint of an older revision is refused.
+    let mut old = checkpoint;
+    old.revision = Revision(0);
+    let old = old.seal();
+    assert_eq!(
+        reject_on(m, &run, at(2, resume(old, approve(&old)))),
+        Rejection::StaleRevision {
+            current: Revision(1),
+            got: Revision(0)
+        }
+    );
+
+    // Approved: the action is dispatched once, under the original key; running at revision 2.
+    let (run, fx) = accept_on(m, &run, at(2, resume(checkpoint, approve(&checkpoint))));
+    let sent: Vec<Dispatch> = (fx.iter())
+        .filter_map(|e| match e {
+            Effect::Dispatch(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(fx.dispatch(), Some(&sent[0]));
+    assert_eq!(
+        (sent[0].tool, sent[0].key),
+        (
+            Name::lit("publish:demo"),
+            IdempotencyKey::lit("idem-run-approval")
+        )
+    );
+    assert_eq!(m.phase(&run).kind(), PhaseKind::Running);
+    assert_eq!(m.revision(&run), Revision(2));
+
+    // The same approval again is a duplicate of the winner, not a second execution.
+    assert_eq!(
+        reject_on(m, &run, at(3, resume(checkpoint, approve(&checkpoint)))),
+        Rejection::AlreadyApplied {
+            from: Revision(1),
+            to: Revision(2)
+        }
+    );
+
+    // An unknown reconcile answer keeps the run suspended, for manual intervention.
+    let (unknown, cp) = outcome_unknown_on(m, call("call-9", "publish:demo", "idem-run-unknown"));
+    let (unknown, fx) = accept_on(
+        m,
+        &unknown,
+        at(3, resume(cp, Decision::Reconcile(QueryAnswer::Unknown))),
+    );
+    assert_eq!(m.phase(&unknown).kind(), PhaseKind::Suspended);
+    assert_eq!(reason_on(m, &unknown), Some(ReasonKind::ManualIntervention));
+    assert!(
+        fx.dispatch().is_none(),
+        "an unknown outcome is never retried"
+    );
+}

@@ -1,9 +1,7 @@
 //! What a transition's effects count, and the wire forms of verdict sets and bounded lists.
 
-mod common;
-
-use common::*;
 use resumable_kernel::*;
+use resumable_testkit::*;
 
 fn proposal(c: Call) -> Proposal {
     Proposal {

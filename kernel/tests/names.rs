@@ -159,3 +159,26 @@ fn a_name_longer_than_the_old_width_encodes_apart_from_every_padded_one() {
         checkpoint::tool_key(&id(&short), &key)
     );
 }
+
+#[test]
+fn a_digest_not_in_hex_names_the_character_at_fault() {
+    let good = "ab".repeat(32);
+    for at in [0, 1, 10, 11, 62, 63] {
+        let mut bad = good.clone().into_bytes();
+        bad[at] = b'g';
+        let bad = String::from_utf8(bad).unwrap();
+        assert_eq!(
+            Digest::from_hex(&bad),
+            Err(ids::DigestError::NotHex { at }),
+            "a bad character at {at}"
+        );
+    }
+    let d = Digest::from_hex(&good).unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(d.to_hex(&mut buf), good);
+}
+
+#[test]
+fn a_name_debugs_as_its_quoted_text() {
+    assert_eq!(format!("{:?}", Name::lit("call-1")), "\"call-1\"");
+}

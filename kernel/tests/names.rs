@@ -182,3 +182,34 @@ fn a_digest_not_in_hex_names_the_character_at_fault() {
 fn a_name_debugs_as_its_quoted_text() {
     assert_eq!(format!("{:?}", Name::lit("call-1")), "\"call-1\"");
 }
+
+#[test]
+fn a_digest_reads_in_either_case_and_prints_in_lowercase() {
+    let lower = "0123456789abcdef".repeat(4);
+    let upper = lower.to_uppercase();
+    let d = Digest::from_hex(&upper).unwrap();
+    assert_eq!(d, Digest::from_hex(&lower).unwrap());
+    assert_eq!(d.to_string(), lower);
+    assert_eq!(format!("{d:?}"), "01234567..");
+}
+
+#[test]
+fn times_and_revisions_print_with_their_letter_and_an_expiry_stops_short_of_the_end() {
+    assert_eq!(
+        (Time(7).to_string(), Revision(3).to_string()),
+        ("t7".into(), "r3".into())
+    );
+    assert_eq!(Time(5).expiry_after(10), Time(15));
+    let last = Time::LATEST_EXPIRY;
+    assert_eq!(Time(last.0 - 10).expiry_after(10), last);
+    assert_eq!(Time(last.0 - 10).expiry_after(11), last);
+    assert_eq!(Time::END.expiry_after(0), last);
+}
+
+#[test]
+fn a_name_or_digest_of_the_wrong_json_type_says_what_it_expected() {
+    let err = serde_json::from_str::<Name>("7").unwrap_err().to_string();
+    assert!(err.contains("printable ASCII without spaces"), "{err}");
+    let err = serde_json::from_str::<Digest>("7").unwrap_err().to_string();
+    assert!(err.contains("a digest: 64 hex digits"), "{err}");
+}

@@ -123,3 +123,36 @@ fn a_bounded_list_that_is_no_list_says_what_it_expected() {
     .unwrap_err();
     assert!(err.to_string().contains("5"), "{err}");
 }
+
+#[test]
+fn a_narrowed_verdict_set_is_written_and_a_default_one_left_out() {
+    let narrowed = ToolContract {
+        allowed: Allowed::of(&[VerdictKind::Approve, VerdictKind::Respond]),
+        ..ToolContract::default()
+    };
+    let json = serde_json::to_string(&narrowed).unwrap();
+    assert!(
+        json.contains(r#""allowed":["approve","respond"]"#),
+        "{json}"
+    );
+    assert_eq!(
+        serde_json::from_str::<ToolContract>(&json).unwrap(),
+        narrowed
+    );
+    let json = serde_json::to_string(&ToolContract::default()).unwrap();
+    assert!(!json.contains("allowed"), "{json}");
+
+    let policy = Policy {
+        operator: OPERATOR,
+        reconcile_window: WINDOW,
+        allowed: Allowed::of(&[VerdictKind::Approve, VerdictKind::Reject]),
+    };
+    let json = serde_json::to_string(&policy).unwrap();
+    assert!(json.contains(r#""allowed":["approve","reject"]"#), "{json}");
+    assert_eq!(serde_json::from_str::<Policy>(&json).unwrap(), policy);
+    let every = Policy {
+        allowed: Allowed::ALL,
+        ..policy
+    };
+    assert!(!serde_json::to_string(&every).unwrap().contains("allowed"));
+}

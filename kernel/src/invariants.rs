@@ -336,3 +336,6 @@ pub fn ckp_1(t: &Transition) -> Result<(), Violation> {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests;

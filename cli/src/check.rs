@@ -13,6 +13,7 @@ mod suite;
 pub use crate::output::Format;
 use crate::output::{self, Error};
 use clap::ValueEnum;
+use resumable_kernel::IdentityField;
 use resumable_model::checker::{self, memory, world::config_json, Options, Reduction, Report};
 use resumable_model::config::{Config, Program};
 use resumable_model::driving::Driving;
@@ -74,6 +75,19 @@ pub enum ProgramArg {
     Batch,
 }
 
+/// The one identity field in which the two runs' identities differ (spec ID-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FieldArg {
+    /// The tenant.
+    Tenant,
+    /// The session.
+    Session,
+    /// The run id.
+    Run,
+    /// The run's definition.
+    Definition,
+}
+
 /// What is checked: the subject and the world around it. Shared by `check` and `explore`.
 /// A flag left out keeps the starting configuration: `Config::default`, or with `--variant`
 /// the smallest configuration in which that variant's flaw is reachable (`Config::exposing`),
@@ -133,6 +147,10 @@ pub struct ModelArgs {
     /// With two runs, an approval of run 1's checkpoint is also sent to run 0.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub cross_tenant: Option<bool>,
+    /// The two runs' identities differ in this field alone [default: tenant, session and
+    /// run all differ].
+    #[arg(long, value_enum, value_name = "FIELD")]
+    pub differs_in: Option<FieldArg>,
     /// The status query may also answer "unknown".
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub query_unknown: Option<bool>,
@@ -428,6 +446,14 @@ impl ModelArgs {
         switch(&mut config.query_unknown, self.query_unknown);
         switch(&mut config.operator, self.operator);
         switch(&mut config.batch_verdicts, self.batch_verdicts);
+        if let Some(field) = self.differs_in {
+            config.differs_in = Some(match field {
+                FieldArg::Tenant => IdentityField::Tenant,
+                FieldArg::Session => IdentityField::Session,
+                FieldArg::Run => IdentityField::Run,
+                FieldArg::Definition => IdentityField::Definition,
+            });
+        }
         if let Some(program) = self.program {
             config.program = match program {
                 ProgramArg::Approval => Program::Approval,
@@ -663,8 +689,13 @@ fn extras(config: &Config) -> String {
     if config.edited_approvals {
         on.push("approvals of edited arguments".to_owned());
     }
-    if config.cross_tenant {
-        on.push("a checkpoint offered across tenants".to_owned());
+    match (config.cross_tenant, config.differs_in) {
+        (true, None) => on.push("a checkpoint offered across tenants".to_owned()),
+        (true, Some(field)) => on.push(format!(
+            "a checkpoint offered across runs differing in {field} alone"
+        )),
+        (false, Some(field)) => on.push(format!("runs differing in {field} alone")),
+        (false, None) => {}
     }
     if config.identity > 0 {
         on.push(format!(

@@ -122,6 +122,10 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
         "retry-same-key-on-fence",
         "identity-after-revision",
         "no-identity-check",
+        "identity-ignores-tenant",
+        "identity-ignores-session",
+        "identity-ignores-run",
+        "identity-ignores-definition",
         "approvals-never-expire",
         "self-approval-allowed",
         "rerun-step-on-resume",
@@ -153,7 +157,7 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
     let drivings = resumable_model::driving::Driving::BROKEN.len();
     assert_eq!(
         out.lines().count(),
-        29 + drivings,
+        33 + drivings,
         "one line per variant and per broken driving: {out}"
     );
 }
@@ -517,7 +521,7 @@ fn the_per_run_reduction_is_refused_where_it_does_not_apply() {
 // --- The default check -------------------------------------------------------------------------
 
 #[test]
-fn the_default_check_runs_its_eleven_worlds_and_merges_them() {
+fn the_default_check_runs_its_sixteen_worlds_and_merges_them() {
     // Bounded by depth so it stays short in debug; every world is still checked. The full
     // default check, which must pass with every property exercised, is CI's main job
     // (`cargo run --release -- check`, about four seconds).
@@ -533,6 +537,11 @@ fn the_default_check_runs_its_eleven_worlds_and_merges_them() {
             "default",
             "self-approval",
             "two-tenants",
+            "cross-tenant",
+            "cross-session",
+            "cross-run",
+            "cross-definition",
+            "two-runs-crash",
             "cancel",
             "reuse",
             "batch",
@@ -553,7 +562,7 @@ fn the_default_check_runs_its_eleven_worlds_and_merges_them() {
     std::fs::write(&file, &o.stdout).expect("written");
     let o = check(&["--merge", &file.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stdout(&o).contains("merged 11 checks"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("merged 16 checks"), "{}", stdout(&o));
     assert!(stdout(&o).contains("suite.json#reuse"), "{}", stdout(&o));
 }
 

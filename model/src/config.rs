@@ -7,6 +7,7 @@
 use crate::driving::Driving;
 use crate::variant::Variant;
 use core::fmt;
+use resumable_kernel::IdentityField;
 
 /// The agent program every run executes. Programs are tiny and fixed: the model explores the
 /// world around the run, not the agent.
@@ -53,7 +54,8 @@ impl Program {
 /// The configuration of the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
-    /// Runs (1 or 2). With two, the runs belong to different tenants and sessions.
+    /// Runs (1 or 2). With two, the runs belong to different tenants and sessions (unless
+    /// `differs_in` names one field they differ in).
     pub runs: u8,
     /// Workers that step runs, racing on the store's compare-and-set (1 to 4).
     pub workers: u8,
@@ -66,8 +68,12 @@ pub struct Config {
     pub self_approval: bool,
     /// An approver may approve an edited version of the call (other arguments, spec APR-1).
     pub edited_approvals: bool,
-    /// With two runs, an approval of run 1's checkpoint is also sent to run 0 (spec ID-1).
+    /// With two runs, an approval of run 1's checkpoint is also sent to run 0 (spec ID-1):
+    /// across tenants, or across the one field `differs_in` names.
     pub cross_tenant: bool,
+    /// The one identity field in which the cast's second identity differs from its first
+    /// (spec ID-1); without, tenant, session and run all differ.
+    pub differs_in: Option<IdentityField>,
     /// The tool remembers idempotency keys and commits each at most once.
     pub dedupes: bool,
     /// The tool's status query fences the key it answers "not committed" for.
@@ -159,6 +165,7 @@ impl Default for Config {
             self_approval: false,
             edited_approvals: false,
             cross_tenant: false,
+            differs_in: None,
             dedupes: true,
             query_fences: false,
             query_unknown: true,
@@ -306,13 +313,14 @@ impl Config {
 
     /// The worlds of the default check, by name: the default world, and beside it the small
     /// worlds that exercise what it cannot reach (a requester approving its own call, a second
-    /// tenant, a cancel that meets an unknown outcome, an agent re-proposing an earlier call),
+    /// tenant, a second run differing in one identity field, two runs in flight through a
+    /// crash, a cancel that meets an unknown outcome, an agent re-proposing an earlier call),
     /// each turned down to what its situation needs so the whole takes seconds, and the tiny
     /// worlds where a tool's contract, a stale checkpoint, an edited approval or a resource
     /// moved from outside arise. Every property has a partner reached in one of them; each
     /// `always` must hold in all of them; every broken variant and driving is caught in one of
     /// them (model/tests/properties_variants.rs), so the main job misses none.
-    pub fn suite() -> [(&'static str, Config); 11] {
+    pub fn suite() -> [(&'static str, Config); 16] {
         let default = Config::default();
         // No lost response, no duplicated decision, a query that never answers "unknown".
         let quiet = Config {
@@ -326,35 +334,17 @@ impl Config {
             ..quiet
         };
         let direct = Config::direct;
+        let cross = |field| (Config::cross_run_name(field), Config::cross_run(field));
         [
             ("default", default),
-            (
-                "self-approval",
-                Config {
-                    self_approval: true,
-                    // The framework changes the pending call's arguments before the resume.
-                    arg_changes: 1,
-                    // The node, run again, proposes a new call under the recorded call's id.
-                    renewals: 1,
-                    // The framework resumes the node from an old config, and the node asks
-                    // its second question.
-                    old_configs: 1,
-                    questions: 1,
-                    ..short
-                },
-            ),
-            (
-                "two-tenants",
-                Config {
-                    runs: 2,
-                    cross_tenant: true,
-                    workers: 1,
-                    crashes: 0,
-                    max_time: 2,
-                    suspend_for: 1,
-                    ..quiet
-                },
-            ),
+            ("self-approval", Config::self_approving(short)),
+            ("two-tenants", Config::two_tenants()),
+            // Two runs whose identities differ in one field alone, a world for each (ID-1).
+            cross(IdentityField::Tenant),
+            cross(IdentityField::Session),
+            cross(IdentityField::Run),
+            cross(IdentityField::Definition),
+            ("two-runs-crash", Config::two_runs_crash()),
             (
                 "cancel",
                 Config {
@@ -438,6 +428,82 @@ impl Config {
         }
     }
 
+    /// The default check's world of a requester approving its own call (spec APR-3), on top
+    /// of `base`, with the framework and the node doing what only drivings can get wrong
+    /// (spec APR-5, REC-5, REC-6, RES-8).
+    pub fn self_approving(base: Config) -> Config {
+        Config {
+            self_approval: true,
+            // The framework changes the pending call's arguments before the resume.
+            arg_changes: 1,
+            // The node, run again, proposes a new call under the recorded call's id.
+            renewals: 1,
+            // The framework resumes the node from an old config, and the node asks its
+            // second question.
+            old_configs: 1,
+            questions: 1,
+            ..base
+        }
+    }
+
+    /// The default check's world of two tenants (spec ID-1): two runs whose identities differ
+    /// in tenant, session and run, and run 1's approval also sent to run 0; one worker,
+    /// nothing lost, crashed or duplicated, clock to t2.
+    pub fn two_tenants() -> Config {
+        Config {
+            runs: 2,
+            cross_tenant: true,
+            workers: 1,
+            crashes: 0,
+            losses: 0,
+            duplicates: 0,
+            query_unknown: false,
+            max_time: 2,
+            suspend_for: 1,
+            ..Config::default()
+        }
+    }
+
+    /// The default check's world of two runs through a crash (spec REC-1, REC-2): two runs of
+    /// the direct program on one worker that may crash once, also while both calls are in
+    /// flight, so that a restart reconciles both; a response may be lost.
+    pub fn two_runs_crash() -> Config {
+        Config {
+            runs: 2,
+            workers: 1,
+            query_unknown: false,
+            ..Config::direct(true, false)
+        }
+    }
+
+    /// The default check's probe of one identity field (spec ID-1): two runs whose identities
+    /// differ in `field` alone, and run 1's approval also sent to run 0; one worker, nothing
+    /// lost, crashed or duplicated, no time passing.
+    pub fn cross_run(field: IdentityField) -> Config {
+        Config {
+            runs: 2,
+            cross_tenant: true,
+            differs_in: Some(field),
+            workers: 1,
+            crashes: 0,
+            losses: 0,
+            duplicates: 0,
+            query_unknown: false,
+            max_time: 0,
+            ..Config::default()
+        }
+    }
+
+    /// The name of [`Config::cross_run`]'s world of `field` in the default check.
+    pub const fn cross_run_name(field: IdentityField) -> &'static str {
+        match field {
+            IdentityField::Tenant => "cross-tenant",
+            IdentityField::Session => "cross-session",
+            IdentityField::Run => "cross-run",
+            IdentityField::Definition => "cross-definition",
+        }
+    }
+
     /// The default world on the direct program (an ungated call, no approver, no duplicated
     /// decision), with the tool's contract given: where retries and reconciliation are tried.
     pub fn direct(dedupes: bool, query_fences: bool) -> Config {
@@ -485,6 +551,10 @@ impl Config {
                 query_unknown: false,
                 ..base
             },
+            Variant::IdentityIgnoresTenant => Config::cross_run(IdentityField::Tenant),
+            Variant::IdentityIgnoresSession => Config::cross_run(IdentityField::Session),
+            Variant::IdentityIgnoresRun => Config::cross_run(IdentityField::Run),
+            Variant::IdentityIgnoresDefinition => Config::cross_run(IdentityField::Definition),
             Variant::SelfApprovalAllowed | Variant::SelfNamedApprover => Config {
                 self_approval: true,
                 losses: 0,

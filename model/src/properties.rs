@@ -26,7 +26,7 @@
 //! | CAN-2 | when a write lands after an accepted cancel: the run waits with the cancel in its suspension and in the checkpoint the write leaves, or has ended cancelled, abandoned, or expired naming the effect | cancel-lost-on-escalation, cancel-not-checkpointed, cancel-expiry-forgets-effect | a cancel waits while a person settles an unknown outcome | `can_2` |
 //! | INV-1 | when a write lands: the run was not terminal | late-result-recorded | a message reaches a finished run | `step_violations` |
 //! | AUD-1 | when a write lands, and in every state: one record per revision, describing it | resume-record-from-checkpoint | a run completes, every step audited | `step_violations`; here, `audited` |
-//! | ID-1 | when a resume is stepped: a foreign checkpoint is refused for its identity | identity-after-revision, no-identity-check | another tenant's checkpoint reaches a run | `resume_violations`; `transition.rs` `stage` |
+//! | ID-1 | when a resume is stepped: a foreign checkpoint is refused for its identity | identity-after-revision, no-identity-check, identity-ignores-tenant, identity-ignores-session, identity-ignores-run, identity-ignores-definition | another tenant's checkpoint reaches a run | `resume_violations`; `transition.rs` `stage` |
 //! | SUS-1 | in every state: a suspension's expiry and start are sound | escalation-keeps-deadline | a run waits | here (the state) |
 //! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | a run waiting for approval is offered a second suspend | `step_violations` |
 //! | LIVE-1 | in every state: no suspension outlasts its bound | no-expiry | a suspension expires | here, `within_bound` |

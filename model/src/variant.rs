@@ -48,6 +48,22 @@ pub enum Variant {
     /// a resume can cross tenants or sessions. A runtime gets here by trusting the id in the
     /// URL rather than the one in the checkpoint.
     NoIdentityCheck,
+    /// ID-1 broken in one field: the tenant is never compared (session, run and definition
+    /// are), so a session of the same name in another tenant resumes this run. A runtime gets
+    /// here by scoping the lookup to the session id and forgetting the tenant around it.
+    IdentityIgnoresTenant,
+    /// ID-1 broken in one field: the session is never compared, so a checkpoint from another
+    /// session of the tenant, with the same run id, resumes this run. A runtime gets here by
+    /// keying runs on tenant and run id alone.
+    IdentityIgnoresSession,
+    /// ID-1 broken in one field: the run id is never compared, so another run of the same
+    /// session resumes this one. A runtime gets here by keeping one "current checkpoint" per
+    /// session.
+    IdentityIgnoresRun,
+    /// ID-1 broken in one field: the definition is never compared, so a checkpoint taken
+    /// under another definition of the run (an older deployment of the agent) resumes it. A
+    /// runtime gets here by treating the definition fingerprint as metadata.
+    IdentityIgnoresDefinition,
     /// APR-2 and RES-5 off for approvals: neither the approval's own expiry nor the expiry
     /// of a pending-approval suspension is checked, so an approval is a standing pass as long
     /// as nobody fed `expire` first. A runtime gets here by storing approvals without a
@@ -141,7 +157,7 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, in a stable order.
-    pub const ALL: [Variant; 29] = [
+    pub const ALL: [Variant; 33] = [
         Variant::NoRevisionCheck,
         Variant::DoubleSuspend,
         Variant::ApprovalNotBoundToArgs,
@@ -151,6 +167,10 @@ impl Variant {
         Variant::RetrySameKeyOnFence,
         Variant::IdentityAfterRevision,
         Variant::NoIdentityCheck,
+        Variant::IdentityIgnoresTenant,
+        Variant::IdentityIgnoresSession,
+        Variant::IdentityIgnoresRun,
+        Variant::IdentityIgnoresDefinition,
         Variant::ApprovalsNeverExpire,
         Variant::SelfApprovalAllowed,
         Variant::RerunStepOnResume,
@@ -194,6 +214,10 @@ impl Variant {
             Variant::RetrySameKeyOnFence => "retry-same-key-on-fence",
             Variant::IdentityAfterRevision => "identity-after-revision",
             Variant::NoIdentityCheck => "no-identity-check",
+            Variant::IdentityIgnoresTenant => "identity-ignores-tenant",
+            Variant::IdentityIgnoresSession => "identity-ignores-session",
+            Variant::IdentityIgnoresRun => "identity-ignores-run",
+            Variant::IdentityIgnoresDefinition => "identity-ignores-definition",
             Variant::ApprovalsNeverExpire => "approvals-never-expire",
             Variant::SelfApprovalAllowed => "self-approval-allowed",
             Variant::RerunStepOnResume => "rerun-step-on-resume",
@@ -247,6 +271,18 @@ impl Variant {
             }
             Variant::NoIdentityCheck => {
                 "a resume never compares the checkpoint's tenant, session, run or definition"
+            }
+            Variant::IdentityIgnoresTenant => {
+                "a resume compares the checkpoint's session, run and definition, not its tenant"
+            }
+            Variant::IdentityIgnoresSession => {
+                "a resume compares the checkpoint's tenant, run and definition, not its session"
+            }
+            Variant::IdentityIgnoresRun => {
+                "a resume compares the checkpoint's tenant, session and definition, not its run"
+            }
+            Variant::IdentityIgnoresDefinition => {
+                "a resume compares the checkpoint's tenant, session and run, not its definition"
             }
             Variant::ApprovalsNeverExpire => {
                 "approve and deny decisions are accepted after any expiry"
@@ -312,7 +348,11 @@ impl Variant {
             Variant::RetryFreshKeyOnDedupe => &[SpecId::Rec3, SpecId::Eff1],
             Variant::RetrySameKeyOnFence => &[SpecId::Rec3],
             Variant::IdentityAfterRevision => &[SpecId::Id1, SpecId::Res1],
-            Variant::NoIdentityCheck => &[SpecId::Id1],
+            Variant::NoIdentityCheck
+            | Variant::IdentityIgnoresTenant
+            | Variant::IdentityIgnoresSession
+            | Variant::IdentityIgnoresRun
+            | Variant::IdentityIgnoresDefinition => &[SpecId::Id1],
             Variant::ApprovalsNeverExpire => &[SpecId::Apr2, SpecId::Res5],
             Variant::SelfApprovalAllowed => &[SpecId::Apr3],
             Variant::RerunStepOnResume => &[SpecId::Rec4, SpecId::Eff1],

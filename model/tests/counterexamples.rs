@@ -131,6 +131,10 @@ snapshots! {
     retry_same_key_on_fence_retries_a_fenced_key: RetrySameKeyOnFence;
     identity_after_revision_tells_a_stranger_about_the_run: IdentityAfterRevision;
     no_identity_check_resumes_across_tenants: NoIdentityCheck;
+    identity_ignores_tenant_resumes_from_another_tenant: IdentityIgnoresTenant;
+    identity_ignores_session_resumes_from_another_session: IdentityIgnoresSession;
+    identity_ignores_run_resumes_from_another_run: IdentityIgnoresRun;
+    identity_ignores_definition_resumes_under_another_definition: IdentityIgnoresDefinition;
     approvals_never_expire_accepts_an_expired_decision: ApprovalsNeverExpire;
     self_approval_allowed_lets_the_requester_approve: SelfApprovalAllowed;
     rerun_step_on_resume_executes_a_committed_call_again: RerunStepOnResume;

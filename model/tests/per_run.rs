@@ -301,8 +301,10 @@ fn every_variant_with_two_runs_is_caught_with_as_short_a_counterexample() {
         variant_agrees(variant);
         checked += 1;
     }
+    // Six offer an approval across runs: the two that skip identity checks and the four that
+    // compare every identity field but one.
     assert!(
-        checked >= Variant::ALL.len() - 2,
+        checked >= Variant::ALL.len() - 6,
         "{checked} variants checked"
     );
 }

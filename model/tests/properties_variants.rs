@@ -5,7 +5,7 @@
 
 mod world_support;
 
-use resumable_kernel::SpecId;
+use resumable_kernel::{IdentityField, SpecId};
 use resumable_model::checker::Checkable;
 use resumable_model::config::Config;
 use resumable_model::driving::Driving;
@@ -69,6 +69,10 @@ caught_by! {
     retry_same_key_on_fence_is_caught_by_rec_3: RetrySameKeyOnFence;
     identity_after_revision_is_caught_by_id_1: IdentityAfterRevision;
     no_identity_check_is_caught_by_id_1: NoIdentityCheck;
+    identity_ignores_tenant_is_caught_by_id_1: IdentityIgnoresTenant;
+    identity_ignores_session_is_caught_by_id_1: IdentityIgnoresSession;
+    identity_ignores_run_is_caught_by_id_1: IdentityIgnoresRun;
+    identity_ignores_definition_is_caught_by_id_1: IdentityIgnoresDefinition;
     approvals_never_expire_are_caught_by_an_expired_decision: ApprovalsNeverExpire;
     self_approval_allowed_is_caught_by_apr_3: SelfApprovalAllowed;
     rerun_step_on_resume_is_caught_by_rec_4: RerunStepOnResume;
@@ -89,6 +93,59 @@ caught_by! {
     batch_one_approval_for_all_is_caught_by_bat_2: BatchOneApprovalForAll;
     rejected_dispatched_is_caught_by_bat_3: RejectedDispatched;
     edit_ignored_is_caught_by_bat_5: EditIgnored;
+}
+
+/// The variants that compare every identity field but one (ID-1).
+const ONE_FIELD: [(Variant, IdentityField); 4] = [
+    (Variant::IdentityIgnoresTenant, IdentityField::Tenant),
+    (Variant::IdentityIgnoresSession, IdentityField::Session),
+    (Variant::IdentityIgnoresRun, IdentityField::Run),
+    (
+        Variant::IdentityIgnoresDefinition,
+        IdentityField::Definition,
+    ),
+];
+
+/// Each probe of one identity field catches exactly the variant that ignores that field,
+/// and the honest reference and kernel hold ID-1 there; a world whose runs differ in
+/// tenant, session and run at once (`two-tenants`) catches none of them.
+#[test]
+fn each_identity_field_is_probed_alone() {
+    for (ignoring, _) in ONE_FIELD {
+        let two_tenants = (Config::suite().into_iter())
+            .find(|(n, _)| *n == "two-tenants")
+            .expect("a world of the default check")
+            .1;
+        let world = World::new(Reference::broken(ignoring), two_tenants).unwrap();
+        assert!(
+            !reachable(&world)
+                .iter()
+                .any(|s| s.violated.has(SpecId::Id1)),
+            "{ignoring} is caught where every field differs"
+        );
+        for (variant, field) in ONE_FIELD {
+            let world = World::new(Reference::broken(ignoring), Config::cross_run(field)).unwrap();
+            let caught = reachable(&world)
+                .iter()
+                .any(|s| s.violated.has(SpecId::Id1));
+            assert_eq!(
+                caught,
+                variant == ignoring,
+                "{ignoring} in a world differing in {field}"
+            );
+        }
+    }
+    for (_, field) in ONE_FIELD {
+        let config = Config::cross_run(field);
+        let reference = World::new(Reference::new(), config).unwrap();
+        let kernel = World::new(Kernel, config).unwrap();
+        assert!(!reachable(&reference)
+            .iter()
+            .any(|s| s.violated.has(SpecId::Id1)));
+        assert!(!reachable(&kernel)
+            .iter()
+            .any(|s| s.violated.has(SpecId::Id1)));
+    }
 }
 
 /// Every `always` property bites: each is violated by a variant that targets its spec ID, in
@@ -187,6 +244,10 @@ fn every_variant_has_a_test_above(v: Variant) {
         | Variant::RetrySameKeyOnFence
         | Variant::IdentityAfterRevision
         | Variant::NoIdentityCheck
+        | Variant::IdentityIgnoresTenant
+        | Variant::IdentityIgnoresSession
+        | Variant::IdentityIgnoresRun
+        | Variant::IdentityIgnoresDefinition
         | Variant::ApprovalsNeverExpire
         | Variant::SelfApprovalAllowed
         | Variant::RerunStepOnResume
@@ -257,6 +318,10 @@ fn catching_world(v: Variant) -> &'static str {
         | Variant::ResumeRecordFromCheckpoint => "default",
         Variant::SelfApprovalAllowed | Variant::SelfNamedApprover => "self-approval",
         Variant::IdentityAfterRevision | Variant::NoIdentityCheck => "two-tenants",
+        Variant::IdentityIgnoresTenant => "cross-tenant",
+        Variant::IdentityIgnoresSession => "cross-session",
+        Variant::IdentityIgnoresRun => "cross-run",
+        Variant::IdentityIgnoresDefinition => "cross-definition",
         Variant::CancelLostOnEscalation
         | Variant::CancelEndsUnsettled
         | Variant::CancelNotCheckpointed

@@ -1436,6 +1436,48 @@ fn no_identity_check_resumes_from_another_tenants_checkpoint() {
     accept_on(&variant(Variant::NoIdentityCheck), &run, input);
 }
 
+/// ID-1, one field at a time: a checkpoint that differs from the run in that field alone is
+/// refused naming it, by the reference and by every variant but the one that ignores it,
+/// which accepts it.
+#[test]
+fn identity_ignores_each_field_resumes_from_a_checkpoint_differing_in_it_alone() {
+    let c = call("c", "t", "k");
+    let (run, cp) = pending(c);
+    let ignoring = [
+        (IdentityField::Tenant, Variant::IdentityIgnoresTenant),
+        (IdentityField::Session, Variant::IdentityIgnoresSession),
+        (IdentityField::Run, Variant::IdentityIgnoresRun),
+        (
+            IdentityField::Definition,
+            Variant::IdentityIgnoresDefinition,
+        ),
+    ];
+    for (field, ignores) in ignoring {
+        let mut foreign = cp;
+        let other = Name::lit("other");
+        match field {
+            IdentityField::Tenant => foreign.identity.tenant = other,
+            IdentityField::Session => foreign.identity.session = other,
+            IdentityField::Run => foreign.identity.run = other,
+            IdentityField::Definition => foreign.identity.definition = other,
+        }
+        let foreign = foreign.seal();
+        let input = at(
+            2,
+            resume(foreign, Decision::Approve(approval(&foreign, &c))),
+        );
+        assert_eq!(reject(&run, input), Rejection::IdentityMismatch { field });
+        for (_, v) in ignoring.into_iter().filter(|(_, v)| *v != ignores) {
+            assert_eq!(
+                reject_on(&variant(v), &run, input),
+                Rejection::IdentityMismatch { field },
+                "{v}"
+            );
+        }
+        accept_on(&variant(ignores), &run, input);
+    }
+}
+
 #[test]
 fn approvals_never_expire_accepts_a_late_approval() {
     let c = call("c", "t", "k");

@@ -246,3 +246,22 @@ fn two_worlds_of_one_configuration_build_equal_states() {
     assert!(na.is_some());
     assert_eq!(na, nb);
 }
+
+/// The default check's `two-runs-crash`: its one worker may crash while both runs have a call
+/// in flight, so that a restart must reconcile both (REC-1, REC-2).
+#[test]
+fn two_runs_crash_offers_a_crash_with_both_runs_in_flight() {
+    let config = (Config::suite().into_iter())
+        .find(|(n, _)| *n == "two-runs-crash")
+        .expect("a world of the default check")
+        .1;
+    let world = World::new(Kernel, config).unwrap();
+    let mut actions = Vec::new();
+    let offered = reachable(&world).iter().any(|s| {
+        actions.clear();
+        world.actions(s, &mut actions);
+        s.runs.iter().all(|slot| slot.run.view.in_flight)
+            && actions.iter().any(|a| matches!(a, Action::Crash { .. }))
+    });
+    assert!(offered, "no crash is offered with both runs in flight");
+}

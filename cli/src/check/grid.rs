@@ -102,6 +102,9 @@ pub fn flags(config: &Config) -> Vec<String> {
     switch("query-unknown", config.query_unknown, d.query_unknown);
     switch("operator", config.operator, d.operator);
     switch("batch-verdicts", config.batch_verdicts, d.batch_verdicts);
+    if let Some(field) = config.differs_in {
+        flags.push(format!("--differs-in={field}"));
+    }
     if config.program != d.program {
         flags.push(format!("--program={}", config.program.name()));
     }
@@ -233,6 +236,7 @@ mod tests {
             self_approval: true,
             edited_approvals: true,
             cross_tenant: true,
+            differs_in: Some(resumable_kernel::IdentityField::Definition),
             dedupes: false,
             query_fences: true,
             query_unknown: false,

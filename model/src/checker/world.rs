@@ -141,6 +141,7 @@ pub fn config_json(config: &Config) -> Value {
         "self_approval": config.self_approval,
         "edited_approvals": config.edited_approvals,
         "cross_tenant": config.cross_tenant,
+        "differs_in": config.differs_in.map(|f| f.name()),
         "dedupes": config.dedupes,
         "query_fences": config.query_fences,
         "query_unknown": config.query_unknown,

@@ -96,18 +96,33 @@ impl Reference {
             return Ok(());
         }
         let (mine, theirs) = (&run.identity, &cp.identity);
-        let field = if theirs.tenant != mine.tenant {
-            IdentityField::Tenant
-        } else if theirs.session != mine.session {
-            IdentityField::Session
-        } else if theirs.run != mine.run {
-            IdentityField::Run
-        } else if theirs.definition != mine.definition {
-            IdentityField::Definition
-        } else {
-            return Ok(());
-        };
-        Err(Rejection::IdentityMismatch { field })
+        // In the spec's order; a variant that ignores one field skips it.
+        let fields = [
+            (
+                IdentityField::Tenant,
+                Variant::IdentityIgnoresTenant,
+                theirs.tenant == mine.tenant,
+            ),
+            (
+                IdentityField::Session,
+                Variant::IdentityIgnoresSession,
+                theirs.session == mine.session,
+            ),
+            (
+                IdentityField::Run,
+                Variant::IdentityIgnoresRun,
+                theirs.run == mine.run,
+            ),
+            (
+                IdentityField::Definition,
+                Variant::IdentityIgnoresDefinition,
+                theirs.definition == mine.definition,
+            ),
+        ];
+        match (fields.into_iter()).find(|&(_, ignored, same)| !same && !self.breaks(ignored)) {
+            Some((field, _, _)) => Err(Rejection::IdentityMismatch { field }),
+            None => Ok(()),
+        }
     }
 
     /// RES-3 and RES-2: the checkpoint is at the run's revision. One from the future is

@@ -4,7 +4,7 @@
 use super::state::KEYS;
 use crate::config::{Config, Program};
 use resumable_kernel::IdempotencyKey;
-use resumable_kernel::{Call, Digest, Identity, Name, Policy, ToolContract};
+use resumable_kernel::{Call, Digest, Identity, IdentityField, Name, Policy, ToolContract};
 
 /// A call the agent may propose, and the index of its idempotency key among the world's keys.
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +32,8 @@ pub const KEY_OF: [u8; PROPOSALS] = [0, 1, 2, 0, 0];
 /// The names, calls and digests of the world, fixed when the world is made.
 #[derive(Clone, Copy, Debug)]
 pub struct Cast {
-    /// Each run's identity: distinct tenants, sessions and runs, one definition.
+    /// Each run's identity: distinct tenants, sessions and runs, one definition; or, with
+    /// [`Config::differs_in`], the same but for that one field (spec ID-1).
     pub identities: [Identity; 2],
     /// Every run's policy: the operator and the reconcile window.
     pub policy: Policy,
@@ -72,12 +73,6 @@ impl Cast {
     pub const REUSES: [u8; 3] = [0, 3, 4];
 
     pub(super) fn new(config: &Config) -> Cast {
-        let identity = |tenant: &str, session: &str, run: &str| Identity {
-            tenant: Name::lit(tenant),
-            session: Name::lit(session),
-            run: Name::lit(run),
-            definition: Name::lit("agent@1"),
-        };
         let contract = ToolContract {
             dedupes: config.dedupes,
             query_fences: config.query_fences,
@@ -109,10 +104,7 @@ impl Cast {
                 args: Digest::of(b"c1 args, another payee"),
                 ..gated.call
             },
-            identities: [
-                identity("tenant-0", "session-0", "run-0"),
-                identity("tenant-1", "session-1", "run-1"),
-            ],
+            identities: identities(config.differs_in),
             policy: Policy {
                 operator: Name::lit("ops"),
                 reconcile_window: u64::from(config.reconcile_window),
@@ -159,6 +151,42 @@ impl Cast {
     pub fn key_of(&self, index: u8) -> Option<u8> {
         self.proposal(index).map(|p| p.key)
     }
+}
+
+/// The cast's two identities (spec ID-1): the second differs from the first in tenant,
+/// session and run, or, when `differs_in` names a field, in that field alone.
+fn identities(differs_in: Option<IdentityField>) -> [Identity; 2] {
+    let first = Identity {
+        tenant: Name::lit("tenant-0"),
+        session: Name::lit("session-0"),
+        run: Name::lit("run-0"),
+        definition: Name::lit("agent@1"),
+    };
+    let second = match differs_in {
+        None => Identity {
+            tenant: Name::lit("tenant-1"),
+            session: Name::lit("session-1"),
+            run: Name::lit("run-1"),
+            ..first
+        },
+        Some(IdentityField::Tenant) => Identity {
+            tenant: Name::lit("tenant-1"),
+            ..first
+        },
+        Some(IdentityField::Session) => Identity {
+            session: Name::lit("session-1"),
+            ..first
+        },
+        Some(IdentityField::Run) => Identity {
+            run: Name::lit("run-1"),
+            ..first
+        },
+        Some(IdentityField::Definition) => Identity {
+            definition: Name::lit("agent@2"),
+            ..first
+        },
+    };
+    [first, second]
 }
 
 const KEY_NAMES: [IdempotencyKey; KEYS] = [

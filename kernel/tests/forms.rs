@@ -80,6 +80,27 @@ fn effects_count_what_they_hold_and_a_full_batch_fits() {
 }
 
 #[test]
+fn a_full_batch_every_call_edited_emits_the_most_effects_and_keeps_them_all() {
+    let (run, fx) = batch_of(BATCH_CAPACITY, "publish");
+    let cp = *fx.checkpoint().unwrap();
+    let decisions: Vec<CallDecision> = (run.batch().unwrap().slots.iter())
+        .map(|s| CallDecision {
+            approval: approval(&cp, &s.call.call),
+            verdict: Verdict::Edit {
+                args: Digest::of(s.call.call.call_id.as_str().as_bytes()),
+            },
+        })
+        .collect();
+    let decisions = Decisions::of(&decisions).expect("at most eight");
+    let (_, fx) = accept(&run, at(2, resume(cp, Decision::Batch { decisions })));
+    // The audit record, each call's key bound again to its new arguments, each dispatch.
+    assert_eq!(fx.histories().count(), BATCH_CAPACITY);
+    assert_eq!(fx.commands().count(), BATCH_CAPACITY);
+    assert_eq!(fx.len(), 1 + 2 * BATCH_CAPACITY);
+    assert!(fx.len() <= effect::MAX_EFFECTS);
+}
+
+#[test]
 fn a_batch_checkpoint_names_its_calls() {
     let (_, a) = batch_of(2, "publish");
     let (_, b) = batch_of(2, "email");
@@ -102,6 +123,8 @@ fn a_verdict_set_reads_from_the_list_of_its_names() {
         [VerdictKind::Approve, VerdictKind::Reject, VerdictKind::Deny]
     );
     assert!(!set.contains(VerdictKind::Edit));
+    let twice: Allowed = serde_json::from_str(r#"["approve", "approve", "reject"]"#).unwrap();
+    assert!(twice.contains(VerdictKind::Approve) && twice.contains(VerdictKind::Reject));
     let none: Allowed = serde_json::from_str("[]").unwrap();
     assert!(none.is_empty());
     assert_eq!(

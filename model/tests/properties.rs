@@ -28,20 +28,10 @@ fn with_self_approval() -> Config {
     }
 }
 
-/// Two runs of different tenants, with run 1's approval also sent to run 0 (spec ID-1).
+/// Two runs of different tenants, with run 1's approval also sent to run 0 (spec ID-1): the
+/// default check's world.
 fn two_runs() -> Config {
-    Config {
-        runs: 2,
-        cross_tenant: true,
-        workers: 1,
-        crashes: 0,
-        losses: 0,
-        duplicates: 0,
-        query_unknown: false,
-        max_time: 2,
-        suspend_for: 1,
-        ..Config::default()
-    }
+    Config::two_tenants()
 }
 
 /// A side effect before the pause, with one worker.

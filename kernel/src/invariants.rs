@@ -1,5 +1,6 @@
 //! One checking function per invariant of spec/, named by its ID. [`crate::step`] asserts
-//! them before and after every step in debug builds; the model and conformance call them too.
+//! them before and after every step in debug builds; `invariants/tests.rs` shows each detects the
+//! violation it is named for.
 
 use crate::batch::SlotState;
 use crate::checkpoint::{key_digest, tool_key};

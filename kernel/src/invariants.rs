@@ -1,6 +1,6 @@
 //! One checking function per invariant of spec/, named by its ID. [`crate::step`] asserts
-//! them before and after every step in debug builds; `invariants/tests.rs` shows each detects the
-//! violation it is named for.
+//! them before and after every step in debug builds; `invariants/tests.rs` shows each
+//! detects the violation it is named for.
 
 use crate::batch::SlotState;
 use crate::checkpoint::{key_digest, tool_key};

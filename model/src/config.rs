@@ -662,10 +662,13 @@ impl Config {
                 old_configs: 1,
                 ..calm
             },
-            // The gated call's result is recorded; the node asks its second question.
+            // The gated call's result is recorded; the node asks its second question. The
+            // requester approving its own call first makes two decisions fed while the call
+            // waited, the situation RES-8's partner names.
             Driving::RecordedCallSkipsItsInterrupt => Config {
                 driving,
                 questions: 1,
+                self_approval: true,
                 ..calm
             },
             // The framework changes the pending call's arguments before the approval arrives;

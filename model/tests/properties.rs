@@ -592,6 +592,8 @@ fn the_kernel_holds_on_a_grid_of_small_configurations() {
             renewals: 1,
             old_configs: 1,
             questions: 1,
+            // Two decisions fed while the call waits (RES-8's partner): its own, refused.
+            self_approval: true,
             ..tiny()
         },
     ));

@@ -706,6 +706,12 @@ fn extras(config: &Config) -> String {
     if config.free_clock {
         on.push("a clock that may pass at any step".to_owned());
     }
+    if config.foreign_commits > 0 {
+        on.push(
+            "the run left out committing under a tool key not bound to this run's identity"
+                .to_owned(),
+        );
+    }
     if config.driving != Driving::Honest {
         on.push(format!("workers driving as {}", config.driving));
     }

@@ -157,7 +157,7 @@ fn list_variants_prints_every_variant_at_the_start_of_a_line() {
     let drivings = resumable_model::driving::Driving::BROKEN.len();
     assert_eq!(
         out.lines().count(),
-        33 + drivings,
+        resumable_model::variant::Variant::ALL.len() + drivings,
         "one line per variant and per broken driving: {out}"
     );
 }

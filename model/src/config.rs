@@ -146,6 +146,11 @@ pub struct Config {
     /// credited in a state reached through one (spec/check-output.md, "The per-run
     /// reduction").
     pub free_clock: bool,
+    /// Commits the run left out may make under a tool key this run sent that is not bound to
+    /// this run's identity (spec KEY-3): in the per-run reduction ([`Config::per_run`]), the
+    /// stand-in for the other run's requests at the one tool both share (spec/check-output.md,
+    /// "The per-run reduction"). At most 1.
+    pub foreign_commits: u8,
     /// How the workers drive the runs (`model/src/driving.rs`): honestly, by the driver core's
     /// rules, or with one of them replaced, as an old adapter did.
     pub driving: Driving,
@@ -191,6 +196,7 @@ impl Default for Config {
             depth_bound: None,
             identity: 0,
             free_clock: false,
+            foreign_commits: 0,
             driving: Driving::Honest,
         }
     }
@@ -279,6 +285,7 @@ impl Config {
         range("reconcile_window", self.reconcile_window, 1, 20)?;
         range("max_time", self.max_time, 0, 30)?;
         range("max_revision", self.max_revision, 1, 31)?;
+        range("foreign_commits", self.foreign_commits, 0, 1)?;
         if self.cross_tenant && self.runs != 2 {
             return Err(ConfigError::CrossTenantNeedsTwoRuns);
         }
@@ -306,6 +313,7 @@ impl Config {
             runs: 1,
             identity,
             free_clock: true,
+            foreign_commits: 1,
             ..*self
         };
         Ok([("run-0", alone(0)), ("run-1", alone(1))])
@@ -618,6 +626,17 @@ impl Config {
                 duplicates: 0,
                 max_time: 0,
                 ..Config::batch()
+            },
+            // Two runs of the direct program on a deduping tool, both calling under `k1`: the
+            // second request under the shared bare key is answered from the first's commit.
+            Variant::DispatchUnderBareKey => Config {
+                runs: 2,
+                workers: 1,
+                crashes: 0,
+                losses: 0,
+                query_unknown: false,
+                max_time: 0,
+                ..direct(true, false)
             },
             Variant::LastCallOnlyKeyCheck => Config {
                 program: Program::ThreeCalls,

@@ -23,6 +23,7 @@
 //! | REC-3 | when a retry lands: every earlier key is fenced or deduped, its own is not fenced | retry-same-key-on-fence (and the two above) | a retry after "not committed" succeeds | `book_dispatch` |
 //! | REC-4 | when a dispatch lands: its key's result was not known | rerun-step-on-resume, last-call-only-key-check | reconcile reuses a committed result | `book_dispatch` |
 //! | KEY-1 | when a dispatch lands: its key carries the arguments of its first dispatch | last-call-only-key-check | the agent proposes an earlier call id or key again | `book_dispatch` |
+//! | KEY-3 | when the tool handles a request: its outcome is the one the run's own records give; when a write lands: a "committed" the run records is a commit of its own | dispatch-under-bare-key | the tool handles a request under a key another run's request committed under | `world/transition.rs` `handle`, `settled_from_elsewhere` (the ledger: `world/tool.rs`) |
 //! | CAN-2 | when a write lands after an accepted cancel: the run waits with the cancel in its suspension and in the checkpoint the write leaves, or has ended cancelled, abandoned, or expired naming the effect | cancel-lost-on-escalation, cancel-not-checkpointed, cancel-expiry-forgets-effect | a cancel waits while a person settles an unknown outcome | `can_2` |
 //! | INV-1 | when a write lands: the run was not terminal | late-result-recorded | a message reaches a finished run | `step_violations` |
 //! | AUD-1 | when a write lands, and in every state: one record per revision, describing it | resume-record-from-checkpoint | a run completes, every step audited | `step_violations`; here, `audited` |
@@ -78,6 +79,9 @@ pub mod names {
     pub const EFF_2: &str = "EFF-2 nothing commits for a run that ended as if nothing would";
     /// KEY-1, always.
     pub const KEY_1: &str = "KEY-1 a key is never dispatched with other arguments";
+    /// KEY-3, always.
+    pub const KEY_3: &str =
+        "KEY-3 no run is answered at the tool from a record another run's request made";
     /// CAN-2, always.
     pub const CAN_2: &str = "CAN-2 an accepted cancel is never lost";
     /// LIVE-2, always.
@@ -128,6 +132,9 @@ pub mod names {
     pub const CLK_2: &str =
         "CLK-2 a decision is judged at the driver's time, never at a time its message claims";
 
+    /// KEY-3's partner (two runs, or a per-run reduction's world).
+    pub const SHARED_KEY: &str =
+        "KEY-3 the tool handles a request under a key another run's request committed under";
     /// RES-2's partner.
     pub const RACE_WON: &str = "RES-2 two workers race to resume one suspension and one wins";
     /// RES-3's partner.
@@ -261,6 +268,7 @@ pub fn properties<L: Lifecycle>(
         .always(Eff1, EFF_1, |_, s| clean(s, Eff1))
         .always(Eff2, EFF_2, |_, s| clean(s, Eff2))
         .always(Key1, KEY_1, |_, s| clean(s, Key1))
+        .always(Key3, KEY_3, |_, s| clean(s, Key3))
         .always(Can2, CAN_2, |_, s| clean(s, Can2))
         .always(Rec2, REC_2, |_, s| clean(s, Rec2))
         .always(Rec3, REC_3, |_, s| clean(s, Rec3))
@@ -371,6 +379,7 @@ pub fn properties<L: Lifecycle>(
         .sometimes(Key1, REUSE_PROPOSED, |_, s| {
             s.seen & witness::REUSE_PROPOSED != 0
         })
+        .sometimes(Key3, SHARED_KEY, |_, s| s.seen & witness::SHARED_KEY != 0)
         .sometimes(Can2, CANCEL_WAITS, |_, s| {
             any_run(s, |v| {
                 v.cancel_pending && v.reason == Some(ReasonKind::ManualIntervention)

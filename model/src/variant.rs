@@ -153,11 +153,16 @@ pub enum Variant {
     /// the approver's. A runtime gets here by recording the edit for the record but
     /// dispatching the call object it already held.
     EditIgnored,
+    /// KEY-3 off: a dispatch (and its query) sends the tool the idempotency key as the agent
+    /// named it, not bound to the run's identity, so two runs that use one key share the
+    /// tool's dedupe record and fence. A runtime gets here by passing the agent's key through
+    /// to the tool's `Idempotency-Key` header.
+    DispatchUnderBareKey,
 }
 
 impl Variant {
     /// Every variant, in a stable order.
-    pub const ALL: [Variant; 33] = [
+    pub const ALL: [Variant; 34] = [
         Variant::NoRevisionCheck,
         Variant::DoubleSuspend,
         Variant::ApprovalNotBoundToArgs,
@@ -191,6 +196,7 @@ impl Variant {
         Variant::BatchOneApprovalForAll,
         Variant::RejectedDispatched,
         Variant::EditIgnored,
+        Variant::DispatchUnderBareKey,
     ];
 
     /// The variants that break the rules of batches (spec 5.5), the last four of
@@ -238,6 +244,7 @@ impl Variant {
             Variant::BatchOneApprovalForAll => "batch-one-approval-for-all",
             Variant::RejectedDispatched => "rejected-dispatched",
             Variant::EditIgnored => "edit-ignored",
+            Variant::DispatchUnderBareKey => "dispatch-under-bare-key",
         }
     }
 
@@ -334,6 +341,9 @@ impl Variant {
                 "a rejected call of a batch is dispatched with the approved ones"
             }
             Variant::EditIgnored => "an edited call is dispatched with the proposed arguments",
+            Variant::DispatchUnderBareKey => {
+                "the tool is sent the agent's bare key, not one bound to the run's identity"
+            }
         }
     }
 
@@ -373,6 +383,7 @@ impl Variant {
             Variant::BatchOneApprovalForAll => &[SpecId::Bat2],
             Variant::RejectedDispatched => &[SpecId::Bat3],
             Variant::EditIgnored => &[SpecId::Bat5],
+            Variant::DispatchUnderBareKey => &[SpecId::Key3],
         }
     }
 

@@ -48,6 +48,7 @@ mod ledger;
 mod memo;
 mod reduce;
 mod state;
+mod tool;
 mod transition;
 mod view;
 
@@ -59,7 +60,7 @@ use crate::config::{Config, ConfigError};
 use crate::driving::Driving;
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
-    Checkpoint, Facts, FailCause, InFlight, Phase, Reason, ReasonKind, SlotState, Time,
+    Checkpoint, Digest, Facts, FailCause, InFlight, Phase, Reason, ReasonKind, SlotState, Time,
 };
 use stateright::{Model, Property};
 
@@ -74,6 +75,7 @@ pub struct World<L: Lifecycle> {
     logs: &'static Interner<Vec<Shared<Checkpoint>>>,
     steps: &'static Interner<Staged<L::Run>>,
     queues: &'static Interner<Queue>,
+    digests: &'static Interner<Digest>,
     /// Names this world in each thread's memo of steps (`memo.rs`); a clone keeps it, since
     /// it steps alike.
     id: u64,
@@ -92,6 +94,7 @@ impl<L: Lifecycle> World<L> {
             logs: Interner::global(),
             steps: Interner::global(),
             queues: Interner::global(),
+            digests: Interner::global(),
             id: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -243,6 +246,8 @@ impl<L: Lifecycle> World<L> {
                 payloads: [0; KEYS],
                 dispatched: 0,
                 tool: ToolSide::default(),
+                tool_keys: [None; KEYS],
+                foreign: ToolSide::default(),
                 resource: self.config.resource_start,
                 cancelled: false,
                 decided: [None; 2],
@@ -325,6 +330,7 @@ impl<L: Lifecycle> Model for World<L> {
                 renewals: self.config.renewals,
                 old_configs: self.config.old_configs,
                 questions: self.config.questions,
+                foreign: self.config.foreign_commits,
             },
             runs: Runs::from_vec(self.first_runs()),
             workers: Workers::from_elem(Worker::Idle, usize::from(self.config.workers)),
@@ -367,6 +373,12 @@ impl<L: Lifecycle> Model for World<L> {
             }
             Action::Outsider { run } => self.outsider(last, usize::from(run)),
             Action::Framework { run } => self.change_args(last, usize::from(run)),
+            Action::Foreign {
+                run,
+                key,
+                attempt,
+                fence,
+            } => self.foreign_record(last, usize::from(run), key, attempt, fence),
         }
     }
 

@@ -155,6 +155,7 @@ snapshots! {
     batch_one_approval_for_all_runs_a_call_nobody_decided: BatchOneApprovalForAll;
     rejected_dispatched_runs_a_rejected_call: RejectedDispatched;
     edit_ignored_runs_the_proposed_arguments: EditIgnored;
+    dispatch_under_bare_key_answers_a_run_from_another_run_s_commit: DispatchUnderBareKey;
 }
 
 // The broken drivings: the kernel, driven by workers that break one rule of the driving

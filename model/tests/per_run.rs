@@ -161,6 +161,7 @@ fn the_reduction_applies_only_to_two_runs_that_share_no_approval() {
                 runs: 1,
                 identity,
                 free_clock: true,
+                foreign_commits: 1,
                 ..two
             }
         );
@@ -285,6 +286,93 @@ fn every_two_run_world_small_enough_for_the_whole_search_agrees() {
     ];
     for (name, config) in worlds {
         agree(name, config);
+    }
+}
+
+/// Every action `world` offers in any state of its whole graph, breadth-first.
+fn every_action<L: Lifecycle>(world: &World<L>) -> Vec<Action> {
+    let fingerprint = |s: &WorldState<L::Run>| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        s.hash(&mut h);
+        h.finish()
+    };
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut queue: VecDeque<WorldState<L::Run>> = world.init_states().into();
+    let (mut offered, mut actions) = (Vec::new(), Vec::new());
+    while let Some(state) = queue.pop_front() {
+        world.actions(&state, &mut actions);
+        for action in actions.drain(..) {
+            offered.push(action);
+            if let Some(next) = world.next_state(&state, action) {
+                if seen.insert(fingerprint(&next)) {
+                    queue.push_back(next);
+                }
+            }
+        }
+    }
+    offered
+}
+
+/// KEY-3 across the reduction: the variant that sends the bare key is caught by the whole
+/// two-run world and by the reduction, whose world lets the run left out commit (or fence)
+/// under the shared tool key; a kernel's world of the reduction never offers that, its tool
+/// keys being bound to the run's identity, so the reduction's worlds are what they were.
+#[test]
+fn a_dispatch_under_the_bare_key_is_caught_whole_and_by_the_reduction() {
+    variant_agrees(Variant::DispatchUnderBareKey);
+    let config = Config::exposing(Variant::DispatchUnderBareKey);
+    let foreign = |a: &Action| matches!(a, Action::Foreign { .. });
+    for (name, part) in config.per_run().expect("two runs") {
+        let broken = World::new(Reference::broken(Variant::DispatchUnderBareKey), part).unwrap();
+        assert!(
+            every_action(&broken).iter().any(foreign),
+            "{name}: no commit of the run left out"
+        );
+        let kernel = World::new(Kernel, part).unwrap();
+        assert!(
+            !every_action(&kernel).iter().any(foreign),
+            "{name}: the kernel's tool key shared"
+        );
+    }
+    // A tool that fences by query and does not dedupe: a crash, a query, and the other run's
+    // request refused by this run's fence (or this run's query finding the other's commit).
+    let fencing = Config {
+        query_fences: true,
+        dedupes: false,
+        crashes: 1,
+        ..config
+    };
+    let (whole, parts) = both(
+        Reference::broken(Variant::DispatchUnderBareKey),
+        fencing,
+        false,
+    );
+    let key_3 = resumable_model::properties::names::KEY_3;
+    assert_eq!(
+        whole.property(key_3).map(|p| p.verdict),
+        Some(Verdict::Violated)
+    );
+    for (name, report) in &parts {
+        assert_eq!(
+            report.property(key_3).map(|p| p.verdict),
+            Some(Verdict::Violated),
+            "{name}"
+        );
+    }
+    // Without the run left out's records, each run alone never meets the other at the tool:
+    // the reduction would pass the variant.
+    for (name, part) in config.per_run().expect("two runs") {
+        let alone = Config {
+            foreign_commits: 0,
+            ..part
+        };
+        let report = check(
+            Reference::broken(Variant::DispatchUnderBareKey),
+            alone,
+            true,
+        );
+        let verdict = report.property(key_3).map(|p| p.verdict);
+        assert_ne!(verdict, Some(Verdict::Violated), "{name}");
     }
 }
 

@@ -93,6 +93,7 @@ caught_by! {
     batch_one_approval_for_all_is_caught_by_bat_2: BatchOneApprovalForAll;
     rejected_dispatched_is_caught_by_bat_3: RejectedDispatched;
     edit_ignored_is_caught_by_bat_5: EditIgnored;
+    dispatch_under_bare_key_is_caught_by_key_3: DispatchUnderBareKey;
 }
 
 /// The variants that compare every identity field but one (ID-1).
@@ -267,7 +268,8 @@ fn every_variant_has_a_test_above(v: Variant) {
         | Variant::BatchDecisionWrongCall
         | Variant::BatchOneApprovalForAll
         | Variant::RejectedDispatched
-        | Variant::EditIgnored => {}
+        | Variant::EditIgnored
+        | Variant::DispatchUnderBareKey => {}
     }
 }
 
@@ -337,6 +339,7 @@ fn catching_world(v: Variant) -> &'static str {
         Variant::RetryWithoutContract | Variant::LateResultRecorded => "no-dedupe",
         Variant::RetrySameKeyOnFence => "fencing",
         Variant::ApprovalNotBoundToArgs | Variant::ApprovalIgnoresResource => "edited-and-moved",
+        Variant::DispatchUnderBareKey => "two-runs-crash",
     }
 }
 

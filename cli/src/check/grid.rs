@@ -263,6 +263,7 @@ mod tests {
             // Not flags: only the per-run reduction sets them, in the worlds it makes.
             identity: 0,
             free_clock: false,
+            foreign_commits: 0,
             driving: resumable_model::driving::Driving::Honest,
         };
         let parsed = parse(&flags(&every));

@@ -167,6 +167,7 @@ pub fn config_json(config: &Config) -> Value {
         "depth_bound": config.depth_bound,
         "identity": config.identity,
         "free_clock": config.free_clock,
+        "foreign_commits": config.foreign_commits,
         "driving": config.driving.name(),
     })
 }

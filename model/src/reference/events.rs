@@ -10,8 +10,8 @@ use super::moves::{bind, command, escalate, finish_step, held_by_operator, Move,
 use super::{RecordedCall, RefRun, Reference, Status};
 use crate::variant::Variant;
 use resumable_kernel::{
-    Call, Checkpoint, Command, Digest, Effects, Event, EventKind, FailCause, InFlight, Input, Name,
-    Prior, Reason, Rejection, Suspension, Time, VerdictKind, Wait,
+    Call, Checkpoint, Command, Digest, Dispatch, Effects, Event, EventKind, FailCause, InFlight,
+    Input, Name, Prior, Reason, Rejection, Suspension, Time, VerdictKind, Wait,
 };
 
 impl Reference {
@@ -22,6 +22,10 @@ impl Reference {
         if self.breaks(Variant::CancelNotCheckpointed) {
             // The broken way: the checkpoint is built from the wait alone, without the cancel.
             return Ok((next, without_cancel(&effects)));
+        }
+        if self.breaks(Variant::DispatchUnderBareKey) {
+            // The broken way: the tool is sent the key as the agent named it.
+            return Ok((next, under_bare_key(&effects)));
         }
         Ok((next, effects))
     }
@@ -397,6 +401,28 @@ fn without_cancel(effects: &Effects) -> Effects {
         effects.histories().copied(),
         checkpoint,
         effects.commands().copied(),
+    )
+}
+
+/// The effects with every dispatch and query sent under its bare key: the key's own bytes,
+/// the same for every run that uses it (the variant `dispatch-under-bare-key`).
+fn under_bare_key(effects: &Effects) -> Effects {
+    let Some(audit) = effects.audit() else {
+        return *effects;
+    };
+    let bare = |d: &Dispatch| Dispatch {
+        tool_key: Digest::of(d.key.as_bytes()),
+        ..*d
+    };
+    let commands = effects.commands().map(|c| match c {
+        Command::Dispatch(d) => Command::Dispatch(bare(d)),
+        Command::Query(d) => Command::Query(bare(d)),
+    });
+    Effects::of_batch(
+        *audit,
+        effects.histories().copied(),
+        effects.checkpoint().copied(),
+        commands,
     )
 }
 

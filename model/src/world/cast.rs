@@ -3,6 +3,7 @@
 
 use super::state::KEYS;
 use crate::config::{Config, Program};
+use resumable_kernel::checkpoint::tool_key;
 use resumable_kernel::IdempotencyKey;
 use resumable_kernel::{Call, Digest, Identity, IdentityField, Name, Policy, ToolContract};
 
@@ -64,6 +65,10 @@ pub struct Cast {
     pub results: [Digest; KEYS],
     /// The run's final result.
     pub final_result: Digest,
+    /// The tool key of each key under each identity, bound to the identity as spec KEY-3
+    /// binds it: what the world compares a dispatch's tool key with where it must know
+    /// whether the tool key is the run's own (the per-run reduction's foreign commits).
+    pub bound_keys: [[Digest; KEYS]; 2],
 }
 
 impl Cast {
@@ -99,12 +104,15 @@ impl Cast {
             }
         };
         let gated = proposal("c1", 1, b"c1 args");
+        let identities = identities(config.differs_in);
+        let bound_keys = identities.map(|id| KEY_NAMES.map(|key| tool_key(&id, &key)));
         Cast {
             renewed: Call {
                 args: Digest::of(b"c1 args, another payee"),
                 ..gated.call
             },
-            identities: identities(config.differs_in),
+            identities,
+            bound_keys,
             policy: Policy {
                 operator: Name::lit("ops"),
                 reconcile_window: u64::from(config.reconcile_window),

@@ -160,6 +160,16 @@ impl<L: Lifecycle> World<L> {
                 }
             }
         }
+        for r in 0..state.runs.len() {
+            for (key, attempt, fence) in self.foreign_records(state, r) {
+                actions.push(Action::Foreign {
+                    run: super::index(r),
+                    key,
+                    attempt,
+                    fence,
+                });
+            }
+        }
         let waits = self.config.free_clock || self.someone_waits(state);
         if state.now < self.config.max_time && waits && !self.expiry_due(state) {
             actions.push(Action::Tick { to: state.now + 1 });
@@ -329,7 +339,7 @@ impl<L: Lifecycle> World<L> {
                 (cp.pending).and_then(|p| Some((self.cast.proposal_by_id(&p.call_id)?, p.attempt)));
             match (cp.reason, pending) {
                 (ReasonKind::OutcomeUnknown, Some((call, attempt))) => {
-                    let answers = [Some(self.truthful(slot, call, attempt)), self.unknown()];
+                    let answers = [Some(self.truthful(state, r, call, attempt)), self.unknown()];
                     out.extend(
                         answers
                             .into_iter()
@@ -354,12 +364,20 @@ impl<L: Lifecycle> World<L> {
         }
     }
 
-    /// The status query's true answer for a proposal's key and attempt.
-    pub(super) fn truthful(&self, slot: &RunSlot<L::Run>, call: u8, attempt: u8) -> Answer {
+    /// The status query's true answer for a proposal's key and attempt of run `r`, as the
+    /// tool's ledger holds it (the run's tool key's records: `world/tool.rs`).
+    pub(super) fn truthful(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        call: u8,
+        attempt: u8,
+    ) -> Answer {
+        let ledger = self.ledger(state, r);
         let committed = self
             .cast
             .key_of(call)
-            .is_some_and(|k| slot.tool.committed & ToolSide::bit(k, attempt) != 0);
+            .is_some_and(|k| ledger.committed & ToolSide::bit(k, attempt) != 0);
         if committed {
             Answer::Committed
         } else {
@@ -382,15 +400,15 @@ impl<L: Lifecycle> World<L> {
         r: usize,
         call: Option<u8>,
     ) -> Settlements {
-        let Some(slot) = state.runs.get(r) else {
+        if state.runs.get(r).is_none() {
             return Settlements::new();
-        };
+        }
+        let ledger = self.ledger(state, r);
         let key = call.and_then(|c| self.cast.key_of(c));
-        let committed = key.is_some_and(|k| slot.tool.committed_key(k));
+        let committed = key.is_some_and(|k| ledger.committed_key(k));
         let live = |call: u8, attempt: u8| {
             key.is_some_and(|k| {
-                self.cast.key_of(call) == Some(k)
-                    && slot.tool.fenced & ToolSide::bit(k, attempt) == 0
+                self.cast.key_of(call) == Some(k) && ledger.fenced & ToolSide::bit(k, attempt) == 0
             })
         };
         let sent =
@@ -547,22 +565,10 @@ impl<L: Lifecycle> World<L> {
         }
     }
 
-    /// What the tool would do with a request now.
+    /// What the tool would do with a request now, by the records its ledger holds under the
+    /// request's tool key.
     pub(super) fn tool_outcome(&self, state: &WorldState<L::Run>, msg: &ToolMsg) -> ToolOutcome {
-        let tool = (state.runs.get(usize::from(msg.run)))
-            .map(|s| s.tool)
-            .unwrap_or_default();
-        let Some(key) = self.cast.key_of(msg.call) else {
-            return ToolOutcome::Refuses;
-        };
-        let bit = ToolSide::bit(key, msg.attempt);
-        if self.config.query_fences && tool.fenced & bit != 0 {
-            ToolOutcome::Refuses
-        } else if self.config.dedupes && tool.committed & bit != 0 {
-            ToolOutcome::Dedupes
-        } else {
-            ToolOutcome::Commits
-        }
+        self.outcome_on(self.ledger(state, usize::from(msg.run)), msg)
     }
 
     /// Whether some run's expiry is due: the clock has passed it and the lifecycle would

@@ -246,6 +246,20 @@ impl fmt::Display for Action {
                 f,
                 "Framework changes the arguments of run {run}'s pending call in the agent's state"
             ),
+            Action::Foreign {
+                run,
+                key,
+                attempt,
+                fence,
+            } => write!(
+                f,
+                "The run left out {} under run {run}'s tool key of k{key}, attempt {attempt}",
+                if *fence {
+                    "fences its query"
+                } else {
+                    "commits"
+                }
+            ),
         }
     }
 }
@@ -433,6 +447,7 @@ impl<L: Lifecycle> World<L> {
                 Action::Tick { .. } => "time passes".into(),
                 Action::Outsider { .. } => "the resource is at a new version".into(),
                 Action::Framework { .. } => "same call id, other arguments".into(),
+                Action::Foreign { .. } => "the tool holds another run's record there".into(),
             },
         }
     }

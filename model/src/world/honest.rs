@@ -38,11 +38,10 @@ impl<L: Lifecycle> World<L> {
                 checkpoints: slot.checkpoints.addr(),
                 now: state.now,
                 resource: slot.resource,
-                tool: (
-                    slot.tool.committed,
-                    slot.tool.fenced,
-                    slot.tool.denied_commit,
-                ),
+                tool: {
+                    let ledger = self.ledger(state, r);
+                    (ledger.committed, ledger.fenced, ledger.denied_commit)
+                },
                 settlements,
             };
             let answered = memo::answered(key, || {
@@ -98,7 +97,7 @@ impl<L: Lifecycle> World<L> {
                 self.honest_approvals(state, s, call, *requester, cp)
             }
             (Reason::OutcomeUnknown { .. }, Some((call, attempt))) => {
-                self.honest_reconciles(slot, call, attempt)
+                self.honest_reconciles(state, r, call, attempt)
             }
             (Reason::ManualIntervention { .. }, pending) => {
                 self.honest_interventions(state, r, pending.map(|(c, _)| c))
@@ -138,8 +137,14 @@ impl<L: Lifecycle> World<L> {
 
     /// The reconciler's honest answers for `call`'s `attempt`, whose outcome is unknown:
     /// "unknown", then the truth as the tool holds it.
-    fn honest_reconciles(&self, slot: &RunSlot<L::Run>, call: u8, attempt: u8) -> Vec<Decision> {
-        let truth = self.query_answer(call, self.truthful(slot, call, attempt));
+    fn honest_reconciles(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        call: u8,
+        attempt: u8,
+    ) -> Vec<Decision> {
+        let truth = self.query_answer(call, self.truthful(state, r, call, attempt));
         [Some(QueryAnswer::Unknown), truth]
             .into_iter()
             .flatten()

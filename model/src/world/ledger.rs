@@ -243,12 +243,54 @@ impl<L: Lifecycle> World<L> {
                 }
             }
         }
-        for (i, (call, attempt)) in st.dispatches.iter().flatten().copied().enumerate() {
+        raise |= Self::settled_from_elsewhere(slot, &st.choice, &self.cast);
+        let sent = st.dispatches.iter().zip(&st.tool_keys);
+        for (i, (call, attempt, tool_key)) in sent
+            .filter_map(|(d, t)| d.map(|(c, a)| (c, a, *t)))
+            .enumerate()
+        {
+            if let Some(k) = self.cast.key_of(call) {
+                if let Some(first) = slot.tool_keys.get_mut(usize::from(k)) {
+                    *first = first.or(tool_key);
+                }
+            }
             raise |= self.book_dispatch(slot, call, attempt, st.approval_binds);
             raise |= self.batch_dispatch(slot, call, st.edited & (1 << i) != 0);
         }
         raise |= self.batch_settled(slot, &was, &self.batch_states(&st.next.run), &st.next.view);
         raise
+    }
+
+    /// KEY-3 when a write lands: the run records a commit its own requests never made, which
+    /// the tool's answer (a query's "committed", read by the reconciler or the operator) took
+    /// from another run's record under the same tool key (`world/tool.rs`).
+    fn settled_from_elsewhere(
+        slot: &RunSlot<L::Run>,
+        choice: &Choice,
+        cast: &super::Cast,
+    ) -> Violations {
+        let borrowed = match *choice {
+            Choice::Reconcile {
+                call,
+                attempt,
+                answer: Answer::Committed,
+                ..
+            } => cast
+                .key_of(call)
+                .is_some_and(|k| slot.tool.committed & super::ToolSide::bit(k, attempt) == 0),
+            Choice::Intervene {
+                call: Some(call),
+                settle: Settle::Committed,
+            } => cast
+                .key_of(call)
+                .is_some_and(|k| !slot.tool.committed_key(k)),
+            _ => false,
+        };
+        if borrowed {
+            Violations::of(SpecId::Key3)
+        } else {
+            Violations::NONE
+        }
     }
 
     /// Enters a landing resume in the ledger by the checkpoint revision it was taken from,

@@ -23,7 +23,15 @@
 //!   can touch it: an input needs a response (which only the tool makes), a decision (which
 //!   needs it suspended), a crash (none left) or a cancel (none offered now, so none left);
 //!   and the tool's handling reads and writes only the run's own requests, responses,
-//!   resource and tool side, which nothing outside the run reads.
+//!   resource and tool side, which nothing outside the run reads. The tool's ledger is one
+//!   for the world, keyed by tool key (`world/tool.rs`), so the run's side is its own only
+//!   while no other key of any run went out under one of its tool keys and no commit of a
+//!   run left out can be made under one (`World::ledger_alone`); a quiet run without that is
+//!   not reduced. A key another run sends later under one of the run's tool keys is not
+//!   foreseen: whichever of the two requests the tool handles first, the second is answered
+//!   from the first's record (a dedupe, a fence), or a query of it finds the first's commit,
+//!   which breaks KEY-3 in either order, so the reduction can change which run's violation
+//!   is found first, not whether one is.
 //!
 //! Neither undoes a property's interesting value once taken: the dispatch adds a request,
 //! which keeps "EFF-2 a request is still on its way when its run ends" true and LIVE-2's
@@ -82,7 +90,7 @@ impl<L: Lifecycle> World<L> {
         let Some(slot) = state.runs.get(r) else {
             return false;
         };
-        if slot.run.view.phase != PhaseKind::Running {
+        if slot.run.view.phase != PhaseKind::Running || !self.ledger_alone(state, r) {
             return false;
         }
         let busy = state.workers.iter().any(|w| match w {

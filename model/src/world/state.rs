@@ -263,6 +263,7 @@ impl<R: Hash> Hash for WorldState<R> {
             renewals,
             old_configs,
             questions,
+            foreign,
         } = *budgets;
         // A vector grows by at most one element a step, far from 65,535 on any path the
         // checker explores.
@@ -287,6 +288,7 @@ impl<R: Hash> Hash for WorldState<R> {
                 | u64::from(old_configs) << 48
                 | u64::from(questions) << 56,
         );
+        state.write_u8(foreign);
         runs.iter().for_each(|r| r.hash(state));
         workers.iter().for_each(|w| w.hash(state));
         requests.iter().for_each(|m| m.hash(state));
@@ -318,6 +320,9 @@ pub struct Budgets {
     pub old_configs: u8,
     /// Times the agent's node may still ask its second question after the gated call.
     pub questions: u8,
+    /// Commits the run left out of a per-run reduction's world may still make under a tool
+    /// key this run sent (`Config::foreign_commits`).
+    pub foreign: u8,
 }
 
 /// One run's durable side of the world.
@@ -346,8 +351,19 @@ pub struct RunSlot<R: 'static> {
     /// Keys and attempts (bits as in [`ToolSide`]) whose dispatch was made durable (spec
     /// REC-3).
     pub dispatched: u16,
-    /// The tool's durable side for this run's calls.
+    /// What the tool did with this run's own requests and queries: the world's truth about
+    /// the run's calls, by which EFF-1 and BAT-4 judge them. The tool's ledger is keyed by the
+    /// tool key a dispatch carries, not by the run: what it answers a run is this, joined with
+    /// the records of every other request sent under the same tool key (`world/tool.rs`).
     pub tool: ToolSide,
+    /// For each key, the tool key the run's first dispatch under it carried (spec KEY-3): the
+    /// key under which the tool's ledger holds its records.
+    pub tool_keys: [Option<Shared<Digest>>; KEYS],
+    /// The records the run left out of a per-run reduction's world made under this run's tool
+    /// keys (a commit, or a query's fence), as it may where a tool key is not bound to this
+    /// run's identity (`Config::foreign_commits`, spec/check-output.md, "The per-run
+    /// reduction").
+    pub foreign: ToolSide,
     /// The version of the resource the run acts on: every commit of the run's calls moves
     /// it, and so may an outsider. Resumes are fed it as their facts, honestly.
     pub resource: u8,
@@ -403,6 +419,8 @@ impl<R> Hash for RunSlot<R> {
                     fenced,
                     denied_commit,
                 },
+            tool_keys,
+            foreign,
             resource,
             cancelled,
             decided: [d0, d1],
@@ -450,6 +468,17 @@ impl<R> Hash for RunSlot<R> {
         if let Some(config) = config {
             config.hash(state);
         }
+        // Which keys have a tool key, then those tool keys: absent ones write nothing more.
+        let present = (tool_keys.iter().enumerate())
+            .filter(|(_, t)| t.is_some())
+            .fold(0u64, |mask, (i, _)| mask | 1 << i);
+        state.write_u64(
+            u64::from(foreign.committed)
+                | u64::from(foreign.fenced) << 16
+                | u64::from(foreign.denied_commit) << 32
+                | present << 48,
+        );
+        tool_keys.iter().flatten().for_each(|t| t.hash(state));
     }
 }
 
@@ -563,6 +592,8 @@ pub struct Staged<R: 'static> {
     /// The dispatches to carry out after the write, in order. A correct lifecycle emits at
     /// most one; a broken one may emit more.
     pub dispatches: Dispatches,
+    /// The tool key each of the dispatches carries (spec KEY-3), in the same order.
+    pub tool_keys: [Option<Shared<Digest>>; resumable_kernel::effect::MAX_EFFECTS],
     /// The same dispatches as the queue a worker carries after the write (`None` if there
     /// are none): determined by `dispatches`, made once with the step.
     pub queue: Option<Shared<Queue>>,
@@ -596,12 +627,22 @@ impl<R> Staged<R> {
             Shared<Stored<R>>,
             Option<Shared<Checkpoint>>,
         ),
-        (Dispatches, Option<u8>, u8, bool, Violations, u32, u32),
+        (
+            Dispatches,
+            [Option<Shared<Digest>>; resumable_kernel::effect::MAX_EFFECTS],
+            Option<u8>,
+            u8,
+            bool,
+            Violations,
+            u32,
+            u32,
+        ),
     ) {
         (
             (self.run, self.from, self.choice, self.next, self.checkpoint),
             (
                 self.dispatches,
+                self.tool_keys,
                 self.resumed_from,
                 self.audits,
                 self.approval_binds,
@@ -992,6 +1033,19 @@ pub enum Action {
         /// The run.
         run: u8,
     },
+    /// In a per-run reduction's world, the run left out makes a record at the tool under the
+    /// tool key of one of this run's keys, at an attempt this run sent: a commit, or a fence
+    /// by its query (`Config::foreign_commits`).
+    Foreign {
+        /// The run whose tool key it is.
+        run: u8,
+        /// The key.
+        key: u8,
+        /// The attempt.
+        attempt: u8,
+        /// A fence (the other run's query answered "not committed"), not a commit.
+        fence: bool,
+    },
 }
 
 /// The rules found broken along a path, one bit per spec ID: what the `always` properties
@@ -1082,9 +1136,10 @@ pub mod witness {
     /// A call edited by the approver was dispatched (spec BAT-5).
     pub const EDITED_DISPATCHED: u32 = 1 << 12;
     /// The clock ticked while no run waited: only a free clock does (`Config::free_clock`,
-    /// the per-run reduction's stand-in for the other run's suspensions). Not a witness but
-    /// its opposite: no `sometimes` property is credited in a state reached through such a
-    /// tick ([`crate::world::World::may_witness`]).
+    /// the per-run reduction's stand-in for the other run's suspensions); or the run left out
+    /// committed at the shared tool (`Config::foreign_commits`, its stand-in for the other
+    /// run's requests). Not a witness but its opposite: no `sometimes` property is credited
+    /// in a state reached through either ([`crate::world::World::may_witness`]).
     pub const BORROWED_TIME: u32 = 1 << 13;
     /// A dispatch of the gated call landed after the framework changed its arguments in the
     /// agent's state (spec APR-5).
@@ -1098,4 +1153,7 @@ pub mod witness {
     /// The node asked its second question after a gated call fed more than one decision
     /// (spec RES-8).
     pub const ASKED_AFTER_ANSWERS: u32 = 1 << 17;
+    /// The tool handled a run's request under an idempotency key under which another run's
+    /// request had committed first (spec KEY-3): two runs met at the tool with one key.
+    pub const SHARED_KEY: u32 = 1 << 18;
 }

@@ -535,6 +535,7 @@ impl<L: Lifecycle> World<L> {
         let after = self.lifecycle.snapshot(&next.run);
         let mut raise = self.step_violations(r, from, &after, input, effects);
         let mut dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];
+        let mut tool_keys = [None; resumable_kernel::effect::MAX_EFFECTS];
         let mut approval_binds = false;
         let mut edited = 0u32;
         // What the worker sends after the write, and what handing it out breaks (APR-5).
@@ -544,11 +545,14 @@ impl<L: Lifecycle> World<L> {
             Effect::Dispatch(d) => Some(d),
             _ => None,
         });
-        for (i, (slot, d)) in dispatches.iter_mut().zip(sent).enumerate() {
+        for (i, ((slot, tool_key), d)) in
+            (dispatches.iter_mut().zip(&mut tool_keys).zip(sent)).enumerate()
+        {
             // A dispatch of a call the world does not know is counted against the gated
             // call: the world's ledger must never lose a dispatch.
             let call = self.cast.proposal_by_id(&d.call_id).unwrap_or(GATED);
             *slot = Some((call, d.attempt));
+            *tool_key = Some(self.digests.intern(d.tool_key));
             approval_binds |=
                 self.config.program.gated(call) && self.approval_binds(before, input, &d);
             if d.args == self.cast.edited_args {
@@ -579,6 +583,7 @@ impl<L: Lifecycle> World<L> {
             next,
             checkpoint: effects.checkpoint().map(|c| self.checkpoints.intern(*c)),
             dispatches,
+            tool_keys,
             queue: self.queue(to_send),
             resumed_from: match &input.event {
                 Event::Resume(res) => u8::try_from(res.checkpoint.revision.0).ok(),
@@ -684,19 +689,30 @@ impl<L: Lifecycle> World<L> {
         Some(next)
     }
 
-    /// The tool handles a request: commits it (which moves the run's resource), answers a
-    /// duplicate key from its record, or refuses a fenced attempt.
+    /// The tool handles a request by its ledger's records under the request's tool key:
+    /// commits it (which moves the run's resource), answers a duplicate from the record, or
+    /// refuses a fenced attempt. An answer the run's own records would not give came from
+    /// another run's record (spec KEY-3).
     pub(super) fn handle(
         &self,
         state: &WorldState<L::Run>,
         msg: ToolMsg,
     ) -> Option<WorldState<L::Run>> {
+        let r = usize::from(msg.run);
         let outcome = self.tool_outcome(state, &msg);
+        let own = self.outcome_on(state.runs.get(r)?.tool, &msg);
+        let key = self.cast.key_of(msg.call)?;
+        let met = self.met_at_tool(state, r, key);
         let mut next = state.clone();
         remove_one(&mut next.requests, &msg)?;
-        let key = self.cast.key_of(msg.call)?;
+        if outcome != own {
+            next.violated |= SpecId::Key3;
+        }
+        if met {
+            next.seen |= witness::SHARED_KEY;
+        }
         let bit = ToolSide::bit(key, msg.attempt);
-        let slot = next.runs.get_mut(usize::from(msg.run))?;
+        let slot = next.runs.get_mut(r)?;
         if slot.tool.denied_commit & bit != 0 {
             next.seen |= witness::LATE_REQUEST;
         }
@@ -710,6 +726,32 @@ impl<L: Lifecycle> World<L> {
                 insert_sorted(&mut next.responses, msg);
             }
         }
+        Some(next)
+    }
+
+    /// In a per-run reduction's world, the run left out makes a record under run `r`'s tool
+    /// key of `key`, at `attempt`: a commit, or a fence (`Config::foreign_commits`).
+    pub(super) fn foreign_record(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        key: u8,
+        attempt: u8,
+        fence: bool,
+    ) -> Option<WorldState<L::Run>> {
+        let mut next = state.clone();
+        next.budgets.foreign = next.budgets.foreign.checked_sub(1)?;
+        let bit = ToolSide::bit(key, attempt);
+        let foreign = &mut next.runs.get_mut(r)?.foreign;
+        if fence {
+            foreign.fenced |= bit;
+            foreign.denied_commit |= bit;
+        } else {
+            foreign.committed |= bit;
+        }
+        // Like a borrowed tick, a stand-in for the run left out: no `sometimes` is credited
+        // in a state reached through one (spec/check-output.md, "The per-run reduction").
+        next.seen |= witness::BORROWED_TIME;
         Some(next)
     }
 

@@ -11,7 +11,7 @@ use crate::stage::{Ledger, Staged};
 use resumable_audit::history::History;
 use resumable_audit::jcs;
 use resumable_kernel::{
-    Call, Digest, Dispatch, Event, Fingerprint, HistoryEntry, KeyUse, Name, Prior, Time,
+    Call, Digest, Dispatch, Event, Fingerprint, HistoryEntry, KeyUse, Name, Prior, Run, Time,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -211,6 +211,44 @@ impl Book {
     /// Whether the run bound no call.
     pub fn is_empty(&self) -> bool {
         self.calls.is_empty()
+    }
+
+    /// Drops the records of the calls that are settled, keeping the history index whole: a
+    /// long run's book, carried from one store (or one continued workflow) to the next, then
+    /// grows by two fingerprints a call rather than by its arguments and its outcome.
+    ///
+    /// Kept: every call with no outcome yet (waiting for a decision, in flight, unknown), and
+    /// every call `run` names (the one in flight or suspended on, the slots of its last batch,
+    /// its last recorded result), so a turn being decided or carried out reads its calls as
+    /// before. Dropped: the others' arguments, outcomes and answer counts. The index still
+    /// holds their call ids and keys, so the kernel refuses a call id or a key used again by
+    /// name (KEY-1, KEY-2), as it refuses any reuse: a settled call proposed again after
+    /// compaction is refused as a reused call id, where before it found its recorded outcome.
+    /// Returns how many records were dropped.
+    pub fn compact(&mut self, run: &Run) -> usize {
+        let mut named: Vec<Name> = Vec::new();
+        if let Some(f) = run.in_flight() {
+            named.push(f.call.call.call_id);
+        }
+        if let Some((call, _)) = run.suspension().and_then(|s| s.reason.call()) {
+            named.push(call.call.call_id);
+        }
+        if let Some(batch) = run.batch() {
+            named.extend(batch.slots.iter().map(|slot| slot.call.call.call_id));
+        }
+        if let Some(last) = run.last_call() {
+            named.push(last.call_id);
+        }
+        let before = self.calls.len();
+        self.calls
+            .retain(|_, r| r.outcome.is_none() || named.contains(&r.call.call_id));
+        before - self.calls.len()
+    }
+
+    /// How many call ids the history index holds: every call the run ever bound, whether
+    /// its record is kept or was dropped by [`Book::compact`].
+    pub fn bound(&self) -> usize {
+        self.index.calls()
     }
 
     /// Writes what a staged input changes in the book, to be committed with it: the history

@@ -17,6 +17,10 @@
 //!   and `query`.
 //! - a human-in-the-loop resume value: [`party::read_resume`] says its forms; [`resume`] feeds
 //!   it, [`read_resume`] and [`is_resume_decision`] read it without staging anything.
+//!
+//! An adapter that holds the run in its own memory between steps (a Temporal workflow) keeps
+//! it as a [`Stored`] form instead: the same steps, the held run and the book kept native and
+//! written out only when asked, so a long run's step does not read and write its whole book.
 
 use crate::book::{Book, Kept, ToolCall};
 use crate::held::Held;
@@ -53,6 +57,16 @@ struct Opened<'a> {
 /// [...] | null}`), sealed under `key` (64 hex digits) or chained by SHA-256: `{"held", "book",
 /// "line"}`, `line` being line 1 of its audit log.
 pub fn open(header: &str, key: Option<&str>) -> Result<String> {
+    let (held, line) = opened(header, key)?;
+    to_json(&Opened {
+        held: &held,
+        book: Book::default(),
+        line,
+    })
+}
+
+/// The held run a new run starts at, and line 1 of its audit log.
+fn opened(header: &str, key: Option<&str>) -> Result<(Held, String)> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct LogHeader {
@@ -66,11 +80,7 @@ pub fn open(header: &str, key: Option<&str>) -> Result<String> {
         tools: h.tools,
     };
     let (held, line) = core(key)?.open(&header)?;
-    to_json(&Opened {
-        held: &held,
-        book: Book::default(),
-        line: String::from_utf8(line).map_err(|e| e.to_string())?,
-    })
+    Ok((held, String::from_utf8(line).map_err(|e| e.to_string())?))
 }
 
 /// A proposal as the bindings write it.
@@ -173,34 +183,12 @@ impl From<Todo> for TodoForm {
 }
 
 /// The held run and its book, as an adapter's store gives them.
-fn stored(held: &str, book: &str) -> Result<(Held, Book)> {
-    Ok((parse("held", held)?, parse("book", book)?))
+fn stored(held: &str, book: &str) -> Result<Stored> {
+    Ok(Stored::of(parse("held", held)?, parse("book", book)?))
 }
 
-/// What to do now about `proposals` (a JSON list of one or more proposals, one model turn),
-/// on the held run and its book, at `now`, with the facts observed now ([`plan::plan_batch`]).
-pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
-    planned(held, book, now, proposals, facts, plan::plan_batch)
-}
-
-/// As [`plan`], for a turn a framework reviews as one batch even of one call
-/// ([`plan::plan_turn`]: HITL's and the Agents SDKs' shape, where a call may be edited,
-/// rejected or answered).
-pub fn plan_turn(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
-    planned(held, book, now, proposals, facts, plan::plan_turn)
-}
-
-type Planner = fn(&Held, &Book, Time, &[Proposal], Facts) -> Todo;
-
-fn planned(
-    held: &str,
-    book: &str,
-    now: u64,
-    proposals: &str,
-    facts: &str,
-    planner: Planner,
-) -> Result<String> {
-    let (held, book) = stored(held, book)?;
+/// A turn's proposals as the bindings write them, read and bounded: one batch holds them all.
+fn proposals_of(proposals: &str) -> Result<Vec<Proposal>> {
     let forms: Vec<ProposalForm> = parse("proposals", proposals)?;
     let proposals = forms
         .into_iter()
@@ -217,64 +205,52 @@ fn planned(
             resumable_kernel::BATCH_CAPACITY
         ));
     }
-    let facts: Facts = parse("facts", facts)?;
-    let todo = planner(&held, &book, Time(now), &proposals, facts);
-    to_json(&TodoForm::from(todo))
+    Ok(proposals)
 }
+
+/// What to do now about `proposals` (a JSON list of one or more proposals, one model turn),
+/// on the held run and its book, at `now`, with the facts observed now ([`plan::plan_batch`]).
+pub fn plan(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
+    stored(held, book)?.plan(now, proposals, facts)
+}
+
+/// As [`plan`], for a turn a framework reviews as one batch even of one call
+/// ([`plan::plan_turn`]: HITL's and the Agents SDKs' shape, where a call may be edited,
+/// rejected or answered).
+pub fn plan_turn(held: &str, book: &str, now: u64, proposals: &str, facts: &str) -> Result<String> {
+    stored(held, book)?.plan_turn(now, proposals, facts)
+}
+
+type Planner = fn(&Held, &Book, Time, &[Proposal], Facts) -> Todo;
 
 #[derive(Serialize)]
 struct Fed<'a> {
     verdict: Verdict<'a>,
-    held: Held,
-    book: Book,
+    held: &'a Held,
+    book: &'a Book,
     line: String,
     history: Vec<resumable_kernel::HistoryEntry>,
     tool_calls: Vec<ToolCall>,
     query: Option<Dispatch>,
 }
 
-fn fed(
-    core: &Core,
-    held: &Held,
-    mut book: Book,
-    now: u64,
-    event: Event,
-    kept: &Kept,
-) -> Result<String> {
-    let staged: Box<Staged> = core
-        .stage(held, Time(now), event, &mut book)
-        .map_err(|e| e.to_string())?;
-    book.keep(&staged, kept);
-    let tool_calls = staged
-        .dispatches()
-        .map(|d| book.tool_call(d).map_err(|e| e.to_string()))
-        .collect::<Result<Vec<_>>>()?;
-    let verdict = Verdict::of(&staged.result);
-    to_json(&Fed {
-        verdict,
-        held: staged.after(held),
-        line: String::from_utf8(staged.line.clone()).map_err(|e| e.to_string())?,
-        history: staged.history().copied().collect(),
-        query: staged.query().copied(),
-        tool_calls,
-        book,
-    })
+/// What a [`Stored`] step answers: [`Fed`] without the held run and the book, which the
+/// stored form keeps.
+#[derive(Serialize)]
+struct Stepped<'a> {
+    verdict: Verdict<'a>,
+    line: String,
+    history: Vec<resumable_kernel::HistoryEntry>,
+    tool_calls: Vec<ToolCall>,
+    query: Option<Dispatch>,
 }
 
-/// Feeds `event` (as [`plan`] gave it, in `{"todo": "feed"}`) with what the book keeps of it,
-/// at the driver's `now`, sealing its audit line under `key`.
-pub fn feed(
-    held: &str,
-    book: &str,
-    now: u64,
-    event: &str,
-    kept: &str,
-    key: Option<&str>,
-) -> Result<String> {
-    let (held, book) = stored(held, book)?;
-    let event: Event = parse("event", event)?;
-    let kept: Kept = parse("kept", kept)?;
-    fed(&core(key)?, &held, book, now, event, &kept)
+/// What a step of a [`Stored`] run did: an input staged and committed to it, with the tool
+/// calls its dispatches hand out, or refused before the kernel (the text of the refusal,
+/// nothing committed).
+enum Answered {
+    Staged(Box<Staged>, Vec<ToolCall>),
+    Refused(String),
 }
 
 /// Refused before the kernel: the party's message is not an answer. Nothing is written.
@@ -288,12 +264,405 @@ struct Refused {
 #[derive(Serialize)]
 struct Empty {}
 
-fn not_a_decision(message: String) -> Result<String> {
+fn not_a_decision_text(message: String) -> Result<String> {
     to_json(&Refused {
         verdict: "not_a_decision",
         rejection: Empty {},
         message,
     })
+}
+
+fn not_a_decision(message: String) -> Result<Answered> {
+    not_a_decision_text(message).map(Answered::Refused)
+}
+
+fn line_of(staged: &Staged) -> Result<String> {
+    String::from_utf8(staged.line.clone()).map_err(|e| e.to_string())
+}
+
+/// One run's held run and book kept native between steps: what an adapter that holds the run
+/// in its own memory (a Temporal workflow) steps, rather than reading and writing the whole
+/// book as JSON at every step. Each step commits to it what the free functions would return
+/// (the held run after the step, the book with what the step keeps) and answers the rest:
+/// `{"verdict", "line", "history", "tool_calls", "query"}`. The held run and the book are
+/// written out only when asked ([`Stored::dump`]: `{"held", "book"}`).
+///
+/// The free functions of this module are these steps on a form read from their arguments,
+/// so the two cannot differ in what they decide.
+///
+/// A step that raises (input that is not the core's form) commits nothing, except when the
+/// book's own arguments do not match a dispatch (a book altered in its store): the form is
+/// then broken, and every later step on it raises that error; load it again from its store.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stored {
+    held: Held,
+    book: Book,
+    #[serde(skip)]
+    broken: Option<String>,
+}
+
+impl Stored {
+    /// The form holding `held` and `book`.
+    pub fn of(held: Held, book: Book) -> Stored {
+        Stored {
+            held,
+            book,
+            broken: None,
+        }
+    }
+
+    /// A new run, as [`open`] opens it: the form, and line 1 of its audit log.
+    pub fn open(header: &str, key: Option<&str>) -> Result<(Stored, String)> {
+        let (held, line) = opened(header, key)?;
+        Ok((Stored::of(held, Book::default()), line))
+    }
+
+    /// The form [`Stored::dump`] wrote: `{"held", "book"}`.
+    pub fn load(text: &str) -> Result<Stored> {
+        parse("stored run", text)
+    }
+
+    /// The held run and its book as JSON, `{"held", "book"}`: what a store keeps, or what a
+    /// continued workflow carries.
+    pub fn dump(&self) -> Result<String> {
+        self.sound()?;
+        to_json(self)
+    }
+
+    /// The held run as JSON, as the free functions take it.
+    pub fn held_json(&self) -> Result<String> {
+        to_json(&self.held)
+    }
+
+    /// The book as JSON, as the free functions take it.
+    pub fn book_json(&self) -> Result<String> {
+        to_json(&self.book)
+    }
+
+    /// The held run.
+    pub fn held(&self) -> &Held {
+        &self.held
+    }
+
+    /// The book.
+    pub fn book(&self) -> &Book {
+        &self.book
+    }
+
+    /// Drops the settled calls' records from the book, keeping its history index whole
+    /// ([`Book::compact`]): how many were dropped.
+    pub fn compact(&mut self) -> usize {
+        self.book.compact(&self.held.run)
+    }
+
+    fn sound(&self) -> Result<()> {
+        match &self.broken {
+            Some(e) => Err(format!("the stored run is broken by an earlier step: {e}")),
+            None => Ok(()),
+        }
+    }
+
+    /// As [`plan`], on this form.
+    pub fn plan(&self, now: u64, proposals: &str, facts: &str) -> Result<String> {
+        self.planned(now, proposals, facts, plan::plan_batch)
+    }
+
+    /// As [`plan_turn`], on this form.
+    pub fn plan_turn(&self, now: u64, proposals: &str, facts: &str) -> Result<String> {
+        self.planned(now, proposals, facts, plan::plan_turn)
+    }
+
+    fn planned(&self, now: u64, proposals: &str, facts: &str, planner: Planner) -> Result<String> {
+        self.sound()?;
+        let proposals = proposals_of(proposals)?;
+        let facts: Facts = parse("facts", facts)?;
+        let todo = planner(&self.held, &self.book, Time(now), &proposals, facts);
+        to_json(&TodoForm::from(todo))
+    }
+
+    /// Stages `event` at `now` and commits it to this form: the held run after it, and what
+    /// it changes in the book (accepted or refused: a refused answer is counted too).
+    fn staged(&mut self, core: &Core, now: u64, event: Event, kept: &Kept) -> Result<Answered> {
+        self.sound()?;
+        let staged: Box<Staged> = core
+            .stage(&self.held, Time(now), event, &mut self.book)
+            .map_err(|e| e.to_string())?;
+        self.book.keep(&staged, kept);
+        let tool_calls = staged
+            .dispatches()
+            .map(|d| self.book.tool_call(d).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>>>();
+        let tool_calls = match tool_calls {
+            Ok(calls) => calls,
+            Err(e) => {
+                // The book changed and the held run did not: nothing more is stepped on it.
+                self.broken = Some(e.clone());
+                return Err(e);
+            }
+        };
+        self.held = staged.after(&self.held);
+        Ok(Answered::Staged(staged, tool_calls))
+    }
+
+    /// What a step answers on this form: [`Stepped`], or the refusal.
+    fn stepped(&self, answered: Answered) -> Result<String> {
+        match answered {
+            Answered::Refused(text) => Ok(text),
+            Answered::Staged(staged, tool_calls) => to_json(&Stepped {
+                verdict: Verdict::of(&staged.result),
+                line: line_of(&staged)?,
+                history: staged.history().copied().collect(),
+                query: staged.query().copied(),
+                tool_calls,
+            }),
+        }
+    }
+
+    /// What a free function answers: [`Fed`], with the held run and the book to commit, or
+    /// the refusal.
+    fn whole(&self, answered: Answered) -> Result<String> {
+        match answered {
+            Answered::Refused(text) => Ok(text),
+            Answered::Staged(staged, tool_calls) => to_json(&Fed {
+                verdict: Verdict::of(&staged.result),
+                held: &self.held,
+                book: &self.book,
+                line: line_of(&staged)?,
+                history: staged.history().copied().collect(),
+                query: staged.query().copied(),
+                tool_calls,
+            }),
+        }
+    }
+
+    fn fed(&mut self, now: u64, event: &str, kept: &str, key: Option<&str>) -> Result<Answered> {
+        let event: Event = parse("event", event)?;
+        let kept: Kept = parse("kept", kept)?;
+        self.staged(&core(key)?, now, event, &kept)
+    }
+
+    /// As [`feed`], on this form.
+    pub fn feed(&mut self, now: u64, event: &str, kept: &str, key: Option<&str>) -> Result<String> {
+        let a = self.fed(now, event, kept, key)?;
+        self.stepped(a)
+    }
+
+    /// Feeds the answer `read` makes of a party's message to `request` at the driver's `now`,
+    /// with the facts observed now; what `read` finds no decision is `not_a_decision`, nothing
+    /// to commit.
+    fn feed_read(
+        &mut self,
+        now: u64,
+        request: &str,
+        facts: &str,
+        key: Option<&str>,
+        read: impl FnOnce(&Request) -> std::result::Result<(Answer, Kept), party::NotADecision>,
+    ) -> Result<Answered> {
+        self.sound()?;
+        let request: Request = parse("request", request)?;
+        let facts: Facts = parse("facts", facts)?;
+        match read(&request) {
+            Ok((answer, kept)) => self.staged(&core(key)?, now, answer.event(facts), &kept),
+            Err(e) => not_a_decision(e.0),
+        }
+    }
+
+    /// Reads the decisions `words` as `W` and feeds the batch answer `judge` makes of them;
+    /// what is not such a list, or names an approver that is no name, is `not_a_decision`.
+    fn decided<W: serde::de::DeserializeOwned>(
+        &mut self,
+        d: &Decided<'_>,
+        words: &str,
+        judge: impl FnOnce(
+            &Request,
+            W,
+            Name,
+            Time,
+        ) -> std::result::Result<(Answer, Kept), party::NotADecision>,
+    ) -> Result<Answered> {
+        self.sound()?;
+        let request: Request = parse("request", d.request)?;
+        let facts: Facts = parse("facts", d.facts)?;
+        let words: W = match serde_json::from_str(words) {
+            Ok(w) => w,
+            Err(e) => return not_a_decision(format!("the decisions are not the framework's: {e}")),
+        };
+        let approver = match Name::new(d.approver) {
+            Ok(a) => a,
+            Err(e) => return not_a_decision(format!("approver {:?}: {e}", d.approver)),
+        };
+        match judge(&request, words, approver, Time(d.expires_at)) {
+            Ok((answer, kept)) => {
+                let event = answer.event(facts);
+                self.staged(&core(d.key)?, d.now, event, &kept)
+            }
+            Err(e) => not_a_decision(e.to_string()),
+        }
+    }
+
+    fn decide_list(&mut self, d: &Decided<'_>, words: &str) -> Result<Answered> {
+        self.decided(d, words, |request, words: Vec<Word>, approver, at| {
+            party::decide(request, &words, approver, at)
+        })
+    }
+
+    fn decide_named(&mut self, d: &Decided<'_>, words: &str) -> Result<Answered> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Named {
+            call_id: String,
+            decision: Word,
+        }
+        self.decided(d, words, |request, words: Vec<Named>, approver, at| {
+            let words: Vec<(String, Word)> =
+                words.into_iter().map(|n| (n.call_id, n.decision)).collect();
+            party::decide_calls(request, &words, approver, at)
+        })
+    }
+
+    /// As [`decide`], on this form.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one argument per input of the step"
+    )]
+    pub fn decide(
+        &mut self,
+        now: u64,
+        request: &str,
+        words: &str,
+        approver: &str,
+        expires_at: u64,
+        facts: &str,
+        key: Option<&str>,
+    ) -> Result<String> {
+        let d = Decided {
+            now,
+            request,
+            approver,
+            expires_at,
+            facts,
+            key,
+        };
+        let a = self.decide_list(&d, words)?;
+        self.stepped(a)
+    }
+
+    /// As [`decide_calls`], on this form.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one argument per input of the step"
+    )]
+    pub fn decide_calls(
+        &mut self,
+        now: u64,
+        request: &str,
+        words: &str,
+        approver: &str,
+        expires_at: u64,
+        facts: &str,
+        key: Option<&str>,
+    ) -> Result<String> {
+        let d = Decided {
+            now,
+            request,
+            approver,
+            expires_at,
+            facts,
+            key,
+        };
+        let a = self.decide_named(&d, words)?;
+        self.stepped(a)
+    }
+
+    fn tool_answer(
+        &mut self,
+        now: u64,
+        tool_call: &str,
+        result: &str,
+        key: Option<&str>,
+    ) -> Result<Answered> {
+        self.sound()?;
+        let call: ToolCall = parse("tool call", tool_call)?;
+        let (event, kept) = Book::tool_result(&call, result)?;
+        self.staged(&core(key)?, now, event, &kept)
+    }
+
+    /// As [`tool_result`], on this form.
+    pub fn tool_result(
+        &mut self,
+        now: u64,
+        tool_call: &str,
+        result: &str,
+        key: Option<&str>,
+    ) -> Result<String> {
+        let a = self.tool_answer(now, tool_call, result, key)?;
+        self.stepped(a)
+    }
+
+    fn reconciled(
+        &mut self,
+        now: u64,
+        dispatch: &str,
+        found: Option<&str>,
+        facts: &str,
+        key: Option<&str>,
+    ) -> Result<Answered> {
+        self.sound()?;
+        let d: Dispatch = parse("dispatch", dispatch)?;
+        let facts: Facts = parse("facts", facts)?;
+        let found = match found {
+            None => Err(()),
+            Some("null") => Ok(None),
+            Some(text) => Ok(Some(text)),
+        };
+        if !plan::waits_on(&self.held, &d) {
+            // Another worker answered it first, or the run moved on: nothing to commit.
+            return Ok(Answered::Refused(to_json(&Refused {
+                verdict: "not_waiting",
+                rejection: Empty {},
+                message: format!(
+                    "the run does not wait on the outcome of call {} attempt {}",
+                    d.call_id, d.attempt
+                ),
+            })?));
+        }
+        let (event, kept) = plan::reconcile(&self.held, &d, found, facts)?;
+        self.staged(&core(key)?, now, event, &kept)
+    }
+
+    /// As [`reconcile`], on this form.
+    pub fn reconcile(
+        &mut self,
+        now: u64,
+        dispatch: &str,
+        found: Option<&str>,
+        facts: &str,
+        key: Option<&str>,
+    ) -> Result<String> {
+        let a = self.reconciled(now, dispatch, found, facts, key)?;
+        self.stepped(a)
+    }
+
+    /// As [`wake_at`], on this form.
+    pub fn wake_at(&self) -> Result<String> {
+        to_json(&crate::clock::wake_at(&self.held.run))
+    }
+}
+
+/// Feeds `event` (as [`plan`] gave it, in `{"todo": "feed"}`) with what the book keeps of it,
+/// at the driver's `now`, sealing its audit line under `key`.
+pub fn feed(
+    held: &str,
+    book: &str,
+    now: u64,
+    event: &str,
+    kept: &str,
+    key: Option<&str>,
+) -> Result<String> {
+    let mut s = stored(held, book)?;
+    let a = s.fed(now, event, kept, key)?;
+    s.whole(a)
 }
 
 /// Feeds a party's answer to `request` (as [`plan`] put it): `message` is whatever the party
@@ -310,27 +679,9 @@ pub fn answer(
     key: Option<&str>,
 ) -> Result<String> {
     let read = |request: &Request| Answer::read(message).map(|a| (a, Answer::kept(request)));
-    feed_read(held, book, now, request, facts, key, read)
-}
-
-/// Feeds the answer `read` makes of a party's message to `request` at the driver's `now`, with
-/// the facts observed now; what `read` finds no decision is `not_a_decision`, nothing to commit.
-fn feed_read(
-    held: &str,
-    book: &str,
-    now: u64,
-    request: &str,
-    facts: &str,
-    key: Option<&str>,
-    read: impl FnOnce(&Request) -> std::result::Result<(Answer, Kept), party::NotADecision>,
-) -> Result<String> {
-    let (held, book) = stored(held, book)?;
-    let request: Request = parse("request", request)?;
-    let facts: Facts = parse("facts", facts)?;
-    match read(&request) {
-        Ok((answer, kept)) => fed(&core(key)?, &held, book, now, answer.event(facts), &kept),
-        Err(e) => not_a_decision(e.0),
-    }
+    let mut s = stored(held, book)?;
+    let a = s.feed_read(now, request, facts, key, read)?;
+    s.whole(a)
 }
 
 /// Whether a party's message is an answer [`answer`] would feed (`true`), or no decision at
@@ -359,7 +710,7 @@ pub fn read_resume(request: &str, value: &str, approver: &str) -> Result<String>
     let request: Request = parse("request", request)?;
     match party::read_resume(&request, value, adapters_approver(approver)?) {
         Ok((answer, kept)) => to_json(&Read { answer, kept }),
-        Err(e) => not_a_decision(e.0),
+        Err(e) => not_a_decision_text(e.0),
     }
 }
 
@@ -394,7 +745,9 @@ pub fn resume(
 ) -> Result<String> {
     let approver = adapters_approver(approver)?;
     let read = |request: &Request| party::read_resume(request, value, approver);
-    feed_read(held, book, now, request, facts, key, read)
+    let mut s = stored(held, book)?;
+    let a = s.feed_read(now, request, facts, key, read)?;
+    s.whole(a)
 }
 
 /// A framework's decision list (`words`: one decision per call of `request`, in the
@@ -416,9 +769,7 @@ pub fn decide(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let input = Decided {
-        held,
-        book,
+    let d = Decided {
         now,
         request,
         approver,
@@ -426,55 +777,19 @@ pub fn decide(
         facts,
         key,
     };
-    input.feed(words, |request, words: Vec<Word>, approver, at| {
-        party::decide(request, &words, approver, at)
-    })
+    let mut s = stored(held, book)?;
+    let a = s.decide_list(&d, words)?;
+    s.whole(a)
 }
 
 /// What [`decide`] and [`decide_calls`] read besides the decisions themselves.
 struct Decided<'a> {
-    held: &'a str,
-    book: &'a str,
     now: u64,
     request: &'a str,
     approver: &'a str,
     expires_at: u64,
     facts: &'a str,
     key: Option<&'a str>,
-}
-
-impl Decided<'_> {
-    /// Reads the decisions as `W` and feeds the batch answer `judge` makes of them; what is
-    /// not such a list, or names an approver that is no name, is `not_a_decision`.
-    fn feed<W: serde::de::DeserializeOwned>(
-        self,
-        words: &str,
-        judge: impl FnOnce(
-            &Request,
-            W,
-            Name,
-            Time,
-        ) -> std::result::Result<(Answer, Kept), party::NotADecision>,
-    ) -> Result<String> {
-        let (held, book) = stored(self.held, self.book)?;
-        let request: Request = parse("request", self.request)?;
-        let facts: Facts = parse("facts", self.facts)?;
-        let words: W = match serde_json::from_str(words) {
-            Ok(w) => w,
-            Err(e) => return not_a_decision(format!("the decisions are not the framework's: {e}")),
-        };
-        let approver = match Name::new(self.approver) {
-            Ok(a) => a,
-            Err(e) => return not_a_decision(format!("approver {:?}: {e}", self.approver)),
-        };
-        match judge(&request, words, approver, Time(self.expires_at)) {
-            Ok((answer, kept)) => {
-                let event = answer.event(facts);
-                fed(&core(self.key)?, &held, book, self.now, event, &kept)
-            }
-            Err(e) => not_a_decision(e.to_string()),
-        }
-    }
 }
 
 /// Decisions on some calls of `request`, each naming its call: `words` is a JSON list of
@@ -496,15 +811,7 @@ pub fn decide_calls(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Named {
-        call_id: String,
-        decision: Word,
-    }
-    let input = Decided {
-        held,
-        book,
+    let d = Decided {
         now,
         request,
         approver,
@@ -512,11 +819,9 @@ pub fn decide_calls(
         facts,
         key,
     };
-    input.feed(words, |request, words: Vec<Named>, approver, at| {
-        let words: Vec<(String, Word)> =
-            words.into_iter().map(|n| (n.call_id, n.decision)).collect();
-        party::decide_calls(request, &words, approver, at)
-    })
+    let mut s = stored(held, book)?;
+    let a = s.decide_named(&d, words)?;
+    s.whole(a)
 }
 
 /// Feeds the tool's answer to `tool_call` (as [`feed`] handed it out): `result` is the JSON
@@ -529,10 +834,9 @@ pub fn tool_result(
     result: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let (held, book) = stored(held, book)?;
-    let call: ToolCall = parse("tool call", tool_call)?;
-    let (event, kept) = Book::tool_result(&call, result)?;
-    fed(&core(key)?, &held, book, now, event, &kept)
+    let mut s = stored(held, book)?;
+    let a = s.tool_answer(now, tool_call, result, key)?;
+    s.whole(a)
 }
 
 /// Feeds the status query's answer about `dispatch`: `found` the JSON result the tool
@@ -549,27 +853,9 @@ pub fn reconcile(
     facts: &str,
     key: Option<&str>,
 ) -> Result<String> {
-    let (held_v, book) = stored(held, book)?;
-    let d: Dispatch = parse("dispatch", dispatch)?;
-    let facts: Facts = parse("facts", facts)?;
-    let found = match found {
-        None => Err(()),
-        Some("null") => Ok(None),
-        Some(text) => Ok(Some(text)),
-    };
-    if !plan::waits_on(&held_v, &d) {
-        // Another worker answered it first, or the run moved on: nothing to commit.
-        return to_json(&Refused {
-            verdict: "not_waiting",
-            rejection: Empty {},
-            message: format!(
-                "the run does not wait on the outcome of call {} attempt {}",
-                d.call_id, d.attempt
-            ),
-        });
-    }
-    let (event, kept) = plan::reconcile(&held_v, &d, found, facts)?;
-    fed(&core(key)?, &held_v, book, now, event, &kept)
+    let mut s = stored(held, book)?;
+    let a = s.reconciled(now, dispatch, found, facts, key)?;
+    s.whole(a)
 }
 
 /// When the driver must next call in for the held run if nothing else happens (the run's

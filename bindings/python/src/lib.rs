@@ -395,6 +395,161 @@ fn driver_approval(
     ))
 }
 
+/// One run's held run and book kept native between steps (`resumable_driver::forms::Stored`):
+/// the driver functions' steps as methods, each committing to the object what the function
+/// would return as `held` and `book`, and answering the rest (`{"verdict", "line", "history",
+/// "tool_calls", "query"}`). `dump` writes `{"held", "book"}` out, `load` reads it back.
+#[pyclass(module = "resumable_kernel._native", name = "DriverRun")]
+#[derive(Clone)]
+struct DriverRun {
+    inner: resumable_driver::forms::Stored,
+}
+
+#[pymethods]
+impl DriverRun {
+    /// A new run from its log's header, sealed under `key`: the run and line 1 of its log.
+    #[staticmethod]
+    #[pyo3(signature = (header, key=None))]
+    fn open(header: &str, key: Option<&str>) -> PyResult<(DriverRun, String)> {
+        let (inner, line) = resumable_driver::forms::Stored::open(header, key).map_err(error)?;
+        Ok((DriverRun { inner }, line))
+    }
+
+    /// The run `dump` wrote: `{"held", "book"}`.
+    #[staticmethod]
+    fn load(text: &str) -> PyResult<DriverRun> {
+        let inner = resumable_driver::forms::Stored::load(text).map_err(error)?;
+        Ok(DriverRun { inner })
+    }
+
+    /// The held run and its book as JSON, `{"held", "book"}`.
+    fn dump(&self) -> PyResult<String> {
+        driven(self.inner.dump())
+    }
+
+    /// The held run as JSON, as the driver functions take it.
+    fn held(&self) -> PyResult<String> {
+        driven(self.inner.held_json())
+    }
+
+    /// The book as JSON, as the driver functions take it.
+    fn book(&self) -> PyResult<String> {
+        driven(self.inner.book_json())
+    }
+
+    /// How many calls the book keeps a record of.
+    fn records(&self) -> usize {
+        self.inner.book().len()
+    }
+
+    /// How many call ids the run ever bound (the history index, kept whole by `compact`).
+    fn bound(&self) -> usize {
+        self.inner.book().bound()
+    }
+
+    /// A copy, to stage on without changing this one.
+    fn copy(&self) -> DriverRun {
+        self.clone()
+    }
+
+    /// Drops the settled calls' arguments and outcomes from the book, keeping every call
+    /// still waiting or named by the run and the history index whole: a settled call proposed
+    /// again is then refused as a reused call id. Returns how many records were dropped.
+    fn compact(&mut self) -> usize {
+        self.inner.compact()
+    }
+
+    /// As `driver_plan`.
+    fn plan(&self, now: u64, proposals: &str, facts: &str) -> PyResult<String> {
+        driven(self.inner.plan(now, proposals, facts))
+    }
+
+    /// As `driver_plan_turn`.
+    fn plan_turn(&self, now: u64, proposals: &str, facts: &str) -> PyResult<String> {
+        driven(self.inner.plan_turn(now, proposals, facts))
+    }
+
+    /// As `driver_feed`, committed to this run.
+    #[pyo3(signature = (now, event, kept, key=None))]
+    fn feed(&mut self, now: u64, event: &str, kept: &str, key: Option<&str>) -> PyResult<String> {
+        driven(self.inner.feed(now, event, kept, key))
+    }
+
+    /// As `driver_decide`, committed to this run.
+    #[pyo3(signature = (now, request, words, approver, expires_at, facts, key=None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one argument per input of the step"
+    )]
+    fn decide(
+        &mut self,
+        now: u64,
+        request: &str,
+        words: &str,
+        approver: &str,
+        expires_at: u64,
+        facts: &str,
+        key: Option<&str>,
+    ) -> PyResult<String> {
+        driven(
+            self.inner
+                .decide(now, request, words, approver, expires_at, facts, key),
+        )
+    }
+
+    /// As `driver_decide_calls`, committed to this run.
+    #[pyo3(signature = (now, request, words, approver, expires_at, facts, key=None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one argument per input of the step"
+    )]
+    fn decide_calls(
+        &mut self,
+        now: u64,
+        request: &str,
+        words: &str,
+        approver: &str,
+        expires_at: u64,
+        facts: &str,
+        key: Option<&str>,
+    ) -> PyResult<String> {
+        driven(
+            self.inner
+                .decide_calls(now, request, words, approver, expires_at, facts, key),
+        )
+    }
+
+    /// As `driver_tool_result`, committed to this run.
+    #[pyo3(signature = (now, tool_call, result, key=None))]
+    fn tool_result(
+        &mut self,
+        now: u64,
+        tool_call: &str,
+        result: &str,
+        key: Option<&str>,
+    ) -> PyResult<String> {
+        driven(self.inner.tool_result(now, tool_call, result, key))
+    }
+
+    /// As `driver_reconcile`, committed to this run.
+    #[pyo3(signature = (now, dispatch, found, facts, key=None))]
+    fn reconcile(
+        &mut self,
+        now: u64,
+        dispatch: &str,
+        found: Option<&str>,
+        facts: &str,
+        key: Option<&str>,
+    ) -> PyResult<String> {
+        driven(self.inner.reconcile(now, dispatch, found, facts, key))
+    }
+
+    /// As `driver_wake_at`.
+    fn wake_at(&self) -> PyResult<String> {
+        driven(self.inner.wake_at())
+    }
+}
+
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -429,5 +584,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(driver_reconcile, m)?)?;
     m.add_function(wrap_pyfunction!(driver_wake_at, m)?)?;
     m.add_function(wrap_pyfunction!(driver_approval, m)?)?;
+    m.add_class::<DriverRun>()?;
     Ok(())
 }

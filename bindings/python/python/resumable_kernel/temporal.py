@@ -28,8 +28,18 @@ receives, what each audit line says) is the core's. This module is Temporal glue
   ``RunInput.audit_log``, appended by an activity (``resumable.append_audit``) to a file that
   ``resumable validate --key-file K --anchor A`` checks.
 
-A run of many calls continues as new every ``RunInput.continue_every`` turns, carrying the held
-run and its book: the run's rules do not change across it.
+The run is held in workflow memory as the core's native form (:class:`_native.DriverRun`):
+each step changes it in place, and nothing is read or written as JSON but the step's own
+input and answer. A run of many calls continues as new every ``RunInput.continue_every``
+turns, carrying the held run and its book, compacted: the settled calls' arguments and
+outcomes are dropped, every call id and key the run bound is kept, so the kernel refuses a
+reused call id or key after it as before it (a settled call proposed again is refused as a
+reused call id), and the run's rules do not change across it. The outcomes it returns are the
+turns' since the last continue-as-new, ``outcomes_before`` counting the turns before them.
+
+A turn whose input the kernel refuses (a reused call id, a key bound to other arguments)
+stops the run: it returns ``{"todo": "refused", "verdict": ...}`` with the kernel's verdict,
+rather than planning the same refused input again.
 
 The workflow's input carries the audit key (``RunInput.key``) when the log is sealed: Temporal
 keeps it in the history, so encrypt payloads with a codec (``temporalio.converter``) where the
@@ -39,6 +49,7 @@ history is not trusted with it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -161,14 +172,20 @@ class Generated:
 
 @dataclass
 class Carried:
-    """What a run carries into a continued workflow: the held run, its book, the next turn,
-    the audit lines written so far, the outcomes so far."""
+    """What a run carries into a continued workflow: the held run and its compacted book
+    (``stored``, as :meth:`_native.DriverRun.dump` writes them), the next turn, the audit
+    lines written so far, how many turns' outcomes the earlier workflows returned, and the
+    largest carried input so far (bytes). ``held`` and ``book`` are the form an earlier
+    version carried (the held run and the whole book), read when ``stored`` is absent."""
 
-    held: str
-    book: str
     turn: int
     lines_flushed: int
-    outcomes: list[Json]
+    outcomes: list[Json] = field(default_factory=list)
+    stored: Optional[str] = None
+    outcomes_before: int = 0
+    carried_bytes: int = 0
+    held: Optional[str] = None
+    book: Optional[str] = None
 
 
 @dataclass
@@ -231,14 +248,9 @@ def _refused(refusal: Mapping[str, Any]) -> ApplicationError:
 
 
 def _load(text: str) -> Any:
-    """Reads a core function's answer. The held run and its book are read and written on every
-    step, and grow with the run: orjson, where it is installed, does it several times faster
-    than json (the text differs, never what it says)."""
+    """Reads a core function's answer: orjson, where it is installed, does it faster than
+    json (the text differs, never what it says)."""
     return json.loads(text) if _orjson is None else _orjson.loads(text)
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(value) if _orjson is None else _orjson.dumps(value).decode()
 
 
 def _now() -> int:
@@ -269,24 +281,33 @@ class KernelRun:
         self.todo: Json = {"todo": "start"}
         self.applied = 0
         self.deciding = 0
-        self.projected: Optional[tuple[str, str]] = None
+        self.projected: Optional[_native.DriverRun] = None
         self.pending: list[Json] = []
         self.lock = asyncio.Lock()
         self.turn = 0
+        self.outcomes_before = 0
+        self.carried_bytes = 0
         if inp.carried is not None:
             c = inp.carried
-            self.held, self.book, self.turn = c.held, c.book, c.turn
+            if c.stored is not None:
+                self.store = _native.DriverRun.load(c.stored)
+            else:
+                self.store = _native.DriverRun.load(
+                    json.dumps({"held": json.loads(c.held or "null"),
+                                "book": json.loads(c.book or "null")}))
+            self.turn = c.turn
             self.flushed = self.first_line = c.lines_flushed
             self.outcomes = list(c.outcomes)
+            self.outcomes_before = c.outcomes_before
+            self.carried_bytes = c.carried_bytes
         else:
             header = {"run": {"identity": inp.identity,
                               "policy": {"operator": inp.operator,
                                          "reconcile_window": inp.reconcile_window},
                               "created_at": _now()},
                       "tools": None}
-            opened = _load(_native.driver_open(json.dumps(header), inp.key))
-            self.held, self.book = _dump(opened["held"]), _dump(opened["book"])
-            self.lines.append(opened["line"])
+            self.store, line = _native.DriverRun.open(json.dumps(header), inp.key)
+            self.lines.append(line)
 
     # -- the run ------------------------------------------------------------------------
 
@@ -299,10 +320,8 @@ class KernelRun:
             if inp.continue_every and self.turn - started >= inp.continue_every:
                 await self._quiesce([])
                 await self._flush()
-                workflow.continue_as_new(RunInput(**{
-                    **inp.__dict__,
-                    "carried": Carried(self.held, self.book, self.turn, self.flushed,
-                                       self.outcomes)}))
+                workflow.continue_as_new(RunInput(**{**inp.__dict__,
+                                                     "carried": self._carried()}))
             todo = await self._settle(self._proposals(self.turn))
             if todo["todo"] != "done":
                 break
@@ -317,8 +336,22 @@ class KernelRun:
                 pass
         await self._quiesce(self._proposals(self.turn) if self.turn < total else [])
         await self._flush()
-        return {"todo": self.todo, "outcomes": self.outcomes, "anchor": self._anchor(),
-                "phase": self._held()["run"]["phase"], "book_bytes": len(self.book)}
+        return {"todo": self.todo, "outcomes": self.outcomes,
+                "outcomes_before": self.outcomes_before, "anchor": self._anchor(),
+                "phase": self._held()["run"]["phase"], "book_bytes": len(self.store.book()),
+                "carried_bytes": self.carried_bytes}
+
+    def _carried(self) -> Carried:
+        """What the next workflow carries: the run with its book compacted (the settled calls'
+        arguments and outcomes dropped, every call id and key kept), and the outcomes counted,
+        not carried."""
+        self.store.compact()
+        stored = self.store.dump()
+        carried = Carried(turn=self.turn, lines_flushed=self.flushed, stored=stored,
+                          outcomes_before=self.outcomes_before + len(self.outcomes))
+        size = len(json.dumps(dataclasses.asdict(carried)))
+        carried.carried_bytes = max(self.carried_bytes, size)
+        return carried
 
     async def _quiesce(self, proposals: Sequence[Mapping[str, Any]]) -> None:
         """Lets every update handler finish and carries out what their decisions commanded
@@ -348,14 +381,19 @@ class KernelRun:
             if self.pending:
                 await self._carry_out(self.pending.pop(0), proposals)
                 continue
-            todo = cast(Json, json.loads(_native.driver_plan_turn(
-                self.held, self.book, _now(), props, json.dumps(self.facts))))
+            todo = cast(Json, json.loads(self.store.plan_turn(
+                _now(), props, json.dumps(self.facts))))
             self.todo = todo
             kind = todo["todo"]
             if kind == "feed":
-                out = self._step(lambda h, b, now: _native.driver_feed(
-                    h, b, now, json.dumps(todo["event"]), json.dumps(todo["kept"]),
-                    self.inp.key))
+                out = self._step(lambda run, now: run.feed(
+                    now, json.dumps(todo["event"]), json.dumps(todo["kept"]), self.inp.key))
+                refusal = refusal_of(out)
+                if refusal is not None:
+                    # The plan would feed the same input again, and the kernel refuse it
+                    # again: the run stops here, with the kernel's verdict.
+                    self.todo = {"todo": "refused", "verdict": refusal}
+                    return self.todo
                 await self._carry_out(out, proposals)
             elif kind == "query":
                 await self._reconcile(todo["dispatch"], proposals)
@@ -371,7 +409,7 @@ class KernelRun:
         """Waits for a party's input, or for the run's deadline (a durable timer at the core's
         ``wake_at``); once it is due the next plan feeds ``expire``."""
         seen = self.applied
-        wake = cast(Optional[int], json.loads(_native.driver_wake_at(self.held)))
+        wake = cast(Optional[int], json.loads(self.store.wake_at()))
         timeout = None if wake is None else timedelta(milliseconds=max(1, wake - _now() + 1))
         try:
             await workflow.wait_condition(
@@ -380,16 +418,17 @@ class KernelRun:
         except asyncio.TimeoutError:
             pass
 
-    def _step(self, fn: Callable[[str, str, int], str]) -> Json:
-        """Stages with ``fn`` on the held run at the workflow's time and keeps what it says to
-        commit: the held run, the book, the audit line."""
-        out = cast(Json, _load(fn(self.held, self.book, _now())))
+    def _step(self, fn: Callable[[_native.DriverRun, int], str]) -> Json:
+        """Stages with ``fn`` on the held run at the workflow's time, which commits it to the
+        run (the held run, the book), and keeps its audit line."""
+        out = cast(Json, _load(fn(self.store, _now())))
         self._apply(out)
         return out
 
     def _apply(self, out: Mapping[str, Any]) -> None:
-        if "held" in out:
-            self.held, self.book = _dump(out["held"]), _dump(out["book"])
+        """Keeps the audit line of a step the run committed (a refusal before the kernel,
+        ``not_a_decision`` or ``not_waiting``, committed nothing and has none)."""
+        if "line" in out:
             self.lines.append(out["line"])
             self.applied += 1
 
@@ -411,8 +450,7 @@ class KernelRun:
                 continue
             self.facts = _facts(int(answer["resource_version"]))
             tc_text, res = json.dumps(tc), json.dumps(answer["result"])
-            fed = self._step(lambda h, b, now: _native.driver_tool_result(
-                h, b, now, tc_text, res, self.inp.key))
+            fed = self._step(lambda run, now: run.tool_result(now, tc_text, res, self.inp.key))
             await self._carry_out(fed, proposals)
         if out.get("query"):
             await self._reconcile(out["query"], proposals)
@@ -453,9 +491,8 @@ class KernelRun:
         except ActivityError:
             found = None
         d, facts = json.dumps(dict(dispatch)), json.dumps(self.facts)
-        out = self._step(lambda h, b, now: _native.driver_reconcile(
-            h, b, now, d, found, facts, self.inp.key))
-        if "held" in out:
+        out = self._step(lambda run, now: run.reconcile(now, d, found, facts, self.inp.key))
+        if "line" in out:
             await self._carry_out(out, proposals)
 
     async def _observe(self) -> Json:
@@ -483,14 +520,13 @@ class KernelRun:
 
     # -- party inputs: updates ------------------------------------------------------------
 
-    def _stage(self, kind: str, d: Any, held: str, book: str, facts: Json) -> Json:
-        """The core's step for a party's input on (``held``, ``book``) at the workflow's time
-        with ``facts``; nothing is kept."""
+    def _stage(self, kind: str, d: Any, run: _native.DriverRun, facts: Json) -> Json:
+        """The core's step for a party's input on ``run`` at the workflow's time with
+        ``facts``, committed to ``run`` (pass a copy to keep nothing)."""
         now = _now()
         if kind == "cancel":
             event = json.dumps({"kind": "cancel", "by": d.by})
-            return cast(Json, _load(_native.driver_feed(held, book, now, event, "{}",
-                                                             self.inp.key)))
+            return cast(Json, _load(run.feed(now, event, "{}", self.inp.key)))
         calls = d.request.get("calls") if isinstance(d.request, dict) else None
         if not calls:
             return {"verdict": "not_a_decision", "rejection": {},
@@ -501,16 +537,16 @@ class KernelRun:
             return {"verdict": "not_a_decision", "rejection": {},
                     "message": f"the request holds no call {d.call_id}"}
         words = [{"call_id": call["call_id"], "decision": _word(kind, d, call)}]
-        return cast(Json, _load(_native.driver_decide_calls(
-            held, book, now, json.dumps(d.request), json.dumps(words), d.approver,
-            d.expires_at, json.dumps(facts), self.inp.key)))
+        return cast(Json, _load(run.decide_calls(
+            now, json.dumps(d.request), json.dumps(words), d.approver, d.expires_at,
+            json.dumps(facts), self.inp.key)))
 
     def _validate(self, kind: str, d: Any) -> None:
         """Runs the core's step on a copy of the run (as the decision being applied leaves it,
         if one is) and raises the kernel's rejection: a refused update is not in the history."""
-        held, book = self.projected or (self.held, self.book)
+        run = (self.projected or self.store).copy()
         try:
-            out = self._stage(kind, d, held, book, self.facts)
+            out = self._stage(kind, d, run, self.facts)
         except _native.ResumableError as e:
             raise ApplicationError(f"malformed {kind}: {e}", type="malformed",
                                    non_retryable=True) from e
@@ -521,17 +557,16 @@ class KernelRun:
     async def _decide(self, kind: str, d: Any) -> Json:
         # Before any await: a racing party's validator, run next, judges its input on the run
         # as this one leaves it (with the facts last observed), so the core refuses it.
-        base = self.projected or (self.held, self.book)
-        projected = self._stage(kind, d, base[0], base[1], self.facts)
-        if "held" in projected:
-            self.projected = (_dump(projected["held"]), _dump(projected["book"]))
+        projected = (self.projected or self.store).copy()
+        if "line" in self._stage(kind, d, projected, self.facts):
+            self.projected = projected
         self.deciding += 1
         try:
             async with self.lock:
                 self.facts = await self._observe()
-                out = self._stage(kind, d, self.held, self.book, self.facts)
+                out = self._stage(kind, d, self.store, self.facts)
                 self._apply(out)
-                if "held" in out and (out.get("tool_calls") or out.get("query")):
+                if "line" in out and (out.get("tool_calls") or out.get("query")):
                     self.pending.append(out)
         finally:
             self.deciding -= 1
@@ -599,7 +634,7 @@ class KernelRun:
     # -- queries -------------------------------------------------------------------------
 
     def _held(self) -> Json:
-        return cast(Json, json.loads(self.held))
+        return cast(Json, json.loads(self.store.held()))
 
     def _anchor(self) -> str:
         a = self._held()["anchor"]

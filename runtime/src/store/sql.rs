@@ -33,6 +33,12 @@ pub struct Dialect {
 /// scan reads to find work; they are the kernel's `Run::next` and `Run::deadline` of the
 /// stored run ([`status_of`], [`wake_at`]), written in every commit. `history` is each run's
 /// call history, by fingerprint ([`codec::HistoryRow`]).
+///
+/// `runs` has no index on `status`: the one statement that reads it, the [`scan`], reads it
+/// under an `OR` with its `?1` and with a subquery on the inbox, which neither SQLite nor
+/// PostgreSQL can answer from such an index (both read the runs in key order, the order the
+/// scan returns), while every commit that changes a run's status would update it. A store
+/// made by an earlier release has one, dropped here when the store is opened for writing.
 pub fn schema(d: &Dialect) -> String {
     let Dialect {
         int,
@@ -58,7 +64,7 @@ CREATE TABLE IF NOT EXISTS runs (
     pc {int} NOT NULL,
     resource_version {int} NOT NULL
 );
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+DROP INDEX IF EXISTS runs_by_status;
 CREATE TABLE IF NOT EXISTS audit (
     key TEXT NOT NULL,
     seq {int} NOT NULL,

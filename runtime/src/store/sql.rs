@@ -170,9 +170,45 @@ pub trait Sql {
     fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError>;
 }
 
+/// One step's write, its values made once ([`Store::commit`]): what a backend's
+/// [`Connection::commit`] writes in one transaction.
+pub struct Write<'a> {
+    /// The run's key.
+    pub key: &'a str,
+    /// The values of [`MOVE`], the compare-and-set.
+    pub moved: [Value<'a>; 13],
+    /// The values of [`APPEND`], the audit record.
+    pub line: [Value<'a>; 3],
+    /// What the step adds to the run's history, in order ([`RECORD`] each).
+    pub history: Vec<HistoryRow>,
+    /// The answer to the request the step consumed, and the request's number ([`ANSWER`]).
+    pub answered: Option<(String, i64)>,
+}
+
 /// A backend's connection: it runs single statements outside a transaction (each is one on
 /// its own), and several in one.
 pub trait Connection: Sql {
+    /// Writes one step in one transaction, statement by statement: the compare-and-set, the
+    /// record, the history, the answer. [`Cas::Conflict`], and nothing written, if the run
+    /// moved or the request was answered already. A backend may write the same in fewer
+    /// round trips (PostgreSQL: one call of a function that runs these statements).
+    fn commit(&mut self, w: &Write<'_>) -> Result<Cas, StoreError> {
+        self.transaction(&mut |sql| {
+            if sql.execute(MOVE, &w.moved)? == 0 {
+                return Ok(Cas::Conflict);
+            }
+            sql.execute(APPEND, &w.line)?;
+            record(sql, w.key, &w.history)?;
+            if let Some((answer, id)) = &w.answered {
+                let values = [Value::Text(answer), w.line[1], Value::Int(*id)]; // line[1]: its seq
+                if sql.execute(ANSWER, &values)? == 0 {
+                    return Ok(Cas::Conflict); // answered already: the whole commit rolls back
+                }
+            }
+            Ok(Cas::Done)
+        })
+    }
+
     /// Whether the connection was opened for reading only. The store over it then writes
     /// nothing, not even on a load: a run stored by an earlier release is read as it is, its
     /// inline call log left for the first writer to move (the earlier release's store may
@@ -272,19 +308,12 @@ impl<C: Connection> Store for SqlStore<C> {
             )),
             None => None,
         };
-        self.connection.transaction(&mut |sql| {
-            if sql.execute(MOVE, &moved)? == 0 {
-                return Ok(Cas::Conflict);
-            }
-            sql.execute(APPEND, &line)?;
-            record(sql, &c.key.0, &history)?;
-            if let Some((answer, id)) = &answered {
-                let values = [Value::Text(answer), Value::Int(seq), Value::Int(*id)];
-                if sql.execute(ANSWER, &values)? == 0 {
-                    return Ok(Cas::Conflict); // answered already: the whole commit rolls back
-                }
-            }
-            Ok(Cas::Done)
+        self.connection.commit(&Write {
+            key: &c.key.0,
+            moved,
+            line,
+            history,
+            answered,
         })
     }
 

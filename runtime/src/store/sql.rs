@@ -36,8 +36,8 @@ pub struct Dialect {
 ///
 /// `runs` has no index on `status`: the one statement that reads it, the [`scan`], reads it
 /// under an `OR` with its `?1` and with a subquery on the inbox, which neither SQLite nor
-/// PostgreSQL can answer from such an index (both read the runs in key order, the order the
-/// scan returns), while every commit that changes a run's status would update it. A store
+/// PostgreSQL can answer from such an index (SQLite reads the runs in key order, PostgreSQL
+/// reads them all and sorts them by key), while every commit that changes a run's status would update it. A store
 /// made by an earlier release has one, dropped here when the store is opened for writing.
 pub fn schema(d: &Dialect) -> String {
     let Dialect {

@@ -2,8 +2,14 @@
 //!
 //! ```sh
 //! cargo run --release -p resumable-runtime --example throughput -- \
-//!     [--store ADDRESS] [--workers 1,2,4] [--seconds 3] [--rounds 3]
+//!     [--store ADDRESS | --dir DIR] [--workers 1,2,4] [--seconds 3] [--rounds 3] \
+//!     [--only raw|runtime]
 //! ```
+//!
+//! `--dir` puts the SQLite file (`resumable-throughput.db`) in `DIR` (default: the system's
+//! temporary directory), e.g. `/dev/shm` to measure where a durable commit is cheap.
+//! `--only` measures one side alone (for a profiler). Each round prints its figures with the
+//! 1-minute load average as it ends (`/proc/loadavg`), since the machine may be shared.
 //!
 //! For each number of workers (threads, each with its own connection): the raw
 //! compare-and-set (one durable transaction writing a value the size of one runtime commit
@@ -30,18 +36,31 @@ struct Args {
     workers: Vec<u32>,
     seconds: f64,
     rounds: usize,
+    only: Option<Side>,
+}
+
+/// One side of the comparison.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Raw,
+    Runtime,
+}
+
+impl Args {
+    fn measures(&self, side: Side) -> bool {
+        self.only.is_none_or(|only| only == side)
+    }
 }
 
 fn parse() -> Result<Args, String> {
     let mut a = Args {
-        store: std::env::temp_dir()
-            .join("resumable-throughput.db")
-            .display()
-            .to_string(),
+        store: String::new(),
         workers: vec![1],
         seconds: 3.0,
         rounds: 3,
+        only: None,
     };
+    let mut dir = std::env::temp_dir();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
         let value = pair.get(1).ok_or(format!("{} needs a value", pair[0]))?;
@@ -56,8 +75,19 @@ fn parse() -> Result<Args, String> {
             }
             "--seconds" => a.seconds = value.parse().map_err(|e| bad(&e))?,
             "--rounds" => a.rounds = value.parse().map_err(|e| bad(&e))?,
+            "--dir" => dir = value.into(),
+            "--only" => {
+                a.only = Some(match value.as_str() {
+                    "raw" => Side::Raw,
+                    "runtime" => Side::Runtime,
+                    other => return Err(format!("--only {other}: raw or runtime")),
+                })
+            }
             other => return Err(format!("unknown argument {other}")),
         }
+    }
+    if a.store.is_empty() {
+        a.store = dir.join("resumable-throughput.db").display().to_string();
     }
     Ok(a)
 }
@@ -222,9 +252,21 @@ fn commit_size(address: &str) -> usize {
     records / (lines.len() - 1) + run
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn median(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied()
+}
+
+/// The 1-minute load average, as the kernel reports it (`None` where there is no
+/// `/proc/loadavg`).
+fn load() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// A figure, or `-` for a side not measured.
+fn shown(x: Option<f64>, decimals: usize) -> String {
+    x.map_or("-".to_string(), |x| format!("{x:.decimals$}"))
 }
 
 fn main() {
@@ -246,17 +288,36 @@ fn main() {
         "{backend} store; one commit writes about {size} bytes; {} rounds of {} s each, alternating",
         a.rounds, a.seconds
     );
-    println!("workers  raw CAS/s  runtime transitions/s  ratio");
     let names = Arc::new(AtomicU32::new(0));
     let mut base = 0;
+    let mut table = Vec::new();
     for &w in &a.workers {
         let (mut raws, mut runs) = (Vec::new(), Vec::new());
-        for _ in 0..a.rounds.max(1) {
-            raws.push(raw(&a.store, w, a.seconds, size, base));
-            base += 64;
-            runs.push(runtime(&a.store, w, a.seconds, &names));
+        for round in 1..=a.rounds.max(1) {
+            if a.measures(Side::Raw) {
+                raws.push(raw(&a.store, w, a.seconds, size, base));
+                base += 64;
+            }
+            if a.measures(Side::Runtime) {
+                runs.push(runtime(&a.store, w, a.seconds, &names));
+            }
+            println!(
+                "workers {w} round {round}: raw CAS/s {}, runtime transitions/s {}, load {}",
+                shown(raws.last().copied(), 0),
+                shown(runs.last().copied(), 0),
+                shown(load(), 2)
+            );
         }
-        let (r, t) = (median(raws), median(runs));
-        println!("{w:>7}  {r:>9.0}  {t:>21.0}  {:>5.2}", t / r);
+        table.push((w, median(raws), median(runs)));
+    }
+    println!("workers  raw CAS/s  runtime transitions/s  ratio");
+    for (w, r, t) in table {
+        let ratio = r.zip(t).map(|(r, t)| t / r);
+        println!(
+            "{w:>7}  {:>9}  {:>21}  {:>5}",
+            shown(r, 0),
+            shown(t, 0),
+            shown(ratio, 2)
+        );
     }
 }

@@ -136,6 +136,10 @@ pub struct Driver<S, T> {
     commits: u64,
     /// The runs whose log's key this driver has checked against its own.
     sealed_by_mine: std::collections::HashSet<RunKey>,
+    /// The row this driver's last commit wrote, if that commit took: exactly what the store
+    /// held when the compare-and-set succeeded, so a turn goes on from it instead of loading
+    /// the run again. Cleared by a lost compare-and-set, and at the start of every turn.
+    landed: Option<Row>,
 }
 
 /// An accepted input, committed: the kernel's transition, and the row as now stored.
@@ -237,6 +241,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             config,
             commits: 0,
             sealed_by_mine: std::collections::HashSet::new(),
+            landed: None,
         }
     }
 
@@ -376,9 +381,11 @@ impl<S: Store, T: Tools> Driver<S, T> {
             consumed,
             history: &history,
         };
+        self.landed = None;
         if self.store.commit(&commit)? == Cas::Conflict {
             return Ok(Fed::Conflict);
         }
+        self.landed = Some(after.clone());
         self.commits += 1;
         self.config.crash.at(CrashPoint::AfterCommit);
         Ok(match result {

@@ -656,6 +656,57 @@ fn sqlite_store_keeps_what_was_committed_across_a_reopen() {
     assert_eq!(again.log(&key).unwrap().len(), 2);
 }
 
+/// How many indexes named `runs_by_status` the SQLite file at `path` holds.
+fn sqlite_status_indexes(path: &str) -> i64 {
+    let db = rusqlite::Connection::open(path).unwrap();
+    db.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'runs_by_status'",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn sqlite_store_made_with_an_index_on_status_loses_it_when_opened() {
+    let path = sqlite_path("status-index");
+    drop(SqliteStore::open(&path).unwrap());
+    assert_eq!(sqlite_status_indexes(&path), 0, "a new store has none");
+    // As an earlier release made it.
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute_batch("CREATE INDEX runs_by_status ON runs (status)")
+        .unwrap();
+    drop(db);
+    assert_eq!(sqlite_status_indexes(&path), 1);
+    drop(SqliteStore::open(&path).unwrap());
+    assert_eq!(sqlite_status_indexes(&path), 0, "dropped at open");
+}
+
+#[test]
+fn postgres_store_made_with_an_index_on_status_loses_it_when_opened() {
+    let Some(address) = test_address("status_index") else {
+        return;
+    };
+    let (conn, schema) = resumable_runtime::store::postgres::split_address(&address);
+    let mut admin = postgres::Client::connect(conn, postgres::NoTls).unwrap();
+    let count = |admin: &mut postgres::Client| -> i64 {
+        let sql = "SELECT count(*) FROM pg_indexes WHERE schemaname = $1
+            AND indexname = 'runs_by_status'";
+        admin.query_one(sql, &[&schema]).unwrap().get(0)
+    };
+    drop(PgStore::open(&address).unwrap());
+    assert_eq!(count(&mut admin), 0, "a new store has none");
+    admin
+        .batch_execute(&format!(
+            "CREATE INDEX runs_by_status ON {schema}.runs (status)"
+        ))
+        .unwrap();
+    assert_eq!(count(&mut admin), 1);
+    drop(PgStore::open(&address).unwrap());
+    assert_eq!(count(&mut admin), 0, "dropped at open");
+    PgStore::drop_schema(&address).unwrap();
+}
+
 #[test]
 fn a_rejection_is_stored_with_its_evidence() {
     // What a refused party reads back is the kernel's rejection, evidence and all.

@@ -70,6 +70,8 @@ type Race = Box<dyn FnOnce(&mut MemoryStore)>;
 struct Racing {
     inner: MemoryStore,
     race: Option<Race>,
+    /// How many times the run was loaded.
+    loads: u32,
 }
 
 impl Store for Racing {
@@ -77,6 +79,7 @@ impl Store for Racing {
         self.inner.create(new)
     }
     fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError> {
+        self.loads += 1;
         self.inner.load(key)
     }
     fn commit(&mut self, commit: &Commit<'_>) -> Result<Cas, StoreError> {
@@ -441,6 +444,7 @@ fn an_answer_that_loses_a_race_is_stepped_again_on_the_run_as_it_now_is() {
     let racing = Racing {
         inner: d.store.clone(),
         race: Some(refusal_by_another_worker(key.clone())),
+        loads: 0,
     };
     let mut d = Driver::new(racing, Recorder::default(), config(Flavor::Correct));
     d.carry_out(Box::new(moved)).unwrap();
@@ -456,6 +460,87 @@ fn an_answer_that_loses_a_race_is_stepped_again_on_the_run_as_it_now_is() {
         records(&mut d, &key),
         (2, 1),
         "dispatch, the other's refusal, result"
+    );
+}
+
+#[test]
+fn turn_goes_on_from_the_row_its_own_commit_wrote_without_loading_it_again() {
+    let mut store = MemoryStore::new();
+    let key = create_run(
+        &mut store,
+        Program::Bench,
+        "run-1",
+        0,
+        &Timing::default(),
+        None,
+    )
+    .unwrap()
+    .unwrap();
+    let racing = Racing {
+        inner: store,
+        race: None,
+        loads: 0,
+    };
+    let mut d = Driver::new(racing, MemoryTools::default(), config(Flavor::Correct));
+    assert!(d.turn(&key, false).unwrap());
+    assert!(d.commits() > 1, "a bench run's turn commits several steps");
+    assert_eq!(
+        d.store.loads, 1,
+        "the run is loaded once, at the turn's start"
+    );
+    let landed = d.landed.clone().expect("the last commit took");
+    assert_eq!(
+        load(&mut d, &key),
+        landed,
+        "and the row gone on from is the stored one"
+    );
+}
+
+#[test]
+fn a_lost_compare_and_set_leaves_no_row_to_go_on_from() {
+    let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
+    let row = load(&mut d, &key);
+    let racing = Racing {
+        inner: d.store.clone(),
+        race: Some(refusal_by_another_worker(key.clone())),
+        loads: 0,
+    };
+    let mut d = Driver::new(racing, Recorder::default(), config(Flavor::Correct));
+    d.landed = Some(row.clone());
+    let event = program_event(&row);
+    assert!(matches!(
+        d.feed(&row, next_ms(&row), event, row.pc + 1, None)
+            .unwrap(),
+        Fed::Conflict
+    ));
+    assert!(d.landed.is_none(), "the next action loads the run again");
+}
+
+#[test]
+fn turn_on_sqlite_goes_on_from_a_row_equal_to_the_one_it_would_load() {
+    let path = std::env::temp_dir().join(format!("resumable-landed-{}.db", std::process::id()));
+    let path = path.display().to_string();
+    let mut store = crate::store::sqlite::SqliteStore::open(&path).unwrap();
+    let key = create_run(
+        &mut store,
+        Program::Bench,
+        "run-1",
+        0,
+        &Timing::default(),
+        None,
+    )
+    .unwrap()
+    .unwrap();
+    let mut d = Driver::new(store, MemoryTools::default(), config(Flavor::Correct));
+    assert!(d.turn(&key, false).unwrap());
+    let landed = d.landed.clone().expect("the last commit took");
+    let stored = load(&mut d, &key);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{path}{suffix}"));
+    }
+    assert_eq!(
+        stored, landed,
+        "the run and everything around it read back as written"
     );
 }
 
@@ -508,6 +593,7 @@ fn dispatch_before_commit_sends_the_call_even_when_its_commit_is_lost() {
         let racing = Racing {
             inner: store,
             race: Some(refusal_by_another_worker(key.clone())),
+            loads: 0,
         };
         let mut d = Driver::new(racing, Recorder::default(), config(flavor));
         assert!(!d.turn(&key, false).unwrap(), "the commit was lost");

@@ -49,9 +49,17 @@ impl<S: Store, T: Tools> Driver<S, T> {
     pub fn turn(&mut self, key: &RunKey, mut inbox: bool) -> Result<bool, DriveError> {
         self.check_key(key)?;
         let mut progressed = false;
+        self.landed = None;
         for _ in 0..TURN_BUDGET {
-            let Some(row) = self.store.load(key)? else {
-                return Ok(progressed);
+            // After this worker's own commit took, the run is the row that commit wrote;
+            // otherwise (the turn's start, a lost compare-and-set, a request refused
+            // unauthenticated) it is loaded.
+            let row = match self.landed.take() {
+                Some(row) if row.key == *key => row,
+                _ => match self.store.load(key)? {
+                    Some(row) => row,
+                    None => return Ok(progressed),
+                },
             };
             let pending = if inbox {
                 self.store.inbox(key, true)?.into_iter().next()

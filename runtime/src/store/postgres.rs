@@ -9,8 +9,13 @@
 //! tables in a schema of their own (default `resumable`), e.g.
 //! `host=127.0.0.1 port=5432 user=resumable dbname=postgres#torture`.
 //!
-//! What this file holds is the connection: opening it, running a statement, a transaction.
-//! The statements and the store's logic are [`super::sql`]'s, shared with SQLite.
+//! A step's commit is one round trip: a call of the function `resumable_commit`, created
+//! with the tables ([`COMMIT_FUNCTION`]), which runs [`sql::Connection::commit`]'s
+//! statements in the call's own transaction.
+//!
+//! What this file holds is the connection: opening it, running a statement, a transaction,
+//! and that function. The statements and the store's logic are [`super::sql`]'s, shared
+//! with SQLite.
 
 use super::codec::{Cell, Value};
 use super::sql::{self, Dialect, Sql, SqlStore};
@@ -26,6 +31,55 @@ const DIALECT: Dialect = Dialect {
     serial_key: "BIGSERIAL PRIMARY KEY",
     keyed_options: "",
 };
+
+/// A step's commit in one call, so in one round trip: the statements of
+/// [`sql::Connection::commit`] ([`sql::MOVE`], [`sql::APPEND`], [`sql::RECORD`] for each
+/// history row in order, [`sql::ANSWER`]), run by the server in the call's transaction.
+/// `FALSE` if the compare-and-set found the run moved (nothing written); a request answered
+/// already raises [`ANSWERED_ALREADY`], which rolls the whole call back. Parameters: the 13
+/// of [`sql::MOVE`], the record, the history rows as four arrays, the answer and the
+/// request's number (both NULL when the step consumed no request).
+pub const COMMIT_FUNCTION: &str = "
+CREATE OR REPLACE FUNCTION resumable_commit(
+    new_revision BIGINT, new_seq BIGINT, new_tail TEXT, new_run TEXT, new_checkpoint TEXT,
+    new_status TEXT, new_wake_at BIGINT, new_owner TEXT, new_lease_until BIGINT,
+    new_pc BIGINT, run_key TEXT, expect_revision BIGINT, expect_seq BIGINT,
+    record_line BYTEA, h_kind TEXT[], h_fp TEXT[], h_args TEXT[], h_committed BOOLEAN[],
+    answer_json TEXT, request_id BIGINT) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE runs SET revision = new_revision, seq = new_seq, tail = new_tail, run = new_run,
+        checkpoint = new_checkpoint, status = new_status, wake_at = new_wake_at,
+        owner = new_owner, lease_until = new_lease_until, pc = new_pc
+        WHERE key = run_key AND revision = expect_revision AND seq = expect_seq;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    INSERT INTO audit (key, seq, line) VALUES (run_key, new_seq, record_line);
+    FOR i IN 1 .. coalesce(array_length(h_kind, 1), 0) LOOP
+        INSERT INTO history (key, kind, fp, args, committed)
+            VALUES (run_key, h_kind[i], h_fp[i], h_args[i], h_committed[i])
+            ON CONFLICT (key, kind, fp)
+            DO UPDATE SET committed = history.committed OR excluded.committed;
+    END LOOP;
+    IF request_id IS NOT NULL THEN
+        UPDATE inbox SET answer = answer_json, seq = new_seq
+            WHERE id = request_id AND answer IS NULL;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'request % is answered already', request_id
+                USING ERRCODE = 'RS001';
+        END IF;
+    END IF;
+    RETURN TRUE;
+END $$;
+";
+
+/// The SQLSTATE [`COMMIT_FUNCTION`] raises for a request answered already: the store's
+/// [`Cas::Conflict`], as when the statements run one by one.
+pub const ANSWERED_ALREADY: &str = "RS001";
+
+/// The call of [`COMMIT_FUNCTION`], numbered as the shared statements are.
+const COMMIT: &str = "SELECT resumable_commit(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+    ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)";
 
 /// A connection to a PostgreSQL store, made again when the server closed it (a restart).
 pub struct Postgres {
@@ -194,7 +248,10 @@ pub fn connect(
 impl SqlStore<Postgres> {
     /// Connects and creates the schema and tables if needed.
     pub fn open(address: &str) -> Result<PgStore, StoreError> {
-        let db = connect(address, |tx| tx.batch_execute(&sql::schema(&DIALECT)))?;
+        let db = connect(address, |tx| {
+            tx.batch_execute(&sql::schema(&DIALECT))?;
+            tx.batch_execute(COMMIT_FUNCTION)
+        })?;
         let (conn, schema) = split_address(address);
         Ok(SqlStore::new(Postgres {
             db,
@@ -356,6 +413,47 @@ impl Sql for Postgres {
 impl sql::Connection for Postgres {
     fn read_only(&self) -> bool {
         self.read_only
+    }
+
+    fn commit(&mut self, w: &sql::Write<'_>) -> Result<Cas, StoreError> {
+        let kinds: Vec<&str> = w.history.iter().map(|h| h.kind).collect();
+        let fps: Vec<&str> = w.history.iter().map(|h| h.fp.as_str()).collect();
+        let args: Vec<Option<&str>> = w.history.iter().map(|h| h.args.as_deref()).collect();
+        let committed: Vec<bool> = w.history.iter().map(|h| h.committed).collect();
+        let (answer, request) = match &w.answered {
+            Some((answer, id)) => (Some(answer.as_str()), Some(*id)),
+            None => (None, None),
+        };
+        let mut values = params(&w.moved);
+        let line = params(&w.line[2..]);
+        values.extend(line);
+        values.extend([
+            &kinds as &(dyn ToSql + Sync),
+            &fps,
+            &args,
+            &committed,
+            &answer,
+            &request,
+        ]);
+        let result = (|| {
+            self.client()?;
+            let statement = statement(&mut self.db, &mut self.prepared, COMMIT)?;
+            match self.db.query_one(&statement, &values) {
+                Ok(row) => Ok(if row.try_get::<_, bool>(0).map_err(backend)? {
+                    Cas::Done
+                } else {
+                    Cas::Conflict
+                }),
+                Err(e)
+                    if e.as_db_error()
+                        .is_some_and(|db| db.code().code() == ANSWERED_ALREADY) =>
+                {
+                    Ok(Cas::Conflict) // answered already: the whole call rolled back
+                }
+                Err(e) => Err(backend(e)),
+            }
+        })();
+        self.noting(result)
     }
 
     fn transaction(

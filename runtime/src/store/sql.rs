@@ -33,6 +33,12 @@ pub struct Dialect {
 /// scan reads to find work; they are the kernel's `Run::next` and `Run::deadline` of the
 /// stored run ([`status_of`], [`wake_at`]), written in every commit. `history` is each run's
 /// call history, by fingerprint ([`codec::HistoryRow`]).
+///
+/// `runs` has no index on `status`: the one statement that reads it, the [`scan`], reads it
+/// under an `OR` with its `?1` and with a subquery on the inbox, which neither SQLite nor
+/// PostgreSQL can answer from such an index (SQLite reads the runs in key order, PostgreSQL
+/// reads them all and sorts them by key), while every commit that changes a run's status would update it. A store
+/// made by an earlier release has one, dropped here when the store is opened for writing.
 pub fn schema(d: &Dialect) -> String {
     let Dialect {
         int,
@@ -58,7 +64,7 @@ CREATE TABLE IF NOT EXISTS runs (
     pc {int} NOT NULL,
     resource_version {int} NOT NULL
 );
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+DROP INDEX IF EXISTS runs_by_status;
 CREATE TABLE IF NOT EXISTS audit (
     key TEXT NOT NULL,
     seq {int} NOT NULL,
@@ -164,9 +170,45 @@ pub trait Sql {
     fn query(&mut self, sql: &str, values: &[Value<'_>]) -> Result<Vec<Vec<Cell>>, StoreError>;
 }
 
+/// One step's write, its values made once ([`Store::commit`]): what a backend's
+/// [`Connection::commit`] writes in one transaction.
+pub struct Write<'a> {
+    /// The run's key.
+    pub key: &'a str,
+    /// The values of [`MOVE`], the compare-and-set.
+    pub moved: [Value<'a>; 13],
+    /// The values of [`APPEND`], the audit record.
+    pub line: [Value<'a>; 3],
+    /// What the step adds to the run's history, in order ([`RECORD`] each).
+    pub history: Vec<HistoryRow>,
+    /// The answer to the request the step consumed, and the request's number ([`ANSWER`]).
+    pub answered: Option<(String, i64)>,
+}
+
 /// A backend's connection: it runs single statements outside a transaction (each is one on
 /// its own), and several in one.
 pub trait Connection: Sql {
+    /// Writes one step in one transaction, statement by statement: the compare-and-set, the
+    /// record, the history, the answer. [`Cas::Conflict`], and nothing written, if the run
+    /// moved or the request was answered already. A backend may write the same in fewer
+    /// round trips (PostgreSQL: one call of a function that runs these statements).
+    fn commit(&mut self, w: &Write<'_>) -> Result<Cas, StoreError> {
+        self.transaction(&mut |sql| {
+            if sql.execute(MOVE, &w.moved)? == 0 {
+                return Ok(Cas::Conflict);
+            }
+            sql.execute(APPEND, &w.line)?;
+            record(sql, w.key, &w.history)?;
+            if let Some((answer, id)) = &w.answered {
+                let values = [Value::Text(answer), w.line[1], Value::Int(*id)]; // line[1]: its seq
+                if sql.execute(ANSWER, &values)? == 0 {
+                    return Ok(Cas::Conflict); // answered already: the whole commit rolls back
+                }
+            }
+            Ok(Cas::Done)
+        })
+    }
+
     /// Whether the connection was opened for reading only. The store over it then writes
     /// nothing, not even on a load: a run stored by an earlier release is read as it is, its
     /// inline call log left for the first writer to move (the earlier release's store may
@@ -266,19 +308,12 @@ impl<C: Connection> Store for SqlStore<C> {
             )),
             None => None,
         };
-        self.connection.transaction(&mut |sql| {
-            if sql.execute(MOVE, &moved)? == 0 {
-                return Ok(Cas::Conflict);
-            }
-            sql.execute(APPEND, &line)?;
-            record(sql, &c.key.0, &history)?;
-            if let Some((answer, id)) = &answered {
-                let values = [Value::Text(answer), Value::Int(seq), Value::Int(*id)];
-                if sql.execute(ANSWER, &values)? == 0 {
-                    return Ok(Cas::Conflict); // answered already: the whole commit rolls back
-                }
-            }
-            Ok(Cas::Done)
+        self.connection.commit(&Write {
+            key: &c.key.0,
+            moved,
+            line,
+            history,
+            answered,
         })
     }
 

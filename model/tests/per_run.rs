@@ -376,6 +376,42 @@ fn a_dispatch_under_the_bare_key_is_caught_whole_and_by_the_reduction() {
     }
 }
 
+/// KEY-3 at the write: on a tool that neither dedupes nor fences, no request is answered from
+/// another run's record, so only a query can meet the other run: after a crash, run 1's
+/// query under the shared bare key finds run 0's commit, and the "committed" it records is
+/// no commit of its own. The whole world and the reduction both catch it there.
+#[test]
+fn a_query_answered_from_another_run_s_commit_breaks_key_3_when_it_lands() {
+    let config = Config {
+        dedupes: false,
+        query_fences: false,
+        crashes: 1,
+        ..Config::exposing(Variant::DispatchUnderBareKey)
+    };
+    let (whole, parts) = both(
+        Reference::broken(Variant::DispatchUnderBareKey),
+        config,
+        false,
+    );
+    let key_3 = resumable_model::properties::names::KEY_3;
+    assert_eq!(
+        whole.property(key_3).map(|p| p.verdict),
+        Some(Verdict::Violated)
+    );
+    for (name, report) in &parts {
+        assert_eq!(
+            report.property(key_3).map(|p| p.verdict),
+            Some(Verdict::Violated),
+            "{name}"
+        );
+    }
+    let honest = check(Kernel, config, true);
+    assert_ne!(
+        honest.property(key_3).map(|p| p.verdict),
+        Some(Verdict::Violated)
+    );
+}
+
 #[test]
 #[ignore = "seconds in release; run with --release -- --ignored"]
 fn every_variant_with_two_runs_is_caught_with_as_short_a_counterexample() {

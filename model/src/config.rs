@@ -421,15 +421,15 @@ impl Config {
 
     /// The default check's world of batch calls in flight together (spec BAT-4): one worker
     /// that may crash, possibly with both calls in flight, and an owner who may cancel while
-    /// the batch awaits decisions or has calls in flight; the approver only approves, one
-    /// call at a time or both at once (the verdicts are [`Config::batch`]'s).
+    /// the batch awaits decisions or has calls in flight; the approver decides each call as
+    /// in [`Config::batch`], so the world where BAT-4's partners are both reached is also one
+    /// where a call is settled by a person.
     pub fn batch_crash() -> Config {
         Config {
             workers: 1,
             cancels: 1,
             losses: 0,
             duplicates: 0,
-            batch_verdicts: false,
             crashes: 1,
             suspend_for: 2,
             ..Config::batch()

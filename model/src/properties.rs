@@ -11,11 +11,11 @@
 //! | property | checked | breaks it (variant) | partner | raised in (`world/ledger.rs` unless named) |
 //! |---|---|---|---|---|
 //! | RES-2 | when a resume lands: no other resume won from its checkpoint | no-revision-check | two workers race, one wins | `commit` |
-//! | RES-3 | when a resume lands: its checkpoint is at the run's revision, and one that acts on the present finds the resource its checkpoint showed | no-revision-check, approval-ignores-resource | a stale approval arrives | `resume_violations`, `acts_on_moved_resource` |
+//! | RES-3 | when a resume lands: its checkpoint is at the run's revision, and one that acts on the present finds the resource its checkpoint showed | no-revision-check, approval-ignores-resource | a stale checkpoint arrives (an approval, or a reconciler's answer) | `resume_violations`, `acts_on_moved_resource` |
 //! | RES-5 | when a resume lands: the suspension had not expired | approvals-never-expire | a decision arrives after the suspension expired | `resume_violations` |
 //! | APR-1 | when a gated dispatch lands: a binding approval released it | approval-not-bound-to-args | the tool commits an approved call | `book_dispatch` |
 //! | APR-2 | when a decision lands: it had not expired | approvals-never-expire | a decision arrives after it expired | `resume_violations` |
-//! | APR-3 | when a suspend lands: its approver is not its requester; when a decision lands: from the recorded approver, not the requester; in every state: no pending approval is held by its requester | self-approval-allowed, self-named-approver | the requester's own approval arrives; the agent is offered to suspend naming itself | `step_violations`, `resume_violations`; here (the state) |
+//! | APR-3 | when a suspend lands: its approver is not its requester; when a decision lands: from the recorded approver, not the requester; in every state: no pending approval is held by its requester | self-approval-allowed, self-named-approver | the requester's own approval arrives; the agent asks to suspend naming itself, a worker free to feed it, and only APR-3 refuses it | `step_violations`, `resume_violations`; here (the state) |
 //! | APR-4 | when a denial lands: the run failed; when a dispatch lands: its call was never denied | deny-leaves-running | a denial fails the run | `resume_violations`, `book_dispatch` |
 //! | EFF-1 | when the tool commits: no other attempt of the key committed | retry-without-contract, retry-fresh-key-on-dedupe, rerun-step-on-resume | a delayed request reaches the tool after "not committed" | `commit_violations` |
 //! | EFF-2 | when the tool commits: the run has not ended as if nothing more would commit (every end but abandoned, or expired naming the effect) | cancel-ends-unsettled, cancel-expiry-forgets-effect | a request is still on its way when its run ends | `commit_violations` |
@@ -28,8 +28,8 @@
 //! | INV-1 | when a write lands: the run was not terminal | late-result-recorded | a message reaches a finished run | `step_violations` |
 //! | AUD-1 | when a write lands, and in every state: one record per revision, describing it | resume-record-from-checkpoint | a run completes, every step audited | `step_violations`; here, `audited` |
 //! | ID-1 | when a resume is stepped: a foreign checkpoint is refused for its identity | identity-after-revision, no-identity-check, identity-ignores-tenant, identity-ignores-session, identity-ignores-run, identity-ignores-definition | another tenant's checkpoint reaches a run | `resume_violations`; `transition.rs` `stage` |
-//! | SUS-1 | in every state: a suspension's expiry and start are sound | escalation-keeps-deadline | a run waits | here (the state) |
-//! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | a run waiting for approval is offered a second suspend | `step_violations` |
+//! | SUS-1 | in every state: a suspension's expiry and start are sound | escalation-keeps-deadline | a run waits on a person after its reconciliation ran out | here (the state) |
+//! | SUS-2 | when a suspend lands: the run was not suspended | double-suspend | a run waiting for approval is asked to suspend again, a worker free to feed it, and only SUS-2 refuses it | `step_violations` |
 //! | LIVE-1 | in every state: no suspension outlasts its bound | no-expiry | a suspension expires | here, `within_bound` |
 //! | LIVE-2 | in every state: every suspension not past its expiry accepts some honest answer | resource-blocks-answers | a decision arrives after the resource moved | `World::stuck_run` (`world/honest.rs`) |
 //! | BAT-2 | when a dispatch lands: its batch call was approved or edited by an accepted decision naming it | batch-one-approval-for-all, batch-decision-wrong-call | a batch's calls are decided one at a time | `batch_dispatch` |
@@ -42,6 +42,9 @@
 //! | RES-8 | when the node asks its second question: the gated call's record consumed every value fed to it, so the question is handed its own | recorded-call-skips-its-interrupt (a driving) | the second question follows a gated call that was fed more than one decision | `world/handout.rs` `ask` |
 //! | CLK-2 | when a decision lands: it was stamped with the driver's time, or was in time at the driver's time (it and its suspension) | decision-time-from-message (a driving, `model/src/driving.rs`) | a decision written before its expiry arrives after it | `resume_violations` |
 //!
+//! Why each partner is the situation its `always` guards: spec/check-output.md, "What each
+//! partner shows".
+//!
 //! Liveness (LIVE-1) is a budgeted `always`: the world tracks in clock ticks how long the
 //! current suspension has lasted and the property requires it to stay within the longest
 //! expiry plus one tick. The clock is bounded and never passes a due expiry, so the model is
@@ -51,7 +54,7 @@
 use crate::checker::{ListError, PropertyList};
 use crate::world::{witness, Ending, RunView, World, WorldState};
 use crate::Lifecycle;
-use resumable_kernel::{PhaseKind, ReasonKind, SpecId};
+use resumable_kernel::{ReasonKind, SpecId};
 use stateright::Property;
 
 /// Property names, for tests, reports and broken variants' targets.
@@ -138,7 +141,8 @@ pub mod names {
     /// RES-2's partner.
     pub const RACE_WON: &str = "RES-2 two workers race to resume one suspension and one wins";
     /// RES-3's partner.
-    pub const STALE_ARRIVES: &str = "RES-3 a stale approval arrives";
+    pub const STALE_ARRIVES: &str =
+        "RES-3 a stale checkpoint arrives, with an approval or a reconciler's answer";
     /// APR-1's partner (programs with a gated call).
     pub const APPROVED_RUNS: &str = "APR-1 the tool commits an approved call";
     /// APR-2's partner (with approvers).
@@ -147,7 +151,7 @@ pub mod names {
     pub const SELF_ARRIVES: &str = "APR-3 the requester's approval of its own call arrives";
     /// APR-3's partner at suspend time (with the requester approving itself).
     pub const SELF_NAMED_OFFERED: &str =
-        "APR-3 the agent is offered to suspend naming itself the approver of its own call";
+        "APR-3 the agent asks to suspend naming itself its approver, refused by APR-3 alone";
     /// RES-5's partner (with approvers).
     pub const AFTER_EXPIRY: &str = "RES-5 a decision arrives after the suspension expired";
     /// APR-4's partner (with approvers).
@@ -168,10 +172,10 @@ pub mod names {
     /// ID-1's partner (two runs, cross-tenant decisions on).
     pub const FOREIGN_OFFERED: &str = "ID-1 a checkpoint of another tenant reaches a run";
     /// SUS-1's partner.
-    pub const WAITS: &str = "SUS-1 a run waits, suspended";
+    pub const WAITS: &str = "SUS-1 a run waits on a person after its reconciliation ran out";
     /// SUS-2's partner (programs with a gated call).
     pub const SUSPEND_OFFERED: &str =
-        "SUS-2 a run waiting for approval is offered a second suspend";
+        "SUS-2 a run waiting for approval is asked to suspend again, refused by SUS-2 alone";
     /// LIVE-1's partner.
     pub const EXPIRES: &str = "LIVE-1 a suspension expires";
     /// LIVE-2's partner (with a resource that moves before a resume).
@@ -325,11 +329,9 @@ pub fn properties<L: Lifecycle>(
                 .iter()
                 .any(|m| m.party == crate::world::Party::Requester && m.delivered > 0)
         })
-        // The agent names itself as approver where its next call is gated: the states where
-        // APR-3's suspend-time half can bite are reached (the offer is refused, no transition).
-        .sometimes(Apr3, SELF_NAMED_OFFERED, |w, s| {
-            (s.runs.iter()).any(|slot| w.self_approved_suspend(slot).is_some())
-        })
+        // The agent names itself as approver where its next call is gated, a worker is free to
+        // feed it, and only APR-3's check refuses it (a refused request is no transition).
+        .sometimes(Apr3, SELF_NAMED_OFFERED, |w, s| w.self_named_asked(s))
         .sometimes(Eff1, LATE_REQUEST, |_, s| {
             s.seen & witness::LATE_REQUEST != 0
         })
@@ -351,25 +353,15 @@ pub fn properties<L: Lifecycle>(
                 .iter()
                 .any(|m| m.source != m.target && m.delivered > 0)
         })
-        // With a gated call the wait that matters is for approval; without one, any wait (an
-        // unknown outcome's).
-        .sometimes(Sus1, WAITS, |w, s| match w.config().program {
-            crate::config::Program::Direct => any_run(s, |v| v.phase == PhaseKind::Suspended),
-            _ => any_run(s, |v| v.reason == Some(ReasonKind::PendingApproval)),
+        // The wait opened from another: a reconciliation that ran out of time goes to a
+        // person, and the new suspension's start and expiry must be its own.
+        .sometimes(Sus1, WAITS, |_, s| {
+            any_run(s, |v| v.reason == Some(ReasonKind::ManualIntervention))
         })
         // The world's agent re-sends its suspend while its first approval is pending (as an
-        // agent whose reply was lost does): the states where SUS-2 can bite are reached.
-        .sometimes(Sus2, SUSPEND_OFFERED, |_, s| {
-            s.runs.iter().any(|slot| {
-                slot.run.view.reason == Some(ReasonKind::PendingApproval)
-                    && slot
-                        .checkpoints
-                        .iter()
-                        .filter(|c| c.reason == ReasonKind::PendingApproval)
-                        .count()
-                        == 1
-            })
-        })
+        // agent whose reply was lost does), a worker is free to feed it, and only SUS-2's
+        // check refuses it.
+        .sometimes(Sus2, SUSPEND_OFFERED, |w, s| w.second_suspend_asked(s))
         .sometimes(Live1, EXPIRES, |_, s| {
             any_run(s, |v| matches!(v.ending, Some(Ending::Expired { .. })))
         })

@@ -11,6 +11,7 @@
 
 mod world_support;
 
+use resumable_kernel::ReasonKind;
 use resumable_model::checker::Checkable;
 use resumable_model::config::{Config, Program};
 use resumable_model::properties::names;
@@ -462,13 +463,23 @@ fn witness_a_run_completes_every_step_audited() {
 }
 
 #[test]
-fn witness_a_run_waits_suspended() {
+fn witness_a_run_waits_on_a_person_after_its_reconciliation_ran_out() {
     assert_witness(
         tiny(),
         names::WAITS,
         &[
             "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
             "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
+            "Approver alice approves c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
+            "Worker(0) commits run 0 r1->r2: written with its audit record",
+            "Worker(0) crashes: volatile state lost",
+            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
+            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
+            "Clock ticks to 1: time passes",
+            "Clock ticks to 2: time passes",
+            "Worker(0) steps run 0 with expire: accepted: suspended (manual intervention, expires t3) at r4",
+            "Worker(0) commits run 0 r3->r4: written with its audit record and its checkpoint",
         ],
     );
 }
@@ -606,4 +617,35 @@ fn the_kernel_holds_on_a_grid_of_small_configurations() {
         }
     }
     assert_holds(Kernel, grid);
+}
+
+/// The partners read from what the world offers count only where the input could be fed and
+/// only the one rule refuses it: at the revision bound the run waits for approval, the state
+/// that used to count as SUS-2's situation, yet no second suspend can reach the lifecycle,
+/// and the partner is not reached.
+#[test]
+fn an_offer_that_no_worker_can_feed_reaches_no_partner() {
+    let config = Config {
+        max_revision: 1,
+        ..tiny()
+    };
+    let world = World::new(Kernel, config).expect("valid");
+    let waits = reachable(&world).iter().any(|s| {
+        (s.runs.iter()).any(|slot| slot.run.view.reason == Some(ReasonKind::PendingApproval))
+    });
+    assert!(waits, "the run never waits for approval");
+    let explored = explore(World::new(Kernel, config).expect("valid"));
+    assert!(!explored.discovered.contains(names::SUSPEND_OFFERED));
+    // One revision more, and the second suspend is fed and refused.
+    let explored = explore(
+        World::new(
+            Kernel,
+            Config {
+                max_revision: 2,
+                ..config
+            },
+        )
+        .expect("valid"),
+    );
+    assert!(explored.discovered.contains(names::SUSPEND_OFFERED));
 }

@@ -397,3 +397,81 @@ fn the_default_check_catches_every_variant_and_every_broken_driving() {
     }
     assert!(missed.is_empty(), "the default check misses {missed:?}");
 }
+
+/// Partners that exercise: for every `always`, a variant (or a broken driving) that targets
+/// it is caught by it in a world of the default check where the honest machine reaches every
+/// partner of that property, so the situation the property guards arises where it bites.
+/// The variant's own catching world is tried first, then the others.
+#[test]
+#[ignore = "seconds in release; run with --release -- --ignored"]
+fn each_property_catches_its_variant_where_its_partners_are_reached() {
+    let suite = Config::suite();
+    let honest_reach: Vec<std::collections::HashSet<&'static str>> = {
+        let explored = explore_each(&Reference { variant: None }, &suite);
+        explored.into_iter().map(|e| e.discovered).collect()
+    };
+    let list = World::new(Reference { variant: None }, Config::default())
+        .expect("valid")
+        .property_list()
+        .expect("partnered");
+    let position = |name: &str| (suite.iter().position(|(n, _)| *n == name)).expect("a world");
+    let mut unexercised = Vec::new();
+    for (i, (key, p)) in list.iter().enumerate() {
+        if p.expectation != Expectation::Always {
+            continue;
+        }
+        let partners: Vec<&'static str> = (list.partners()[i].iter())
+            .map(|&j| list.properties()[j].name)
+            .collect();
+        let reached = |w: usize| partners.iter().all(|q| honest_reach[w].contains(q));
+        let catches = |w: usize, broken: Breaker| {
+            let config = suite[w].1;
+            let found = match broken {
+                Breaker::Variant(v) => hunt(
+                    World::new(Reference::broken(v), config).expect("valid"),
+                    &[p.name],
+                ),
+                Breaker::Driving(d) => hunt(
+                    World::new(
+                        Kernel,
+                        Config {
+                            driving: d,
+                            ..config
+                        },
+                    )
+                    .expect("valid"),
+                    &[p.name],
+                ),
+            };
+            found.contains(p.name)
+        };
+        let breakers: Vec<(Breaker, usize)> = (Variant::ALL.iter())
+            .filter(|v| v.targets().contains(&key))
+            .map(|&v| (Breaker::Variant(v), position(catching_world(v))))
+            .chain(
+                (Driving::BROKEN.iter())
+                    .filter(|d| d.targets().contains(&key))
+                    .map(|&d| (Breaker::Driving(d), position(catching_world_of_driving(d)))),
+            )
+            .collect();
+        let own = breakers.iter().any(|&(b, w)| reached(w) && catches(w, b));
+        let anywhere = own
+            || breakers.iter().any(|&(b, own_world)| {
+                (0..suite.len()).any(|w| w != own_world && reached(w) && catches(w, b))
+            });
+        if !anywhere {
+            unexercised.push(p.name);
+        }
+    }
+    assert!(
+        unexercised.is_empty(),
+        "caught by no variant where their partners are reached: {unexercised:#?}"
+    );
+}
+
+/// What breaks a property: a variant of the reference, or the kernel driven wrongly.
+#[derive(Clone, Copy)]
+enum Breaker {
+    Variant(Variant),
+    Driving(Driving),
+}

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::config::Program;
 use crate::{Lifecycle, Snapshot};
-use resumable_kernel::{Event, Identity, Input, Phase, PhaseKind, ReasonKind};
+use resumable_kernel::{Event, Identity, Input, Phase, PhaseKind, ReasonKind, RejectionKind};
 use smallvec::SmallVec;
 
 /// The inputs on offer to one run, inline: the most a state offers is a few agent requests,
@@ -238,6 +238,69 @@ impl<L: Lifecycle> World<L> {
         match self.config.program.steps().get(slot.run.history.len()) {
             Some(Step::Gated(p)) => Some(*p),
             _ => None,
+        }
+    }
+
+    /// SUS-2's situation: a run waiting for approval is asked, by a worker free to take it,
+    /// for a second suspend that nothing but the rule against suspending while suspended
+    /// refuses.
+    pub(crate) fn second_suspend_asked(&self, state: &WorldState<L::Run>) -> bool {
+        (state.runs.iter().enumerate()).any(|(r, slot)| {
+            slot.run.view.reason == Some(ReasonKind::PendingApproval)
+                && self.asked_where_only(
+                    state,
+                    r,
+                    Intent::Suspend(SECOND_SUSPEND),
+                    RejectionKind::AlreadySuspended,
+                )
+        })
+    }
+
+    /// APR-3's situation at suspend time: the agent asks, by a worker free to take it, to
+    /// suspend naming its requester the approver, and nothing but that rule refuses it.
+    pub(crate) fn self_named_asked(&self, state: &WorldState<L::Run>) -> bool {
+        (state.runs.iter().enumerate()).any(|(r, slot)| {
+            self.self_approved_suspend(slot).is_some_and(|p| {
+                self.asked_where_only(
+                    state,
+                    r,
+                    Intent::SuspendSelfApproved(p),
+                    RejectionKind::SelfApproval,
+                )
+            })
+        })
+    }
+
+    /// Whether the lifecycle, asked for `intent` on run `r` by a worker free to take it now,
+    /// would refuse it for nothing but `rule`: the input is offered in this state (an idle
+    /// worker, the run below its revision bound) and its verdict is acceptance or a refusal
+    /// of that kind. A `sometimes` partner built on it is reached only where the check that
+    /// `rule` names is what stands between the run and the input (spec/check-output.md).
+    pub(crate) fn asked_where_only(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        intent: Intent,
+        rule: RejectionKind,
+    ) -> bool {
+        let Some(worker) = state.workers.iter().position(|w| matches!(w, Worker::Idle)) else {
+            return false;
+        };
+        let mut offered = Choices::new();
+        self.choices(state, r, &mut offered);
+        let choice = Choice::Agent(intent);
+        if !offered.contains(&choice) {
+            return false;
+        }
+        let action = Action::Step {
+            worker: super::index(worker),
+            run: super::index(r),
+            choice,
+        };
+        match self.verdict_of(state, &action) {
+            Some(Ok(_)) => true,
+            Some(Err(rejection)) => rejection.kind() == rule,
+            None => false,
         }
     }
 

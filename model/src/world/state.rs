@@ -1109,7 +1109,8 @@ impl BitOrAssign<SpecId> for Violations {
 
 /// Bits of [`WorldState::seen`].
 pub mod witness {
-    /// A decision reached its run after the run had moved past the decision's revision.
+    /// A decision, or a reconciler's answer, reached its run after the run had moved past the
+    /// revision of the checkpoint it was read from.
     pub const STALE_ARRIVED: u32 = 1 << 0;
     /// A reconcile answer of "committed" was recorded, the call not executed again.
     pub const REUSED: u32 = 1 << 1;

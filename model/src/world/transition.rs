@@ -310,6 +310,13 @@ impl<L: Lifecycle> World<L> {
         if moved {
             next.seen |= witness::RESOURCE_MOVED;
         }
+        // A slow reconciler's answer, read from a checkpoint the run has moved past, is as
+        // stale as an old approval (spec RES-3).
+        if let Choice::Reconcile { revision, .. } = choice {
+            if u64::from(revision) < before.revision {
+                next.seen |= witness::STALE_ARRIVED;
+            }
+        }
         Some(match choice {
             Choice::Decision(m) => {
                 self.deliver_decision(next, r, before, at, m)?;

@@ -147,6 +147,10 @@ pub struct ModelArgs {
     /// With two runs, an approval of run 1's checkpoint is also sent to run 0.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub cross_tenant: Option<bool>,
+    /// With two runs, both act on one resource: a commit of either run's call moves it for
+    /// both.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub shared_resource: Option<bool>,
     /// The two runs' identities differ in this field alone [default: tenant, session and
     /// run all differ].
     #[arg(long, value_enum, value_name = "FIELD")]
@@ -443,6 +447,7 @@ impl ModelArgs {
         switch(&mut config.self_approval, self.self_approval);
         switch(&mut config.edited_approvals, self.edited_approvals);
         switch(&mut config.cross_tenant, self.cross_tenant);
+        switch(&mut config.shared_resource, self.shared_resource);
         switch(&mut config.query_unknown, self.query_unknown);
         switch(&mut config.operator, self.operator);
         switch(&mut config.batch_verdicts, self.batch_verdicts);
@@ -688,6 +693,9 @@ fn extras(config: &Config) -> String {
     }
     if config.edited_approvals {
         on.push("approvals of edited arguments".to_owned());
+    }
+    if config.shared_resource {
+        on.push("one resource both runs act on".to_owned());
     }
     match (config.cross_tenant, config.differs_in) {
         (true, None) => on.push("a checkpoint offered across tenants".to_owned()),

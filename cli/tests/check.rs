@@ -521,7 +521,7 @@ fn the_per_run_reduction_is_refused_where_it_does_not_apply() {
 // --- The default check -------------------------------------------------------------------------
 
 #[test]
-fn the_default_check_runs_its_sixteen_worlds_and_merges_them() {
+fn the_default_check_runs_its_seventeen_worlds_and_merges_them() {
     // Bounded by depth so it stays short in debug; every world is still checked. The full
     // default check, which must pass with every property exercised, is CI's main job
     // (`cargo run --release -- check`, about four seconds).
@@ -542,6 +542,7 @@ fn the_default_check_runs_its_sixteen_worlds_and_merges_them() {
             "cross-run",
             "cross-definition",
             "two-runs-crash",
+            "shared-resource",
             "cancel",
             "reuse",
             "batch",
@@ -562,7 +563,7 @@ fn the_default_check_runs_its_sixteen_worlds_and_merges_them() {
     std::fs::write(&file, &o.stdout).expect("written");
     let o = check(&["--merge", &file.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stdout(&o).contains("merged 16 checks"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("merged 17 checks"), "{}", stdout(&o));
     assert!(stdout(&o).contains("suite.json#reuse"), "{}", stdout(&o));
 }
 

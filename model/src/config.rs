@@ -118,6 +118,12 @@ pub struct Config {
     /// With the batch program, the approver gives every verdict (approve, edit, reject,
     /// answer, deny); without, it only approves, one call at a time or both at once.
     pub batch_verdicts: bool,
+    /// The two runs act on one resource (a shared account, one record two agents edit): a
+    /// commit of either run's call, or an outsider's move, moves it for both, so a run's
+    /// pending approval can be overtaken by the other run's payment (spec RES-3). Needs two
+    /// runs; the per-run reduction does not cover it (each run's world would need the other
+    /// run's commits as moves at any step) and refuses it.
+    pub shared_resource: bool,
     /// The version the runs' resource starts at (before anything moves it). Above 0, a run
     /// that never recorded the version it acted on compares against a version it never saw
     /// (spec 4.4, RES-3).
@@ -187,6 +193,7 @@ impl Default for Config {
             questions: 0,
             program: Program::Approval,
             batch_verdicts: true,
+            shared_resource: false,
             resource_start: 0,
             suspend_for: 2,
             approval_ttl: 1,
@@ -218,6 +225,8 @@ pub enum ConfigError {
     },
     /// `cross_tenant` needs two runs.
     CrossTenantNeedsTwoRuns,
+    /// `shared_resource` needs two runs.
+    SharedResourceNeedsTwoRuns,
     /// The first run's identity leaves no identity for another run.
     IdentityOutOfCast,
     /// The per-run reduction was asked of a world it does not apply to.
@@ -236,12 +245,16 @@ impl fmt::Display for ConfigError {
             ConfigError::CrossTenantNeedsTwoRuns => {
                 f.write_str("a cross-tenant resume needs two runs")
             }
+            ConfigError::SharedResourceNeedsTwoRuns => {
+                f.write_str("a resource shared by the runs needs two runs")
+            }
             ConfigError::IdentityOutOfCast => {
                 f.write_str("the cast has two identities: identity + runs must be at most 2")
             }
             ConfigError::NotPerRun => f.write_str(
-                "the per-run reduction needs two runs and no approval offered across tenants \
-                 (--cross-tenant couples the runs)",
+                "the per-run reduction needs two runs, no approval offered across tenants \
+                 (--cross-tenant couples the runs) and no resource shared by them \
+                 (--shared-resource: the other run's commits move it at any step)",
             ),
         }
     }
@@ -289,6 +302,9 @@ impl Config {
         if self.cross_tenant && self.runs != 2 {
             return Err(ConfigError::CrossTenantNeedsTwoRuns);
         }
+        if self.shared_resource && self.runs != 2 {
+            return Err(ConfigError::SharedResourceNeedsTwoRuns);
+        }
         if usize::from(self.identity) + usize::from(self.runs) > 2 {
             return Err(ConfigError::IdentityOutOfCast);
         }
@@ -306,7 +322,7 @@ impl Config {
     /// run not yet started, so a `sometimes` property reached there is reached in the whole.
     pub fn per_run(&self) -> Result<[(&'static str, Config); 2], ConfigError> {
         self.validate()?;
-        if self.runs != 2 || self.cross_tenant {
+        if self.runs != 2 || self.cross_tenant || self.shared_resource {
             return Err(ConfigError::NotPerRun);
         }
         let alone = |identity| Config {
@@ -328,7 +344,7 @@ impl Config {
     /// moved from outside arise. Every property has a partner reached in one of them; each
     /// `always` must hold in all of them; every broken variant and driving is caught in one of
     /// them (model/tests/properties_variants.rs), so the main job misses none.
-    pub fn suite() -> [(&'static str, Config); 16] {
+    pub fn suite() -> [(&'static str, Config); 17] {
         let default = Config::default();
         // No lost response, no duplicated decision, a query that never answers "unknown".
         let quiet = Config {
@@ -353,6 +369,7 @@ impl Config {
             cross(IdentityField::Run),
             cross(IdentityField::Definition),
             ("two-runs-crash", Config::two_runs_crash()),
+            ("shared-resource", Config::shared()),
             (
                 "cancel",
                 Config {
@@ -492,6 +509,25 @@ impl Config {
             runs: 2,
             cross_tenant: true,
             differs_in: Some(field),
+            workers: 1,
+            crashes: 0,
+            losses: 0,
+            duplicates: 0,
+            query_unknown: false,
+            max_time: 0,
+            ..Config::default()
+        }
+    }
+
+    /// The default check's world of two runs on one resource (spec RES-3): two runs of one
+    /// tenant and session, differing in the run id, whose gated calls act on one account, so
+    /// that one run's payment can overtake the other's pending approval; one worker, nothing
+    /// lost, crashed or duplicated, no time passing.
+    pub fn shared() -> Config {
+        Config {
+            runs: 2,
+            differs_in: Some(IdentityField::Run),
+            shared_resource: true,
             workers: 1,
             crashes: 0,
             losses: 0,

@@ -172,6 +172,20 @@ fn the_reduction_applies_only_to_two_runs_that_share_no_approval() {
         ..two
     };
     assert_eq!(cross.per_run(), Err(ConfigError::NotPerRun));
+    // One resource for both runs: the other run's commits would have to move it at any step.
+    let shared = Config {
+        shared_resource: true,
+        ..two
+    };
+    assert_eq!(shared.per_run(), Err(ConfigError::NotPerRun));
+    assert_eq!(
+        Config {
+            shared_resource: true,
+            ..Config::default()
+        }
+        .validate(),
+        Err(ConfigError::SharedResourceNeedsTwoRuns)
+    );
     let beyond = Config { identity: 1, ..two };
     assert_eq!(beyond.validate(), Err(ConfigError::IdentityOutOfCast));
 }

@@ -9,6 +9,7 @@ use resumable_kernel::{IdentityField, SpecId};
 use resumable_model::checker::Checkable;
 use resumable_model::config::Config;
 use resumable_model::driving::Driving;
+use resumable_model::properties::names;
 use resumable_model::reference::Reference;
 use resumable_model::variant::Variant;
 use resumable_model::world::{Ending, RunView, World};
@@ -147,6 +148,38 @@ fn each_identity_field_is_probed_alone() {
             .iter()
             .any(|s| s.violated.has(SpecId::Id1)));
     }
+}
+
+/// Two runs on one resource: one run's payment moves the account under the other run's
+/// pending approval, with no outsider. The variant that resumes an approval without
+/// comparing the resource (RES-3) is caught there, the same world with a resource for each
+/// run catches nothing, and the honest reference and kernel hold RES-3 where the move
+/// happens (LIVE-2's partner, a decision arriving after the resource moved, is reached).
+#[test]
+fn one_run_s_commit_moves_the_resource_under_the_other_s_approval() {
+    let shared = Config::shared();
+    assert_eq!(shared.outsider_moves, 0);
+    let caught = |config| {
+        let world = World::new(Reference::broken(Variant::ApprovalIgnoresResource), config);
+        reachable(&world.unwrap())
+            .iter()
+            .any(|s| s.violated.has(SpecId::Res3))
+    };
+    assert!(caught(shared), "approval-ignores-resource not caught");
+    let apart = Config {
+        shared_resource: false,
+        ..shared
+    };
+    assert!(!caught(apart), "caught with a resource for each run");
+    for explored in [
+        explore(World::new(Reference::new(), shared).unwrap()),
+        explore(World::new(Kernel, shared).unwrap()),
+    ] {
+        assert!(explored.violations().is_empty(), "{:?}", explored.failed);
+        assert!(explored.discovered.contains(names::RESOURCE_MOVED));
+    }
+    let apart = explore(World::new(Kernel, apart).unwrap());
+    assert!(!apart.discovered.contains(names::RESOURCE_MOVED));
 }
 
 /// Every `always` property bites: each is violated by a variant that targets its spec ID, in

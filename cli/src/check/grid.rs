@@ -97,6 +97,7 @@ pub fn flags(config: &Config) -> Vec<String> {
         d.edited_approvals,
     );
     switch("cross-tenant", config.cross_tenant, d.cross_tenant);
+    switch("shared-resource", config.shared_resource, d.shared_resource);
     switch("dedupes", config.dedupes, d.dedupes);
     switch("query-fences", config.query_fences, d.query_fences);
     switch("query-unknown", config.query_unknown, d.query_unknown);
@@ -253,6 +254,7 @@ mod tests {
             questions: 1,
             program: resumable_model::config::Program::ThreeCalls,
             batch_verdicts: false,
+            shared_resource: true,
             resource_start: 3,
             suspend_for: d.suspend_for + 1,
             approval_ttl: d.approval_ttl + 1,

@@ -156,6 +156,7 @@ pub fn config_json(config: &Config) -> Value {
         "renewals": config.renewals,
         "old_configs": config.old_configs,
         "questions": config.questions,
+        "shared_resource": config.shared_resource,
         "resource_start": config.resource_start,
         "program": config.program.name(),
         "batch_verdicts": config.batch_verdicts,

@@ -729,8 +729,8 @@ impl<L: Lifecycle> World<L> {
             ToolOutcome::Commits => {
                 next.violated |= self.commit_violations(slot, key);
                 slot.tool.committed |= bit;
-                slot.resource = slot.resource.saturating_add(1);
                 insert_sorted(&mut next.responses, msg);
+                self.move_resource(&mut next, r);
             }
         }
         Some(next)
@@ -806,8 +806,18 @@ impl<L: Lifecycle> World<L> {
     ) -> Option<WorldState<L::Run>> {
         let mut next = state.clone();
         next.budgets.outsider_moves = next.budgets.outsider_moves.checked_sub(1)?;
-        let slot = next.runs.get_mut(r)?;
-        slot.resource = slot.resource.saturating_add(1);
+        next.runs.get(r)?;
+        self.move_resource(&mut next, r);
         Some(next)
+    }
+
+    /// Moves the resource run `r` acts on: its own, or, where the runs share one
+    /// (`Config::shared_resource`), every run's.
+    fn move_resource(&self, next: &mut WorldState<L::Run>, r: usize) {
+        for (i, slot) in next.runs.iter_mut().enumerate() {
+            if i == r || self.config.shared_resource {
+                slot.resource = slot.resource.saturating_add(1);
+            }
+        }
     }
 }

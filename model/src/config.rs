@@ -262,6 +262,14 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// The most changes of a pending call's arguments a world allows (`Config::arg_changes`): the
+/// state's hash keeps the budget in four bits.
+pub const MAX_ARG_CHANGES: u8 = 3;
+
+/// The most renewals a world allows (`Config::renewals`): the state's hash keeps the budget
+/// in four bits.
+pub const MAX_RENEWALS: u8 = 3;
+
 fn range(field: &'static str, got: u8, min: u8, max: u8) -> Result<(), ConfigError> {
     if got < min || got > max {
         return Err(ConfigError::OutOfRange {
@@ -288,8 +296,8 @@ impl Config {
         range("cancels", self.cancels, 0, 4)?;
         range("reuses", self.reuses, 0, 3)?;
         range("outsider_moves", self.outsider_moves, 0, 4)?;
-        range("arg_changes", self.arg_changes, 0, 3)?;
-        range("renewals", self.renewals, 0, 3)?;
+        range("arg_changes", self.arg_changes, 0, MAX_ARG_CHANGES)?;
+        range("renewals", self.renewals, 0, MAX_RENEWALS)?;
         range("old_configs", self.old_configs, 0, 3)?;
         range("questions", self.questions, 0, 3)?;
         range("resource_start", self.resource_start, 0, 8)?;

@@ -33,11 +33,15 @@
 //!   duplicates in the network, as it does in practice.
 //! - The clock ticks only while some run is suspended (see `someone_waits`).
 //!
-//! The world's rooms: `cast` (names, calls, programs), `choices` (what is on offer in a
+//! The world's rooms: `state` (the runs as stored, the workers, the budgets), `messages` (the
+//! tool's requests and responses, the decisions), `actions` (the agent's requests, a worker's
+//! inputs, every action), `marks` (the rules broken and the events seen along a path),
+//! `cast` (names, calls, programs), `choices` (what is on offer in a
 //! state), `transition` (how each action changes the world), `ledger` (the books the
 //! properties read), `describe` (words for traces), `view` (the state as the Explorer shows it), `intern` (shared runs and checkpoints),
 //! `memo` (the steps workers compute, remembered), `reduce` (the actions the checker may take alone, under partial-order reduction), `handout` (what a worker hands the tool, and how it answers a proposal from the record, by its driving).
 
+mod actions;
 mod cast;
 mod choices;
 mod describe;
@@ -45,15 +49,20 @@ mod handout;
 mod honest;
 mod intern;
 mod ledger;
+mod marks;
 mod memo;
+mod messages;
 mod reduce;
 mod state;
 mod tool;
 mod transition;
 mod view;
 
+pub use actions::*;
 pub use cast::{Cast, Proposal, Step, BATCH, GATED, KEY_OF, PROPOSALS};
 pub use intern::{Interner, Shared};
+pub use marks::*;
+pub use messages::*;
 pub use state::*;
 
 use crate::config::{Config, ConfigError};

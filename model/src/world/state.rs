@@ -1,4 +1,6 @@
-//! The world's state and actions. Everything here is hashed at every state the checker visits,
+//! The world's state: the runs as the store holds them, the workers, the budgets and the
+//! messages in flight (their types in `messages.rs`, the moves in `actions.rs`, the marks a
+//! path leaves in `marks.rs`). Everything here is hashed at every state the checker visits,
 //! so it is kept small: indices are `u8`, sets of keys and revisions are bit sets, messages
 //! are sorted vectors (a multiset with one canonical order), and the configuration lives
 //! outside, in [`crate::config::Config`].
@@ -9,14 +11,15 @@
 //! may still grow past its inline room (a broken lifecycle may dispatch again and again); it
 //! then moves to the heap, and the state is the same value, equal and hashed as before.
 
+use super::actions::Choice;
 use super::intern::Shared;
+use super::marks::Violations;
+use super::messages::{CallVerdict, DecisionMsg, ToolMsg};
 use resumable_kernel::{
-    Call, Checkpoint, Digest, Fingerprint, HistoryEntry, KeyUse, PhaseKind, Prior, ReasonKind,
-    SpecId, Time,
+    Call, Checkpoint, Digest, Fingerprint, HistoryEntry, KeyUse, PhaseKind, Prior, ReasonKind, Time,
 };
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
-use std::ops::{BitOr, BitOrAssign};
 
 /// The idempotency keys the world's calls use (`k0`, `k1`, `k2`): the tool's ledger and the
 /// world's books are kept per key.
@@ -237,6 +240,59 @@ impl<R> Clone for WorldState<R> {
 
 // The checker identifies a state by this hash alone, so different states must write
 // different words: the small fields packed into words, each in bits of its own, then the
+/// Packs `values` into one word of a state's hash, lowest bits first, each in a slot of the
+/// width `widths` gives it, so that different values write different words: the checker
+/// keeps a state's hash, not the state, so two states whose words met would be one. The
+/// widths of each word are constants whose sum a compile-time check holds within 64 bits,
+/// with the slots narrower than their field's type checked against the range
+/// `Config::validate` allows; every value is checked against its slot in debug builds.
+pub(super) fn pack<const N: usize>(widths: &[u32; N], values: [u64; N]) -> u64 {
+    let mut word = 0;
+    let mut at = 0;
+    for (&width, value) in widths.iter().zip(values) {
+        debug_assert!(
+            value <= holds(width),
+            "{value} overflows a {width}-bit slot"
+        );
+        word |= value << at;
+        at += width;
+    }
+    word
+}
+
+/// Whether slots of these widths fit in one word.
+pub(super) const fn fits(widths: &[u32]) -> bool {
+    let mut sum = 0;
+    let mut i = 0;
+    while i < widths.len() {
+        sum += widths[i];
+        i += 1;
+    }
+    sum <= u64::BITS
+}
+
+/// The largest value a slot of `width` bits holds.
+pub(super) const fn holds(width: u32) -> u64 {
+    if width >= u64::BITS {
+        u64::MAX
+    } else {
+        (1 << width) - 1
+    }
+}
+
+/// The world's first word: the clock and the budgets (two of them in four bits).
+const CLOCK_AND_BUDGETS: [u32; 9] = [8, 8, 8, 8, 8, 8, 8, 4, 4];
+/// The third: the marks seen, and how many runs and workers.
+const MARKS_AND_SIZES: [u32; 3] = [32, 16, 16];
+/// The fourth: how many messages of each kind, and two budgets.
+const MESSAGES_AND_BUDGETS: [u32; 5] = [16, 16, 16, 8, 8];
+const _: () = assert!(fits(&CLOCK_AND_BUDGETS) && fits(&MARKS_AND_SIZES));
+const _: () = assert!(fits(&MESSAGES_AND_BUDGETS));
+const _: () = assert!(
+    crate::config::MAX_ARG_CHANGES as u64 <= holds(CLOCK_AND_BUDGETS[7])
+        && crate::config::MAX_RENEWALS as u64 <= holds(CLOCK_AND_BUDGETS[8])
+);
+
 // lengths of the vectors, then their elements (each written the same way). A state is hashed
 // for every successor generated; a few words cost less than a word per field.
 impl<R: Hash> Hash for WorldState<R> {
@@ -268,26 +324,35 @@ impl<R: Hash> Hash for WorldState<R> {
         // A vector grows by at most one element a step, far from 65,535 on any path the
         // checker explores.
         let length = |n: usize| u64::from(u16::try_from(n).unwrap_or(u16::MAX));
-        state.write_u64(
-            u64::from(*now)
-                | u64::from(crashes) << 8
-                | u64::from(losses) << 16
-                | u64::from(duplicates) << 24
-                | u64::from(cancels) << 32
-                | u64::from(reuses) << 40
-                | u64::from(outsider_moves) << 48
-                | u64::from(arg_changes) << 56
-                | u64::from(renewals) << 60,
-        );
+        state.write_u64(pack(
+            &CLOCK_AND_BUDGETS,
+            [
+                u64::from(*now),
+                u64::from(crashes),
+                u64::from(losses),
+                u64::from(duplicates),
+                u64::from(cancels),
+                u64::from(reuses),
+                u64::from(outsider_moves),
+                u64::from(arg_changes),
+                u64::from(renewals),
+            ],
+        ));
         state.write_u64(violated.bits());
-        state.write_u64(u64::from(*seen) | length(runs.len()) << 32 | length(workers.len()) << 48);
-        state.write_u64(
-            length(requests.len())
-                | length(responses.len()) << 16
-                | length(decisions.len()) << 32
-                | u64::from(old_configs) << 48
-                | u64::from(questions) << 56,
-        );
+        state.write_u64(pack(
+            &MARKS_AND_SIZES,
+            [u64::from(*seen), length(runs.len()), length(workers.len())],
+        ));
+        state.write_u64(pack(
+            &MESSAGES_AND_BUDGETS,
+            [
+                length(requests.len()),
+                length(responses.len()),
+                length(decisions.len()),
+                u64::from(old_configs),
+                u64::from(questions),
+            ],
+        ));
         state.write_u8(foreign);
         runs.iter().for_each(|r| r.hash(state));
         workers.iter().for_each(|w| w.hash(state));
@@ -399,8 +464,26 @@ impl<R> Clone for RunSlot<R> {
 
 impl<R> Copy for RunSlot<R> {}
 
-// Hashed at every state: the two references, then three words holding every other field,
-// each in bits of its own, so that different slots write different words.
+/// A run slot's first word: the races won, the dispatches, the audit records, the resource.
+const SLOT_COUNTS: [u32; 4] = [32, 16, 8, 8];
+/// Its second: the books and payloads of the keys, the wait's start (a presence bit and the
+/// tick), three flags, and the decisions fed (counted up to three).
+const SLOT_BOOKS_AND_FLAGS: [u32; 11] = [8, 8, 8, 8, 8, 8, 9, 1, 1, 1, 2];
+/// How many decisions fed the hash tells apart: more are hashed as this many.
+const FED_SEEN: u8 = 3;
+/// Its third: the tool's records of its keys, and the batch's two verdicts (codes below 8).
+const SLOT_TOOL: [u32; 5] = [16, 16, 16, 3, 3];
+/// Its fourth: the records made under its tool keys by a run left out, and which keys have a
+/// tool key.
+const SLOT_FOREIGN: [u32; 4] = [16, 16, 16, 16];
+const _: () = assert!(fits(&SLOT_COUNTS) && fits(&SLOT_BOOKS_AND_FLAGS));
+const _: () = assert!(fits(&SLOT_TOOL) && fits(&SLOT_FOREIGN));
+const _: () = assert!(FED_SEEN as u64 <= holds(SLOT_BOOKS_AND_FLAGS[10]));
+// A key's attempts are bits of a `u16`, and the keys present one bit each.
+const _: () = assert!(KEYS * ATTEMPTS as usize <= 16 && KEYS as u64 <= 16);
+
+// Hashed at every state: the two references, then words holding every other field, each in
+// bits of its own (`pack`), so that different slots write different words.
 impl<R> Hash for RunSlot<R> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         let RunSlot {
@@ -439,32 +522,41 @@ impl<R> Hash for RunSlot<R> {
         };
         run.hash(state);
         checkpoints.hash(state);
-        state.write_u64(
-            u64::from(won)
-                | u64::from(dispatched) << 32
-                | u64::from(audited) << 48
-                | u64::from(resource) << 56,
-        );
-        state.write_u64(
-            u64::from(b0)
-                | u64::from(b1) << 8
-                | u64::from(b2) << 16
-                | u64::from(p0) << 24
-                | u64::from(p1) << 32
-                | u64::from(p2) << 40
-                | since << 48
-                | u64::from(orphaned) << 57
-                | u64::from(cancelled) << 58
-                | u64::from(changed) << 59
-                | u64::from(fed.min(3)) << 60,
-        );
-        state.write_u64(
-            u64::from(committed)
-                | u64::from(fenced) << 16
-                | u64::from(denied_commit) << 32
-                | decided(d0) << 48
-                | decided(d1) << 51,
-        );
+        state.write_u64(pack(
+            &SLOT_COUNTS,
+            [
+                u64::from(won),
+                u64::from(dispatched),
+                u64::from(audited),
+                u64::from(resource),
+            ],
+        ));
+        state.write_u64(pack(
+            &SLOT_BOOKS_AND_FLAGS,
+            [
+                u64::from(b0),
+                u64::from(b1),
+                u64::from(b2),
+                u64::from(p0),
+                u64::from(p1),
+                u64::from(p2),
+                since,
+                u64::from(orphaned),
+                u64::from(cancelled),
+                u64::from(changed),
+                u64::from(fed.min(FED_SEEN)),
+            ],
+        ));
+        state.write_u64(pack(
+            &SLOT_TOOL,
+            [
+                u64::from(committed),
+                u64::from(fenced),
+                u64::from(denied_commit),
+                decided(d0),
+                decided(d1),
+            ],
+        ));
         if let Some(config) = config {
             config.hash(state);
         }
@@ -472,12 +564,15 @@ impl<R> Hash for RunSlot<R> {
         let present = (tool_keys.iter().enumerate())
             .filter(|(_, t)| t.is_some())
             .fold(0u64, |mask, (i, _)| mask | 1 << i);
-        state.write_u64(
-            u64::from(foreign.committed)
-                | u64::from(foreign.fenced) << 16
-                | u64::from(foreign.denied_commit) << 32
-                | present << 48,
-        );
+        state.write_u64(pack(
+            &SLOT_FOREIGN,
+            [
+                u64::from(foreign.committed),
+                u64::from(foreign.fenced),
+                u64::from(foreign.denied_commit),
+                present,
+            ],
+        ));
         tool_keys.iter().flatten().for_each(|t| t.hash(state));
     }
 }
@@ -692,469 +787,23 @@ impl<R: Eq> Ord for Worker<R> {
     }
 }
 
-/// A request to the tool or its response: the run, the proposal (the call as the agent made
-/// it: id, key and arguments) and the attempt.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord)]
-pub struct ToolMsg {
-    /// The run.
-    pub run: u8,
-    /// The proposal.
-    pub call: u8,
-    /// The attempt.
-    pub attempt: u8,
-}
+#[cfg(test)]
+mod tests {
+    use super::{fits, holds, pack};
 
-// One word per message, written at every state that holds it.
-impl Hash for ToolMsg {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        let ToolMsg { run, call, attempt } = *self;
-        state.write_u32(u32::from(run) << 16 | u32::from(call) << 8 | u32::from(attempt));
-    }
-}
-
-/// Who sent a decision.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum Party {
-    /// The approver the suspension names as responsible.
-    Approver,
-    /// The requester of the call, approving its own call (spec APR-3).
-    Requester,
-}
-
-/// What a decision says.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum Verdict {
-    /// Approve the call as the checkpoint shows it.
-    Approve,
-    /// Deny it (spec APR-4).
-    Deny,
-    /// Approve an edited version of it: other arguments (spec APR-1, KEY-2).
-    ApproveEdited,
-    /// Decisions on calls of a batch (spec 5.5), one per slot of [`super::cast::BATCH`] named.
-    Batch(Picks),
-}
-
-/// What an approver decides about one call of a batch (spec 5.5).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum CallVerdict {
-    /// Run it as proposed.
-    Approve,
-    /// Run it with the approver's arguments (spec BAT-5).
-    Edit,
-    /// Never run it; the rejection goes back to the agent.
-    Reject,
-    /// Never run it; a person's answer is its result.
-    Respond,
-    /// Never run it, and fail the run (spec APR-4).
-    Deny,
-}
-
-impl CallVerdict {
-    /// Whether the call runs: approved or edited.
-    pub fn runs(self) -> bool {
-        matches!(self, CallVerdict::Approve | CallVerdict::Edit)
-    }
-}
-
-/// The verdicts one batch decision gives, by slot of [`super::cast::BATCH`]; `None` for a
-/// call it does not name.
-pub type Picks = [Option<CallVerdict>; 2];
-
-/// A decision on a checkpoint, in flight to a run.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord)]
-pub struct DecisionMsg {
-    /// The run it is sent to.
-    pub target: u8,
-    /// The run whose checkpoint it decides on (another run's: spec ID-1).
-    pub source: u8,
-    /// The index of that checkpoint among the source run's persisted checkpoints.
-    pub checkpoint: u8,
-    /// The checkpoint's revision (determined by the two fields above; kept for reading).
-    pub revision: u8,
-    /// Who decided.
-    pub party: Party,
-    /// What.
-    pub verdict: Verdict,
-    /// The approval's own expiry (spec APR-2).
-    pub expires_at: u8,
-    /// How often it has been delivered.
-    pub delivered: u8,
-}
-
-impl Verdict {
-    /// A number for each verdict, different for different verdicts: below 3 for the single
-    /// verdicts, and for a batch 3 plus its two picks in base 6.
-    fn code(self) -> u64 {
-        let pick = |p: Option<CallVerdict>| match p {
-            None => 0,
-            Some(CallVerdict::Approve) => 1,
-            Some(CallVerdict::Edit) => 2,
-            Some(CallVerdict::Reject) => 3,
-            Some(CallVerdict::Respond) => 4,
-            Some(CallVerdict::Deny) => 5,
-        };
-        match self {
-            Verdict::Approve => 0,
-            Verdict::Deny => 1,
-            Verdict::ApproveEdited => 2,
-            Verdict::Batch([a, b]) => 3 + 6 * pick(a) + pick(b),
-        }
-    }
-}
-
-// One word per decision, written at every state that holds it: each field in bits of its
-// own (the verdict's code is below 64), so different decisions write different words.
-impl Hash for DecisionMsg {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        let DecisionMsg {
-            target,
-            source,
-            checkpoint,
-            revision,
-            party,
-            verdict,
-            expires_at,
-            delivered,
-        } = *self;
-        let party = match party {
-            Party::Approver => 0,
-            Party::Requester => 1,
-        };
-        state.write_u64(
-            u64::from(target)
-                | u64::from(source) << 8
-                | u64::from(checkpoint) << 16
-                | u64::from(revision) << 24
-                | u64::from(expires_at) << 32
-                | u64::from(delivered) << 40
-                | party << 48
-                | verdict.code() << 49,
-        );
-    }
-}
-
-/// The agent program's next request.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum Intent {
-    /// Suspend for approval of a gated proposal.
-    Suspend(u8),
-    /// Suspend for the batch of [`super::cast::BATCH`] (spec 5.5).
-    SuspendBatch,
-    /// Suspend for approval of a gated proposal, naming the requester itself as the approver
-    /// (spec APR-3): an agent that fills in the approver field with its own name. Offered
-    /// only where the requester tries to approve itself (`Config::self_approval`); refused by
-    /// a correct lifecycle, it consumes nothing and is no transition.
-    SuspendSelfApproved(u8),
-    /// Dispatch an ungated proposal.
-    Dispatch(u8),
-    /// Propose an earlier call id or key again (a proposal of [`super::Cast::REUSES`]): used
-    /// up whether accepted or refused.
-    Reuse(u8),
-    /// Finish with the final result.
-    Complete,
-    /// Propose a new call under the gated call's id once its result is recorded (the node
-    /// run again, another payee: [`super::Cast::renewed`]). Answered or refused by the
-    /// driver before any step; used up either way.
-    Renew,
-    /// The framework resumes the node from an old config, one of its own checkpoints taken
-    /// while the gated call waited for approval, once that call's result is recorded: the
-    /// node proposes the gated call again, and the resume value it holds is the approval
-    /// given then (spec REC-6). Planned by the driver before any step; used up either way.
-    OldConfig,
-    /// The node asks its second question, a plain interrupt after the gated call, once that
-    /// call's result is recorded: the framework runs the node again from its start and hands
-    /// its interrupts the resume values given so far, in order (spec RES-8). Planned by the
-    /// driver before any step; used up either way.
-    Ask,
-}
-
-impl Intent {
-    /// Whether the driver plans this intent against what it has recorded, before any step:
-    /// the lifecycle is never asked.
-    pub fn planned_by_driver(self) -> bool {
-        matches!(self, Intent::Renew | Intent::OldConfig | Intent::Ask)
-    }
-}
-
-/// What the tool's status query answered.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum Answer {
-    /// The key committed.
-    Committed,
-    /// The key did not commit (and, with a fencing query, now never will).
-    NotCommitted,
-    /// The query could not tell.
-    Unknown,
-}
-
-/// How the operator settles a manual intervention, honestly: each is offered only when true.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum Settle {
-    /// The unresolved call committed: record its result.
-    Committed,
-    /// Nothing unresolved can commit any more: go ahead without it.
-    Continue,
-    /// Give the run up.
-    Abandon,
-}
-
-/// The input a worker feeds a run, as the world chose it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum Choice {
-    /// The agent program's next request.
-    Agent(Intent),
-    /// A decision from the network, resumed from the checkpoint it was made on.
-    Decision(DecisionMsg),
-    /// A tool response from the network.
-    Result {
-        /// The call.
-        call: u8,
-        /// The attempt.
-        attempt: u8,
-    },
-    /// The worker restarted after a crash with the run's dispatch in flight.
-    Recover,
-    /// The clock passed the suspension's expiry.
-    Expire,
-    /// The tool's status query answered for the unknown outcome: resume from the latest
-    /// checkpoint with that answer.
-    Reconcile {
-        /// The index of the checkpoint the reconciler read (the latest, or an older one of
-        /// the same suspension that a slow reconciler still holds).
-        checkpoint: u8,
-        /// That checkpoint's revision (determined by the index; kept for reading).
-        revision: u8,
-        /// The call queried.
-        call: u8,
-        /// The attempt queried.
-        attempt: u8,
-        /// The answer.
-        answer: Answer,
-    },
-    /// The owner cancels the run.
-    Cancel,
-    /// The operator settles a manual intervention, from the latest checkpoint.
-    Intervene {
-        /// The unresolved call, if any.
-        call: Option<u8>,
-        /// How.
-        settle: Settle,
-    },
-}
-
-/// What the tool does with a request.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum ToolOutcome {
-    /// It commits the key and answers.
-    Commits,
-    /// The key already committed: it answers with the stored result (a deduping tool).
-    Dedupes,
-    /// The key was fenced by a query: it refuses, and nothing commits.
-    Refuses,
-}
-
-/// An action of the world: who does what to what.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// A worker reads a run and steps it with an input (accepted: it holds the step;
-    /// refused: it drops the input).
-    Step {
-        /// The worker.
-        worker: u8,
-        /// The run.
-        run: u8,
-        /// The input.
-        choice: Choice,
-    },
-    /// A worker's compare-and-set succeeds.
-    Commit {
-        /// The worker.
-        worker: u8,
-        /// The run.
-        run: u8,
-        /// The revision it read.
-        from: u64,
-        /// The revision it writes.
-        to: u64,
-    },
-    /// A worker's compare-and-set fails: another write landed first.
-    Conflict {
-        /// The worker.
-        worker: u8,
-        /// The run.
-        run: u8,
-        /// The revision it read.
-        staged: u64,
-        /// The revision in the store.
-        store: u64,
-    },
-    /// A worker sends a dispatch to the tool.
-    Dispatch {
-        /// The worker.
-        worker: u8,
-        /// The request.
-        msg: ToolMsg,
-    },
-    /// A worker crashes, losing everything volatile.
-    Crash {
-        /// The worker.
-        worker: u8,
-    },
-    /// The tool handles a request.
-    Tool {
-        /// The request.
-        msg: ToolMsg,
-        /// What it does.
-        outcome: ToolOutcome,
-    },
-    /// The network loses a tool response.
-    Lose {
-        /// The response.
-        msg: ToolMsg,
-    },
-    /// An approver (or the requester) decides on a run's current checkpoint.
-    Decide {
-        /// The decision.
-        msg: DecisionMsg,
-    },
-    /// The clock ticks.
-    Tick {
-        /// The new time.
-        to: u8,
-    },
-    /// Someone outside the run changes the resource it acts on.
-    Outsider {
-        /// The run whose resource moves.
-        run: u8,
-    },
-    /// The framework changes the arguments of the run's pending call in the agent's state,
-    /// under the same call id, before the resume (a graph's state updated while it waits).
-    Framework {
-        /// The run.
-        run: u8,
-    },
-    /// In a per-run reduction's world, the run left out makes a record at the tool under the
-    /// tool key of one of this run's keys, at an attempt this run sent: a commit, or a fence
-    /// by its query (`Config::foreign_commits`).
-    Foreign {
-        /// The run whose tool key it is.
-        run: u8,
-        /// The key.
-        key: u8,
-        /// The attempt.
-        attempt: u8,
-        /// A fence (the other run's query answered "not committed"), not a commit.
-        fence: bool,
-    },
-}
-
-/// The rules found broken along a path, one bit per spec ID: what the `always` properties
-/// about history read (see [`crate::properties`]), raised where a write, a dispatch or a
-/// commit breaks a rule (`world/ledger.rs`, `world/transition.rs`). Keyed by the kernel's
-/// [`SpecId`], so a rule is named by a type, never by a bit or a string.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, PartialOrd, Ord)]
-pub struct Violations(u64);
-
-// One bit per spec ID.
-const _: () = assert!(SpecId::ALL.len() <= u64::BITS as usize);
-
-impl Violations {
-    /// Nothing broken.
-    pub const NONE: Violations = Violations(0);
-
-    /// The rule `id` broken.
-    pub const fn of(id: SpecId) -> Violations {
-        Violations(1 << id as u32)
+    #[test]
+    fn each_value_lands_in_its_own_slot() {
+        assert_eq!(pack(&[4, 4, 8], [0xf, 0x1, 0xab]), 0xab1f);
+        assert_eq!(holds(3), 7);
+        assert_eq!(holds(64), u64::MAX);
+        assert!(fits(&[32, 16, 16]));
+        assert!(!fits(&[32, 16, 16, 1]));
     }
 
-    /// Whether the rule `id` was found broken.
-    pub const fn has(self, id: SpecId) -> bool {
-        self.0 & Violations::of(id).0 != 0
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "overflows a 4-bit slot")]
+    fn a_value_wider_than_its_slot_is_refused_in_debug_builds() {
+        pack(&[4, 4], [16, 0]);
     }
-
-    /// Whether nothing was found broken.
-    pub const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// The bits, for traces (bit `n` is the `n`-th of [`SpecId::ALL`]).
-    pub const fn bits(self) -> u64 {
-        self.0
-    }
-
-    /// The rules found broken, in the order of [`SpecId::ALL`].
-    pub fn ids(self) -> impl Iterator<Item = SpecId> {
-        SpecId::ALL.into_iter().filter(move |id| self.has(*id))
-    }
-}
-
-impl BitOr for Violations {
-    type Output = Violations;
-    fn bitor(self, other: Violations) -> Violations {
-        Violations(self.0 | other.0)
-    }
-}
-
-impl BitOrAssign for Violations {
-    fn bitor_assign(&mut self, other: Violations) {
-        self.0 |= other.0;
-    }
-}
-
-impl BitOrAssign<SpecId> for Violations {
-    fn bitor_assign(&mut self, id: SpecId) {
-        *self |= Violations::of(id);
-    }
-}
-
-/// Bits of [`WorldState::seen`].
-pub mod witness {
-    /// A decision, or a reconciler's answer, reached its run after the run had moved past the
-    /// revision of the checkpoint it was read from.
-    pub const STALE_ARRIVED: u32 = 1 << 0;
-    /// A reconcile answer of "committed" was recorded, the call not executed again.
-    pub const REUSED: u32 = 1 << 1;
-    /// A retry made after "not committed" had its result recorded.
-    pub const RETRY_SUCCEEDED: u32 = 1 << 2;
-    /// A request reached the tool after the query had answered "not committed" for its key.
-    pub const LATE_REQUEST: u32 = 1 << 3;
-    /// A decision or response reached a run that had already finished (spec INV-1).
-    pub const LATE_TO_TERMINAL: u32 = 1 << 4;
-    /// A decision reached its run after the decision's own expiry.
-    pub const EXPIRED_APPROVAL: u32 = 1 << 5;
-    /// A decision reached a run suspended past its expiry, before anyone fed the expiry.
-    pub const AFTER_EXPIRY: u32 = 1 << 6;
-    /// The agent proposed an earlier call id or key again (spec KEY-1, KEY-2).
-    pub const REUSE_PROPOSED: u32 = 1 << 7;
-    /// A resume arrived with a resource version other than its checkpoint's (spec RES-3).
-    pub const RESOURCE_MOVED: u32 = 1 << 8;
-    /// A decision on one call of a batch was accepted while another still awaited one.
-    pub const BATCH_SPLIT: u32 = 1 << 9;
-    /// A batch resumed with a call rejected or answered by a person and another dispatched.
-    pub const BATCH_RUNS_ON: u32 = 1 << 10;
-    /// A restart or a cancel found two calls of a batch in flight together (spec BAT-4).
-    pub const BATCH_TWO_UNKNOWN: u32 = 1 << 11;
-    /// A call edited by the approver was dispatched (spec BAT-5).
-    pub const EDITED_DISPATCHED: u32 = 1 << 12;
-    /// The clock ticked while no run waited: only a free clock does (`Config::free_clock`,
-    /// the per-run reduction's stand-in for the other run's suspensions); or the run left out
-    /// committed at the shared tool (`Config::foreign_commits`, its stand-in for the other
-    /// run's requests). Not a witness but its opposite: no `sometimes` property is credited
-    /// in a state reached through either ([`crate::world::World::may_witness`]).
-    pub const BORROWED_TIME: u32 = 1 << 13;
-    /// A dispatch of the gated call landed after the framework changed its arguments in the
-    /// agent's state (spec APR-5).
-    pub const CHANGED_DISPATCHED: u32 = 1 << 14;
-    /// The agent proposed a new call under the id of a call whose result is recorded (spec
-    /// REC-5).
-    pub const RENEWED: u32 = 1 << 15;
-    /// The framework resumed the node from an old config after the gated call's result was
-    /// recorded (spec REC-6).
-    pub const OLD_CONFIG: u32 = 1 << 16;
-    /// The node asked its second question after a gated call fed more than one decision
-    /// (spec RES-8).
-    pub const ASKED_AFTER_ANSWERS: u32 = 1 << 17;
-    /// The tool handled a run's request under an idempotency key under which another run's
-    /// request had committed first (spec KEY-3): two runs met at the tool with one key.
-    pub const SHARED_KEY: u32 = 1 << 18;
 }

@@ -101,6 +101,38 @@ fn a_full_batch_every_call_edited_emits_the_most_effects_and_keeps_them_all() {
 }
 
 #[test]
+fn the_fullest_effects_hold_exactly_max_effects() {
+    // A batch's suspension gives an audit record, eight entries and a checkpoint; its edited
+    // resumption gives eight entries and eight dispatches. Offered twice over, an `Effects`
+    // keeps a batch's capacity of each, and holds exactly `MAX_EFFECTS`: the bound the model
+    // sizes its dispatch arrays by is the most an `Effects` can hold, no more and no less.
+    let (run, suspended) = batch_of(BATCH_CAPACITY, "publish");
+    let cp = *suspended.checkpoint().unwrap();
+    let decisions: Vec<CallDecision> = (run.batch().unwrap().slots.iter())
+        .map(|s| CallDecision {
+            approval: approval(&cp, &s.call.call),
+            verdict: Verdict::Edit {
+                args: Digest::of(s.call.call.call_id.as_str().as_bytes()),
+            },
+        })
+        .collect();
+    let decisions = Decisions::of(&decisions).expect("at most eight");
+    let (_, edited) = accept(&run, at(2, resume(cp, Decision::Batch { decisions })));
+    let fullest = Effects::of_batch(
+        *suspended.audit().unwrap(),
+        suspended.histories().chain(edited.histories()).copied(),
+        Some(cp),
+        edited.commands().chain(edited.commands()).copied(),
+    );
+    assert_eq!(fullest.len(), effect::MAX_EFFECTS);
+    assert_eq!(fullest.iter().count(), effect::MAX_EFFECTS);
+    assert_eq!(
+        fullest.histories().count() + fullest.commands().count(),
+        2 * BATCH_CAPACITY
+    );
+}
+
+#[test]
 fn a_batch_checkpoint_names_its_calls() {
     let (_, a) = batch_of(2, "publish");
     let (_, b) = batch_of(2, "email");

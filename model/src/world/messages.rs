@@ -67,6 +67,22 @@ impl CallVerdict {
     pub fn runs(self) -> bool {
         matches!(self, CallVerdict::Approve | CallVerdict::Edit)
     }
+
+    /// A number for each pick of a call, none included, different for different picks: at
+    /// most [`CallVerdict::LAST_CODE`], for the state's hash.
+    pub(super) fn code(pick: Option<CallVerdict>) -> u64 {
+        match pick {
+            None => 0,
+            Some(CallVerdict::Approve) => 1,
+            Some(CallVerdict::Edit) => 2,
+            Some(CallVerdict::Reject) => 3,
+            Some(CallVerdict::Respond) => 4,
+            Some(CallVerdict::Deny) => 5,
+        }
+    }
+
+    /// The largest [`CallVerdict::code`].
+    pub(super) const LAST_CODE: u64 = 5;
 }
 
 /// The verdicts one batch decision gives, by slot of [`super::cast::BATCH`]; `None` for a
@@ -98,14 +114,7 @@ impl Verdict {
     /// A number for each verdict, different for different verdicts: below 3 for the single
     /// verdicts, and for a batch 3 plus its two picks in base 6.
     fn code(self) -> u64 {
-        let pick = |p: Option<CallVerdict>| match p {
-            None => 0,
-            Some(CallVerdict::Approve) => 1,
-            Some(CallVerdict::Edit) => 2,
-            Some(CallVerdict::Reject) => 3,
-            Some(CallVerdict::Respond) => 4,
-            Some(CallVerdict::Deny) => 5,
-        };
+        let pick = CallVerdict::code;
         match self {
             Verdict::Approve => 0,
             Verdict::Deny => 1,
@@ -116,9 +125,10 @@ impl Verdict {
 }
 
 /// A decision's word: its runs, checkpoint, revision, expiry and deliveries, the party, and
-/// the verdict's code (below 64: a batch's is at most 3 + 6 * 5 + 5).
+/// the verdict's code (a batch's the largest, two picks in base 6 after three).
 const DECISION: [u32; 8] = [8, 8, 8, 8, 8, 8, 1, 6];
-const _: () = assert!(fits(&DECISION) && 3 + 6 * 5 + 5 <= holds(DECISION[7]));
+const _: () = assert!(CallVerdict::LAST_CODE < 6);
+const _: () = assert!(fits(&DECISION) && 3 + 7 * CallVerdict::LAST_CODE <= holds(DECISION[7]));
 
 // One word per decision, written at every state that holds it: each field in bits of its
 // own (`pack`), so different decisions write different words.

@@ -308,36 +308,11 @@ impl<R: Hash> Hash for WorldState<R> {
             violated,
             seen,
         } = self;
-        let Budgets {
-            crashes,
-            losses,
-            duplicates,
-            cancels,
-            reuses,
-            outsider_moves,
-            arg_changes,
-            renewals,
-            old_configs,
-            questions,
-            foreign,
-        } = *budgets;
         // A vector grows by at most one element a step, far from 65,535 on any path the
         // checker explores.
         let length = |n: usize| u64::from(u16::try_from(n).unwrap_or(u16::MAX));
-        state.write_u64(pack(
-            &CLOCK_AND_BUDGETS,
-            [
-                u64::from(*now),
-                u64::from(crashes),
-                u64::from(losses),
-                u64::from(duplicates),
-                u64::from(cancels),
-                u64::from(reuses),
-                u64::from(outsider_moves),
-                u64::from(arg_changes),
-                u64::from(renewals),
-            ],
-        ));
+        let (clock_and_budgets, [old_configs, questions], foreign) = budgets.packed(*now);
+        state.write_u64(clock_and_budgets);
         state.write_u64(violated.bits());
         state.write_u64(pack(
             &MARKS_AND_SIZES,
@@ -349,8 +324,8 @@ impl<R: Hash> Hash for WorldState<R> {
                 length(requests.len()),
                 length(responses.len()),
                 length(decisions.len()),
-                u64::from(old_configs),
-                u64::from(questions),
+                old_configs,
+                questions,
             ],
         ));
         state.write_u8(foreign);
@@ -388,6 +363,43 @@ pub struct Budgets {
     /// Commits the run left out of a per-run reduction's world may still make under a tool
     /// key this run sent (`Config::foreign_commits`).
     pub foreign: u8,
+}
+
+impl Budgets {
+    /// The budgets as the state's hash writes them: seven in one word with the clock `now`
+    /// (`CLOCK_AND_BUDGETS`), two for the word of the messages' counts, and the last alone.
+    /// Every field is named, so a new budget cannot be left out of the hash.
+    fn packed(self, now: u8) -> (u64, [u64; 2], u8) {
+        let Budgets {
+            crashes,
+            losses,
+            duplicates,
+            cancels,
+            reuses,
+            outsider_moves,
+            arg_changes,
+            renewals,
+            old_configs,
+            questions,
+            foreign,
+        } = self;
+        let word = pack(
+            &CLOCK_AND_BUDGETS,
+            [
+                now,
+                crashes,
+                losses,
+                duplicates,
+                cancels,
+                reuses,
+                outsider_moves,
+                arg_changes,
+                renewals,
+            ]
+            .map(u64::from),
+        );
+        (word, [old_configs, questions].map(u64::from), foreign)
+    }
 }
 
 /// One run's durable side of the world.
@@ -471,8 +483,9 @@ const SLOT_COUNTS: [u32; 4] = [32, 16, 8, 8];
 const SLOT_BOOKS_AND_FLAGS: [u32; 11] = [8, 8, 8, 8, 8, 8, 9, 1, 1, 1, 2];
 /// How many decisions fed the hash tells apart: more are hashed as this many.
 const FED_SEEN: u8 = 3;
-/// Its third: the tool's records of its keys, and the batch's two verdicts (codes below 8).
+/// Its third: the tool's records of its keys, and the batch's two verdicts.
 const SLOT_TOOL: [u32; 5] = [16, 16, 16, 3, 3];
+const _: () = assert!(CallVerdict::LAST_CODE <= holds(SLOT_TOOL[3]));
 /// Its fourth: the records made under its tool keys by a run left out, and which keys have a
 /// tool key.
 const SLOT_FOREIGN: [u32; 4] = [16, 16, 16, 16];
@@ -496,12 +509,7 @@ impl<R> Hash for RunSlot<R> {
             books: [b0, b1, b2],
             payloads: [p0, p1, p2],
             dispatched,
-            tool:
-                ToolSide {
-                    committed,
-                    fenced,
-                    denied_commit,
-                },
+            tool,
             tool_keys,
             foreign,
             resource,
@@ -512,51 +520,21 @@ impl<R> Hash for RunSlot<R> {
             fed,
         } = *self;
         let since = waiting_since.map_or(0, |t| 0x100 | u64::from(t));
-        let decided = |v: Option<CallVerdict>| match v {
-            None => 0,
-            Some(CallVerdict::Approve) => 1,
-            Some(CallVerdict::Edit) => 2,
-            Some(CallVerdict::Reject) => 3,
-            Some(CallVerdict::Respond) => 4,
-            Some(CallVerdict::Deny) => 5,
-        };
+        let [b0, b1, b2, p0, p1, p2] = [b0, b1, b2, p0, p1, p2].map(u64::from);
+        let [orphaned, cancelled, changed] = [orphaned, cancelled, changed].map(u64::from);
+        let [audited, resource] = [audited, resource].map(u64::from);
+        let fed = u64::from(fed.min(FED_SEEN));
+        let [d0, d1] = [d0, d1].map(CallVerdict::code);
         run.hash(state);
         checkpoints.hash(state);
-        state.write_u64(pack(
-            &SLOT_COUNTS,
-            [
-                u64::from(won),
-                u64::from(dispatched),
-                u64::from(audited),
-                u64::from(resource),
-            ],
-        ));
-        state.write_u64(pack(
-            &SLOT_BOOKS_AND_FLAGS,
-            [
-                u64::from(b0),
-                u64::from(b1),
-                u64::from(b2),
-                u64::from(p0),
-                u64::from(p1),
-                u64::from(p2),
-                since,
-                u64::from(orphaned),
-                u64::from(cancelled),
-                u64::from(changed),
-                u64::from(fed.min(FED_SEEN)),
-            ],
-        ));
-        state.write_u64(pack(
-            &SLOT_TOOL,
-            [
-                u64::from(committed),
-                u64::from(fenced),
-                u64::from(denied_commit),
-                decided(d0),
-                decided(d1),
-            ],
-        ));
+        let counts = [u64::from(won), u64::from(dispatched), audited, resource];
+        state.write_u64(pack(&SLOT_COUNTS, counts));
+        let books_and_flags = [
+            b0, b1, b2, p0, p1, p2, since, orphaned, cancelled, changed, fed,
+        ];
+        state.write_u64(pack(&SLOT_BOOKS_AND_FLAGS, books_and_flags));
+        let [committed, fenced, denied] = tool.words();
+        state.write_u64(pack(&SLOT_TOOL, [committed, fenced, denied, d0, d1]));
         if let Some(config) = config {
             config.hash(state);
         }
@@ -564,15 +542,8 @@ impl<R> Hash for RunSlot<R> {
         let present = (tool_keys.iter().enumerate())
             .filter(|(_, t)| t.is_some())
             .fold(0u64, |mask, (i, _)| mask | 1 << i);
-        state.write_u64(pack(
-            &SLOT_FOREIGN,
-            [
-                u64::from(foreign.committed),
-                u64::from(foreign.fenced),
-                u64::from(foreign.denied_commit),
-                present,
-            ],
-        ));
+        let [committed, fenced, denied] = foreign.words();
+        state.write_u64(pack(&SLOT_FOREIGN, [committed, fenced, denied, present]));
         tool_keys.iter().flatten().for_each(|t| t.hash(state));
     }
 }
@@ -602,6 +573,17 @@ pub struct ToolSide {
 }
 
 impl ToolSide {
+    /// Its three sets as words of the state's hash: committed, fenced, answered "not
+    /// committed".
+    fn words(self) -> [u64; 3] {
+        let ToolSide {
+            committed,
+            fenced,
+            denied_commit,
+        } = self;
+        [committed, fenced, denied_commit].map(u64::from)
+    }
+
     /// The bit for a key and attempt. Keys are below [`KEYS`] and attempts below
     /// [`ATTEMPTS`], as the world's cast and configuration guarantee; both are asserted.
     pub fn bit(key: u8, attempt: u8) -> u16 {

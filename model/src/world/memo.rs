@@ -49,7 +49,7 @@ pub(super) struct StepKey {
 }
 
 /// What a worker's step came to, before the world's messages and budgets are touched.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Stepped<R: 'static> {
     /// No such step: the input cannot be built, or the step overflows the world's bounds.
     Impossible,
@@ -103,7 +103,12 @@ pub(super) struct ExpiryKey {
     pub(super) now: u8,
 }
 
+/// In debug builds, one remembered step in this many is computed again and compared.
+const CHECK_EVERY: u64 = 8;
+
 thread_local! {
+    /// This thread's remembered steps handed out, for [`CHECK_EVERY`].
+    static HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Per world (by id), this thread's remembered steps: a `Steps<R>` each.
     static STEPS: RefCell<HashMap<u64, Box<dyn Any>, FastBuild>> =
         RefCell::new(HashMap::default());
@@ -166,10 +171,16 @@ pub(super) fn expires(key: ExpiryKey, compute: impl FnOnce() -> bool) -> bool {
 }
 
 /// The step of `key` in world `world`: remembered, or computed by `compute` and remembered.
-pub(super) fn step<R: Clone + 'static>(
+///
+/// The memo is right only if `compute` is a function of `key` alone. Debug builds check it
+/// on one remembered step in [`CHECK_EVERY`] (counted per thread, so the same ones each
+/// run): the step is computed afresh and must be the one remembered (interned, so the same
+/// value is the same address), or a read of something the key does not hold has crept into
+/// the step.
+pub(super) fn step<R: Clone + PartialEq + std::fmt::Debug + 'static>(
     world: u64,
     key: StepKey,
-    compute: impl FnOnce() -> Stepped<R>,
+    compute: impl Fn() -> Stepped<R>,
 ) -> Stepped<R> {
     // During a thread's teardown its memo may be gone: the step is then computed.
     let known = STEPS.try_with(|steps| {
@@ -178,6 +189,15 @@ pub(super) fn step<R: Clone + 'static>(
         memo.get(&key).cloned()
     });
     if let Ok(Some(stepped)) = known {
+        if cfg!(debug_assertions)
+            && HITS.with(|n| n.replace(n.get().wrapping_add(1))) % CHECK_EVERY == 0
+        {
+            assert_eq!(
+                stepped,
+                compute(),
+                "a remembered step differs from the step computed afresh, under {key:?}"
+            );
+        }
         return stepped;
     }
     let stepped = compute();
@@ -195,4 +215,54 @@ pub(super) fn step<R: Clone + 'static>(
         }
     });
     stepped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{step, StepKey, Stepped, CHECK_EVERY};
+    use crate::world::Choice;
+
+    /// A step that is not a function of its key (here: a different answer the second time)
+    /// is caught in debug builds within `CHECK_EVERY` remembered steps.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "differs from the step computed afresh")]
+    fn a_step_that_reads_outside_its_key_is_caught() {
+        let key = StepKey {
+            r: 0,
+            run: 1,
+            choice: Choice::Cancel,
+            now: 0,
+            resource: 0,
+            checkpoints: 2,
+            source: 0,
+            changed: false,
+        };
+        let refused = |moved| Stepped::<u8>::Refused { moved, id1: false };
+        let world = u64::MAX;
+        step(world, key, || refused(false));
+        for _ in 0..CHECK_EVERY {
+            step(world, key, || refused(true));
+        }
+    }
+
+    /// The same step, remembered and checked again and again, passes.
+    #[test]
+    fn a_step_of_its_key_alone_passes_the_check() {
+        let key = StepKey {
+            r: 1,
+            run: 3,
+            choice: Choice::Cancel,
+            now: 1,
+            resource: 0,
+            checkpoints: 4,
+            source: 0,
+            changed: false,
+        };
+        let world = u64::MAX - 1;
+        let first = step(world, key, || Stepped::<u8>::Impossible);
+        for _ in 0..2 * CHECK_EVERY {
+            assert_eq!(step(world, key, || Stepped::<u8>::Impossible), first);
+        }
+    }
 }

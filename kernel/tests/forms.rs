@@ -79,10 +79,11 @@ fn effects_count_what_they_hold_and_a_full_batch_fits() {
     assert!(fx.len() <= effect::MAX_EFFECTS);
 }
 
-#[test]
-fn a_full_batch_every_call_edited_emits_the_most_effects_and_keeps_them_all() {
-    let (run, fx) = batch_of(BATCH_CAPACITY, "publish");
-    let cp = *fx.checkpoint().unwrap();
+/// A full batch suspended, and its resumption with every call edited: the suspension's
+/// effects, its checkpoint, and the resumption's effects.
+fn full_batch_edited() -> (Effects, Checkpoint, Effects) {
+    let (run, suspended) = batch_of(BATCH_CAPACITY, "publish");
+    let cp = *suspended.checkpoint().unwrap();
     let decisions: Vec<CallDecision> = (run.batch().unwrap().slots.iter())
         .map(|s| CallDecision {
             approval: approval(&cp, &s.call.call),
@@ -92,7 +93,13 @@ fn a_full_batch_every_call_edited_emits_the_most_effects_and_keeps_them_all() {
         })
         .collect();
     let decisions = Decisions::of(&decisions).expect("at most eight");
-    let (_, fx) = accept(&run, at(2, resume(cp, Decision::Batch { decisions })));
+    let (_, edited) = accept(&run, at(2, resume(cp, Decision::Batch { decisions })));
+    (suspended, cp, edited)
+}
+
+#[test]
+fn a_full_batch_every_call_edited_emits_the_most_effects_and_keeps_them_all() {
+    let (_, _, fx) = full_batch_edited();
     // The audit record, each call's key bound again to its new arguments, each dispatch.
     assert_eq!(fx.histories().count(), BATCH_CAPACITY);
     assert_eq!(fx.commands().count(), BATCH_CAPACITY);
@@ -106,18 +113,7 @@ fn the_fullest_effects_hold_exactly_max_effects() {
     // resumption gives eight entries and eight dispatches. Offered twice over, an `Effects`
     // keeps a batch's capacity of each, and holds exactly `MAX_EFFECTS`: the bound the model
     // sizes its dispatch arrays by is the most an `Effects` can hold, no more and no less.
-    let (run, suspended) = batch_of(BATCH_CAPACITY, "publish");
-    let cp = *suspended.checkpoint().unwrap();
-    let decisions: Vec<CallDecision> = (run.batch().unwrap().slots.iter())
-        .map(|s| CallDecision {
-            approval: approval(&cp, &s.call.call),
-            verdict: Verdict::Edit {
-                args: Digest::of(s.call.call.call_id.as_str().as_bytes()),
-            },
-        })
-        .collect();
-    let decisions = Decisions::of(&decisions).expect("at most eight");
-    let (_, edited) = accept(&run, at(2, resume(cp, Decision::Batch { decisions })));
+    let (suspended, cp, edited) = full_batch_edited();
     let fullest = Effects::of_batch(
         *suspended.audit().unwrap(),
         suspended.histories().chain(edited.histories()).copied(),

@@ -190,7 +190,9 @@ pub(super) fn step<R: Clone + PartialEq + std::fmt::Debug + 'static>(
     });
     if let Ok(Some(stepped)) = known {
         if cfg!(debug_assertions)
-            && HITS.with(|n| n.replace(n.get().wrapping_add(1))) % CHECK_EVERY == 0
+            && HITS
+                .with(|n| n.replace(n.get().wrapping_add(1)))
+                .is_multiple_of(CHECK_EVERY)
         {
             assert_eq!(
                 stepped,

@@ -43,51 +43,57 @@ pub fn step(run: &Run, input: &Input) -> Result<Transition, Rejection> {
     result
 }
 
-/// A handler's result: the next run (before revision and clock move) and its commands for
-/// the driver: at most one, but for a batch's dispatches (spec 5.5).
-pub(super) type Stepped = Result<(Run, Commands), Rejection>;
+/// A handler's result. A handler writes the next run (before revision and clock move) into
+/// `next`, which starts as a copy of the run, and pushes its commands for the driver onto
+/// `commands`: at most one, but for a batch's dispatches (spec 5.5). Both are written in
+/// place, so that a step copies the run once, not once per stage; on a rejection they are
+/// dropped, and the run, borrowed, is unchanged.
+pub(super) type Stepped = Result<(), Rejection>;
 
 /// The commands of one transition, in order.
 pub(super) type Commands = List<Command, BATCH_CAPACITY>;
 
-/// The commands of a transition that gives at most one.
-pub(super) fn one(command: Option<Command>) -> Commands {
-    let mut commands = Commands::new();
-    if let Some(c) = command {
-        let _ = commands.push(c);
-    }
-    commands
-}
-
 fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
     guard_every_input(run, input)?;
     let at = input.at;
-    let (mut next, mut commands) = match &input.event {
+    let mut next = *run;
+    let mut commands = Commands::new();
+    let (n, c) = (&mut next, &mut commands);
+    match &input.event {
         Event::Suspend {
             wait,
             expires_at,
             responsible,
             resource_version,
-        } => suspend(run, at, wait, *expires_at, *responsible, *resource_version)?,
+        } => suspend(
+            run,
+            n,
+            at,
+            wait,
+            *expires_at,
+            *responsible,
+            *resource_version,
+        )?,
         Event::Dispatch {
             call,
             prior,
             resource_version,
-        } => dispatch(run, call, prior, *resource_version)?,
+        } => dispatch(run, n, c, call, prior, *resource_version)?,
         Event::ToolResult {
             call_id,
             attempt,
             result,
-        } => tool_result(run, *call_id, *attempt, *result)?,
-        Event::Recover => recover(run, at)?,
-        Event::Expire => expire(run, at)?,
-        Event::Cancel { by } => cancel(run, at, *by)?,
-        Event::Complete { result } => finish(run, Phase::Completed { result: *result })?,
-        Event::Fail { code } => finish(run, Phase::Failed(FailCause::Error { code: *code }))?,
-        Event::Resume(r) => resume(run, at, r)?,
-    };
+        } => tool_result(run, n, *call_id, *attempt, *result)?,
+        Event::Recover => recover(run, n, c, at)?,
+        Event::Expire => expire(run, n, at)?,
+        Event::Cancel { by } => cancel(run, n, c, at, *by)?,
+        Event::Complete { result } => finish(run, n, Phase::Completed { result: *result })?,
+        Event::Fail { code } => finish(run, n, Phase::Failed(FailCause::Error { code: *code }))?,
+        Event::Resume(r) => resume(run, n, c, at, r)?,
+    }
     batch::carry_on(run, at, &mut next, &mut commands)?;
-    seal(run, input, next, commands)
+    let effects = seal(run, input, &mut next, &commands)?;
+    Ok(Transition { next, effects })
 }
 
 /// Spec 4.1, the guards every input meets, in this order.
@@ -115,16 +121,17 @@ fn guard_every_input(run: &Run, input: &Input) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// REV-1, CLK-1, AUD-1, CKP-1: the next run one revision on at the input's time, with one
-/// new audit record first, a sealed checkpoint when it is suspended, then the command.
+/// REV-1, CLK-1, AUD-1, CKP-1: the next run one revision on at the input's time, and its
+/// effects: one new audit record first, a sealed checkpoint when it is suspended, then the
+/// commands.
 fn seal(
     run: &Run,
     input: &Input,
-    mut next: Run,
-    commands: Commands,
-) -> Result<Transition, Rejection> {
+    next: &mut Run,
+    commands: &Commands,
+) -> Result<Effects, Rejection> {
     next.revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
-    let checkpoint = batch::seal(run, &mut next);
+    let checkpoint = batch::seal(run, next);
     next.updated_at = input.at;
     let record = AuditRecord {
         revision: next.revision,
@@ -137,13 +144,12 @@ fn seal(
         phase: next.phase.kind(),
         reason: next.suspension().map(|s| s.reason.kind()),
     };
-    let effects = Effects::of_batch(
+    Ok(Effects::of_batch(
         record,
-        history(run, input, &next).iter().copied(),
+        history(run, input, next).iter().copied(),
         checkpoint,
         commands.iter().copied(),
-    );
-    Ok(Transition { next, effects })
+    ))
 }
 
 /// KEY-1, KEY-2, REC-4: what an accepted input adds to the run's history, for the driver to
@@ -198,6 +204,7 @@ fn history(run: &Run, input: &Input, next: &Run) -> List<HistoryEntry, BATCH_CAP
 /// now that can be passed; an approval's requester is never its approver.
 fn suspend(
     run: &Run,
+    next: &mut Run,
     at: Time,
     wait: &Wait,
     expires_at: Time,
@@ -219,7 +226,6 @@ fn suspend(
     if expires_at > Time::LATEST_EXPIRY {
         return Err(Rejection::ExpiryUnreachable { expires_at });
     }
-    let mut next = *run;
     let reason = match wait {
         Wait::Approval {
             call,
@@ -258,13 +264,20 @@ fn suspend(
         expires_at,
         responsible,
     });
-    Ok((next, Commands::new()))
+    Ok(())
 }
 
 /// WAL-1, KEY-1, KEY-2, RES-3: an ungated call is bound, and the intent to dispatch it becomes
 /// durable state together with the command to dispatch; the resource version the agent
 /// observed, if stated, is the run's from now on.
-fn dispatch(run: &Run, call: &Call, prior: &Prior, resource_version: Option<u64>) -> Stepped {
+fn dispatch(
+    run: &Run,
+    next: &mut Run,
+    commands: &mut Commands,
+    call: &Call,
+    prior: &Prior,
+    resource_version: Option<u64>,
+) -> Stepped {
     idle(run)?;
     let call = bind(call, prior)?;
     let in_flight = InFlight {
@@ -272,23 +285,20 @@ fn dispatch(run: &Run, call: &Call, prior: &Prior, resource_version: Option<u64>
         attempt: 0,
         dispatches: 1,
     };
-    let mut next = *run;
     next.phase = Phase::Running {
         in_flight: Some(in_flight),
     };
     if let Some(version) = resource_version {
         next.resource_version = version;
     }
-    Ok((
-        next,
-        one(Some(Command::Dispatch(dispatch_of(run, &in_flight)))),
-    ))
+    let _ = commands.push(Command::Dispatch(dispatch_of(run, &in_flight)));
+    Ok(())
 }
 
 /// WAL-2: the tool's answer for the call and attempt in flight; the result and the next
 /// revision land together.
-fn tool_result(run: &Run, call_id: Name, attempt: u8, result: Digest) -> Stepped {
-    if let Some(stepped) = batch::tool_result(run, call_id, attempt, result) {
+fn tool_result(run: &Run, next: &mut Run, call_id: Name, attempt: u8, result: Digest) -> Stepped {
+    if let Some(stepped) = batch::tool_result(run, next, call_id, attempt, result) {
         return stepped;
     }
     let Phase::Running { in_flight: Some(f) } = &run.phase else {
@@ -304,31 +314,30 @@ fn tool_result(run: &Run, call_id: Name, attempt: u8, result: Digest) -> Stepped
             got_attempt: attempt,
         });
     }
-    let mut next = *run;
-    record(&mut next, f, result);
+    record(next, f, result);
     next.phase = Phase::Running { in_flight: None };
-    Ok((next, Commands::new()))
+    Ok(())
 }
 
 /// REC-1: a restart turns the dispatch in flight into an unknown outcome, reconciled by
 /// query, never dispatched again.
-fn recover(run: &Run, at: Time) -> Stepped {
-    if let Some(next) = batch::all_unknown(run, Phase::Running { in_flight: None }) {
-        return Ok((next, Commands::new()));
+fn recover(run: &Run, next: &mut Run, commands: &mut Commands, at: Time) -> Stepped {
+    if batch::all_unknown(run, next, Phase::Running { in_flight: None }) {
+        return Ok(());
     }
     let Phase::Running { in_flight: Some(f) } = &run.phase else {
         return Err(Rejection::NothingInFlight {
             phase: run.phase.kind(),
         });
     };
-    let mut next = *run;
     next.phase = held_by_operator(run, at, unknown(*f, None))?;
-    Ok((next, one(Some(Command::Query(dispatch_of(run, f))))))
+    let _ = commands.push(Command::Query(dispatch_of(run, f)));
+    Ok(())
 }
 
 /// EXP-1: a suspension past its expiry ends, except that an unknown outcome first goes to a
 /// person, carrying any pending cancel with it (CAN-2).
-fn expire(run: &Run, at: Time) -> Stepped {
+fn expire(run: &Run, next: &mut Run, at: Time) -> Stepped {
     let Phase::Suspended(s) = &run.phase else {
         return Err(Rejection::NotSuspended {
             phase: run.phase.kind(),
@@ -340,7 +349,6 @@ fn expire(run: &Run, at: Time) -> Stepped {
             now: at,
         });
     }
-    let mut next = *run;
     next.phase = match s.reason {
         // At the end of time the intervention would expire the instant it opened: the run
         // ends as that intervention would, naming the unsettled effect.
@@ -358,18 +366,17 @@ fn expire(run: &Run, at: Time) -> Stepped {
         }
         _ => Phase::Failed(FailCause::Expired { unresolved: None }),
     };
-    Ok((next, Commands::new()))
+    Ok(())
 }
 
 /// CAN-1, CAN-2: a cancel ends the run at once, unless an effect may have committed: then it
 /// is recorded in the suspension and takes effect once the effect is settled.
-fn cancel(run: &Run, at: Time, by: Name) -> Stepped {
+fn cancel(run: &Run, next: &mut Run, commands: &mut Commands, at: Time, by: Name) -> Stepped {
     let cancelled = Phase::Failed(FailCause::Cancelled { by });
     // CAN-1 for a batch's calls in flight: each may have committed; each is reconciled.
-    if let Some(next) = batch::all_unknown(run, cancelled) {
-        return Ok((next, Commands::new()));
+    if batch::all_unknown(run, next, cancelled) {
+        return Ok(());
     }
-    let mut next = *run;
     let command = match &run.phase {
         // CAN-1: the effect in flight may already have committed: reconcile it first.
         Phase::Running { in_flight: Some(f) } => {
@@ -408,13 +415,15 @@ fn cancel(run: &Run, at: Time, by: Name) -> Stepped {
             None
         }
     };
-    Ok((next, one(command)))
+    if let Some(c) = command {
+        let _ = commands.push(c);
+    }
+    Ok(())
 }
 
 /// The run completes or fails on its own account: only when running with nothing in flight.
-fn finish(run: &Run, phase: Phase) -> Stepped {
+fn finish(run: &Run, next: &mut Run, phase: Phase) -> Stepped {
     idle(run)?;
-    let mut next = *run;
     next.phase = phase;
-    Ok((next, Commands::new()))
+    Ok(())
 }

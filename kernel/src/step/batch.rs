@@ -5,7 +5,7 @@ use super::checks::{
     bind, check_approval, dispatch_of, held_by_operator, recheck, record, unknown,
 };
 use super::resume::{allowed, decidable, Resumed, BOUND_KEY};
-use super::Commands;
+use super::{Commands, Stepped};
 use crate::batch::{Allowed, Batch, Decisions, List, Proposals, Slot, SlotState, Verdict};
 use crate::checkpoint::{key_digest, Checkpoint};
 use crate::effect::Command;
@@ -108,9 +108,12 @@ pub(super) fn check_revision(
 }
 
 /// BAT-2, BAT-3, BAT-5, POL-1, APR-4: the decisions of one resume on the open batch, checked
-/// in order, then applied together. The batch resumes once every call is decided.
+/// in order, then applied together to `next`'s batch. The batch resumes once every call is
+/// decided, its approved calls' dispatches pushed onto `commands`.
 pub(super) fn decide(
     run: &Run,
+    next: &mut Run,
+    commands: &mut Commands,
     at: Time,
     s: &Suspension,
     r: &Resume,
@@ -122,18 +125,19 @@ pub(super) fn decide(
     };
     check_decisions(run, at, s, batch, decisions)?;
     let decided_at = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
-    let mut next = *batch;
-    let (denied, settles) = record_decisions(&mut next, decisions, decided_at);
+    let Some(next) = next.batch.as_mut() else {
+        return Err(Rejection::NoDecision);
+    };
+    let (denied, settles) = record_decisions(next, decisions, decided_at);
     let mut resumed = Resumed::from(Phase::Suspended(*s));
     if let Some(call_id) = denied {
         // APR-4: a denial fails the run; no call of the batch runs.
         resumed.phase = Phase::Failed(FailCause::Denied { call_id });
     } else if next.slots.iter().all(|s| s.decided.is_some()) {
         // BAT-3: every call is decided: the batch resumes.
-        dispatch_approved(run, r, &mut next, &mut resumed)?;
+        resumed.phase = dispatch_approved(run, r, next, commands)?;
     }
     resumed.settles = settles;
-    resumed.batch = Some(next);
     Ok(resumed)
 }
 
@@ -237,8 +241,8 @@ fn dispatch_approved(
     run: &Run,
     r: &Resume,
     next: &mut Batch,
-    resumed: &mut Resumed,
-) -> Result<(), Rejection> {
+    commands: &mut Commands,
+) -> Result<Phase, Rejection> {
     if next.slots.iter().any(|s| s.state == SlotState::Approved) {
         recheck(&r.checkpoint, &r.facts)?;
     }
@@ -249,13 +253,10 @@ fn dispatch_approved(
                 dispatches: 1,
             };
             let f = in_flight(slot, 0, 1);
-            let _ = resumed
-                .commands
-                .push(Command::Dispatch(dispatch_of(run, &f)));
+            let _ = commands.push(Command::Dispatch(dispatch_of(run, &f)));
         }
     }
-    resumed.phase = Phase::Running { in_flight: None };
-    Ok(())
+    Ok(Phase::Running { in_flight: None })
 }
 
 fn in_flight(slot: &Slot, attempt: u8, dispatches: u8) -> InFlight {
@@ -276,14 +277,15 @@ pub(super) fn first_in_flight(run: &Run) -> Option<Name> {
         .map(|s| s.call.call.call_id)
 }
 
-/// BAT-4, WAL-2, REC-4: the tool's answer for one of the batch's calls in flight; `None` when
-/// none is in flight (the single-call rules answer).
+/// BAT-4, WAL-2, REC-4: the tool's answer for one of the batch's calls in flight, written into
+/// `next`; `None` when none is in flight (the single-call rules answer), `next` untouched.
 pub(super) fn tool_result(
     run: &Run,
+    next: &mut Run,
     call_id: Name,
     attempt: u8,
     result: Digest,
-) -> Option<Result<(Run, Commands), Rejection>> {
+) -> Option<Stepped> {
     let first = first_in_flight(run)?;
     let batch = run.batch.as_ref()?;
     let answered = batch.slots.iter().position(|s| {
@@ -301,22 +303,25 @@ pub(super) fn tool_result(
             got_attempt: attempt,
         }));
     };
-    let mut next = *run;
     let f = in_flight(batch.slots.get(index)?, attempt, 1);
-    record(&mut next, &f, result);
-    if let Some(slot) = next.batch.as_mut()?.slots.iter_mut().nth(index) {
-        slot.state = SlotState::Committed { result };
-    }
-    Some(Ok((next, Commands::new())))
+    let slot = next.batch.as_mut()?.slots.iter_mut().nth(index)?;
+    slot.state = SlotState::Committed { result };
+    record(next, &f, result);
+    Some(Ok(()))
 }
 
-/// REC-1, CAN-1 for a batch's calls in flight together: every one becomes unknown, and the run
-/// takes `phase` (running, or failed cancelled) for [`carry_on`] to hand the first of them to
-/// the single-call rules. `None` when none is in flight.
-pub(super) fn all_unknown(run: &Run, phase: Phase) -> Option<Run> {
-    first_in_flight(run)?;
-    let mut next = *run;
-    for slot in next.batch.as_mut()?.slots.iter_mut() {
+/// REC-1, CAN-1 for a batch's calls in flight together: every one becomes unknown in `next`,
+/// and it takes `phase` (running, or failed cancelled) for [`carry_on`] to hand the first of
+/// them to the single-call rules. `false` when none is in flight, `next` untouched.
+pub(super) fn all_unknown(run: &Run, next: &mut Run, phase: Phase) -> bool {
+    let Some(batch) = next
+        .batch
+        .as_mut()
+        .filter(|_| first_in_flight(run).is_some())
+    else {
+        return false;
+    };
+    for slot in batch.slots.iter_mut() {
         if let SlotState::InFlight {
             attempt,
             dispatches,
@@ -329,7 +334,7 @@ pub(super) fn all_unknown(run: &Run, phase: Phase) -> Option<Run> {
         }
     }
     next.phase = phase;
-    Some(next)
+    true
 }
 
 /// BAT-4, CAN-2: after every handler. The call the phase held, once the phase lets go of it

@@ -4,7 +4,7 @@ use super::checks::{
     check_approval, dispatch_of, held_by_operator, mismatch, person, recheck, recheck_policy,
     record, settled,
 };
-use super::{batch, one, Commands, Stepped};
+use super::{batch, Commands, Stepped};
 use crate::batch::{Allowed, VerdictKind};
 use crate::checkpoint::Checkpoint;
 use crate::effect::Command;
@@ -16,7 +16,13 @@ use crate::run::{BoundCall, FailCause, InFlight, Phase, Reason, ResumeReceipt, R
 /// RES-1: a resume is a new, fully re-validated transition. Identity, schema, digest and
 /// revision were checked with the guards of every input; the rows that follow are checked
 /// here, in order, then the decision's own handler runs.
-pub(super) fn resume(run: &Run, at: Time, r: &Resume) -> Stepped {
+pub(super) fn resume(
+    run: &Run,
+    next: &mut Run,
+    commands: &mut Commands,
+    at: Time,
+    r: &Resume,
+) -> Stepped {
     // RES-4: the run must be suspended, exactly as the checkpoint says.
     let Phase::Suspended(s) = &run.phase else {
         return Err(Rejection::NotSuspended {
@@ -33,10 +39,9 @@ pub(super) fn resume(run: &Run, at: Time, r: &Resume) -> Stepped {
             now: at,
         });
     }
-    let resumed = answer(run, at, s, r)?;
-    let mut next = *run;
+    let resumed = answer(run, next, commands, at, s, r)?;
     if let Some((f, result)) = resumed.settles {
-        record(&mut next, &f, result);
+        record(next, &f, result);
     }
     next.phase = resumed.phase;
     // RES-3: the resource version the driver observed is the run's from now on.
@@ -48,20 +53,15 @@ pub(super) fn resume(run: &Run, at: Time, r: &Resume) -> Stepped {
         checkpoint: r.checkpoint.digest,
         decision: r.decision,
     });
-    if let Some(b) = resumed.batch {
-        next.batch = Some(b);
-    }
-    Ok((next, resumed.commands))
+    Ok(())
 }
 
-/// What an accepted decision leads to.
+/// What an accepted decision leads to. Its commands are pushed onto the step's, and a batch's
+/// decisions are recorded in the next run's batch, in place (spec 5.5).
 pub(super) struct Resumed {
     pub(super) phase: Phase,
     /// A call whose committed result the decision records (REC-4).
     pub(super) settles: Option<(InFlight, Digest)>,
-    pub(super) commands: Commands,
-    /// The batch as the decisions leave it (spec 5.5).
-    pub(super) batch: Option<crate::batch::Batch>,
 }
 
 impl From<Phase> for Resumed {
@@ -69,8 +69,6 @@ impl From<Phase> for Resumed {
         Resumed {
             phase,
             settles: None,
-            commands: Commands::new(),
-            batch: None,
         }
     }
 }
@@ -116,13 +114,20 @@ pub(super) fn decidable(run: &Run, call: &BoundCall, offered: Allowed) -> Result
 }
 
 /// RES-6: the decision must answer the suspension's reason; each pairing has its handler.
-fn answer(run: &Run, at: Time, s: &Suspension, r: &Resume) -> Result<Resumed, Rejection> {
+fn answer(
+    run: &Run,
+    next: &mut Run,
+    commands: &mut Commands,
+    at: Time,
+    s: &Suspension,
+    r: &Resume,
+) -> Result<Resumed, Rejection> {
     let cp = &r.checkpoint;
     match (&s.reason, &r.decision) {
         (Reason::PendingApproval { call, requester }, Decision::Approve(a)) => {
             check_approval(a, call, requester, cp.revision, at, &s.responsible)?;
             allowed(run, call, VerdictKind::Approve)?;
-            approve(run, call, cp, &r.facts)
+            approve(run, commands, call, cp, &r.facts)
         }
         // APR-4: a denial, under the same checks, fails the run; the call never runs.
         (Reason::PendingApproval { call, requester }, Decision::Deny(a)) => {
@@ -151,9 +156,9 @@ fn answer(run: &Run, at: Time, s: &Suspension, r: &Resume) -> Result<Resumed, Re
                 cancelled_by,
             },
             Decision::Reconcile(answer),
-        ) => reconcile(run, at, in_flight, *cancelled_by, answer, r),
+        ) => reconcile(run, commands, at, in_flight, *cancelled_by, answer, r),
         (Reason::PendingBatch, Decision::Batch { decisions }) => {
-            batch::decide(run, at, s, r, decisions)
+            batch::decide(run, next, commands, at, s, r, decisions)
         }
         (reason, decision) => Err(Rejection::DecisionMismatch {
             reason: reason.kind(),
@@ -166,6 +171,7 @@ fn answer(run: &Run, at: Time, s: &Suspension, r: &Resume) -> Result<Resumed, Re
 /// re-checks of the present (RES-3, RES-7).
 fn approve(
     run: &Run,
+    commands: &mut Commands,
     call: &BoundCall,
     cp: &Checkpoint,
     facts: &Facts,
@@ -176,14 +182,11 @@ fn approve(
         attempt: 0,
         dispatches: 1,
     };
-    Ok(Resumed {
-        phase: Phase::Running {
-            in_flight: Some(in_flight),
-        },
-        settles: None,
-        commands: one(Some(Command::Dispatch(dispatch_of(run, &in_flight)))),
-        batch: None,
-    })
+    let _ = commands.push(Command::Dispatch(dispatch_of(run, &in_flight)));
+    Ok(Phase::Running {
+        in_flight: Some(in_flight),
+    }
+    .into())
 }
 
 /// RES-6, RES-7: the awaited callback or resource, by name; the run continues its own steps
@@ -224,8 +227,6 @@ fn intervene(
             Ok(Resumed {
                 phase: settled(cancelled_by),
                 settles: Some((f, *result)),
-                commands: Commands::new(),
-                batch: None,
             })
         }
         (Resolution::Continue, Some(_)) => Ok(settled(cancelled_by).into()),
@@ -240,6 +241,7 @@ fn intervene(
 /// is a fact about the past: it is never refused for the present's sake.
 fn reconcile(
     run: &Run,
+    commands: &mut Commands,
     at: Time,
     f: &InFlight,
     cancelled_by: Option<Name>,
@@ -253,8 +255,6 @@ fn reconcile(
         (QueryAnswer::Committed { result }, _) => Ok(Resumed {
             phase: settled(cancelled_by),
             settles: Some((*f, *result)),
-            commands: Commands::new(),
-            batch: None,
         }),
         // REC-2: nobody can tell: a person decides; never retried blindly.
         (QueryAnswer::Unknown, _) => to_person(),
@@ -264,7 +264,7 @@ fn reconcile(
             Ok(settled(cancelled_by).into())
         }
         (QueryAnswer::NotCommitted, Some(_)) => to_person(),
-        (QueryAnswer::NotCommitted, None) => match retry(run, f, r) {
+        (QueryAnswer::NotCommitted, None) => match retry(run, commands, f, r) {
             Some(resumed) => Ok(resumed),
             None => to_person(),
         },
@@ -273,9 +273,9 @@ fn reconcile(
 
 /// REC-3: the retry the tool's contract makes safe after "not committed": a fencing query
 /// allows a fresh attempt key, a deduping tool the same key; never more than `max_attempts`
-/// dispatches. `None` when no retry is safe, or the re-checks of the present fail: then a
-/// person decides.
-fn retry(run: &Run, f: &InFlight, r: &Resume) -> Option<Resumed> {
+/// dispatches, its dispatch pushed onto `commands`. `None` when no retry is safe, or the
+/// re-checks of the present fail: then a person decides, and `commands` is untouched.
+fn retry(run: &Run, commands: &mut Commands, f: &InFlight, r: &Resume) -> Option<Resumed> {
     let contract = f.call.call.contract;
     let attempt = if contract.query_fences {
         // The old attempt is fenced and can never commit: only a fresh one can.
@@ -296,12 +296,11 @@ fn retry(run: &Run, f: &InFlight, r: &Resume) -> Option<Resumed> {
         attempt,
         dispatches: f.dispatches.checked_add(1)?,
     };
-    Some(Resumed {
-        phase: Phase::Running {
+    let _ = commands.push(Command::Dispatch(dispatch_of(run, &again)));
+    Some(
+        Phase::Running {
             in_flight: Some(again),
-        },
-        settles: None,
-        commands: one(Some(Command::Dispatch(dispatch_of(run, &again)))),
-        batch: None,
-    })
+        }
+        .into(),
+    )
 }

@@ -531,18 +531,13 @@ impl Config {
     /// tenant and session, differing in the run id, whose gated calls act on one account, so
     /// that one run's payment can overtake the other's pending approval; one worker, nothing
     /// lost, crashed or duplicated, no time passing.
+    /// It is [`Config::cross_run`]'s world of the run id, with the resource shared and no
+    /// approval sent across.
     pub fn shared() -> Config {
         Config {
-            runs: 2,
-            differs_in: Some(IdentityField::Run),
+            cross_tenant: false,
             shared_resource: true,
-            workers: 1,
-            crashes: 0,
-            losses: 0,
-            duplicates: 0,
-            query_unknown: false,
-            max_time: 0,
-            ..Config::default()
+            ..Config::cross_run(IdentityField::Run)
         }
     }
 

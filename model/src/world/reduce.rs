@@ -19,7 +19,9 @@
 //! - **The tool's handling of a quiet run's requests** (`Action::Tool`) is taken alone, every
 //!   such request in one set. A run is quiet when it is running (not suspended, not ended),
 //!   no worker holds a step of it or a dispatch for it, the world offers it no input, and no
-//!   other run's approval can be sent to it (`cross_tenant` off). Then nothing but the tool
+//!   other run's approval can be sent to it (`cross_tenant` off), and its resource is its
+//!   own (`shared_resource` off: a commit moves a shared resource under the other run's
+//!   steps, which read it as their facts). Then nothing but the tool
 //!   can touch it: an input needs a response (which only the tool makes), a decision (which
 //!   needs it suspended), a crash (none left) or a cancel (none offered now, so none left);
 //!   and the tool's handling reads and writes only the run's own requests, responses,
@@ -71,7 +73,7 @@ impl<L: Lifecycle> World<L> {
             actions.push(action);
             return;
         }
-        if self.config.cross_tenant || state.requests.is_empty() {
+        if self.config.cross_tenant || self.config.shared_resource || state.requests.is_empty() {
             return;
         }
         let mut runs = state.requests.iter().map(|m| m.run).collect::<Vec<u8>>();

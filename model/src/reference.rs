@@ -20,18 +20,28 @@
 //!    state is suspended (CKP-1); then the dispatch or query the driver must issue (WAL-1).
 //!
 //! A [`Reference`] may carry a [`Variant`]: one rule deliberately broken, so that the model's
-//! properties can be shown to catch it. Every place a variant changes behaviour is marked
-//! with `self.breaks(Variant::...)`.
+//! properties can be shown to catch it. The machine never asks which variant it is: at each
+//! place where a runtime can go wrong it consults a table of rules (`rules.rs`), the
+//! specification's own, or the specification's with the one entry the variant swaps.
 //!
 //! The machine's rooms: `events` (every input but resume, spec 4), `resume` (spec 5),
-//! `guards` (the checks several inputs share, each citing its ID) and `moves` (the transition
-//! and its effects, spec 4 and 6).
+//! `batch` (spec 5.5), `guards` (the checks several inputs share, each citing its ID),
+//! `moves` (the transition and its effects, spec 4 and 6) and `rules` (the table).
 
 mod batch;
 mod events;
 mod guards;
 mod moves;
 mod resume;
+mod rules;
+
+pub(crate) use events::to_a_person;
+pub(crate) use guards::{guard_digest, guard_policy, guard_resource_version, guard_schema};
+pub(crate) use moves::{Move, Stepped};
+pub(crate) use resume::{
+    approved_call, identity_fields, requester_never_approves, retry_by_contract,
+};
+pub(crate) use rules::Rules;
 
 use crate::variant::Variant;
 use crate::{Lifecycle, Snapshot};
@@ -257,8 +267,12 @@ impl Reference {
         }
     }
 
-    fn breaks(&self, variant: Variant) -> bool {
-        self.variant == Some(variant)
+    /// The rules the machine consults: the specification's, or those of its variant.
+    pub(crate) const fn rules(&self) -> Rules {
+        match self.variant {
+            Some(v) => v.rules(),
+            None => Rules::HONEST,
+        }
     }
 }
 

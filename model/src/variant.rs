@@ -1,9 +1,12 @@
-//! Deliberately broken lifecycles: each [`Variant`] switches exactly one rule of the reference
-//! machine off, or breaks it in one place, the way real runtimes get it wrong.
+//! Deliberately broken lifecycles: each [`Variant`] swaps exactly one entry of the reference
+//! machine's table of rules for a broken rule, the way real runtimes get it wrong (the broken
+//! rules are in `variant/broken.rs`; the table, and the honest rules, in the reference).
 //!
 //! They exist so that every safety property can be shown to bite: the checker must find a
 //! counterexample on the variant that targets the property, and none on the reference. Each
 //! variant names the spec IDs it breaks ([`Variant::targets`]).
+
+mod broken;
 
 use resumable_kernel::SpecId;
 use std::fmt;

@@ -9,16 +9,15 @@
 use super::guards::{
     guard_party, guard_policy, guard_requester_is_not_responsible, guard_some_decision,
 };
-use super::moves::{bind, command, held_by_operator, Move};
-use super::{RecordedCall, RefRun, Reference, Status};
-use crate::variant::Variant;
+use super::moves::{bind, held_by_operator, Move};
+use super::{RecordedCall, RefRun, Rules, Status};
 use resumable_kernel::{
-    ApprovalField, Batch, CallDecision, Command, Decisions, Digest, FailCause, HistoryEntry,
-    InFlight, List, Name, Proposal, Proposals, Reason, Rejection, Resume, Slot, SlotState,
-    Suspension, Time, Verdict, VerdictKind,
+    ApprovalField, Batch, BoundCall, Call, CallDecision, Command, Decisions, Digest, FailCause,
+    HistoryEntry, InFlight, List, Name, Proposal, Proposals, Reason, Rejection, Resume, Slot,
+    SlotState, Suspension, Time, Verdict, VerdictKind, BATCH_CAPACITY,
 };
 
-impl Reference {
+impl Rules {
     /// BAT-1: suspend for a batch, after the expiry checks of 4.3 row 1 (made by the caller):
     /// first the list as a whole, then each call in turn, the first refusal returned. Every slot
     /// awaits its decision; the batch's checkpoint is sealed at the new revision.
@@ -61,7 +60,7 @@ impl Reference {
         responsible: Name,
     ) -> Result<(), Rejection> {
         guard_requester_is_not_responsible(p.requester, responsible)?;
-        self.admit(run, &p.call, &p.prior)?;
+        (self.admit)(run, &p.call, &p.prior)?;
         // POL-1: some verdict could answer the call; an edit only if its key is fresh
         // (BAT-5 refuses an edit of a key an earlier call bound).
         let takes: &[VerdictKind] = if p.prior.key.is_none() {
@@ -207,7 +206,6 @@ impl Reference {
         decisions: &Decisions,
         recorded_at: resumable_kernel::Revision,
     ) -> [bool; resumable_kernel::BATCH_CAPACITY] {
-        let count = batch.slots.len();
         let mut touched = [false; resumable_kernel::BATCH_CAPACITY];
         for d in decisions.iter() {
             let Some(named) = batch
@@ -217,19 +215,9 @@ impl Reference {
             else {
                 continue;
             };
-            let target = if self.breaks(Variant::BatchDecisionWrongCall) {
-                // The broken way: the verdict lands on the call after the one it names.
-                (named + 1) % count
-            } else {
-                named
-            };
-            let everyone = self.breaks(Variant::BatchOneApprovalForAll)
-                && matches!(d.verdict, Verdict::Approve);
+            let decided = (self.decided_slots)(batch, named, d);
             for (i, slot) in batch.slots.iter_mut().enumerate() {
-                let decided_here = i == target
-                    // The broken way: one approval decides every call still undecided.
-                    || (everyone && slot.state == SlotState::Awaiting);
-                if decided_here {
+                if decided[i] {
                     self.take_decision(slot, d, recorded_at);
                     touched[i] = true;
                 }
@@ -247,11 +235,6 @@ impl Reference {
         batch: &mut Batch,
         resume: &Resume,
     ) -> Result<Move, Rejection> {
-        let runs = |state: SlotState| {
-            state == SlotState::Approved
-                || (self.breaks(Variant::RejectedDispatched)
-                    && matches!(state, SlotState::Rejected { .. }))
-        };
         if batch.slots.iter().any(|x| x.state == SlotState::Approved) {
             // RES-3, RES-7: the approver decided on the batch's checkpoint.
             super::guards::guard_resource_version(&resume.checkpoint, &resume.facts)?;
@@ -259,12 +242,12 @@ impl Reference {
         }
         let mut mv = Move::to(Status::Running);
         for slot in batch.slots.iter_mut() {
-            if runs(slot.state) {
+            if (self.dispatched_on_resume)(slot.state) {
                 slot.state = SlotState::InFlight {
                     attempt: 0,
                     dispatches: 1,
                 };
-                mv = mv.then(Command::Dispatch(command(run, &slot.call, 0)));
+                mv = mv.then(Command::Dispatch(self.command(run, &slot.call, 0)));
             }
         }
         Ok(mv)
@@ -282,13 +265,7 @@ impl Reference {
         slot.state = match d.verdict {
             Verdict::Approve => SlotState::Approved,
             Verdict::Edit { args } => {
-                if !self.breaks(Variant::EditIgnored) {
-                    // BAT-5: the call runs with the approver's arguments, its key bound to
-                    // them. The broken way keeps the proposed call.
-                    let mut call = slot.call.call;
-                    call.args = args;
-                    slot.call = bind(&call);
-                }
+                slot.call = (self.edit)(&slot.call, args);
                 SlotState::Approved
             }
             Verdict::Reject { reason } => SlotState::Rejected { reason },
@@ -360,7 +337,7 @@ impl Reference {
             }
         }
         let mv = Move::to(Status::Running).with_batch(batch);
-        take_up_next(run, at, mv, cancelled_by).map(|(mv, _)| mv)
+        self.take_up_next(run, at, mv, cancelled_by)
     }
 }
 
@@ -495,95 +472,117 @@ fn decision_history(
     (history, record)
 }
 
-/// BAT-4: the next call of the batch whose outcome is unknown, in slot order, becomes the
-/// phase's: `outcome_unknown`, held by the operator, carrying any waiting cancel (CAN-2), with
-/// its `Query`. Returns the move unchanged (and `false`) when none waits.
-fn take_up_next(
-    run: &RefRun,
-    at: Time,
-    mut mv: Move,
-    cancelled_by: Option<Name>,
-) -> Result<(Move, bool), Rejection> {
-    let Some(mut batch) = mv.batch.or(run.batch) else {
-        return Ok((mv, false));
-    };
-    let next = batch.slots.iter_mut().find_map(|slot| match slot.state {
-        SlotState::Unknown {
-            attempt,
-            dispatches,
-        } => {
-            slot.state = SlotState::Held;
-            Some(InFlight {
-                call: slot.call,
-                attempt,
-                dispatches,
-            })
-        }
-        _ => None,
-    });
-    let Some(f) = next else {
-        return Ok((mv, false));
-    };
-    let reason = Reason::OutcomeUnknown {
-        in_flight: f,
-        cancelled_by,
-    };
-    mv.status = held_by_operator(run, at, reason)?;
-    mv.batch = Some(batch);
-    Ok((
-        mv.then(Command::Query(command(run, &f.call, f.attempt))),
-        true,
-    ))
+/// BAT-2: a decision decides the call it names, and no other.
+pub(super) fn decided_by_its_name(
+    _: &Batch,
+    named: usize,
+    _: &CallDecision,
+) -> [bool; BATCH_CAPACITY] {
+    let mut decided = [false; BATCH_CAPACITY];
+    decided[named] = true;
+    decided
 }
 
-/// What every transition does to the run's batch, whatever its input:
-///
-/// - `closed` is set when the run leaves the batch's suspension, by any input;
-/// - BAT-4: when the phase lets go of the batch call it held (the run would be running, idle,
-///   or failed cancelled by a waiting cancel), the slot becomes `committed` if its result was
-///   recorded, else `dropped`; then the next call whose outcome is unknown, if any, becomes
-///   the phase's, so each is reconciled on its own, one after another.
-pub(super) fn let_go(run: &RefRun, at: Time, mut mv: Move) -> Result<Move, Rejection> {
-    let Some(mut batch) = mv.batch.or(run.batch) else {
-        return Ok(mv);
-    };
-    if run.open_batch().is_some() {
-        let stays = matches!(mv.status, Status::Suspended(s) if s.reason == Reason::PendingBatch);
-        if !stays {
-            batch.closed = run.revision.next();
-        }
-        mv.batch = Some(batch);
-        return Ok(mv);
-    }
-    let phase_call = match run.status {
-        Status::AwaitingResult(f) => Some(f.call.call.call_id),
-        Status::Suspended(s) => match s.reason {
-            Reason::OutcomeUnknown { in_flight, .. } => Some(in_flight.call.call.call_id),
-            Reason::ManualIntervention { unresolved, .. } => {
-                unresolved.map(|f| f.call.call.call_id)
+/// BAT-3: only the approved calls (an edited call is approved) are dispatched.
+pub(super) fn approved_runs(state: SlotState) -> bool {
+    state == SlotState::Approved
+}
+
+/// BAT-5: the call runs with the approver's arguments, its key bound to them.
+pub(super) fn edited(call: &BoundCall, args: Digest) -> BoundCall {
+    bind(&Call { args, ..call.call })
+}
+
+impl Rules {
+    /// BAT-4: the next call of the batch whose outcome is unknown, in slot order, becomes the
+    /// phase's: `outcome_unknown`, held by the operator, carrying any waiting cancel (CAN-2), with
+    /// its `Query`. Returns the move unchanged when none waits.
+    fn take_up_next(
+        &self,
+        run: &RefRun,
+        at: Time,
+        mut mv: Move,
+        cancelled_by: Option<Name>,
+    ) -> Result<Move, Rejection> {
+        let Some(mut batch) = mv.batch.or(run.batch) else {
+            return Ok(mv);
+        };
+        let next = batch.slots.iter_mut().find_map(|slot| match slot.state {
+            SlotState::Unknown {
+                attempt,
+                dispatches,
+            } => {
+                slot.state = SlotState::Held;
+                Some(InFlight {
+                    call: slot.call,
+                    attempt,
+                    dispatches,
+                })
             }
             _ => None,
-        },
-        _ => None,
-    };
-    let Some(held) = batch
-        .slots
-        .iter_mut()
-        .find(|slot| slot.state == SlotState::Held && Some(slot.call.call.call_id) == phase_call)
-    else {
-        return Ok(mv);
-    };
-    let cancelled_by = match mv.status {
-        Status::Running => None,
-        Status::Failed(FailCause::Cancelled { by }) => Some(by),
-        _ => return Ok(mv),
-    };
-    held.state = match mv.record {
-        Some(done) if done.call.call.call_id == held.call.call.call_id => SlotState::Committed {
-            result: done.result,
-        },
-        _ => SlotState::Dropped,
-    };
-    mv.batch = Some(batch);
-    take_up_next(run, at, mv, cancelled_by).map(|(mv, _)| mv)
+        });
+        let Some(f) = next else {
+            return Ok(mv);
+        };
+        let reason = Reason::OutcomeUnknown {
+            in_flight: f,
+            cancelled_by,
+        };
+        mv.status = held_by_operator(run, at, reason)?;
+        mv.batch = Some(batch);
+        Ok(mv.then(Command::Query(self.command(run, &f.call, f.attempt))))
+    }
+
+    /// What every transition does to the run's batch, whatever its input:
+    ///
+    /// - `closed` is set when the run leaves the batch's suspension, by any input;
+    /// - BAT-4: when the phase lets go of the batch call it held (the run would be running, idle,
+    ///   or failed cancelled by a waiting cancel), the slot becomes `committed` if its result was
+    ///   recorded, else `dropped`; then the next call whose outcome is unknown, if any, becomes
+    ///   the phase's, so each is reconciled on its own, one after another.
+    pub(super) fn let_go(&self, run: &RefRun, at: Time, mut mv: Move) -> Result<Move, Rejection> {
+        let Some(mut batch) = mv.batch.or(run.batch) else {
+            return Ok(mv);
+        };
+        if run.open_batch().is_some() {
+            let stays =
+                matches!(mv.status, Status::Suspended(s) if s.reason == Reason::PendingBatch);
+            if !stays {
+                batch.closed = run.revision.next();
+            }
+            mv.batch = Some(batch);
+            return Ok(mv);
+        }
+        let phase_call = match run.status {
+            Status::AwaitingResult(f) => Some(f.call.call.call_id),
+            Status::Suspended(s) => match s.reason {
+                Reason::OutcomeUnknown { in_flight, .. } => Some(in_flight.call.call.call_id),
+                Reason::ManualIntervention { unresolved, .. } => {
+                    unresolved.map(|f| f.call.call.call_id)
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(held) = batch.slots.iter_mut().find(|slot| {
+            slot.state == SlotState::Held && Some(slot.call.call.call_id) == phase_call
+        }) else {
+            return Ok(mv);
+        };
+        let cancelled_by = match mv.status {
+            Status::Running => None,
+            Status::Failed(FailCause::Cancelled { by }) => Some(by),
+            _ => return Ok(mv),
+        };
+        held.state = match mv.record {
+            Some(done) if done.call.call.call_id == held.call.call.call_id => {
+                SlotState::Committed {
+                    result: done.result,
+                }
+            }
+            _ => SlotState::Dropped,
+        };
+        mv.batch = Some(batch);
+        self.take_up_next(run, at, mv, cancelled_by)
+    }
 }

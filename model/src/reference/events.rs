@@ -2,38 +2,29 @@
 //! run goes.
 
 use super::guards::{
-    guard_clock, guard_digest, guard_expiry, guard_new_call, guard_new_call_against_last,
-    guard_not_terminal, guard_requester_is_not_responsible, guard_revision_counter,
+    guard_clock, guard_digest, guard_expiry, guard_not_terminal, guard_revision_counter,
     guard_running_idle, guard_schema, guard_some_decision, in_flight_rejection, terminal,
 };
-use super::moves::{bind, command, escalate, finish_step, held_by_operator, Move, Stepped};
-use super::{RecordedCall, RefRun, Reference, Status};
-use crate::variant::Variant;
+use super::moves::{bind, escalate, held_by_operator, Move, Stepped};
+use super::{RecordedCall, RefRun, Reference, Rules, Status};
 use resumable_kernel::{
-    Call, Checkpoint, Command, Digest, Dispatch, Effects, Event, EventKind, FailCause, InFlight,
-    Input, Name, Prior, Reason, Rejection, Suspension, Time, VerdictKind, Wait,
+    Call, Command, Digest, Event, EventKind, FailCause, InFlight, Input, Name, Prior, Reason,
+    Rejection, Resume, Suspension, Time, VerdictKind, Wait,
 };
 
 impl Reference {
     /// One step: the guards of the input's kind in the specification's order, then the
-    /// transition and its effects. Never panics.
+    /// transition and its effects, by the machine's rules (the specification's, or the
+    /// specification's with one broken). Never panics.
     pub fn step(&self, run: &RefRun, input: &Input) -> Stepped {
-        let (next, effects) = self.step_unchecked(run, input)?;
-        if self.breaks(Variant::CancelNotCheckpointed) {
-            // The broken way: the checkpoint is built from the wait alone, without the cancel.
-            return Ok((next, without_cancel(&effects)));
-        }
-        if self.breaks(Variant::DispatchUnderBareKey) {
-            // The broken way: the tool is sent the key as the agent named it.
-            return Ok((next, under_bare_key(&effects)));
-        }
-        Ok((next, effects))
+        self.rules().step(run, input)
     }
+}
 
-    fn step_unchecked(&self, run: &RefRun, input: &Input) -> Stepped {
-        if self.breaks(Variant::LateResultRecorded) && terminal_result(run, input) {
-            // The broken way: a response is written into the finished run's record.
-            return late_result(run, input);
+impl Rules {
+    fn step(&self, run: &RefRun, input: &Input) -> Stepped {
+        if let Some(stepped) = (self.input_to_finished_run)(self, run, input) {
+            return stepped;
         }
         self.guard_every_input(run, input)?;
         let at = input.at;
@@ -58,13 +49,13 @@ impl Reference {
             Event::Recover => self.recover(run, at),
             Event::Expire => self.expire(run, at),
             Event::Cancel { by } => self.cancel(run, at, *by),
-            Event::Complete { result } => finish(
+            Event::Complete { result } => self.finish(
                 run,
                 at,
                 EventKind::Complete,
                 Status::Completed { result: *result },
             ),
-            Event::Fail { code } => finish(
+            Event::Fail { code } => self.finish(
                 run,
                 at,
                 EventKind::Fail,
@@ -73,36 +64,18 @@ impl Reference {
         }
     }
 
-    /// Spec 4.1, the guards every input meets first, in this order: for a resume only,
-    /// identity then rows 1 to 5 of section 5; then terminal phase, clock, revision counter.
+    /// Spec 4.1, the guards every input meets first, in this order: for a resume only, rows
+    /// 1 to 5 of section 5 with the identity ([`Rules::first_rows`]); then terminal phase,
+    /// clock, revision counter.
     fn guard_every_input(&self, run: &RefRun, input: &Input) -> Result<(), Rejection> {
         if let Event::Resume(resume) = &input.event {
-            if !self.breaks(Variant::IdentityAfterRevision) {
-                self.guard_identity(run, &resume.checkpoint)?;
-            }
             // Spec 5 rows 1 to 5 come before the terminal check (REJ-1): a resumer whose reply
             // was lost learns whether it won even after the run has ended.
-            let cp = &resume.checkpoint;
-            guard_schema(cp)?; // rows 1 and 2, CKP-3
-            guard_digest(cp)?; // row 3, CKP-2
-            self.guard_revision(run, cp, &resume.decision)?; // rows 4 and 5, RES-3 and RES-2
-            if self.breaks(Variant::IdentityAfterRevision) {
-                self.guard_identity(run, cp)?;
-            }
+            (self.first_rows)(self, run, resume)?;
         }
         guard_not_terminal(run)?;
         guard_clock(run, input.at)?;
         guard_revision_counter(run)
-    }
-
-    /// KEY-1, KEY-2, REC-4: the call bound against the run's whole history (or, in the broken
-    /// variant, against its last recorded call only).
-    pub(super) fn admit(&self, run: &RefRun, call: &Call, prior: &Prior) -> Result<(), Rejection> {
-        if self.breaks(Variant::LastCallOnlyKeyCheck) {
-            guard_new_call_against_last(run, call)
-        } else {
-            guard_new_call(call, prior)
-        }
     }
 
     /// Suspend: only a running run with nothing in flight may suspend (SUS-2), with an
@@ -124,13 +97,7 @@ impl Reference {
                 }
             }
             Status::AwaitingResult(f) => return Err(in_flight_rejection(&f)),
-            Status::Suspended(s) => {
-                if !self.breaks(Variant::DoubleSuspend) {
-                    return Err(Rejection::AlreadySuspended {
-                        reason: s.reason.kind(),
-                    });
-                }
-            }
+            Status::Suspended(s) => (self.suspend_while_suspended)(&s)?,
             // Terminal phases were refused above.
             Status::Completed { .. } | Status::Failed(_) => return Err(terminal(run)),
         }
@@ -142,10 +109,8 @@ impl Reference {
                 requester,
                 prior,
             } => {
-                if !self.breaks(Variant::SelfNamedApprover) {
-                    guard_requester_is_not_responsible(requester, responsible)?;
-                }
-                self.admit(run, &call, &prior)?;
+                (self.approver_named)(requester, responsible)?;
+                (self.admit)(run, &call, &prior)?;
                 // POL-1: a single approval is answered by an approval or a denial.
                 guard_some_decision(run, &call, &[VerdictKind::Approve, VerdictKind::Deny])?;
                 binds = Some(call);
@@ -164,7 +129,7 @@ impl Reference {
             Wait::Batch { calls } => {
                 let mv =
                     self.suspend_batch(run, at, &calls, expires_at, responsible, resource_version)?;
-                return finish_step(run, at, EventKind::Suspend, None, mv);
+                return self.finish_step(run, at, EventKind::Suspend, None, mv);
             }
         };
         let mut mv = Move::to(Status::Suspended(Suspension {
@@ -178,7 +143,7 @@ impl Reference {
         if let Some(call) = binds {
             mv = mv.binding(call);
         }
-        finish_step(run, at, EventKind::Suspend, None, mv)
+        self.finish_step(run, at, EventKind::Suspend, None, mv)
     }
 
     /// Dispatch an ungated call: write-ahead, the intent and the command together (WAL-1).
@@ -192,7 +157,7 @@ impl Reference {
         resource_version: Option<u64>,
     ) -> Stepped {
         guard_running_idle(run)?;
-        self.admit(run, call, prior)?;
+        (self.admit)(run, call, prior)?;
         let in_flight = InFlight {
             call: bind(call),
             attempt: 0,
@@ -200,11 +165,11 @@ impl Reference {
         };
         let mut mv = Move::to(Status::AwaitingResult(in_flight))
             .binding(*call)
-            .then(Command::Dispatch(command(run, &in_flight.call, 0)));
+            .then(Command::Dispatch(self.command(run, &in_flight.call, 0)));
         if let Some(version) = resource_version {
             mv = mv.observing(version);
         }
-        finish_step(run, at, EventKind::Dispatch, None, mv)
+        self.finish_step(run, at, EventKind::Dispatch, None, mv)
     }
 
     /// The tool answered: the result and the next revision land together (WAL-2); with the
@@ -217,43 +182,28 @@ impl Reference {
         attempt: u8,
         result: Digest,
     ) -> Stepped {
-        if run.batch_in_flight().is_some() {
-            let mv = self.batch_result(run, call_id, attempt, result)?;
-            return finish_step(run, at, EventKind::ToolResult, None, mv);
-        }
-        tool_result(run, at, call_id, attempt, result)
+        let mv = if run.batch_in_flight().is_some() {
+            self.batch_result(run, call_id, attempt, result)?
+        } else {
+            tool_result(run, call_id, attempt, result)?
+        };
+        self.finish_step(run, at, EventKind::ToolResult, None, mv)
     }
 
-    /// A worker restarted: a dispatch in flight has an unknown outcome, to be reconciled by
-    /// query before anything else (REC-1).
+    /// A worker restarted: a dispatch in flight has an unknown outcome ([`Rules::recover`]).
     fn recover(&self, run: &RefRun, at: Time) -> Stepped {
         if run.batch_in_flight().is_some() {
             // BAT-4: every call of the batch in flight becomes unknown, reconciled in turn.
             let mv = self.batch_unknown(run, at, None)?;
-            return finish_step(run, at, EventKind::Recover, None, mv);
+            return self.finish_step(run, at, EventKind::Recover, None, mv);
         }
         let Status::AwaitingResult(f) = run.status else {
             return Err(Rejection::NothingInFlight {
                 phase: run.phase().kind(),
             });
         };
-        let mv = if self.breaks(Variant::RetryUnknownWithoutReconcile) {
-            // The broken way: "no answer" is taken for "not done" and the call goes out again.
-            let again = InFlight {
-                dispatches: f.dispatches.saturating_add(1),
-                ..f
-            };
-            Move::to(Status::AwaitingResult(again))
-                .then(Command::Dispatch(command(run, &f.call, f.attempt)))
-        } else {
-            let reason = Reason::OutcomeUnknown {
-                in_flight: f,
-                cancelled_by: None,
-            };
-            Move::to(held_by_operator(run, at, reason)?)
-                .then(Command::Query(command(run, &f.call, f.attempt)))
-        };
-        finish_step(run, at, EventKind::Recover, None, mv)
+        let mv = (self.recover)(self, run, at, f)?;
+        self.finish_step(run, at, EventKind::Recover, None, mv)
     }
 
     /// The clock passed a suspension's expiry: it ends, except that an unknown outcome is
@@ -264,7 +214,7 @@ impl Reference {
                 phase: run.phase().kind(),
             });
         };
-        if self.breaks(Variant::NoExpiry) || at <= s.expires_at {
+        if !(self.expiry_passed)(s.expires_at, at) {
             return Err(Rejection::NotExpired {
                 expires_at: s.expires_at,
                 now: at,
@@ -279,31 +229,9 @@ impl Reference {
                 }))
             }
             Reason::OutcomeUnknown {
-                cancelled_by: Some(_),
-                ..
-            } if self.breaks(Variant::CancelExpiryForgetsEffect) => {
-                // The broken way: cancelled and out of time is taken for nothing left to do.
-                Move::to(Status::Failed(FailCause::Expired { unresolved: None }))
-            }
-            Reason::OutcomeUnknown {
                 in_flight,
                 cancelled_by,
-            } => {
-                let carried = if self.breaks(Variant::CancelLostOnEscalation) {
-                    None
-                } else {
-                    cancelled_by
-                };
-                let mut mv = escalate(run, in_flight, carried, at)?;
-                if let (true, Status::Suspended(person)) = (
-                    self.breaks(Variant::EscalationKeepsDeadline),
-                    &mut mv.status,
-                ) {
-                    // The broken way: the reason changes in place, the passed deadline stays.
-                    person.expires_at = s.expires_at;
-                }
-                mv
-            }
+            } => (self.unknown_expired)(self, run, &s, in_flight, cancelled_by, at)?,
             Reason::ManualIntervention { unresolved, .. } => {
                 Move::to(Status::Failed(FailCause::Expired { unresolved }))
             }
@@ -314,7 +242,7 @@ impl Reference {
                 Move::to(Status::Failed(FailCause::Expired { unresolved: None }))
             }
         };
-        finish_step(run, at, EventKind::Expire, None, mv)
+        self.finish_step(run, at, EventKind::Expire, None, mv)
     }
 
     /// Cancel: ends the run, unless an effect may have committed: then the cancel is
@@ -333,16 +261,17 @@ impl Reference {
                     cancelled_by: Some(by),
                 };
                 Move::to(held_by_operator(run, at, reason)?)
-                    .then(Command::Query(command(run, &f.call, f.attempt)))
+                    .then(Command::Query(self.command(run, &f.call, f.attempt)))
             }
             Status::Suspended(s) => self.cancel_suspended(s, by)?.unwrap_or(cancelled),
             Status::Completed { .. } | Status::Failed(_) => return Err(terminal(run)),
         };
-        finish_step(run, at, EventKind::Cancel, None, mv)
+        self.finish_step(run, at, EventKind::Cancel, None, mv)
     }
 
     /// CAN-2: a cancel of a suspension with an unsettled effect is recorded in it (the same
-    /// wait, carrying the cancel), or refused if one already waits; `None`: the run ends.
+    /// wait, carrying the cancel, as far as a person's suspension keeps it), or refused if
+    /// one already waits; `None`: the run ends.
     fn cancel_suspended(&self, s: Suspension, by: Name) -> Result<Option<Move>, Rejection> {
         let carrying = |reason| Some(Move::to(Status::Suspended(Suspension { reason, ..s })));
         Ok(match s.reason {
@@ -359,19 +288,16 @@ impl Reference {
                 cancelled_by: Some(by),
             }),
             Reason::ManualIntervention {
-                unresolved: Some(_),
-                ..
-            } if self.breaks(Variant::CancelLostOnEscalation) => {
-                // The broken way: a person's intervention refuses the cancel outright.
-                return Err(Rejection::CancelPending);
-            }
-            Reason::ManualIntervention {
                 unresolved: Some(f),
                 ..
-            } => carrying(Reason::ManualIntervention {
-                unresolved: Some(f),
-                cancelled_by: Some(by),
-            }),
+            } => match (self.person_keeps_cancel)(Some(by)) {
+                Some(by) => carrying(Reason::ManualIntervention {
+                    unresolved: Some(f),
+                    cancelled_by: Some(by),
+                }),
+                // A suspension that keeps no cancel can record none.
+                None => return Err(Rejection::CancelPending),
+            },
             Reason::ManualIntervention {
                 unresolved: None, ..
             }
@@ -381,83 +307,84 @@ impl Reference {
             | Reason::ResourceWait { .. } => None,
         })
     }
+
+    /// Complete or fail on the run's own account: only from running with nothing in flight.
+    fn finish(&self, run: &RefRun, at: Time, event: EventKind, status: Status) -> Stepped {
+        guard_running_idle(run)?;
+        self.finish_step(run, at, event, None, Move::to(status))
+    }
 }
 
-/// The effects with the checkpoint's cancel left out, resealed (the cancel-not-checkpointed
-/// variant).
-fn without_cancel(effects: &Effects) -> Effects {
-    let Some(audit) = effects.audit() else {
-        return *effects;
-    };
-    let checkpoint = (effects.checkpoint()).map(|cp| {
-        Checkpoint {
-            cancel_requested_by: None,
-            ..*cp
-        }
-        .seal()
-    });
-    Effects::of_batch(
-        *audit,
-        effects.histories().copied(),
-        checkpoint,
-        effects.commands().copied(),
-    )
+/// INV-1: an input to a finished run meets the guards like any other, and the terminal
+/// guard refuses it (after a resume's rows 1 to 5: REJ-1); nothing is done before them.
+pub(super) fn nothing_before_the_guards(_: &Rules, _: &RefRun, _: &Input) -> Option<Stepped> {
+    None
 }
 
-/// The effects with every dispatch and query sent under its bare key: the key's own bytes,
-/// the same for every run that uses it (the variant `dispatch-under-bare-key`).
-fn under_bare_key(effects: &Effects) -> Effects {
-    let Some(audit) = effects.audit() else {
-        return *effects;
-    };
-    let bare = |d: &Dispatch| Dispatch {
-        tool_key: Digest::of(d.key.as_bytes()),
-        ..*d
-    };
-    let commands = effects.commands().map(|c| match c {
-        Command::Dispatch(d) => Command::Dispatch(bare(d)),
-        Command::Query(d) => Command::Query(bare(d)),
-    });
-    Effects::of_batch(
-        *audit,
-        effects.histories().copied(),
-        effects.checkpoint().copied(),
-        commands,
-    )
+/// Spec 4.1 with 5 rows 1 to 5: identity first (ID-1), so a stranger learns nothing else;
+/// then the schema (rows 1 and 2, CKP-3), the digest (row 3, CKP-2) and the revision (rows 4
+/// and 5, RES-3 and RES-2).
+pub(super) fn identity_first(
+    rules: &Rules,
+    run: &RefRun,
+    resume: &Resume,
+) -> Result<(), Rejection> {
+    let cp = &resume.checkpoint;
+    (rules.identity)(&run.identity, &cp.identity)?;
+    guard_schema(cp)?;
+    guard_digest(cp)?;
+    (rules.revision)(run, cp, &resume.decision)
 }
 
-/// Whether the input is a tool response to a finished run whose recorded call it names.
-fn terminal_result(run: &RefRun, input: &Input) -> bool {
-    let Event::ToolResult { call_id, .. } = input.event else {
-        return false;
-    };
-    let finished = matches!(run.status, Status::Completed { .. } | Status::Failed(_));
-    finished
-        && run
-            .last_call
-            .is_some_and(|c| c.call.call.call_id == call_id)
+/// SUS-2: a suspended run refuses another suspension; the one pending stays.
+pub(super) fn refuse_second_suspension(s: &Suspension) -> Result<(), Rejection> {
+    Err(Rejection::AlreadySuspended {
+        reason: s.reason.kind(),
+    })
 }
 
-/// The late-result-recorded variant: the response is recorded on the finished run, which
-/// stays as it was but for the record and the revision.
-fn late_result(run: &RefRun, input: &Input) -> Stepped {
-    let Event::ToolResult {
-        attempt, result, ..
-    } = input.event
-    else {
-        return Err(terminal(run));
+/// REC-1: the call's outcome is unknown, to be reconciled by query before anything else,
+/// held by the operator.
+pub(super) fn reconcile_first(
+    rules: &Rules,
+    run: &RefRun,
+    at: Time,
+    f: InFlight,
+) -> Result<Move, Rejection> {
+    let reason = Reason::OutcomeUnknown {
+        in_flight: f,
+        cancelled_by: None,
     };
-    let recorded = run.last_call.map(|c| RecordedCall {
-        attempt,
-        result,
-        ..c
-    });
-    let mv = Move::to(run.status).recording(recorded);
-    finish_step(run, input.at, EventKind::ToolResult, None, mv)
+    Ok(Move::to(held_by_operator(run, at, reason)?)
+        .then(Command::Query(rules.command(run, &f.call, f.attempt))))
+}
+
+/// REC-2, CAN-2, SUS-1: an unknown outcome whose reconciliation expired goes to a person,
+/// with the cancel that waits on it as the person's suspension keeps it
+/// ([`Rules::person_keeps_cancel`]), expiring as [`Rules::escalation_expiry`] says.
+pub(crate) fn to_a_person(
+    rules: &Rules,
+    run: &RefRun,
+    expired: &Suspension,
+    in_flight: InFlight,
+    cancelled_by: Option<Name>,
+    at: Time,
+) -> Result<Move, Rejection> {
+    let carried = (rules.person_keeps_cancel)(cancelled_by);
+    let mut mv = escalate(run, in_flight, carried, at)?;
+    if let Status::Suspended(person) = &mut mv.status {
+        person.expires_at = (rules.escalation_expiry)(person.expires_at, expired.expires_at);
+    }
+    Ok(mv)
 }
 
 /// The tool answered: the result and the next revision land together (WAL-2).
-fn tool_result(run: &RefRun, at: Time, call_id: Name, attempt: u8, result: Digest) -> Stepped {
+fn tool_result(
+    run: &RefRun,
+    call_id: Name,
+    attempt: u8,
+    result: Digest,
+) -> Result<Move, Rejection> {
     let Status::AwaitingResult(f) = run.status else {
         return Err(Rejection::NoDispatchInFlight {
             phase: run.phase().kind(),
@@ -471,16 +398,9 @@ fn tool_result(run: &RefRun, at: Time, call_id: Name, attempt: u8, result: Diges
             got_attempt: attempt,
         });
     }
-    let mv = Move::to(Status::Running).recording(Some(RecordedCall {
+    Ok(Move::to(Status::Running).recording(Some(RecordedCall {
         call: f.call,
         attempt: f.attempt,
         result,
-    }));
-    finish_step(run, at, EventKind::ToolResult, None, mv)
-}
-
-/// Complete or fail on the run's own account: only from running with nothing in flight.
-fn finish(run: &RefRun, at: Time, event: EventKind, status: Status) -> Stepped {
-    guard_running_idle(run)?;
-    finish_step(run, at, event, None, Move::to(status))
+    })))
 }

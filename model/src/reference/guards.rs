@@ -3,8 +3,8 @@
 
 use super::{RefRun, Status};
 use resumable_kernel::{
-    Call, Checkpoint, CheckpointField, Facts, InFlight, Name, Prior, Rejection, Suspension, Time,
-    VerdictKind, SCHEMA_VERSION,
+    Call, Checkpoint, CheckpointField, Facts, InFlight, Name, Prior, Rejection, Resume, Suspension,
+    Time, VerdictKind, SCHEMA_VERSION,
 };
 
 /// CLK-1: time never runs backwards within a run.
@@ -34,7 +34,7 @@ pub(super) fn guard_not_terminal(run: &RefRun) -> Result<(), Rejection> {
     }
 }
 
-pub(super) fn terminal(run: &RefRun) -> Rejection {
+pub(crate) fn terminal(run: &RefRun) -> Rejection {
     Rejection::Terminal {
         phase: run.phase().kind(),
     }
@@ -81,8 +81,9 @@ pub(super) fn guard_expiry(expires_at: Time, at: Time) -> Result<(), Rejection> 
 
 /// REC-3, KEY-2, KEY-1, REC-4: a call allows at least one attempt; over the run's whole
 /// history, as the store's index reports it, its id was never used, and its key was never
-/// bound to other arguments nor spent by a recorded result.
-pub(super) fn guard_new_call(call: &Call, prior: &Prior) -> Result<(), Rejection> {
+/// bound to other arguments nor spent by a recorded result. (The run holds no history; its
+/// last call is no part of the rule.)
+pub(super) fn admit_by_history(_: &RefRun, call: &Call, prior: &Prior) -> Result<(), Rejection> {
     if call.contract.max_attempts == 0 {
         return Err(Rejection::NoAttemptsAllowed);
     }
@@ -96,26 +97,6 @@ pub(super) fn guard_new_call(call: &Call, prior: &Prior) -> Result<(), Rejection
         Some(earlier) if earlier.committed => Err(Rejection::KeyCommitted { key: call.key }),
         _ => Ok(()),
     }
-}
-
-/// The broken variant's binding: the history the store reports is ignored and reuse is looked
-/// for in the last recorded call only, as the kernel once did, so a call id or a key used
-/// before that slips through.
-pub(super) fn guard_new_call_against_last(run: &RefRun, call: &Call) -> Result<(), Rejection> {
-    if call.contract.max_attempts == 0 {
-        return Err(Rejection::NoAttemptsAllowed);
-    }
-    if let Some(done) = run.last_call {
-        if done.call.call.call_id == call.call_id {
-            return Err(Rejection::CallIdReused {
-                call_id: call.call_id,
-            });
-        }
-        if done.call.call.key == call.key && done.call.call.args != call.args {
-            return Err(Rejection::KeyConflict { key: call.key });
-        }
-    }
-    Ok(())
 }
 
 /// POL-1 at suspend time (spec 4.3, 5.5): a call is put to an approver only if some decision
@@ -151,7 +132,7 @@ pub(super) fn guard_requester_is_not_responsible(
 
 /// CKP-3: the current schema only; an older one must be migrated explicitly first, and
 /// version 0 was never written and has no migration.
-pub(super) fn guard_schema(cp: &Checkpoint) -> Result<(), Rejection> {
+pub(crate) fn guard_schema(cp: &Checkpoint) -> Result<(), Rejection> {
     let got = cp.schema_version;
     if got > SCHEMA_VERSION {
         return Err(Rejection::SchemaTooNew {
@@ -172,13 +153,13 @@ pub(super) fn guard_schema(cp: &Checkpoint) -> Result<(), Rejection> {
 }
 
 /// CKP-2: the digest carried is the digest of the fields.
-pub(super) fn guard_digest(cp: &Checkpoint) -> Result<(), Rejection> {
+pub(crate) fn guard_digest(cp: &Checkpoint) -> Result<(), Rejection> {
     cp.verify()
         .map_err(|(expected, found)| Rejection::DigestMismatch { expected, found })
 }
 
 /// RES-3: the resource has not moved since the checkpoint the decision was made on.
-pub(super) fn guard_resource_version(cp: &Checkpoint, facts: &Facts) -> Result<(), Rejection> {
+pub(crate) fn guard_resource_version(cp: &Checkpoint, facts: &Facts) -> Result<(), Rejection> {
     if facts.resource_version != cp.resource_version {
         return Err(Rejection::ResourceChanged {
             checkpoint: cp.resource_version,
@@ -198,10 +179,14 @@ pub(super) fn guard_suspended(run: &RefRun) -> Result<Suspension, Rejection> {
     }
 }
 
-/// RES-4: the checkpoint describes the run's suspension field by field; the first field
-/// that differs is named.
-pub(super) fn guard_checkpoint_matches_run(run: &RefRun, cp: &Checkpoint) -> Result<(), Rejection> {
-    let Some(expected) = run.checkpoint() else {
+/// RES-4: the checkpoint describes the run's suspension (`expected`, the run's own, or `None`
+/// if it is not suspended) field by field; the first field that differs is named.
+pub(super) fn guard_checkpoint_matches(
+    run: &RefRun,
+    expected: Option<Checkpoint>,
+    cp: &Checkpoint,
+) -> Result<(), Rejection> {
+    let Some(expected) = expected else {
         return Err(Rejection::NotSuspended {
             phase: run.phase().kind(),
         });
@@ -245,7 +230,7 @@ pub(super) fn guard_awaited(expected: Name, got: Name) -> Result<(), Rejection> 
 }
 
 /// RES-6, APR-3: only the party the run recorded decides.
-pub(super) fn guard_party(expected: Name, got: Name) -> Result<(), Rejection> {
+pub(crate) fn guard_party(expected: Name, got: Name) -> Result<(), Rejection> {
     if expected != got {
         return Err(Rejection::Unauthorised { expected, got });
     }
@@ -253,7 +238,7 @@ pub(super) fn guard_party(expected: Name, got: Name) -> Result<(), Rejection> {
 }
 
 /// RES-7: a resume that leads to new work re-checks current permission, then budget.
-pub(super) fn guard_policy(facts: &Facts) -> Result<(), Rejection> {
+pub(crate) fn guard_policy(facts: &Facts) -> Result<(), Rejection> {
     if !facts.permitted {
         return Err(Rejection::PermissionRevoked);
     }
@@ -261,4 +246,11 @@ pub(super) fn guard_policy(facts: &Facts) -> Result<(), Rejection> {
         return Err(Rejection::BudgetExhausted);
     }
     Ok(())
+}
+
+/// RES-3, RES-7: a decision that acts on the resource the checkpoint was decided on
+/// re-checks that it has not moved, then current permission and budget.
+pub(crate) fn guard_present(resume: &Resume) -> Result<(), Rejection> {
+    guard_resource_version(&resume.checkpoint, &resume.facts)?;
+    guard_policy(&resume.facts)
 }

@@ -1,8 +1,8 @@
 //! The transition and its effects (spec 4 and 6): what every accepted input does alike once
 //! its handler has decided where the run goes.
 
-use super::{RecordedCall, RefRun, Status};
-use resumable_kernel::checkpoint::{key_digest, tool_key};
+use super::{RecordedCall, RefRun, Rules, Status};
+use resumable_kernel::checkpoint::key_digest;
 use resumable_kernel::{
     AuditRecord, Batch, BoundCall, Call, Command, DecisionKind, Dispatch, Effects, EventKind,
     HistoryEntry, InFlight, List, Phase, Reason, Rejection, Suspension, Time, BATCH_CAPACITY,
@@ -10,9 +10,9 @@ use resumable_kernel::{
 
 /// The part of a transition a handler decides: the new status, the calls bound and results
 /// recorded, and the commands for the driver. Revision, clock, audit record and checkpoint are
-/// added uniformly by [`finish_step`].
-pub(super) struct Move {
-    pub(super) status: Status,
+/// added uniformly by [`Rules::finish_step`].
+pub(crate) struct Move {
+    pub(crate) status: Status,
     /// What the store adds to the run's history in the same commit, in order: a call newly
     /// bound (KEY-1, KEY-2), a key spent by a recorded result (REC-4). A batch's transition
     /// may carry one per call (spec 5.5).
@@ -28,7 +28,7 @@ pub(super) struct Move {
 }
 
 impl Move {
-    pub(super) fn to(status: Status) -> Move {
+    pub(crate) fn to(status: Status) -> Move {
         Move {
             status,
             history: List::new(),
@@ -44,7 +44,7 @@ impl Move {
     }
     /// The move recording a result: the result becomes the run's last call and its key is
     /// spent.
-    pub(super) fn recording(mut self, record: Option<RecordedCall>) -> Move {
+    pub(crate) fn recording(mut self, record: Option<RecordedCall>) -> Move {
         if let Some(done) = record {
             let _ = self
                 .history
@@ -58,7 +58,7 @@ impl Move {
         self
     }
     /// The move with a command for the driver, after any it already carries.
-    pub(super) fn then(mut self, command: Command) -> Move {
+    pub(crate) fn then(mut self, command: Command) -> Move {
         let _ = self.commands.push(command);
         self
     }
@@ -69,7 +69,8 @@ impl Move {
     }
 }
 
-pub(super) type Stepped = Result<(RefRun, Effects), Rejection>;
+/// What a step of the machine comes to: the next run and its effects, or the rejection.
+pub(crate) type Stepped = Result<(RefRun, Effects), Rejection>;
 
 /// KEY-1: a call's key bound to its argument digest.
 pub(super) fn bind(call: &Call) -> BoundCall {
@@ -79,22 +80,9 @@ pub(super) fn bind(call: &Call) -> BoundCall {
     }
 }
 
-/// KEY-3: the command to dispatch (or query) a call under this attempt, with the key the tool
-/// must see: the run's identity and the call's key together.
-pub(super) fn command(run: &RefRun, call: &BoundCall, attempt: u8) -> Dispatch {
-    Dispatch {
-        call_id: call.call.call_id,
-        tool: call.call.tool,
-        args: call.call.args,
-        key: call.call.key,
-        tool_key: tool_key(&run.identity, &call.call.key),
-        attempt,
-    }
-}
-
 /// SUS-1, EXP-1: a suspension the kernel itself opens is held by the run's operator for the
 /// reconcile window, with an expiry before the end of time; at the end of time none opens.
-pub(super) fn held_by_operator(
+pub(crate) fn held_by_operator(
     run: &RefRun,
     at: Time,
     reason: Reason,
@@ -112,7 +100,7 @@ pub(super) fn held_by_operator(
 }
 
 /// REC-2, EXP-1: an effect nobody can settle goes to the operator, with any waiting cancel.
-pub(super) fn escalate(
+pub(crate) fn escalate(
     run: &RefRun,
     f: InFlight,
     cancelled_by: Option<resumable_kernel::Name>,
@@ -142,55 +130,69 @@ fn transition(run: &RefRun, at: Time, mv: Move) -> Result<(RefRun, Move), Reject
     Ok((next, mv))
 }
 
-/// The transition of a move, with its effects. A call of a batch that the run's phase held
-/// is let go of first, and the next one waiting to be reconciled taken up (BAT-4).
-pub(super) fn finish_step(
-    run: &RefRun,
-    at: Time,
-    event: EventKind,
-    decision: Option<DecisionKind>,
-    mv: Move,
-) -> Stepped {
-    let mv = super::batch::let_go(run, at, mv)?;
-    let (next, mv) = transition(run, at, mv)?;
-    let effects = effects_of(
-        &next,
-        at,
-        event,
-        decision,
-        mv.history.iter().copied(),
-        mv.commands.iter().copied(),
-    );
-    Ok((next, effects))
-}
+impl Rules {
+    /// WAL-1, KEY-3: the command to dispatch (or query) a call under this attempt, with the
+    /// key the tool must see ([`Rules::tool_key`]).
+    pub(crate) fn command(&self, run: &RefRun, call: &BoundCall, attempt: u8) -> Dispatch {
+        Dispatch {
+            call_id: call.call.call_id,
+            tool: call.call.tool,
+            args: call.call.args,
+            key: call.call.key,
+            tool_key: (self.tool_key)(&run.identity, &call.call.key),
+            attempt,
+        }
+    }
 
-/// AUD-1, CKP-1, WAL-1: the audit record first, describing the new state; the history
-/// entries; a sealed checkpoint of the new state when it is suspended; then the commands.
-pub(super) fn effects_of(
-    next: &RefRun,
-    at: Time,
-    event: EventKind,
-    decision: Option<DecisionKind>,
-    history: impl IntoIterator<Item = HistoryEntry>,
-    commands: impl IntoIterator<Item = Command>,
-) -> Effects {
-    let phase = next.phase();
-    let reason = match phase {
-        Phase::Suspended(s) => Some(s.reason.kind()),
-        _ => None,
-    };
-    let audit = AuditRecord {
-        revision: next.revision,
-        at,
-        event,
-        decision,
-        phase: phase.kind(),
-        reason,
-    };
-    Effects::of_batch(
-        audit,
-        history,
-        next.checkpoint().map(|cp| cp.seal()),
-        commands,
-    )
+    /// The transition of a move, with its effects. A call of a batch that the run's phase
+    /// held is let go of first, and the next one waiting to be reconciled taken up (BAT-4).
+    pub(crate) fn finish_step(
+        &self,
+        run: &RefRun,
+        at: Time,
+        event: EventKind,
+        decision: Option<DecisionKind>,
+        mv: Move,
+    ) -> Stepped {
+        let mv = self.let_go(run, at, mv)?;
+        let (next, mv) = transition(run, at, mv)?;
+        let effects = self.effects_of(
+            &next,
+            at,
+            event,
+            decision,
+            mv.history.iter().copied(),
+            mv.commands.iter().copied(),
+        );
+        Ok((next, effects))
+    }
+
+    /// AUD-1, CKP-1, WAL-1: the audit record first, describing the new state; the history
+    /// entries; a sealed checkpoint of the new state when it is suspended, as
+    /// [`Rules::persisted`] keeps it; then the commands.
+    fn effects_of(
+        &self,
+        next: &RefRun,
+        at: Time,
+        event: EventKind,
+        decision: Option<DecisionKind>,
+        history: impl IntoIterator<Item = HistoryEntry>,
+        commands: impl IntoIterator<Item = Command>,
+    ) -> Effects {
+        let phase = next.phase();
+        let reason = match phase {
+            Phase::Suspended(s) => Some(s.reason.kind()),
+            _ => None,
+        };
+        let audit = AuditRecord {
+            revision: next.revision,
+            at,
+            event,
+            decision,
+            phase: phase.kind(),
+            reason,
+        };
+        let checkpoint = next.checkpoint().map(|cp| (self.persisted)(cp).seal());
+        Effects::of_batch(audit, history, checkpoint, commands)
+    }
 }

@@ -3,16 +3,16 @@
 //! then what the decision does.
 
 use super::guards::{
-    guard_awaited, guard_checkpoint_matches_run, guard_party, guard_policy, guard_resource_version,
+    guard_awaited, guard_checkpoint_matches, guard_party, guard_policy, guard_present,
     guard_suspended,
 };
-use super::moves::{command, escalate, finish_step, Move, Stepped};
-use super::{RecordedCall, RefRun, Reference, Status};
-use crate::variant::Variant;
+use super::moves::{escalate, Move, Stepped};
+use super::{RecordedCall, RefRun, Rules, Status};
 use resumable_kernel::{
-    Approval, AuditRecord, BoundCall, Checkpoint, Command, Decision, Effects, EventKind, FailCause,
-    IdentityField, InFlight, Name, PhaseKind, QueryAnswer, Reason, Rejection, Resolution, Resume,
-    ResumeReceipt, Revision, Suspension, Time, VerdictKind,
+    Approval, ApprovalField, AuditRecord, BoundCall, Checkpoint, Command, Decision, Effects,
+    EventKind, Facts, FailCause, Identity, IdentityField, InFlight, Name, QueryAnswer, Reason,
+    Rejection, Resolution, Resume, ResumeReceipt, Revision, Suspension, Time, ToolContract,
+    VerdictKind,
 };
 
 /// CAN-2: once an unsettled effect is settled, a waiting cancel ends the run; otherwise it
@@ -32,53 +32,37 @@ fn recorded(f: &InFlight, result: resumable_kernel::Digest) -> Option<RecordedCa
     })
 }
 
-impl Reference {
+impl Rules {
+    /// A resume: the rows of spec 5 in order, then what the decision does, the resource it
+    /// observed recorded (RES-3), the audit record (AUD-1) and the receipt (RES-2).
     pub(super) fn resume(&self, run: &RefRun, at: Time, resume: &Resume) -> Stepped {
         let cp = &resume.checkpoint;
         let decision = &resume.decision;
         // Rows 1 to 5 (schema, digest, revision) were checked with the guards of every input.
-        if self.breaks(Variant::ResourceBlocksAnswers) {
-            // The broken way: the resource is compared for every decision, first.
-            guard_resource_version(cp, &resume.facts)?;
-        }
+        // RES-3: what the resume's facts say of the resource, recorded below.
+        let observed = (self.resume_resource)(cp, &resume.facts)?;
         let suspension = guard_suspended(run)?; // row 6
-        if self.breaks(Variant::CancelNotCheckpointed) {
-            // The broken way: no checkpoint carries the cancel, so none is compared.
-            let waiting = run.checkpoint().and_then(|c| c.cancel_requested_by);
-            let compared = Checkpoint {
-                cancel_requested_by: waiting,
-                ..*cp
-            };
-            guard_checkpoint_matches_run(run, &compared)?; // row 7, RES-4
-        } else {
-            guard_checkpoint_matches_run(run, cp)?; // row 7, RES-4
-        }
+                                                // Row 7, RES-4: the two compared as the machine persists a checkpoint.
+        let expected = run.checkpoint().map(self.persisted);
+        guard_checkpoint_matches(run, expected, &(self.persisted)(*cp))?;
         self.guard_decision_in_time(&suspension, at)?; // row 8, RES-5
         self.guard_decision_answers(run, &suspension, decision, cp, at)?; // rows 9 and 10, RES-6
         let mut mv = self.decide(run, &suspension, resume, at)?; // rows 11 and 12
-        if !self.breaks(Variant::ResourceBlocksAnswers) {
-            // RES-3: the driver's honest observation of the resource is the run's from now on.
-            mv = mv.observing(resume.facts.resource_version);
+        if let Some(version) = observed {
+            mv = mv.observing(version);
         }
-        let (mut next, mut effects) =
-            finish_step(run, at, EventKind::Resume, Some(decision.kind()), mv)?;
-        if self.breaks(Variant::ResumeRecordFromCheckpoint) {
-            // The broken way: the record describes the checkpoint, not the transition.
-            let from_checkpoint = AuditRecord {
-                revision: cp.revision,
-                at: cp.created_at,
-                event: EventKind::Resume,
-                decision: Some(decision.kind()),
-                phase: PhaseKind::Suspended,
-                reason: Some(cp.reason),
-            };
-            effects = Effects::of_batch(
-                from_checkpoint,
+        let (mut next, effects) =
+            self.finish_step(run, at, EventKind::Resume, Some(decision.kind()), mv)?;
+        // AUD-1: the resume's record, as the rule for it writes it from the transition's.
+        let effects = match effects.audit() {
+            Some(record) => Effects::of_batch(
+                (self.resume_record)(*record, cp),
                 effects.histories().copied(),
                 effects.checkpoint().copied(),
                 effects.commands().copied(),
-            );
-        }
+            ),
+            None => effects,
+        };
         // RES-2: the receipt, for a late or duplicate resumer holding this checkpoint.
         next.last_resume = Some(ResumeReceipt {
             from: run.revision,
@@ -89,102 +73,14 @@ impl Reference {
         Ok((next, effects))
     }
 
-    /// ID-1: the checkpoint belongs to this tenant, session, run and definition. Checked
-    /// first, so a stranger learns nothing else; the field is named, the value never echoed.
-    pub(super) fn guard_identity(&self, run: &RefRun, cp: &Checkpoint) -> Result<(), Rejection> {
-        if self.breaks(Variant::NoIdentityCheck) {
-            return Ok(());
-        }
-        let (mine, theirs) = (&run.identity, &cp.identity);
-        // In the spec's order; a variant that ignores one field skips it.
-        let fields = [
-            (
-                IdentityField::Tenant,
-                Variant::IdentityIgnoresTenant,
-                theirs.tenant == mine.tenant,
-            ),
-            (
-                IdentityField::Session,
-                Variant::IdentityIgnoresSession,
-                theirs.session == mine.session,
-            ),
-            (
-                IdentityField::Run,
-                Variant::IdentityIgnoresRun,
-                theirs.run == mine.run,
-            ),
-            (
-                IdentityField::Definition,
-                Variant::IdentityIgnoresDefinition,
-                theirs.definition == mine.definition,
-            ),
-        ];
-        match (fields.into_iter()).find(|&(_, ignored, same)| !same && !self.breaks(ignored)) {
-            Some((field, _, _)) => Err(Rejection::IdentityMismatch { field }),
-            None => Ok(()),
-        }
-    }
-
-    /// RES-3 and RES-2: the checkpoint is at the run's revision. One from the future is
-    /// refused; an older one is either the very checkpoint the last resume was taken from (a
-    /// duplicate of the winner, or a conflicting loser) or stale.
-    pub(super) fn guard_revision(
-        &self,
-        run: &RefRun,
-        cp: &Checkpoint,
-        decision: &Decision,
-    ) -> Result<(), Rejection> {
-        if self.breaks(Variant::NoRevisionCheck) {
-            return Ok(());
-        }
-        // Spec 5.5, with rows 4 and 5: a batch decision on the batch's own checkpoint is
-        // answered from the batch, even after it left its suspension or the run ended.
-        if let (Decision::Batch { decisions }, Some(b)) = (decision, &run.batch) {
-            if cp.revision == b.opened && cp.digest == b.checkpoint {
-                return answer_from_batch(b, decisions);
-            }
-        }
-        // BAT-2: while a batch awaits decisions, its checkpoint is the one it opened with; any
-        // other checkpoint not from the future is stale (spec 5.5, "Duplicates and late
-        // decisions").
-        let (current, got) = (run.revision, cp.revision);
-        if got > current {
-            return Err(Rejection::FutureRevision { current, got });
-        }
-        if let Some(b) = run.open_batch() {
-            if got == b.opened {
-                return Ok(());
-            }
-            return Err(Rejection::StaleRevision { current, got });
-        }
-        if got < current {
-            return Err(match run.last_resume {
-                Some(won) if won.from == got && won.checkpoint == cp.digest => {
-                    if won.decision == *decision {
-                        Rejection::AlreadyApplied {
-                            from: won.from,
-                            to: won.to,
-                        }
-                    } else {
-                        Rejection::AlreadyResumed {
-                            from: won.from,
-                            to: won.to,
-                        }
-                    }
-                }
-                _ => Rejection::StaleRevision { current, got },
-            });
-        }
-        Ok(())
-    }
-
     /// RES-5: a decision after the suspension's expiry is refused.
     fn guard_decision_in_time(&self, s: &Suspension, at: Time) -> Result<(), Rejection> {
-        let awaits_approval = matches!(s.reason, Reason::PendingApproval { .. });
-        if awaits_approval && self.breaks(Variant::ApprovalsNeverExpire) {
-            return Ok(());
-        }
-        if at > s.expires_at {
+        // APR-2 with RES-5: a suspension awaiting approval lapses by the approvals' rule.
+        let lapsed = match s.reason {
+            Reason::PendingApproval { .. } => (self.approval_lapsed)(s.expires_at, at),
+            _ => at > s.expires_at,
+        };
+        if lapsed {
             return Err(Rejection::Expired {
                 expires_at: s.expires_at,
                 now: at,
@@ -255,8 +151,7 @@ impl Reference {
 
     /// Spec 5.2, for approve and deny alike: the approval binds to the checkpoint revision
     /// and the pending call's id, argument digest and requester (APR-1); it has not expired
-    /// (APR-2); the approver is not the requester, and is the party the run recorded (APR-3).
-    /// The caller checks rule 5 (POL-1) after it.
+    /// (APR-2); the approver is entitled (APR-3). The caller checks rule 5 (POL-1) after it.
     fn guard_approval(
         &self,
         call: &BoundCall,
@@ -266,45 +161,16 @@ impl Reference {
         approval: &Approval,
         at: Time,
     ) -> Result<(), Rejection> {
-        use resumable_kernel::ApprovalField as F;
-        let unbound = if approval.revision != revision {
-            Some(F::Revision)
-        } else if approval.call_id != call.call.call_id {
-            Some(F::CallId)
-        } else if approval.args != call.call.args && !self.breaks(Variant::ApprovalNotBoundToArgs) {
-            Some(F::Args)
-        } else if approval.requester != requester {
-            Some(F::Requester)
-        } else {
-            None
-        };
-        if let Some(field) = unbound {
+        if let Some(field) = (self.approval_binding)(approval, call, requester, revision) {
             return Err(Rejection::ApprovalMismatch { field });
         }
-        if at > approval.expires_at && !self.breaks(Variant::ApprovalsNeverExpire) {
+        if (self.approval_lapsed)(approval.expires_at, at) {
             return Err(Rejection::ApprovalExpired {
                 expires_at: approval.expires_at,
                 now: at,
             });
         }
-        if approval.approver == requester {
-            // The broken variant takes the requester for an entitled approver of its own
-            // call, skipping both this check and the party check below.
-            if self.breaks(Variant::SelfApprovalAllowed) {
-                return Ok(());
-            }
-            return Err(Rejection::SelfApproval {
-                party: approval.approver,
-            });
-        }
-        guard_party(responsible, approval.approver)
-    }
-
-    /// RES-3, RES-7: a decision that acts on the resource the checkpoint was decided on
-    /// re-checks that it has not moved, then current permission and budget.
-    fn guard_present(&self, resume: &Resume) -> Result<(), Rejection> {
-        guard_resource_version(&resume.checkpoint, &resume.facts)?;
-        guard_policy(&resume.facts)
+        (self.approver_entitled)(approval.approver, requester, responsible)
     }
 
     /// What the decision does, once every guard passed (spec 5.1): rows 11 and 12.
@@ -321,13 +187,7 @@ impl Reference {
             }
             // APR-4: a denial fails the run; the denied call never runs.
             (Reason::PendingApproval { call, .. }, Decision::Deny(_)) => {
-                if self.breaks(Variant::DenyLeavesRunning) {
-                    Move::to(Status::Running)
-                } else {
-                    Move::to(Status::Failed(FailCause::Denied {
-                        call_id: call.call.call_id,
-                    }))
-                }
+                Move::to((self.denial)(call))
             }
             // The run continues its own steps once current policy allows it; the resource
             // it waited on may well have moved, which is recorded, not refused.
@@ -351,7 +211,7 @@ impl Reference {
                 // cancel takes effect; otherwise the run goes on, after the re-checks.
                 Resolution::Continue => {
                     if cancelled_by.is_none() {
-                        self.guard_present(resume)?;
+                        guard_present(resume)?;
                     }
                     Move::to(settled(*cancelled_by))
                 }
@@ -380,27 +240,14 @@ impl Reference {
     /// APR-1, WAL-1: after the re-checks of the present (RES-3, RES-7), the approved call is
     /// dispatched once, under its original key.
     fn approve(&self, run: &RefRun, call: &BoundCall, resume: &Resume) -> Result<Move, Rejection> {
-        if self.breaks(Variant::ApprovalIgnoresResource) {
-            guard_policy(&resume.facts)?;
-        } else {
-            self.guard_present(resume)?;
-        }
+        (self.approval_rechecks)(resume)?;
         let in_flight = InFlight {
             call: *call,
             attempt: 0,
             dispatches: 1,
         };
-        let approved = Command::Dispatch(command(run, call, 0));
-        let mv = Move::to(Status::AwaitingResult(in_flight));
-        Ok(match run.last_call {
-            // The interrupted step runs again from its start, and with it the side effect it
-            // issued before the pause: that dispatch goes out first, where the approved one
-            // should (a transition carries one command; the approved call never leaves).
-            Some(done) if self.breaks(Variant::RerunStepOnResume) => {
-                mv.then(Command::Dispatch(command(run, &done.call, done.attempt)))
-            }
-            _ => mv.then(approved),
-        })
+        Ok(Move::to(Status::AwaitingResult(in_flight))
+            .then((self.approved_dispatch)(self, run, call)))
     }
 
     /// REC-2 to REC-4, CAN-2: the status query's answer for an unknown outcome. An answer is
@@ -416,11 +263,7 @@ impl Reference {
         at: Time,
     ) -> Result<Move, Rejection> {
         let fences = f.call.call.contract.query_fences;
-        let carried = if self.breaks(Variant::CancelLostOnEscalation) {
-            None
-        } else {
-            cancelled_by
-        };
+        let carried = (self.person_keeps_cancel)(cancelled_by);
         Ok(match (answer, cancelled_by) {
             // REC-4: the committed result is recorded and reused; a waiting cancel now ends
             // the run.
@@ -430,9 +273,7 @@ impl Reference {
             // REC-2: nobody can tell: a person decides; never retried blindly.
             (QueryAnswer::Unknown, _) => escalate(run, f, carried, at)?,
             // The fenced attempt can never commit: the cancel takes effect.
-            (QueryAnswer::NotCommitted, Some(by))
-                if fences || self.breaks(Variant::CancelEndsUnsettled) =>
-            {
+            (QueryAnswer::NotCommitted, Some(by)) if (self.not_committed_cancels)(fences) => {
                 Move::to(Status::Failed(FailCause::Cancelled { by }))
             }
             // Unfenced, the late original could still commit: a person settles it.
@@ -454,30 +295,10 @@ impl Reference {
         at: Time,
     ) -> Result<Move, Rejection> {
         let contract = f.call.call.contract;
-        if f.dispatches >= contract.max_attempts || self.guard_present(resume).is_err() {
+        if f.dispatches >= contract.max_attempts || guard_present(resume).is_err() {
             return escalate(run, f, None, at);
         }
-        let fresh = f.attempt.checked_add(1);
-        let attempt = if contract.query_fences {
-            // The old key is fenced and can never commit: only a fresh attempt can succeed.
-            if self.breaks(Variant::RetrySameKeyOnFence) {
-                Some(f.attempt)
-            } else {
-                fresh
-            }
-        } else if contract.dedupes {
-            // The delayed original may still arrive: only the same key lets dedupe absorb it.
-            if self.breaks(Variant::RetryFreshKeyOnDedupe) {
-                fresh
-            } else {
-                Some(f.attempt)
-            }
-        } else if self.breaks(Variant::RetryWithoutContract) {
-            Some(f.attempt)
-        } else {
-            // Neither fence nor dedupe: any retry may commit twice.
-            None
-        };
+        let attempt = (self.retry_attempt)(&contract, f.attempt);
         let (Some(attempt), Some(dispatches)) = (attempt, f.dispatches.checked_add(1)) else {
             return escalate(run, f, None, at);
         };
@@ -487,8 +308,155 @@ impl Reference {
             dispatches,
         };
         Ok(Move::to(Status::AwaitingResult(again))
-            .then(Command::Dispatch(command(run, &f.call, attempt))))
+            .then(Command::Dispatch(self.command(run, &f.call, attempt))))
     }
+}
+
+/// RES-3: the resume's facts are the driver's honest observation of the resource, recorded
+/// as the run's once the decision is taken; a decision is refused for a moved resource only
+/// where it acts on the present ([`guard_present`]).
+pub(super) fn recorded_from_facts(_: &Checkpoint, facts: &Facts) -> Result<Option<u64>, Rejection> {
+    Ok(Some(facts.resource_version))
+}
+
+/// AUD-1: the record describes the transition, as it was made.
+pub(super) fn record_of_the_transition(record: AuditRecord, _: &Checkpoint) -> AuditRecord {
+    record
+}
+
+/// APR-1: the approval binds to the checkpoint's revision, then the pending call's id,
+/// argument digest and requester; the first field that does not is named.
+pub(super) fn bound_to_call(
+    approval: &Approval,
+    call: &BoundCall,
+    requester: Name,
+    revision: Revision,
+) -> Option<ApprovalField> {
+    if approval.revision != revision {
+        Some(ApprovalField::Revision)
+    } else if approval.call_id != call.call.call_id {
+        Some(ApprovalField::CallId)
+    } else if approval.args != call.call.args {
+        Some(ApprovalField::Args)
+    } else if approval.requester != requester {
+        Some(ApprovalField::Requester)
+    } else {
+        None
+    }
+}
+
+/// APR-3: the requester never approves its own call, and only the party the run recorded
+/// decides.
+pub(crate) fn requester_never_approves(
+    approver: Name,
+    requester: Name,
+    responsible: Name,
+) -> Result<(), Rejection> {
+    if approver == requester {
+        return Err(Rejection::SelfApproval { party: approver });
+    }
+    guard_party(responsible, approver)
+}
+
+/// WAL-1: the approved call is dispatched once, under its original key.
+pub(crate) fn approved_call(rules: &Rules, run: &RefRun, call: &BoundCall) -> Command {
+    Command::Dispatch(rules.command(run, call, 0))
+}
+
+/// APR-4: a denial fails the run; the denied call never runs.
+pub(super) fn fails_run(call: &BoundCall) -> Status {
+    Status::Failed(FailCause::Denied {
+        call_id: call.call.call_id,
+    })
+}
+
+/// REC-3: after "not committed", a fencing query allows a retry under a fresh attempt key
+/// (the old key is fenced and can never commit); a deduping tool allows one under the same
+/// key (the delayed original may still arrive, and only the same key lets dedupe absorb
+/// it); with neither, any retry may commit twice: none.
+pub(crate) fn retry_by_contract(contract: &ToolContract, attempt: u8) -> Option<u8> {
+    if contract.query_fences {
+        attempt.checked_add(1)
+    } else if contract.dedupes {
+        Some(attempt)
+    } else {
+        None
+    }
+}
+
+/// ID-1: the checkpoint belongs to this tenant, session, run and definition (`theirs` against
+/// the run's, `mine`). Checked first, so a stranger learns nothing else; the first field that
+/// differs is named, its value never echoed.
+pub(super) fn guard_identity(mine: &Identity, theirs: &Identity) -> Result<(), Rejection> {
+    match identity_fields(mine, theirs)
+        .into_iter()
+        .find(|&(_, same)| !same)
+    {
+        Some((field, _)) => Err(Rejection::IdentityMismatch { field }),
+        None => Ok(()),
+    }
+}
+
+/// Each field of two identities, in the spec's order, and whether the two agree on it.
+pub(crate) fn identity_fields(mine: &Identity, theirs: &Identity) -> [(IdentityField, bool); 4] {
+    [
+        (IdentityField::Tenant, theirs.tenant == mine.tenant),
+        (IdentityField::Session, theirs.session == mine.session),
+        (IdentityField::Run, theirs.run == mine.run),
+        (
+            IdentityField::Definition,
+            theirs.definition == mine.definition,
+        ),
+    ]
+}
+
+/// RES-3 and RES-2: the checkpoint is at the run's revision. One from the future is
+/// refused; an older one is either the very checkpoint the last resume was taken from (a
+/// duplicate of the winner, or a conflicting loser) or stale.
+pub(super) fn guard_revision(
+    run: &RefRun,
+    cp: &Checkpoint,
+    decision: &Decision,
+) -> Result<(), Rejection> {
+    // Spec 5.5, with rows 4 and 5: a batch decision on the batch's own checkpoint is
+    // answered from the batch, even after it left its suspension or the run ended.
+    if let (Decision::Batch { decisions }, Some(b)) = (decision, &run.batch) {
+        if cp.revision == b.opened && cp.digest == b.checkpoint {
+            return answer_from_batch(b, decisions);
+        }
+    }
+    // BAT-2: while a batch awaits decisions, its checkpoint is the one it opened with; any
+    // other checkpoint not from the future is stale (spec 5.5, "Duplicates and late
+    // decisions").
+    let (current, got) = (run.revision, cp.revision);
+    if got > current {
+        return Err(Rejection::FutureRevision { current, got });
+    }
+    if let Some(b) = run.open_batch() {
+        if got == b.opened {
+            return Ok(());
+        }
+        return Err(Rejection::StaleRevision { current, got });
+    }
+    if got < current {
+        return Err(match run.last_resume {
+            Some(won) if won.from == got && won.checkpoint == cp.digest => {
+                if won.decision == *decision {
+                    Rejection::AlreadyApplied {
+                        from: won.from,
+                        to: won.to,
+                    }
+                } else {
+                    Rejection::AlreadyResumed {
+                        from: won.from,
+                        to: won.to,
+                    }
+                }
+            }
+            _ => Rejection::StaleRevision { current, got },
+        });
+    }
+    Ok(())
 }
 
 /// RES-2 for a batch (spec 5.5): the first decision of the list, in order, that names a call

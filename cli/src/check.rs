@@ -14,7 +14,7 @@ pub use crate::output::Format;
 use crate::output::{self, Error};
 use clap::ValueEnum;
 use resumable_kernel::IdentityField;
-use resumable_model::checker::{self, memory, world::config_json, Options, Reduction, Report};
+use resumable_model::checker::{self, memory, subject::config_json, Options, Reduction, Report};
 use resumable_model::config::{Config, Program};
 use resumable_model::driving::Driving;
 use resumable_model::reference::Reference;

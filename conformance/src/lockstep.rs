@@ -8,7 +8,7 @@
 //! pair's run as data. Because the pair is a lifecycle, the model's world explores it like
 //! any other: every input the world offers at every reachable state, the ones that must be
 //! refused included, goes through both machines, and a disagreement is a state the checker
-//! reaches, with a shortest trace to it, never a panic (see [`world`]). At every reachable
+//! reaches, with a shortest trace to it, never a panic (see [`pair_world`]). At every reachable
 //! state the world can also offer both machines [`probe`]s: adversarial inputs its actors
 //! never send on a given configuration. [`Session`] drives a pair input by input, for named
 //! cases and property tests, and [`render`] prints verdicts side by side.
@@ -57,15 +57,15 @@
 //! the pair compares nothing more ([`Refusal::AlreadyDiverged`]; each machine is
 //! [`Said::NotAsked`]): like a test that stops at its first failure, it stops telling anything
 //! about either machine, and the world's own properties are not judged past that point (see
-//! [`world`]). As a lifecycle the pair then follows its leading machine alone, so every
+//! [`pair_world`]). As a lifecycle the pair then follows its leading machine alone, so every
 //! verdict it gives is a machine's own.
 
 mod pair;
+pub mod pair_world;
 pub mod probe;
 pub mod render;
 mod session;
 mod tally;
-pub mod world;
 
 pub use pair::{Compared, Pair, PairRun, Refusal};
 pub use session::{Row, Session};

@@ -234,7 +234,7 @@ fn check_json(shown: &mut Shown) {
     assert_eq!(report.outcome.exit_code(), 1, "the variant is caught");
     // What the command line fills in, as `check` does.
     report.model = variant.name().to_string();
-    let full = checker::world::config_json(&config);
+    let full = checker::subject::config_json(&config);
     let mut kept: serde_json::Map<String, serde_json::Value> = (full.as_object().cloned())
         .expect("an object")
         .into_iter()

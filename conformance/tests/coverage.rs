@@ -4,7 +4,7 @@
 //! exactly the properties the checker keys by each ID.
 
 use resumable_conformance::lockstep::kernel_and_reference;
-use resumable_conformance::lockstep::world::{default_config, LockstepWorld, Probes};
+use resumable_conformance::lockstep::pair_world::{default_config, LockstepWorld, Probes};
 use resumable_conformance::SpecId;
 use resumable_model::checker::Checkable;
 use std::collections::BTreeSet;

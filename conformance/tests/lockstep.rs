@@ -5,7 +5,7 @@
 //! with which effects, and which rejection each gave, with its evidence. The last test runs
 //! the whole model world in lockstep on a small configuration.
 
-use resumable_conformance::lockstep::world::{
+use resumable_conformance::lockstep::pair_world::{
     self, check_with, render_trace, LockstepWorld, Probes, CONF_1, CONF_1_PROBES, CONF_1_TO_THE_END,
 };
 use resumable_conformance::lockstep::{kernel_and_reference, Said, Session};
@@ -205,13 +205,13 @@ fn suspended_suspend_is_refused_alike_by_kernel_and_reference() {
     insta::assert_snapshot!("double_suspend", s.to_text());
 }
 
-/// The number of distinct states of the lockstep world on [`world::default_config`]. A change means the
+/// The number of distinct states of the lockstep world on [`pair_world::default_config`]. A change means the
 /// world, or one of the machines, now reaches other states: look at why before updating it.
 /// (From 33,307: the tool's commits now move the run's resource, which the world tracks.)
 const SMALL_WORLD_STATES: usize = 40590;
 
 fn check_alone<L: resumable_model::Lifecycle>(machine: L) -> resumable_model::checker::Report {
-    let world = resumable_model::world::World::new(machine, world::default_config()).unwrap();
+    let world = resumable_model::world::World::new(machine, pair_world::default_config()).unwrap();
     resumable_model::checker::check(world, &resumable_model::checker::Options::default()).unwrap()
 }
 
@@ -219,7 +219,7 @@ fn check_alone<L: resumable_model::Lifecycle>(machine: L) -> resumable_model::ch
 /// the ones that must be refused included, goes through both machines, and they agree.
 #[test]
 fn whole_world_lockstep_check_on_a_small_config_finds_no_divergence() {
-    let r = world::check_kernel_and_reference().unwrap();
+    let r = pair_world::check_kernel_and_reference().unwrap();
     println!(
         "lockstep world: {} unique states, {} generated, depth {}, {:.1} s",
         r.report.stats.unique,
@@ -282,7 +282,7 @@ fn keyed<M: Model>(list: PropertyList<M, SpecId>) -> Vec<(SpecId, &'static str)>
 /// under the same names and spec IDs: none is lost to the table of conditions.
 #[test]
 fn lockstep_world_keeps_every_world_property_after_conf_1() {
-    let m = LockstepWorld::new(kernel_and_reference(), world::default_config()).unwrap();
+    let m = LockstepWorld::new(kernel_and_reference(), pair_world::default_config()).unwrap();
     let inner = keyed(m.world().property_list().unwrap());
     let outer = keyed(m.property_list().unwrap());
     let conf_1 = [(SpecId::Conf1, CONF_1), (SpecId::Conf1, CONF_1_TO_THE_END)];
@@ -330,7 +330,7 @@ fn rendered_trace_numbers_each_step_and_indents_its_state() {
 fn probed_world() -> resumable_model::config::Config {
     resumable_model::config::Config {
         crashes: 0,
-        ..world::default_config()
+        ..pair_world::default_config()
     }
 }
 
@@ -379,7 +379,7 @@ fn every_reachable_state_agrees_on_adversarial_probes() {
 #[ignore = "seconds in release; run with --release -- --ignored"]
 fn lockstep_holds_over_each_widening_of_the_world() {
     use resumable_model::config::{Config, Program};
-    let base = world::default_config();
+    let base = pair_world::default_config();
     let widened = [
         (
             "cancels and an operator",
@@ -406,7 +406,7 @@ fn lockstep_holds_over_each_widening_of_the_world() {
         ),
     ];
     for (name, config) in widened {
-        let r = world::check(
+        let r = pair_world::check(
             kernel_and_reference(),
             config,
             &resumable_model::checker::Options::default(),

@@ -18,7 +18,7 @@
 //! The second mutant is the reference with double suspend allowed (spec SUS-2): it accepts an
 //! input the kernel refuses. That direction a replay does catch, and lockstep catches it too.
 
-use resumable_conformance::lockstep::world::{check, check_with, LockstepReport, Probes};
+use resumable_conformance::lockstep::pair_world::{check, check_with, LockstepReport, Probes};
 use resumable_conformance::lockstep::{Disagreement, Observable, Observation, Pair};
 use resumable_kernel::{
     Decision, Effects, Event, Identity, Input, Policy, Rejection, Resume, Run, Time,

@@ -45,8 +45,8 @@ mod render;
 mod report;
 mod search;
 mod shortest;
+pub mod subject;
 mod visited;
-pub mod world;
 
 pub use explore::explore;
 pub use list::{ListError, PropertyList};

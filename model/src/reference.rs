@@ -37,7 +37,7 @@ mod rules;
 
 pub(crate) use events::to_a_person;
 pub(crate) use guards::{guard_digest, guard_policy, guard_resource_version, guard_schema};
-pub(crate) use moves::{Move, Stepped};
+pub(crate) use moves::{Move, StepResult};
 pub(crate) use resume::{
     approved_call, identity_fields, requester_never_approves, retry_by_contract,
 };

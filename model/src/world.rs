@@ -15,6 +15,16 @@
 //! accepts; it never decides a lifecycle rule itself. Every party in it is honest: facts are
 //! the world's truth, the operator says only what is so.
 //!
+//! # A run, stage by stage
+//!
+//! The lifecycle's own run (`L::Run`) reaches the world in these forms: its [`Snapshot`] (the
+//! run in the kernel's words, as every lifecycle shows it), the [`RunView`] read off that
+//! snapshot (what the world's guards and properties ask of it), a [`StoredRun`] (the run as
+//! the store holds it: the run, its call history, its snapshot and view, interned once), a
+//! [`StagedStep`] (a step a worker computed from a stored run and holds until its
+//! compare-and-set: the stored run it would write and everything the write does), and a step's
+//! outcome (what computing it came to: impossible, refused, or accepted with its staged step).
+//!
 //! # The store contract the world assumes
 //!
 //! A worker reads a run, steps it locally, and writes the next run with compare-and-set on the
@@ -60,7 +70,7 @@ mod view;
 
 pub use actions::*;
 pub use cast::{Cast, Proposal, Step, BATCH, GATED, KEY_OF, PROPOSALS};
-pub use intern::{Interner, Shared};
+pub use intern::{Interned, Interner};
 pub use marks::*;
 pub use messages::*;
 pub use state::*;
@@ -79,10 +89,10 @@ pub struct World<L: Lifecycle> {
     lifecycle: L,
     config: Config,
     cast: Cast,
-    runs: &'static Interner<Stored<L::Run>>,
+    runs: &'static Interner<StoredRun<L::Run>>,
     checkpoints: &'static Interner<Checkpoint>,
-    logs: &'static Interner<Vec<Shared<Checkpoint>>>,
-    steps: &'static Interner<Staged<L::Run>>,
+    logs: &'static Interner<Vec<Interned<Checkpoint>>>,
+    steps: &'static Interner<StagedStep<L::Run>>,
     queues: &'static Interner<Queue>,
     digests: &'static Interner<Digest>,
     /// Names this world in each thread's memo of steps (`memo.rs`); a clone keeps it, since
@@ -132,7 +142,7 @@ impl<L: Lifecycle> World<L> {
     }
 
     /// The run as the store holds it: interned, with its view.
-    fn store(&self, run: L::Run, history: StoreHistory) -> Shared<Stored<L::Run>> {
+    fn store(&self, run: L::Run, history: StoreHistory) -> Interned<StoredRun<L::Run>> {
         let snapshot = self.lifecycle.snapshot(&run);
         let mut view = view_of(&snapshot);
         for (i, state) in self.batch_states(&run).iter().enumerate() {
@@ -147,7 +157,7 @@ impl<L: Lifecycle> World<L> {
                 _ => {}
             }
         }
-        self.runs.intern(Stored {
+        self.runs.intern(StoredRun {
             run,
             history,
             view,
@@ -175,9 +185,9 @@ impl<L: Lifecycle> World<L> {
     /// (`memo.rs`), so a log is copied and interned once per distinct append.
     fn append(
         &self,
-        log: Shared<Vec<Shared<Checkpoint>>>,
-        checkpoint: Shared<Checkpoint>,
-    ) -> Shared<Vec<Shared<Checkpoint>>> {
+        log: Interned<Vec<Interned<Checkpoint>>>,
+        checkpoint: Interned<Checkpoint>,
+    ) -> Interned<Vec<Interned<Checkpoint>>> {
         memo::appended(log, checkpoint, || {
             let mut next = (*log).clone();
             next.push(checkpoint);

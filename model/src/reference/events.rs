@@ -5,7 +5,7 @@ use super::guards::{
     guard_clock, guard_digest, guard_expiry, guard_not_terminal, guard_revision_counter,
     guard_running_idle, guard_schema, guard_some_decision, in_flight_rejection, terminal,
 };
-use super::moves::{bind, escalate, held_by_operator, Move, Stepped};
+use super::moves::{bind, escalate, held_by_operator, Move, StepResult};
 use super::{RecordedCall, RefRun, Reference, Rules, Status};
 use resumable_kernel::{
     Call, Command, Digest, Event, EventKind, FailCause, InFlight, Input, Name, Prior, Reason,
@@ -16,13 +16,13 @@ impl Reference {
     /// One step: the guards of the input's kind in the specification's order, then the
     /// transition and its effects, by the machine's rules (the specification's, or the
     /// specification's with one broken). Never panics.
-    pub fn step(&self, run: &RefRun, input: &Input) -> Stepped {
+    pub fn step(&self, run: &RefRun, input: &Input) -> StepResult {
         self.rules().step(run, input)
     }
 }
 
 impl Rules {
-    fn step(&self, run: &RefRun, input: &Input) -> Stepped {
+    fn step(&self, run: &RefRun, input: &Input) -> StepResult {
         if let Some(stepped) = (self.input_to_finished_run)(self, run, input) {
             return stepped;
         }
@@ -88,7 +88,7 @@ impl Rules {
         expires_at: Time,
         responsible: Name,
         resource_version: u64,
-    ) -> Stepped {
+    ) -> StepResult {
         match run.status {
             // BAT-4: the batch's calls in flight together keep the run busy.
             Status::Running => {
@@ -155,7 +155,7 @@ impl Rules {
         call: &Call,
         prior: &Prior,
         resource_version: Option<u64>,
-    ) -> Stepped {
+    ) -> StepResult {
         guard_running_idle(run)?;
         (self.admit)(run, call, prior)?;
         let in_flight = InFlight {
@@ -181,7 +181,7 @@ impl Rules {
         call_id: Name,
         attempt: u8,
         result: Digest,
-    ) -> Stepped {
+    ) -> StepResult {
         let mv = if run.batch_in_flight().is_some() {
             self.batch_result(run, call_id, attempt, result)?
         } else {
@@ -191,7 +191,7 @@ impl Rules {
     }
 
     /// A worker restarted: a dispatch in flight has an unknown outcome ([`Rules::recover`]).
-    fn recover(&self, run: &RefRun, at: Time) -> Stepped {
+    fn recover(&self, run: &RefRun, at: Time) -> StepResult {
         if run.batch_in_flight().is_some() {
             // BAT-4: every call of the batch in flight becomes unknown, reconciled in turn.
             let mv = self.batch_unknown(run, at, None)?;
@@ -208,7 +208,7 @@ impl Rules {
 
     /// The clock passed a suspension's expiry: it ends, except that an unknown outcome is
     /// first handed to a person, with any cancel that waits on it (EXP-1, CAN-2).
-    fn expire(&self, run: &RefRun, at: Time) -> Stepped {
+    fn expire(&self, run: &RefRun, at: Time) -> StepResult {
         let Status::Suspended(s) = run.status else {
             return Err(Rejection::NotSuspended {
                 phase: run.phase().kind(),
@@ -247,7 +247,7 @@ impl Rules {
 
     /// Cancel: ends the run, unless an effect may have committed: then the cancel is
     /// recorded and waits for the effect to be settled (CAN-1, CAN-2).
-    fn cancel(&self, run: &RefRun, at: Time, by: Name) -> Stepped {
+    fn cancel(&self, run: &RefRun, at: Time, by: Name) -> StepResult {
         let cancelled = Move::to(Status::Failed(FailCause::Cancelled { by }));
         let mv = match run.status {
             // BAT-4, CAN-1: any of the batch's calls in flight may have committed.
@@ -309,7 +309,7 @@ impl Rules {
     }
 
     /// Complete or fail on the run's own account: only from running with nothing in flight.
-    fn finish(&self, run: &RefRun, at: Time, event: EventKind, status: Status) -> Stepped {
+    fn finish(&self, run: &RefRun, at: Time, event: EventKind, status: Status) -> StepResult {
         guard_running_idle(run)?;
         self.finish_step(run, at, event, None, Move::to(status))
     }
@@ -317,7 +317,7 @@ impl Rules {
 
 /// INV-1: an input to a finished run meets the guards like any other, and the terminal
 /// guard refuses it (after a resume's rows 1 to 5: REJ-1); nothing is done before them.
-pub(super) fn nothing_before_the_guards(_: &Rules, _: &RefRun, _: &Input) -> Option<Stepped> {
+pub(super) fn nothing_before_the_guards(_: &Rules, _: &RefRun, _: &Input) -> Option<StepResult> {
     None
 }
 

@@ -70,7 +70,7 @@ impl Move {
 }
 
 /// What a step of the machine comes to: the next run and its effects, or the rejection.
-pub(crate) type Stepped = Result<(RefRun, Effects), Rejection>;
+pub(crate) type StepResult = Result<(RefRun, Effects), Rejection>;
 
 /// KEY-1: a call's key bound to its argument digest.
 pub(super) fn bind(call: &Call) -> BoundCall {
@@ -153,7 +153,7 @@ impl Rules {
         event: EventKind,
         decision: Option<DecisionKind>,
         mv: Move,
-    ) -> Stepped {
+    ) -> StepResult {
         let mv = self.let_go(run, at, mv)?;
         let (next, mv) = transition(run, at, mv)?;
         let effects = self.effects_of(

@@ -6,7 +6,7 @@ use super::guards::{
     guard_awaited, guard_checkpoint_matches, guard_party, guard_policy, guard_present,
     guard_suspended,
 };
-use super::moves::{escalate, Move, Stepped};
+use super::moves::{escalate, Move, StepResult};
 use super::{RecordedCall, RefRun, Rules, Status};
 use resumable_kernel::{
     Approval, ApprovalField, AuditRecord, BoundCall, Checkpoint, Command, Decision, Effects,
@@ -35,7 +35,7 @@ fn recorded(f: &InFlight, result: resumable_kernel::Digest) -> Option<RecordedCa
 impl Rules {
     /// A resume: the rows of spec 5 in order, then what the decision does, the resource it
     /// observed recorded (RES-3), the audit record (AUD-1) and the receipt (RES-2).
-    pub(super) fn resume(&self, run: &RefRun, at: Time, resume: &Resume) -> Stepped {
+    pub(super) fn resume(&self, run: &RefRun, at: Time, resume: &Resume) -> StepResult {
         let cp = &resume.checkpoint;
         let decision = &resume.decision;
         // Rows 1 to 5 (schema, digest, revision) were checked with the guards of every input.

@@ -14,7 +14,7 @@ use super::events::{
     to_a_person,
 };
 use super::guards::{admit_by_history, guard_present, guard_requester_is_not_responsible};
-use super::moves::{Move, Stepped};
+use super::moves::{Move, StepResult};
 use super::resume::{
     approved_call, bound_to_call, fails_run, guard_identity, guard_revision,
     record_of_the_transition, recorded_from_facts, requester_never_approves, retry_by_contract,
@@ -30,7 +30,7 @@ use resumable_kernel::{
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Rules {
     /// Spec 4.1, before every input's guards: what an input to a finished run does first.
-    pub(crate) input_to_finished_run: fn(&Rules, &RefRun, &Input) -> Option<Stepped>,
+    pub(crate) input_to_finished_run: fn(&Rules, &RefRun, &Input) -> Option<StepResult>,
     /// Spec 4.1 and 5 rows 1 to 5: the checks a resume meets first, and their order.
     pub(crate) first_rows: fn(&Rules, &RefRun, &Resume) -> Result<(), Rejection>,
     /// ID-1: the run's identity (`mine`) against the checkpoint's (`theirs`).

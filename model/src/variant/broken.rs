@@ -6,7 +6,7 @@ use super::Variant;
 use crate::reference::{
     approved_call, guard_digest, guard_policy, guard_resource_version, guard_schema,
     identity_fields, requester_never_approves, retry_by_contract, to_a_person, Move, RecordedCall,
-    RefRun, Rules, Status, Stepped,
+    RefRun, Rules, Status, StepResult,
 };
 use resumable_kernel::{
     Approval, ApprovalField, AuditRecord, Batch, BoundCall, Call, CallDecision, Checkpoint,
@@ -383,7 +383,7 @@ fn cancelled_expires_unresolved(
 
 /// late-result-recorded: a tool response naming a finished run's recorded call is written
 /// into its record (the run stays as it was but for the record and the revision).
-fn late_result_recorded(rules: &Rules, run: &RefRun, input: &Input) -> Option<Stepped> {
+fn late_result_recorded(rules: &Rules, run: &RefRun, input: &Input) -> Option<StepResult> {
     let Event::ToolResult {
         call_id,
         attempt,

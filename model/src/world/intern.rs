@@ -1,5 +1,5 @@
 //! Hash-consing for the large values a state holds (runs and checkpoints, hundreds of bytes
-//! each): a state keeps a [`Shared`] reference, so cloning, hashing and comparing a state touch
+//! each): a state keeps an [`Interned`] reference, so cloning, hashing and comparing a state touch
 //! a pointer instead of the value.
 //!
 //! Equal values are interned to the same reference, so pointer equality is value equality and
@@ -27,39 +27,39 @@ use std::sync::OnceLock;
 
 /// A reference to an interned value. Equality and hashing are by address, which interning
 /// makes the same as by value.
-pub struct Shared<T: 'static>(&'static T);
+pub struct Interned<T: 'static>(&'static T);
 
-impl<T> Clone for Shared<T> {
+impl<T> Clone for Interned<T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T> Copy for Shared<T> {}
+impl<T> Copy for Interned<T> {}
 
-impl<T> PartialEq for Shared<T> {
+impl<T> PartialEq for Interned<T> {
     fn eq(&self, other: &Self) -> bool {
         std::ptr::eq(self.0, other.0)
     }
 }
 
-impl<T> Eq for Shared<T> {}
+impl<T> Eq for Interned<T> {}
 
 /// Ordered by address: an arbitrary but total order, consistent with equality, which is all
 /// a canonical order of workers needs.
-impl<T> PartialOrd for Shared<T> {
+impl<T> PartialOrd for Interned<T> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl<T> Ord for Shared<T> {
+impl<T> Ord for Interned<T> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         (self.0 as *const T).cmp(&(other.0 as *const T))
     }
 }
 
-impl<T> Shared<T> {
+impl<T> Interned<T> {
     /// The value's address: its identity, since interning makes equal values one.
     pub fn addr(&self) -> usize {
         std::ptr::from_ref(self.0) as usize
@@ -72,20 +72,20 @@ impl<T> Shared<T> {
     }
 }
 
-impl<T> Hash for Shared<T> {
+impl<T> Hash for Interned<T> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         std::ptr::hash(self.0, state);
     }
 }
 
-impl<T> Deref for Shared<T> {
+impl<T> Deref for Interned<T> {
     type Target = T;
     fn deref(&self) -> &T {
         self.0
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for Shared<T> {
+impl<T: fmt::Debug> fmt::Debug for Interned<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
     }
@@ -216,7 +216,7 @@ impl<T: Hash + Eq + Send + Sync + 'static> Interner<T> {
     }
 
     /// The shared reference for `value`, interning it if it is new.
-    pub fn intern(&self, value: T) -> Shared<T> {
+    pub fn intern(&self, value: T) -> Interned<T> {
         let hash = FastBuild::default().hash_one(&value);
         // During a thread's teardown its index may be gone: the shared one still answers.
         let known = LOCAL.try_with(|local| {
@@ -225,7 +225,7 @@ impl<T: Hash + Eq + Send + Sync + 'static> Interner<T> {
             buckets.get(&hash)?.iter().find(|e| ***e == value).copied()
         });
         if let Ok(Some(existing)) = known {
-            return Shared(existing);
+            return Interned(existing);
         }
         let shared = self.intern_shared(hash, value);
         let _ = LOCAL.try_with(|local| {
@@ -239,7 +239,7 @@ impl<T: Hash + Eq + Send + Sync + 'static> Interner<T> {
     }
 
     /// [`Interner::intern`] through the shared index.
-    fn intern_shared(&self, hash: u64, value: T) -> Shared<T> {
+    fn intern_shared(&self, hash: u64, value: T) -> Interned<T> {
         let shard = usize::try_from(hash % SHARDS as u64).unwrap_or(0);
         // A poisoned shard only means another thread panicked while inserting; the map itself
         // is still consistent (insertion is the only mutation), so keep using it.
@@ -249,10 +249,10 @@ impl<T: Hash + Eq + Send + Sync + 'static> Interner<T> {
         };
         let bucket = buckets.entry(hash).or_default();
         if let Some(&existing) = bucket.iter().find(|e| ***e == value) {
-            return Shared(existing);
+            return Interned(existing);
         }
         let leaked: &'static T = Box::leak(Box::new(value));
         bucket.push(leaked);
-        Shared(leaked)
+        Interned(leaked)
     }
 }

@@ -6,7 +6,7 @@
 use super::cast::BATCH;
 use super::transition::Before;
 use super::{
-    book, in_flight, Answer, CallVerdict, Choice, DecisionMsg, Ending, RunSlot, Settle, Staged,
+    book, in_flight, Answer, CallVerdict, Choice, DecisionMsg, Ending, RunSlot, Settle, StagedStep,
     Verdict, Violations, Worker, World, WorldState,
 };
 use crate::config::Program;
@@ -230,7 +230,7 @@ impl<L: Lifecycle> World<L> {
         &self,
         state: &WorldState<L::Run>,
         slot: &mut RunSlot<L::Run>,
-        st: &Staged<L::Run>,
+        st: &StagedStep<L::Run>,
         after: &Snapshot,
     ) -> Violations {
         let mut raise = Violations::NONE;
@@ -295,7 +295,7 @@ impl<L: Lifecycle> World<L> {
 
     /// Enters a landing resume in the ledger by the checkpoint revision it was taken from,
     /// and returns RES-2 if a resume already won from it.
-    fn book_resume(slot: &mut RunSlot<L::Run>, st: &Staged<L::Run>) -> Violations {
+    fn book_resume(slot: &mut RunSlot<L::Run>, st: &StagedStep<L::Run>) -> Violations {
         let mut raise = Violations::NONE;
         // A decision that leaves a batch awaiting others has not resumed it: every decision
         // of a batch binds to its one checkpoint, and only the last resumes (spec 5.5).
@@ -313,7 +313,7 @@ impl<L: Lifecycle> World<L> {
 
     /// Persists what lands with the run: an accepted cancel, the step's audit records and its
     /// checkpoint. Returns CAN-2 if an accepted cancel is lost.
-    fn persist(&self, slot: &mut RunSlot<L::Run>, st: &Staged<L::Run>) -> Violations {
+    fn persist(&self, slot: &mut RunSlot<L::Run>, st: &StagedStep<L::Run>) -> Violations {
         slot.cancelled |= st.choice == Choice::Cancel;
         let persisted = st
             .checkpoint
@@ -338,7 +338,7 @@ impl<L: Lifecycle> World<L> {
         &self,
         slot: &mut RunSlot<L::Run>,
         before: &Snapshot,
-        st: &Staged<L::Run>,
+        st: &StagedStep<L::Run>,
         now: u8,
     ) {
         let after = &st.next.value().snapshot;

@@ -12,8 +12,8 @@
 //! that grows past its bound is emptied and starts again: a bound on memory, never a change
 //! in what is computed.
 
-use super::intern::{FastHasher, Shared};
-use super::{Choice, Staged};
+use super::intern::{FastHasher, Interned};
+use super::{Choice, StagedStep};
 use resumable_kernel::Checkpoint;
 use std::any::Any;
 use std::cell::RefCell;
@@ -50,7 +50,7 @@ pub(super) struct StepKey {
 
 /// What a worker's step came to, before the world's messages and budgets are touched.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Stepped<R: 'static> {
+pub(super) enum StepOutcome<R: 'static> {
     /// No such step: the input cannot be built, or the step overflows the world's bounds.
     Impossible,
     /// The lifecycle refused the input.
@@ -65,11 +65,11 @@ pub(super) enum Stepped<R: 'static> {
         /// As above.
         moved: bool,
         /// The step, interned.
-        staged: Shared<Staged<R>>,
+        staged: Interned<StagedStep<R>>,
     },
 }
 
-type Steps<R> = HashMap<StepKey, Stepped<R>, FastBuild>;
+type Steps<R> = HashMap<StepKey, StepOutcome<R>, FastBuild>;
 
 /// Everything LIVE-2's question about one run depends on: whether the run, suspended and
 /// not past its expiry, accepts some answer its responsible party can honestly give now.
@@ -125,12 +125,12 @@ thread_local! {
 }
 
 /// A run's checkpoint log, interned.
-type Log = Shared<Vec<Shared<Checkpoint>>>;
+type Log = Interned<Vec<Interned<Checkpoint>>>;
 
 /// `log` with `checkpoint` appended: remembered, or made by `compute` and remembered.
 pub(super) fn appended(
     log: Log,
-    checkpoint: Shared<Checkpoint>,
+    checkpoint: Interned<Checkpoint>,
     compute: impl FnOnce() -> Log,
 ) -> Log {
     remembered(&APPENDS, (log.addr(), checkpoint.addr()), compute)
@@ -180,8 +180,8 @@ pub(super) fn expires(key: ExpiryKey, compute: impl FnOnce() -> bool) -> bool {
 pub(super) fn step<R: Clone + PartialEq + std::fmt::Debug + 'static>(
     world: u64,
     key: StepKey,
-    compute: impl Fn() -> Stepped<R>,
-) -> Stepped<R> {
+    compute: impl Fn() -> StepOutcome<R>,
+) -> StepOutcome<R> {
     // During a thread's teardown its memo may be gone: the step is then computed.
     let known = STEPS.try_with(|steps| {
         let steps = steps.borrow();
@@ -221,7 +221,7 @@ pub(super) fn step<R: Clone + PartialEq + std::fmt::Debug + 'static>(
 
 #[cfg(test)]
 mod tests {
-    use super::{step, StepKey, Stepped, CHECK_EVERY};
+    use super::{step, StepKey, StepOutcome, CHECK_EVERY};
     use crate::world::Choice;
 
     /// A step that is not a function of its key (here: a different answer the second time)
@@ -240,7 +240,7 @@ mod tests {
             source: 0,
             changed: false,
         };
-        let refused = |moved| Stepped::<u8>::Refused { moved, id1: false };
+        let refused = |moved| StepOutcome::<u8>::Refused { moved, id1: false };
         let world = u64::MAX;
         step(world, key, || refused(false));
         for _ in 0..CHECK_EVERY {
@@ -262,9 +262,9 @@ mod tests {
             changed: false,
         };
         let world = u64::MAX - 1;
-        let first = step(world, key, || Stepped::<u8>::Impossible);
+        let first = step(world, key, || StepOutcome::<u8>::Impossible);
         for _ in 0..2 * CHECK_EVERY {
-            assert_eq!(step(world, key, || Stepped::<u8>::Impossible), first);
+            assert_eq!(step(world, key, || StepOutcome::<u8>::Impossible), first);
         }
     }
 }

@@ -12,7 +12,7 @@
 //! then moves to the heap, and the state is the same value, equal and hashed as before.
 
 use super::actions::Choice;
-use super::intern::Shared;
+use super::intern::Interned;
 use super::marks::Violations;
 use super::messages::{CallVerdict, DecisionMsg, ToolMsg};
 use resumable_kernel::{
@@ -34,7 +34,7 @@ pub const ATTEMPTS: u8 = 4;
 /// properties read of it. Interned as one value, so the view is computed once per distinct
 /// run.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct Stored<R> {
+pub struct StoredRun<R> {
     /// The lifecycle's run.
     pub run: R,
     /// The run's call history, kept by the store beside the run and written in the same
@@ -406,10 +406,10 @@ impl Budgets {
 #[derive(PartialEq, Eq, Debug)]
 pub struct RunSlot<R: 'static> {
     /// The durable store's record of the run, written with compare-and-set on its revision.
-    pub run: Shared<Stored<R>>,
+    pub run: Interned<StoredRun<R>>,
     /// Every checkpoint persisted for the run, oldest first: what approvers and resumers read.
     /// Persisted in the same write as the run, so a crash never separates them.
-    pub checkpoints: Shared<Vec<Shared<Checkpoint>>>,
+    pub checkpoints: Interned<Vec<Interned<Checkpoint>>>,
     /// Records in the run's audit log, also appended in the same write (spec AUD-1).
     pub audited: u8,
     /// The tick at which the run entered its current suspension, if suspended (spec LIVE-1).
@@ -435,7 +435,7 @@ pub struct RunSlot<R: 'static> {
     pub tool: ToolSide,
     /// For each key, the tool key the run's first dispatch under it carried (spec KEY-3): the
     /// key under which the tool's ledger holds its records.
-    pub tool_keys: [Option<Shared<Digest>>; KEYS],
+    pub tool_keys: [Option<Interned<Digest>>; KEYS],
     /// The records the run left out of a per-run reduction's world made under this run's tool
     /// keys (a commit, or a query's fence), as it may where a tool key is not bound to this
     /// run's identity (`Config::foreign_commits`, spec/check-output.md, "The per-run
@@ -459,7 +459,7 @@ pub struct RunSlot<R: 'static> {
     /// first waited for the gated call's approval: what a resume from that old config finds
     /// if the run is kept in the framework's state (spec REC-6). Kept only where the
     /// framework resumes from old configs (`Config::old_configs`).
-    pub config: Option<Shared<Stored<R>>>,
+    pub config: Option<Interned<StoredRun<R>>>,
     /// How many decisions were fed to the run while its gated call waited for approval,
     /// accepted or refused: the resume values the framework hands the node's interrupts
     /// before its second question's (spec RES-8). Counted only where the node asks one
@@ -612,13 +612,13 @@ pub enum Worker<R: 'static> {
     /// It read the run at `from`, stepped it locally and will compare-and-set. The step is
     /// interned, as the runs are: a step is computed once and held by many states, which
     /// then copy and hash a reference rather than the step.
-    Staged(Shared<Staged<R>>),
+    Staged(Interned<StagedStep<R>>),
     /// Its write landed; it still has to send the step's dispatches to the tool, in order.
     Dispatching {
         /// The run.
         run: u8,
         /// Call and attempt of each dispatch still to send; the first is always present.
-        queue: Shared<Queue>,
+        queue: Interned<Queue>,
     },
 }
 
@@ -643,7 +643,7 @@ pub struct Queue {
     pub dispatches: Dispatches,
     /// The queue once the first is sent, or `None` if it was the last. A function of
     /// `dispatches`, interned as they are.
-    pub rest: Option<Shared<Queue>>,
+    pub rest: Option<Interned<Queue>>,
 }
 
 impl std::ops::Deref for Queue {
@@ -655,7 +655,7 @@ impl std::ops::Deref for Queue {
 
 /// A step computed and not yet written.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct Staged<R: 'static> {
+pub struct StagedStep<R: 'static> {
     /// The run.
     pub run: u8,
     /// The revision the worker read; the write succeeds only if the store is still there.
@@ -663,17 +663,17 @@ pub struct Staged<R: 'static> {
     /// The input the worker fed.
     pub choice: Choice,
     /// The run after the step.
-    pub next: Shared<Stored<R>>,
+    pub next: Interned<StoredRun<R>>,
     /// The checkpoint to persist with the write.
-    pub checkpoint: Option<Shared<Checkpoint>>,
+    pub checkpoint: Option<Interned<Checkpoint>>,
     /// The dispatches to carry out after the write, in order. A correct lifecycle emits at
     /// most one; a broken one may emit more.
     pub dispatches: Dispatches,
     /// The tool key each of the dispatches carries (spec KEY-3), in the same order.
-    pub tool_keys: [Option<Shared<Digest>>; resumable_kernel::effect::MAX_EFFECTS],
+    pub tool_keys: [Option<Interned<Digest>>; resumable_kernel::effect::MAX_EFFECTS],
     /// The same dispatches as the queue a worker carries after the write (`None` if there
     /// are none): determined by `dispatches`, made once with the step.
-    pub queue: Option<Shared<Queue>>,
+    pub queue: Option<Interned<Queue>>,
     /// For a resume, the revision of the checkpoint it was taken from (the configuration
     /// keeps revisions below 32).
     pub resumed_from: Option<u8>,
@@ -692,7 +692,7 @@ pub struct Staged<R: 'static> {
 
 // Workers are ordered by their whole content, so that sorting them is canonical. Written out
 // because a derive would require `R: Ord`; the run is compared by its interned address.
-impl<R> Staged<R> {
+impl<R> StagedStep<R> {
     #[expect(clippy::type_complexity, reason = "a sort key: the tuple is the order")]
     fn key(
         &self,
@@ -701,12 +701,12 @@ impl<R> Staged<R> {
             u8,
             u64,
             Choice,
-            Shared<Stored<R>>,
-            Option<Shared<Checkpoint>>,
+            Interned<StoredRun<R>>,
+            Option<Interned<Checkpoint>>,
         ),
         (
             Dispatches,
-            [Option<Shared<Digest>>; resumable_kernel::effect::MAX_EFFECTS],
+            [Option<Interned<Digest>>; resumable_kernel::effect::MAX_EFFECTS],
             Option<u8>,
             u8,
             bool,
@@ -731,13 +731,13 @@ impl<R> Staged<R> {
     }
 }
 
-impl<R: Eq> PartialOrd for Staged<R> {
+impl<R: Eq> PartialOrd for StagedStep<R> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl<R: Eq> Ord for Staged<R> {
+impl<R: Eq> Ord for StagedStep<R> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.key().cmp(&other.key())
     }

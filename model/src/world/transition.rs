@@ -3,10 +3,10 @@
 //! (see `ledger`).
 
 use super::cast::{BATCH, GATED};
-use super::memo::{self, StepKey, Stepped};
+use super::memo::{self, StepKey, StepOutcome};
 use super::{
-    witness, Answer, CallVerdict, Choice, DecisionMsg, Dispatches, Intent, Party, Picks, Queue,
-    RunSlot, RunView, Settle, Shared, Staged, ToolMsg, ToolOutcome, ToolSide, Verdict, Worker,
+    witness, Answer, CallVerdict, Choice, DecisionMsg, Dispatches, Intent, Interned, Party, Picks,
+    Queue, RunSlot, RunView, Settle, StagedStep, ToolMsg, ToolOutcome, ToolSide, Verdict, Worker,
     World, WorldState,
 };
 use crate::{Lifecycle, Snapshot};
@@ -446,22 +446,22 @@ impl<L: Lifecycle> World<L> {
         };
         let stepped = memo::step(self.id, key, || self.step_afresh(state, r, choice));
         let moved = match &stepped {
-            Stepped::Impossible => return None,
-            Stepped::Refused { moved, .. } | Stepped::Accepted { moved, .. } => *moved,
+            StepOutcome::Impossible => return None,
+            StepOutcome::Refused { moved, .. } | StepOutcome::Accepted { moved, .. } => *moved,
         };
         let mut next = state.clone();
         let at = Self::time(state);
         let mut used = self.consume(&mut next, r, &slot.run.view, at, moved, choice)?;
         match stepped {
-            Stepped::Impossible => None,
-            Stepped::Refused { id1, .. } => {
+            StepOutcome::Impossible => None,
+            StepOutcome::Refused { id1, .. } => {
                 if id1 {
                     next.violated |= SpecId::Id1;
                     used = true;
                 }
                 used.then_some(next)
             }
-            Stepped::Accepted { staged, .. } => {
+            StepOutcome::Accepted { staged, .. } => {
                 *next.workers.get_mut(w)? = Worker::Staged(staged);
                 Some(next)
             }
@@ -470,12 +470,17 @@ impl<L: Lifecycle> World<L> {
 
     /// What a worker's step of run `r` with `choice` comes to in `state`, computed: a function
     /// of the values [`StepKey`] names, which [`memo::step`] remembers it by.
-    fn step_afresh(&self, state: &WorldState<L::Run>, r: usize, choice: Choice) -> Stepped<L::Run> {
+    fn step_afresh(
+        &self,
+        state: &WorldState<L::Run>,
+        r: usize,
+        choice: Choice,
+    ) -> StepOutcome<L::Run> {
         let Some(slot) = state.runs.get(r) else {
-            return Stepped::Impossible;
+            return StepOutcome::Impossible;
         };
         let Some(event) = self.event_of(state, r, &choice) else {
-            return Stepped::Impossible;
+            return StepOutcome::Impossible;
         };
         let input = Input {
             at: self.stamp(state, r, &choice),
@@ -489,7 +494,7 @@ impl<L: Lifecycle> World<L> {
                 let id1 = matches!(&input.event, Event::Resume(res)
                     if self.foreign(&res.checkpoint.identity, r)
                         && !matches!(rejection, Rejection::IdentityMismatch { .. }));
-                Stepped::Refused { moved, id1 }
+                StepOutcome::Refused { moved, id1 }
             }
             Ok((run, effects)) => {
                 let before = self.lifecycle.snapshot(&slot.run.run);
@@ -497,7 +502,7 @@ impl<L: Lifecycle> World<L> {
                 let mut history = slot.run.history;
                 for entry in effects.histories() {
                     let Some(next) = history.with(Some(entry)) else {
-                        return Stepped::Impossible;
+                        return StepOutcome::Impossible;
                     };
                     history = next;
                 }
@@ -518,11 +523,11 @@ impl<L: Lifecycle> World<L> {
                         .flatten(),
                 };
                 match self.staged(r, &from, &input, choice, stored, &effects) {
-                    Some(staged) => Stepped::Accepted {
+                    Some(staged) => StepOutcome::Accepted {
                         moved,
                         staged: self.steps.intern(staged),
                     },
-                    None => Stepped::Impossible,
+                    None => StepOutcome::Impossible,
                 }
             }
         }
@@ -535,9 +540,9 @@ impl<L: Lifecycle> World<L> {
         from: &Before<'_>,
         input: &Input,
         choice: Choice,
-        next: super::Shared<super::Stored<L::Run>>,
+        next: super::Interned<super::StoredRun<L::Run>>,
         effects: &Effects,
-    ) -> Option<Staged<L::Run>> {
+    ) -> Option<StagedStep<L::Run>> {
         let before = from.snap;
         let after = self.lifecycle.snapshot(&next.run);
         let mut raise = self.step_violations(r, from, &after, input, effects);
@@ -583,7 +588,7 @@ impl<L: Lifecycle> World<L> {
             _ => {}
         }
         witness |= self.batch_witness(from, choice, &next, edited);
-        Some(Staged {
+        Some(StagedStep {
             run: super::index(r),
             from: before.revision.0,
             choice,
@@ -612,7 +617,7 @@ impl<L: Lifecycle> World<L> {
 
     /// The queue a worker carries to send `dispatches` (packed to the front), with every
     /// queue left after each send, interned; `None` if there is nothing to send.
-    fn queue(&self, dispatches: Dispatches) -> Option<Shared<Queue>> {
+    fn queue(&self, dispatches: Dispatches) -> Option<Interned<Queue>> {
         dispatches[0]?;
         let mut rest = [None; resumable_kernel::effect::MAX_EFFECTS];
         rest[..dispatches.len() - 1].copy_from_slice(&dispatches[1..]);
@@ -627,7 +632,7 @@ impl<L: Lifecycle> World<L> {
         &self,
         from: &Before<'_>,
         choice: Choice,
-        next: &super::Stored<L::Run>,
+        next: &super::StoredRun<L::Run>,
         edited: u32,
     ) -> u32 {
         let after = &next.view;

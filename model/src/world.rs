@@ -45,11 +45,16 @@
 //!
 //! The world's rooms: `state` (the runs as stored, the workers, the budgets), `messages` (the
 //! tool's requests and responses, the decisions), `actions` (the agent's requests, a worker's
-//! inputs, every action), `marks` (the rules broken and the events seen along a path),
-//! `cast` (names, calls, programs), `choices` (what is on offer in a
-//! state), `transition` (how each action changes the world), `ledger` (the books the
-//! properties read), `describe` (words for traces), `view` (the state as the Explorer shows it), `intern` (shared runs and checkpoints),
-//! `memo` (the steps workers compute, remembered), `reduce` (the actions the checker may take alone, under partial-order reduction), `handout` (what a worker hands the tool, and how it answers a proposal from the record, by its driving).
+//! inputs, every action), `marks` (the rules broken and the events seen along a path), `cast`
+//! (names, calls, programs), `choices` (what is on offer in a state), `step` (a worker's
+//! step, whole: what it reads, the input it feeds, the rules it breaks, what its write will
+//! do), `transition` (how every other action changes the world), `ledger` (the books a write
+//! keeps, which the properties read), `tool` (the tool's one ledger), `honest` (the answers
+//! LIVE-2 asks for), `handout` (what a worker hands the tool, and how it answers a proposal
+//! from the record, by its driving), `describe` (words for traces), `view` (the state as the
+//! Explorer shows it), `intern` (interned runs and checkpoints), `memo` (what workers compute,
+//! remembered), `reduce` (the actions the checker may take alone, under partial-order
+//! reduction).
 
 mod actions;
 mod cast;
@@ -64,6 +69,7 @@ mod memo;
 mod messages;
 mod reduce;
 mod state;
+mod step;
 mod tool;
 mod transition;
 mod view;
@@ -76,10 +82,9 @@ pub use messages::*;
 pub use state::*;
 
 use crate::config::{Config, ConfigError};
-use crate::driving::Driving;
 use crate::{Lifecycle, Snapshot};
 use resumable_kernel::{
-    Checkpoint, Digest, Facts, FailCause, InFlight, Phase, Reason, ReasonKind, SlotState, Time,
+    Checkpoint, Digest, FailCause, InFlight, Phase, Reason, ReasonKind, SlotState, Time,
 };
 use stateright::{Model, Property};
 
@@ -204,42 +209,6 @@ impl<L: Lifecycle> World<L> {
 
     fn time(state: &WorldState<L::Run>) -> Time {
         Time(u64::from(state.now))
-    }
-
-    /// The time a worker stamps on the input `choice` it feeds run `r` (spec CLK-1, CLK-2):
-    /// the driver's clock, by the core's own rule (`resumable_driver::clock::stamp_after`,
-    /// the generic form of `clock::stamp`, since the world's run may be the reference
-    /// machine's own type). A [`Driving::DecisionTimeFromMessage`] worker stamps a decision
-    /// with the time its message says it was written instead.
-    fn stamp(&self, state: &WorldState<L::Run>, r: usize, choice: &Choice) -> Time {
-        let last = state
-            .runs
-            .get(r)
-            .map_or(Time(0), |slot| slot.run.snapshot.updated_at);
-        let now = match (self.config.driving, choice) {
-            (Driving::DecisionTimeFromMessage, Choice::Decision(m)) => self.written_at(m),
-            _ => Self::time(state),
-        };
-        resumable_driver::clock::stamp_after(last, now)
-    }
-
-    /// The time a decision's message says it was written: an approver gives every decision
-    /// the same validity from the moment it decides (`Config::approval_ttl`), so the message
-    /// carries it without a field of its own.
-    fn written_at(&self, m: &DecisionMsg) -> Time {
-        Time(u64::from(
-            m.expires_at.saturating_sub(self.config.approval_ttl),
-        ))
-    }
-
-    /// The facts a resumer of run `r` establishes under current policy (spec RES-3, RES-7):
-    /// the resource as it is now, the step permitted and within budget. Honest, always.
-    fn facts(state: &WorldState<L::Run>, r: usize) -> Facts {
-        Facts {
-            resource_version: state.runs.get(r).map_or(0, |s| u64::from(s.resource)),
-            permitted: true,
-            within_budget: true,
-        }
     }
 
     /// The first run of the configuration, for each identity in use: one the lifecycle made.

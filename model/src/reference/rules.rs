@@ -223,9 +223,10 @@ mod tests {
         ]
     }
 
-    /// Each variant's table is the honest one with exactly one entry swapped: every broken
-    /// rule differs from the honest rule it replaces, so an entry that differs by address is
-    /// the one swapped.
+    /// Each variant's table is the honest one with exactly one entry swapped, for a rule that
+    /// is not the honest one (`variant/broken.rs` names one entry per variant; this holds that
+    /// the entry really changed and nothing else did). Distinct functions have distinct
+    /// addresses, and a broken rule never has the body of the honest rule it replaces.
     #[test]
     fn each_variant_swaps_exactly_one_entry() {
         let honest = entries(&Rules::HONEST);

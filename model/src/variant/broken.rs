@@ -15,148 +15,59 @@ use resumable_kernel::{
     Suspension, Time, ToolContract, Verdict, BATCH_CAPACITY,
 };
 
+/// The honest table with one entry swapped, by variant: `Variant => entry: rule,`.
+macro_rules! swapped {
+    ($variant:expr; $($name:ident => $entry:ident: $rule:expr,)*) => {
+        match $variant {
+            $(Variant::$name => Rules {
+                $entry: $rule,
+                ..Rules::HONEST
+            },)*
+        }
+    };
+}
+
 impl Variant {
     /// The rules of the reference broken so: the honest table with the one entry this
-    /// variant breaks swapped for its broken rule.
+    /// variant breaks swapped for its broken rule. One line per variant: the variant, the
+    /// entry it swaps, the broken rule.
     pub(crate) const fn rules(self) -> Rules {
-        let honest = Rules::HONEST;
-        match self {
-            Variant::NoRevisionCheck => Rules {
-                revision: any_revision,
-                ..honest
-            },
-            Variant::DoubleSuspend => Rules {
-                suspend_while_suspended: replaces_the_suspension,
-                ..honest
-            },
-            Variant::ApprovalNotBoundToArgs => Rules {
-                approval_binding: bound_but_for_the_arguments,
-                ..honest
-            },
-            Variant::RetryUnknownWithoutReconcile => Rules {
-                recover: dispatched_again,
-                ..honest
-            },
-            Variant::RetryWithoutContract => Rules {
-                retry_attempt: same_key_without_contract,
-                ..honest
-            },
-            Variant::RetryFreshKeyOnDedupe => Rules {
-                retry_attempt: fresh_key_on_dedupe,
-                ..honest
-            },
-            Variant::RetrySameKeyOnFence => Rules {
-                retry_attempt: same_key_on_fence,
-                ..honest
-            },
-            Variant::IdentityAfterRevision => Rules {
-                first_rows: revision_before_identity,
-                ..honest
-            },
-            Variant::NoIdentityCheck => Rules {
-                identity: any_identity,
-                ..honest
-            },
-            Variant::IdentityIgnoresTenant => Rules {
-                identity: ignoring_tenant,
-                ..honest
-            },
-            Variant::IdentityIgnoresSession => Rules {
-                identity: ignoring_session,
-                ..honest
-            },
-            Variant::IdentityIgnoresRun => Rules {
-                identity: ignoring_run,
-                ..honest
-            },
-            Variant::IdentityIgnoresDefinition => Rules {
-                identity: ignoring_definition,
-                ..honest
-            },
-            Variant::ApprovalsNeverExpire => Rules {
-                approval_lapsed: never,
-                ..honest
-            },
-            Variant::SelfApprovalAllowed => Rules {
-                approver_entitled: requester_approves_itself,
-                ..honest
-            },
-            Variant::RerunStepOnResume => Rules {
-                approved_dispatch: step_run_again,
-                ..honest
-            },
-            Variant::DenyLeavesRunning => Rules {
-                denial: still_running,
-                ..honest
-            },
-            Variant::NoExpiry => Rules {
-                expiry_passed: never,
-                ..honest
-            },
-            Variant::ResourceBlocksAnswers => Rules {
-                resume_resource: refused_once_moved,
-                ..honest
-            },
-            Variant::ApprovalIgnoresResource => Rules {
-                approval_rechecks: policy_alone,
-                ..honest
-            },
-            Variant::CancelLostOnEscalation => Rules {
-                person_keeps_cancel: dropped,
-                ..honest
-            },
-            Variant::CancelEndsUnsettled => Rules {
-                not_committed_cancels: fenced_or_not,
-                ..honest
-            },
-            Variant::LastCallOnlyKeyCheck => Rules {
-                admit: against_the_last_call,
-                ..honest
-            },
-            Variant::SelfNamedApprover => Rules {
-                approver_named: anyone_named,
-                ..honest
-            },
-            Variant::CancelNotCheckpointed => Rules {
-                persisted: without_cancel,
-                ..honest
-            },
-            Variant::CancelExpiryForgetsEffect => Rules {
-                unknown_expired: cancelled_expires_unresolved,
-                ..honest
-            },
-            Variant::LateResultRecorded => Rules {
-                input_to_finished_run: late_result_recorded,
-                ..honest
-            },
-            Variant::ResumeRecordFromCheckpoint => Rules {
-                resume_record: record_of_the_checkpoint,
-                ..honest
-            },
-            Variant::EscalationKeepsDeadline => Rules {
-                escalation_expiry: the_passed_deadline,
-                ..honest
-            },
-            Variant::BatchDecisionWrongCall => Rules {
-                decided_slots: the_call_after,
-                ..honest
-            },
-            Variant::BatchOneApprovalForAll => Rules {
-                decided_slots: every_awaiting_call_on_approval,
-                ..honest
-            },
-            Variant::RejectedDispatched => Rules {
-                dispatched_on_resume: rejected_too,
-                ..honest
-            },
-            Variant::EditIgnored => Rules {
-                edit: the_proposed_call,
-                ..honest
-            },
-            Variant::DispatchUnderBareKey => Rules {
-                tool_key: bare_key,
-                ..honest
-            },
+        swapped! {
+            self;
+            NoRevisionCheck => revision: any_revision,
+            DoubleSuspend => suspend_while_suspended: replaces_the_suspension,
+            ApprovalNotBoundToArgs => approval_binding: bound_but_for_the_arguments,
+            RetryUnknownWithoutReconcile => recover: dispatched_again,
+            RetryWithoutContract => retry_attempt: same_key_without_contract,
+            RetryFreshKeyOnDedupe => retry_attempt: fresh_key_on_dedupe,
+            RetrySameKeyOnFence => retry_attempt: same_key_on_fence,
+            IdentityAfterRevision => first_rows: revision_before_identity,
+            NoIdentityCheck => identity: any_identity,
+            IdentityIgnoresTenant => identity: ignoring_tenant,
+            IdentityIgnoresSession => identity: ignoring_session,
+            IdentityIgnoresRun => identity: ignoring_run,
+            IdentityIgnoresDefinition => identity: ignoring_definition,
+            ApprovalsNeverExpire => approval_lapsed: never,
+            SelfApprovalAllowed => approver_entitled: requester_approves_itself,
+            RerunStepOnResume => approved_dispatch: step_run_again,
+            DenyLeavesRunning => denial: still_running,
+            NoExpiry => expiry_passed: never,
+            ResourceBlocksAnswers => resume_resource: refused_once_moved,
+            ApprovalIgnoresResource => approval_rechecks: policy_alone,
+            CancelLostOnEscalation => person_keeps_cancel: dropped,
+            CancelEndsUnsettled => not_committed_cancels: fenced_or_not,
+            LastCallOnlyKeyCheck => admit: against_the_last_call,
+            SelfNamedApprover => approver_named: anyone_named,
+            CancelNotCheckpointed => persisted: without_cancel,
+            CancelExpiryForgetsEffect => unknown_expired: cancelled_expires_unresolved,
+            LateResultRecorded => input_to_finished_run: late_result_recorded,
+            ResumeRecordFromCheckpoint => resume_record: record_of_the_checkpoint,
+            EscalationKeepsDeadline => escalation_expiry: the_passed_deadline,
+            BatchDecisionWrongCall => decided_slots: the_call_after,
+            BatchOneApprovalForAll => decided_slots: every_awaiting_call_on_approval,
+            RejectedDispatched => dispatched_on_resume: rejected_too,
+            EditIgnored => edit: the_proposed_call,
+            DispatchUnderBareKey => tool_key: bare_key,
         }
     }
 }

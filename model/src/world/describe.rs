@@ -213,33 +213,7 @@ impl fmt::Display for Action {
                 f.write_str("Tool response lost: ")?;
                 tool_msg(f, msg)
             }
-            Action::Decide { msg } if matches!(msg.verdict, Verdict::Batch(_)) => {
-                f.write_str("Approver alice decides on the batch: ")?;
-                if let Verdict::Batch(p) = msg.verdict {
-                    picks(f, &p)?;
-                }
-                write!(f, " at r{} of run {}", msg.revision, msg.source)
-            }
-            Action::Decide { msg } => {
-                let (who, what) = match (msg.party, msg.verdict) {
-                    (Party::Requester, _) => ("Requester agent", "approves its own"),
-                    (Party::Approver, Verdict::Approve) => ("Approver alice", "approves"),
-                    (Party::Approver, Verdict::Deny) => ("Approver alice", "denies"),
-                    (Party::Approver, Verdict::ApproveEdited) => {
-                        ("Approver alice", "approves an edited")
-                    }
-                    (Party::Approver, Verdict::Batch(_)) => ("Approver alice", "decides on"),
-                };
-                write!(
-                    f,
-                    "{who} {what} c1 at r{} of run {}",
-                    msg.revision, msg.source
-                )?;
-                if msg.target != msg.source {
-                    write!(f, ", sent to run {}", msg.target)?;
-                }
-                Ok(())
-            }
+            Action::Decide { msg } => decide(f, msg),
             Action::Tick { to } => write!(f, "Clock ticks to {to}"),
             Action::Outsider { run } => write!(f, "Outsider moves run {run}'s resource"),
             Action::Framework { run } => write!(
@@ -262,6 +236,31 @@ impl fmt::Display for Action {
             ),
         }
     }
+}
+
+/// An approver's (or the requester's) decision, as its action reads.
+fn decide(f: &mut fmt::Formatter<'_>, msg: &DecisionMsg) -> fmt::Result {
+    if let Verdict::Batch(p) = msg.verdict {
+        f.write_str("Approver alice decides on the batch: ")?;
+        picks(f, &p)?;
+        return write!(f, " at r{} of run {}", msg.revision, msg.source);
+    }
+    let (who, what) = match (msg.party, msg.verdict) {
+        (Party::Requester, _) => ("Requester agent", "approves its own"),
+        (Party::Approver, Verdict::Approve) => ("Approver alice", "approves"),
+        (Party::Approver, Verdict::Deny) => ("Approver alice", "denies"),
+        (Party::Approver, Verdict::ApproveEdited) => ("Approver alice", "approves an edited"),
+        (Party::Approver, Verdict::Batch(_)) => ("Approver alice", "decides on"),
+    };
+    write!(
+        f,
+        "{who} {what} c1 at r{} of run {}",
+        msg.revision, msg.source
+    )?;
+    if msg.target != msg.source {
+        write!(f, ", sent to run {}", msg.target)?;
+    }
+    Ok(())
 }
 
 impl fmt::Debug for Action {

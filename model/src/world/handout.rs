@@ -3,7 +3,7 @@
 //! decide, and no step can see it. And how a worker answers a proposal from what is
 //! recorded (spec REC-5).
 
-use super::transition::Before;
+use super::step::Before;
 use super::{witness, Dispatches, Violations, World, WorldState, GATED};
 use crate::driving::Driving;
 use crate::Lifecycle;
@@ -213,19 +213,16 @@ impl<L: Lifecycle> World<L> {
                     .get(usize::from(m.checkpoint))
                     .is_some_and(|cp| cp.revision.0 == config.view.revision)
         })?;
-        let cp = **slot.checkpoints.get(usize::from(approval.checkpoint))?;
-        let input = Input {
-            at: resumable_driver::clock::stamp_after(config.snapshot.updated_at, Self::time(state)),
-            event: Event::Resume(resumable_kernel::Resume {
-                checkpoint: cp,
-                decision: self.decision_of(approval, &cp),
-                // The facts as the config holds them: what the run had observed then.
-                facts: resumable_kernel::Facts {
-                    resource_version: cp.resource_version,
-                    ..Self::facts(state, r)
-                },
-            }),
+        // The approval fed as a worker feeds one (`step/input.rs`), to the run the config
+        // holds, with the facts the config holds: what the run had observed then.
+        let key = super::step::StepKey {
+            run: config,
+            ..self.step_key(state, r, super::Choice::Decision(*approval))?
         };
+        let mut input = self.input(&key)?;
+        if let Event::Resume(resume) = &mut input.event {
+            resume.facts.resource_version = resume.checkpoint.resource_version;
+        }
         Some(match self.lifecycle.step(&config.run, &input) {
             Ok((_, effects)) => effects.dispatches().any(|d| d.call_id == gated.call_id),
             Err(_) => false,

@@ -3,12 +3,11 @@
 //! accepts none of them is stuck with honest facts.
 
 use super::memo::{self, AnswerKey};
-use super::{CallVerdict, DecisionMsg, Party, Picks, RunSlot, Settle, Verdict, World, WorldState};
-use crate::Lifecycle;
-use resumable_kernel::{
-    Approval, BoundCall, Checkpoint, Decision, Digest, Event, Input, Name, Phase, QueryAnswer,
-    Reason, ReasonKind, Suspension,
+use super::{
+    Answer, CallVerdict, Choice, DecisionMsg, Party, Picks, Settle, Verdict, World, WorldState,
 };
+use crate::Lifecycle;
+use resumable_kernel::{Digest, Phase, Reason, ReasonKind};
 
 impl<L: Lifecycle> World<L> {
     /// The first run stuck with honest facts, if any: suspended, not past its expiry, within
@@ -45,11 +44,10 @@ impl<L: Lifecycle> World<L> {
                 settlements,
             };
             let answered = memo::answered(key, || {
-                let answers = self.honest_answers(state, r);
-                answers.into_iter().any(|event| {
-                    let input = Input { at, event };
-                    self.lifecycle.step(&slot.run.run, &input).is_ok()
-                })
+                // Each answer fed as a worker would feed it (`step/input.rs`).
+                let mut inputs = (self.honest_answers(state, r).into_iter())
+                    .filter_map(|choice| self.input(&self.step_key(state, r, choice)?));
+                inputs.any(|input| self.lifecycle.step(&slot.run.run, &input).is_ok())
             });
             !answered
         })
@@ -74,15 +72,17 @@ impl<L: Lifecycle> World<L> {
         })
     }
 
-    /// The answers run `r`'s responsible party can honestly give now, cheapest first: for an
-    /// approval, a denial and an approval by the approver; for an unknown outcome, "unknown"
-    /// and the truth; for an intervention, what an honest operator may say. None when the
-    /// run has no checkpoint of its current suspension (then nobody can answer).
-    fn honest_answers(&self, state: &WorldState<L::Run>, r: usize) -> Vec<Event> {
+    /// The answers run `r`'s responsible party can honestly give now, cheapest first, as the
+    /// choices that carry them, each on the run's latest checkpoint: for an approval, a
+    /// denial and an approval by the responsible party; for an unknown outcome, "unknown" and
+    /// the truth; for an intervention, what an honest operator may say; for a batch, every
+    /// call still awaiting denied, rejected or approved at once. None when the run has no
+    /// checkpoint of its current suspension (then nobody can answer).
+    fn honest_answers(&self, state: &WorldState<L::Run>, r: usize) -> Vec<Choice> {
         let Some(slot) = state.runs.get(r) else {
             return Vec::new();
         };
-        let snap = self.lifecycle.snapshot(&slot.run.run);
+        let snap = &slot.run.snapshot;
         let (Phase::Suspended(s), Some(cp)) = (&snap.phase, slot.checkpoints.last()) else {
             return Vec::new();
         };
@@ -90,113 +90,73 @@ impl<L: Lifecycle> World<L> {
         if cp.revision != snap.revision && cp.reason != ReasonKind::PendingBatch {
             return Vec::new();
         }
+        let (Ok(latest), Ok(revision)) = (
+            u8::try_from(slot.checkpoints.len() - 1),
+            u8::try_from(cp.revision.0),
+        ) else {
+            return Vec::new();
+        };
+        // A decision sent now, on the latest checkpoint, by the party responsible.
+        let party = match s.responsible == self.cast.requester {
+            true => Party::Requester,
+            false => Party::Approver,
+        };
+        let decision = |verdict| {
+            Choice::Decision(DecisionMsg {
+                target: super::index(r),
+                source: super::index(r),
+                checkpoint: latest,
+                revision,
+                party,
+                verdict,
+                expires_at: state.now.saturating_add(self.config.approval_ttl),
+                delivered: 0,
+            })
+        };
         let pending = (s.reason.call())
             .and_then(|(c, a)| Some((self.cast.proposal_by_id(&c.call.call_id)?, a)));
-        let decisions = match (&s.reason, pending) {
-            (Reason::PendingApproval { call, requester }, _) => {
-                self.honest_approvals(state, s, call, *requester, cp)
+        match (&s.reason, pending) {
+            (Reason::PendingApproval { .. }, _) => {
+                vec![decision(Verdict::Deny), decision(Verdict::Approve)]
             }
             (Reason::OutcomeUnknown { .. }, Some((call, attempt))) => {
-                self.honest_reconciles(state, r, call, attempt)
+                let truth = self.truthful(state, r, call, attempt);
+                [Answer::Unknown, truth]
+                    .map(|answer| Choice::Reconcile {
+                        checkpoint: latest,
+                        revision,
+                        call,
+                        attempt,
+                        answer,
+                    })
+                    .to_vec()
             }
             (Reason::ManualIntervention { .. }, pending) => {
-                self.honest_interventions(state, r, pending.map(|(c, _)| c))
+                let call = pending.map(|(c, _)| c);
+                (self.honest_settlements(state, r, call).into_iter().rev())
+                    .map(|settle| Choice::Intervene { call, settle })
+                    .collect()
             }
-            (Reason::PendingBatch, _) => self.honest_batch(state, slot, cp),
+            (Reason::PendingBatch, _) => {
+                let awaiting = slot.run.view.awaiting;
+                [CallVerdict::Deny, CallVerdict::Reject, CallVerdict::Approve]
+                    .into_iter()
+                    .map(|v| {
+                        let mut picks: Picks = [None; 2];
+                        for (i, pick) in picks.iter_mut().enumerate() {
+                            if awaiting & (1 << i) != 0 {
+                                *pick = Some(v);
+                            }
+                        }
+                        decision(Verdict::Batch(picks))
+                    })
+                    .collect()
+            }
             // No program waits for a callback or a resource, and every unknown outcome names
             // its call; were either to happen, no answer would be built and the run would be
             // reported stuck rather than passed over.
             _ => Vec::new(),
-        };
-        (decisions.into_iter())
-            .map(|decision| Self::resume_event(state, r, **cp, decision))
-            .collect()
-    }
-
-    /// The approver's honest decisions on `call`, awaiting approval in suspension `s`: a
-    /// denial, then an approval, each bound to the call, its arguments, its requester and
-    /// the checkpoint's revision.
-    fn honest_approvals(
-        &self,
-        state: &WorldState<L::Run>,
-        s: &Suspension,
-        call: &BoundCall,
-        requester: Name,
-        cp: &Checkpoint,
-    ) -> Vec<Decision> {
-        let approval = Approval {
-            call_id: call.call.call_id,
-            args: call.call.args,
-            requester,
-            approver: s.responsible,
-            revision: cp.revision,
-            expires_at: Self::time(state).after(u64::from(self.config.approval_ttl)),
-        };
-        vec![Decision::Deny(approval), Decision::Approve(approval)]
-    }
-
-    /// The reconciler's honest answers for `call`'s `attempt`, whose outcome is unknown:
-    /// "unknown", then the truth as the tool holds it.
-    fn honest_reconciles(
-        &self,
-        state: &WorldState<L::Run>,
-        r: usize,
-        call: u8,
-        attempt: u8,
-    ) -> Vec<Decision> {
-        let truth = self.query_answer(call, self.truthful(state, r, call, attempt));
-        [Some(QueryAnswer::Unknown), truth]
-            .into_iter()
-            .flatten()
-            .map(Decision::Reconcile)
-            .collect()
-    }
-
-    /// What an honest operator may say of run `r`'s intervention on the unresolved `call`,
-    /// "abandon" first.
-    fn honest_interventions(
-        &self,
-        state: &WorldState<L::Run>,
-        r: usize,
-        call: Option<u8>,
-    ) -> Vec<Decision> {
-        (self.honest_settlements(state, r, call).into_iter().rev())
-            .filter_map(|settle| self.intervention(call, settle))
-            .collect()
-    }
-
-    /// A batch: the approver decides every call still awaiting, all at once: deny, reject
-    /// or approve each (spec 5.5), bound to the batch's checkpoint `cp`.
-    fn honest_batch(
-        &self,
-        state: &WorldState<L::Run>,
-        slot: &RunSlot<L::Run>,
-        cp: &Checkpoint,
-    ) -> Vec<Decision> {
-        let m = DecisionMsg {
-            target: 0,
-            source: 0,
-            checkpoint: 0,
-            revision: 0,
-            party: Party::Approver,
-            verdict: Verdict::Approve,
-            expires_at: state.now.saturating_add(self.config.approval_ttl),
-            delivered: 0,
-        };
-        let awaiting = slot.run.view.awaiting;
-        [CallVerdict::Deny, CallVerdict::Reject, CallVerdict::Approve]
-            .into_iter()
-            .map(|v| {
-                let mut picks: Picks = [None; 2];
-                for (i, pick) in picks.iter_mut().enumerate() {
-                    if awaiting & (1 << i) != 0 {
-                        *pick = Some(v);
-                    }
-                }
-                let verdict = Verdict::Batch(picks);
-                self.decision_of(&DecisionMsg { verdict, ..m }, cp)
-            })
-            .collect()
+        }
     }
 
     /// The result the tool commits a proposal's key with.

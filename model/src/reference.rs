@@ -35,11 +35,11 @@ mod moves;
 mod resume;
 mod rules;
 
-pub(crate) use events::to_a_person;
-pub(crate) use guards::{guard_digest, guard_policy, guard_resource_version, guard_schema};
+pub(crate) use events::{rows_1_to_5, to_a_person};
+pub(crate) use guards::{guard_policy, guard_resource_version};
 pub(crate) use moves::{Move, StepResult};
 pub(crate) use resume::{
-    approved_call, identity_fields, requester_never_approves, retry_by_contract,
+    approved_call, bound_to_call, identity_fields, requester_never_approves, retry_by_contract,
 };
 pub(crate) use rules::Rules;
 

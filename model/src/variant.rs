@@ -8,7 +8,7 @@
 
 mod broken;
 
-use resumable_kernel::SpecId;
+use resumable_kernel::{IdentityField, SpecId};
 use std::fmt;
 
 /// One broken rule. See each variant for the spec ID it breaks and how a runtime gets there.
@@ -209,6 +209,18 @@ impl Variant {
         Variant::BatchOneApprovalForAll,
         Variant::RejectedDispatched,
         Variant::EditIgnored,
+    ];
+
+    /// The variants that compare every identity field but one (ID-1), each with the field it
+    /// ignores.
+    pub const ONE_FIELD: [(Variant, IdentityField); 4] = [
+        (Variant::IdentityIgnoresTenant, IdentityField::Tenant),
+        (Variant::IdentityIgnoresSession, IdentityField::Session),
+        (Variant::IdentityIgnoresRun, IdentityField::Run),
+        (
+            Variant::IdentityIgnoresDefinition,
+            IdentityField::Definition,
+        ),
     ];
 
     /// The variant's kebab-case name, as `check --variant` takes it.

@@ -4,21 +4,14 @@
 //! short or a property that was never exercised.
 
 use resumable_model::checker::{check, Cut, Ended, Options, Outcome, Verdict};
-use resumable_model::twopc::{TpcState, TwoPhaseCommit};
+use resumable_model::twopc::TwoPhaseCommit;
 use stateright::{Checker, Model};
 use std::collections::HashSet;
 use std::time::Duration;
 
-fn options() -> Options<TpcState> {
-    Options::default()
-}
+mod tpc_support;
 
-fn verdict(report: &resumable_model::checker::Report, name: &str) -> Verdict {
-    match report.property(name) {
-        Some(p) => p.verdict,
-        None => panic!("no property named {name}"),
-    }
-}
+use tpc_support::{options, verdict};
 
 // --- Exact counts on complete explorations --------------------------------------------------
 

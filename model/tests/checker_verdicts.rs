@@ -11,16 +11,9 @@ use serde_json::json;
 use stateright::{Model, Property};
 use std::time::Duration;
 
-fn options() -> Options<TpcState> {
-    Options::default()
-}
+mod tpc_support;
 
-fn verdict(report: &resumable_model::checker::Report, name: &str) -> Verdict {
-    match report.property(name) {
-        Some(p) => p.verdict,
-        None => panic!("no property named {name}"),
-    }
-}
+use tpc_support::{options, verdict};
 
 // --- Vacuity, boundaries and refused properties ---------------------------------------------
 

@@ -73,55 +73,52 @@ fn shortest<L: Lifecycle>(lifecycle: L, config: Config, name: &str, targets: &[S
 /// Checks the variant and compares its trace with the snapshot named after it.
 fn snapshot(variant: Variant) {
     let trace = shortest_counterexample(variant);
-    let description = format!(
-        "{variant}: {} (breaks {})",
-        variant.description(),
-        variant.targets_named()
-    );
-    compare(variant.name(), description, trace);
+    let what = variant.description().to_owned();
+    compare(variant.name(), &what, variant.targets_named(), trace);
 }
 
 /// Checks the driving and compares its trace with the snapshot named after it.
 fn driving_snapshot(driving: Driving) {
     let trace = shortest_driving_counterexample(driving);
-    let description = format!(
-        "{driving}: the kernel, driven by a worker that breaks one rule: {} (breaks {})",
-        driving.description(),
-        driving.targets_named()
+    let what = format!(
+        "the kernel, driven by a worker that breaks one rule: {}",
+        driving.description()
     );
-    compare(driving.name(), description, trace);
+    compare(driving.name(), &what, driving.targets_named(), trace);
 }
 
-fn compare(name: &str, description: String, trace: String) {
+/// Compares `trace` with the snapshot `name`, described as what it shows and what it breaks.
+fn compare(name: &str, what: &str, breaks: String, trace: String) {
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
-    settings.set_description(description);
+    settings.set_description(format!("{name}: {what} (breaks {breaks})"));
     settings.bind(|| insta::assert_snapshot!(name, trace));
 }
 
-// One test per variant, so they run in parallel; the test after the list makes sure no
-// variant is left out of it.
+// One test per variant, and per broken driving, so they run in parallel; the test after
+// each list makes sure none is left out of it.
 macro_rules! snapshots {
-    ($($test:ident: $variant:ident;)*) => {
+    ($every:ident: every $kind:ident of $all:expr, by $check:ident; $($test:ident: $name:ident;)*) => {
         $(
             #[test]
             fn $test() {
-                snapshot(Variant::$variant);
+                $check($kind::$name);
             }
         )*
 
         #[test]
-        fn every_variant_has_a_snapshot_test() {
-            let listed = [$(Variant::$variant),*];
-            for variant in Variant::ALL {
-                assert!(listed.contains(&variant), "{variant} has no snapshot test");
+        fn $every() {
+            let listed = [$($kind::$name),*];
+            for each in $all {
+                assert!(listed.contains(&each), "{each} has no snapshot test");
             }
         }
     };
 }
 
 snapshots! {
+    every_variant_has_a_snapshot_test: every Variant of Variant::ALL, by snapshot;
     no_revision_check_resumes_a_stale_checkpoint: NoRevisionCheck;
     double_suspend_replaces_the_pending_suspension: DoubleSuspend;
     approval_not_bound_to_args_releases_edited_arguments: ApprovalNotBoundToArgs;
@@ -160,26 +157,8 @@ snapshots! {
 
 // The broken drivings: the kernel, driven by workers that break one rule of the driving
 // contract the way an old adapter did.
-macro_rules! driving_snapshots {
-    ($($test:ident: $driving:ident;)*) => {
-        $(
-            #[test]
-            fn $test() {
-                driving_snapshot(Driving::$driving);
-            }
-        )*
-
-        #[test]
-        fn every_broken_driving_has_a_snapshot_test() {
-            let listed = [$(Driving::$driving),*];
-            for driving in Driving::BROKEN {
-                assert!(listed.contains(&driving), "{driving} has no snapshot test");
-            }
-        }
-    };
-}
-
-driving_snapshots! {
+snapshots! {
+    every_broken_driving_has_a_snapshot_test: every Driving of Driving::BROKEN, by driving_snapshot;
     decision_time_from_message_accepts_a_late_approval: DecisionTimeFromMessage;
     tool_gets_node_arguments_pays_what_nobody_approved: ToolGetsNodeArguments;
     recorded_call_by_id_only_answers_a_new_call_with_an_old_receipt: RecordedCallByIdOnly;

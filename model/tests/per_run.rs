@@ -7,6 +7,8 @@
 //! The larger worlds take seconds to half a minute each in release: they are `#[ignore]`d and
 //! run by CI (`cargo test --release -p resumable-model --test per_run -- --ignored`).
 
+mod world_support;
+
 use resumable_model::checker::{self, merge, Options, Report, Verdict};
 use resumable_model::config::{Config, ConfigError, Program};
 use resumable_model::reference::Reference;
@@ -18,6 +20,7 @@ use resumable_model::{Kernel, Lifecycle};
 use stateright::Model;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
+use world_support::assert_same_verdicts;
 
 /// Two runs of the default world, without lost responses or duplicated decisions.
 fn quiet_two() -> Config {
@@ -26,6 +29,23 @@ fn quiet_two() -> Config {
         losses: 0,
         duplicates: 0,
         ..Config::default()
+    }
+}
+
+/// [`quiet_two`] without a crash.
+fn quiet_without_crash() -> Config {
+    Config {
+        crashes: 0,
+        ..quiet_two()
+    }
+}
+
+/// [`quiet_two`] on the direct program, with one worker (its one crash shared by the runs).
+fn quiet_direct_one_worker() -> Config {
+    Config {
+        workers: 1,
+        program: Program::Direct,
+        ..quiet_two()
     }
 }
 
@@ -88,16 +108,11 @@ fn agree(name: &str, config: Config) {
         assert!(report.exploration.complete, "{name}: {part} was cut");
     }
     let merged = merge::merge(&parts).expect("the parts fold");
-    assert_eq!(whole.properties.len(), merged.properties.len(), "{name}");
-    for (a, b) in whole.properties.iter().zip(&merged.properties) {
-        assert_eq!(a.name, b.name, "{name}");
-        assert_eq!(
-            a.verdict, b.verdict,
-            "{name}: {}: {:?} in the two-run world, {:?} by the per-run reduction",
-            a.name, a.verdict, b.verdict
-        );
-    }
-    assert_eq!(whole.outcome, merged.outcome, "{name}");
+    assert_same_verdicts(
+        name,
+        ("in the two-run world", &whole),
+        ("by the per-run reduction", &merged),
+    );
 }
 
 /// Asserts that `variant`'s exposing world with two runs is caught by the per-run reduction
@@ -259,13 +274,7 @@ fn every_two_run_world_small_enough_for_the_whole_search_agrees() {
     let quiet = quiet_two();
     let worlds = [
         ("approval, no crash", Config { crashes: 0, ..two }),
-        (
-            "approval, no crash, quiet",
-            Config {
-                crashes: 0,
-                ..quiet
-            },
-        ),
+        ("approval, no crash, quiet", quiet_without_crash()),
         (
             "approval, one worker, one crash",
             Config {
@@ -273,14 +282,7 @@ fn every_two_run_world_small_enough_for_the_whole_search_agrees() {
                 ..quiet
             },
         ),
-        (
-            "direct, one worker, one crash",
-            Config {
-                workers: 1,
-                program: Program::Direct,
-                ..quiet
-            },
-        ),
+        ("direct, one worker, one crash", quiet_direct_one_worker()),
         (
             "side effect first, no crash",
             Config {
@@ -327,6 +329,22 @@ fn every_action<L: Lifecycle>(world: &World<L>) -> Vec<Action> {
     offered
 }
 
+/// Asserts that the variant sending the bare key breaks KEY-3 in `config`'s whole two-run
+/// world and in each world of its per-run reduction.
+fn bare_key_breaks_key_3_whole_and_in_every_part(config: Config) {
+    let (whole, parts) = both(
+        Reference::broken(Variant::DispatchUnderBareKey),
+        config,
+        false,
+    );
+    let key_3 = resumable_model::properties::names::KEY_3;
+    let broken = |report: &Report| report.property(key_3).map(|p| p.verdict);
+    assert_eq!(broken(&whole), Some(Verdict::Violated));
+    for (name, report) in &parts {
+        assert_eq!(broken(report), Some(Verdict::Violated), "{name}");
+    }
+}
+
 /// KEY-3 across the reduction: the variant that sends the bare key is caught by the whole
 /// two-run world and by the reduction, whose world lets the run left out commit (or fence)
 /// under the shared tool key; a kernel's world of the reduction never offers that, its tool
@@ -356,23 +374,8 @@ fn a_dispatch_under_the_bare_key_is_caught_whole_and_by_the_reduction() {
         crashes: 1,
         ..config
     };
-    let (whole, parts) = both(
-        Reference::broken(Variant::DispatchUnderBareKey),
-        fencing,
-        false,
-    );
+    bare_key_breaks_key_3_whole_and_in_every_part(fencing);
     let key_3 = resumable_model::properties::names::KEY_3;
-    assert_eq!(
-        whole.property(key_3).map(|p| p.verdict),
-        Some(Verdict::Violated)
-    );
-    for (name, report) in &parts {
-        assert_eq!(
-            report.property(key_3).map(|p| p.verdict),
-            Some(Verdict::Violated),
-            "{name}"
-        );
-    }
     // Without the run left out's records, each run alone never meets the other at the tool:
     // the reduction would pass the variant.
     for (name, part) in config.per_run().expect("two runs") {
@@ -402,23 +405,8 @@ fn a_query_answered_from_another_run_s_commit_breaks_key_3_when_it_lands() {
         crashes: 1,
         ..Config::exposing(Variant::DispatchUnderBareKey)
     };
-    let (whole, parts) = both(
-        Reference::broken(Variant::DispatchUnderBareKey),
-        config,
-        false,
-    );
+    bare_key_breaks_key_3_whole_and_in_every_part(config);
     let key_3 = resumable_model::properties::names::KEY_3;
-    assert_eq!(
-        whole.property(key_3).map(|p| p.verdict),
-        Some(Verdict::Violated)
-    );
-    for (name, report) in &parts {
-        assert_eq!(
-            report.property(key_3).map(|p| p.verdict),
-            Some(Verdict::Violated),
-            "{name}"
-        );
-    }
     let honest = check(Kernel, config, true);
     assert_ne!(
         honest.property(key_3).map(|p| p.verdict),
@@ -530,24 +518,10 @@ fn what_two_runs_show_of_run_0_is_what_its_world_alone_reaches_with_a_free_clock
     // seen from run 0, is a state of `run-0`'s world. And the free clock is needed for it:
     // the world of run 0 alone whose clock ticks only while it waits misses some of them
     // (time passes while run 0 runs, as long as run 1 waits).
-    let quiet = quiet_two();
     let worlds = [
-        (
-            "approval, no crash",
-            Config {
-                crashes: 0,
-                ..quiet
-            },
-        ),
+        ("approval, no crash", quiet_without_crash()),
         // One crash for the two runs: the budget is shared.
-        (
-            "direct, one worker, one crash",
-            Config {
-                workers: 1,
-                program: Program::Direct,
-                ..quiet
-            },
-        ),
+        ("direct, one worker, one crash", quiet_direct_one_worker()),
     ];
     for (name, two) in worlds {
         let [(_, run0), _] = two.per_run().expect("two runs");

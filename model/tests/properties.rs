@@ -163,12 +163,6 @@ fn every_property_is_keyed_by_the_spec_id_its_name_starts_with() {
     assert_eq!(list.properties().len(), world.properties().len());
 }
 
-fn assert_witness(config: Config, property: &str, expected: &[&str]) {
-    let world = World::new(Kernel, config).unwrap();
-    let path = shortest(&world, property, true).expect("the partner is reached");
-    assert_eq!(path, expected, "{property}");
-}
-
 #[test]
 fn the_kernel_holds_every_property_and_reaches_every_partner() {
     assert_holds(Kernel, small());
@@ -232,285 +226,154 @@ fn the_kernel_and_the_reference_hold_where_each_variant_is_exposed() {
     assert_holds(Reference::default(), exposing());
 }
 
-#[test]
-fn witness_two_workers_race_to_resume_one_suspension_and_one_wins() {
-    assert_witness(
-        tiny(),
-        names::RACE_WON,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) crashes: volatile state lost",
-            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
-            "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
-            "Worker(1) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
-            "Worker(0) commits run 0 r3->r4: written with its audit record",
-        ],
-    );
+// Shortest witness paths, as the steps of the story each tells. The steps, in the words of
+// the traces:
+
+/// The gated call is suspended for approval, and the suspension written.
+const SUSPENDED: &[&str] = &[
+    "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
+    "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
+];
+/// The approver approves it.
+const SENT: &[&str] = &["Approver alice approves c1 at r1 of run 0: sent"];
+/// The approval is fed and written: the call is in flight.
+const APPROVED: &[&str] = &[
+    "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
+    "Worker(0) commits run 0 r1->r2: written with its audit record",
+];
+/// The call goes out.
+const DISPATCHED: &[&str] = &["Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool"];
+/// The tool commits it.
+const TOOL_COMMITS: &[&str] = &["Tool commits c1 key k1#0 for run 0: committed, response sent"];
+/// The worker crashes and a restarted one recovers the run: the outcome is unknown.
+const CRASHED: &[&str] = &[
+    "Worker(0) crashes: volatile state lost",
+    "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
+    "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
+];
+/// The query says "not committed", and the call is retried.
+const RETRIED: &[&str] = &[
+    "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
+];
+/// The retry is written.
+const RETRY_WRITTEN: &[&str] = &["Worker(0) commits run 0 r3->r4: written with its audit record"];
+/// Time passes to t2.
+const TO_T2: &[&str] = &[
+    "Clock ticks to 1: time passes",
+    "Clock ticks to 2: time passes",
+];
+/// And to t3, past the approval's suspension.
+const TO_T3: &[&str] = &["Clock ticks to 3: time passes"];
+/// The suspension expires.
+const EXPIRED: &[&str] = &[
+    "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
+    "Worker(0) commits run 0 r1->r2: written with its audit record",
+];
+/// The approval, sent before, reaches the expired run.
+const STALE: &[&str] = &[
+    "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: stale revision: current r2, got r1",
+];
+
+fn assert_witness(config: Config, property: &str, steps: &[&[&str]]) {
+    let world = World::new(Kernel, config).unwrap();
+    let path = shortest(&world, property, true).expect("the partner is reached");
+    assert_eq!(path, steps.concat(), "{property}");
 }
 
-#[test]
-fn witness_a_stale_approval_arrives() {
-    assert_witness(
-        tiny(),
-        names::STALE_ARRIVES,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Clock ticks to 1: time passes",
-            "Clock ticks to 2: time passes",
-            "Clock ticks to 3: time passes",
-            "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: stale revision: current r2, got r1",
-        ],
-    );
+/// One test per partner: the test, the world, the property, and its shortest witness path
+/// as the steps of its story, in order.
+macro_rules! witnesses {
+    ($($test:ident: $config:expr, $property:ident, [$($steps:expr),* $(,)?];)*) => {$(
+        #[test]
+        fn $test() {
+            assert_witness($config, names::$property, &[$($steps),*]);
+        }
+    )*};
 }
 
-#[test]
-fn witness_the_tool_commits_an_approved_call() {
-    assert_witness(
-        tiny(),
-        names::APPROVED_RUNS,
+witnesses! {
+    witness_two_workers_race_to_resume_one_suspension_and_one_wins: tiny(), RACE_WON, [
+        SUSPENDED, SENT, APPROVED, CRASHED, RETRIED,
+        &["Worker(1) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4"],
+        RETRY_WRITTEN,
+    ];
+    witness_a_stale_approval_arrives: tiny(), STALE_ARRIVES, [
+        SUSPENDED, SENT, TO_T2, TO_T3, EXPIRED, STALE,
+    ];
+    witness_the_tool_commits_an_approved_call: tiny(), APPROVED_RUNS, [
+        SUSPENDED, SENT, APPROVED, DISPATCHED, TOOL_COMMITS,
+    ];
+    witness_a_decision_arrives_after_it_expired: tiny(), EXPIRED_ARRIVES, [
+        SUSPENDED, SENT, TO_T2,
+        &["Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: approval expired at t1, now t2"],
+    ];
+    witness_a_decision_arrives_after_the_suspension_expired: tiny(), AFTER_EXPIRY, [
+        SUSPENDED, SENT, TO_T2, TO_T3,
+        &["Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: suspension expired at t2, now t3"],
+    ];
+    witness_a_denial_fails_the_run: tiny(), DENIED, [
+        SUSPENDED,
         &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
-            "Tool commits c1 key k1#0 for run 0: committed, response sent",
-        ],
-    );
-}
-
-#[test]
-fn witness_a_decision_arrives_after_it_expired() {
-    assert_witness(
-        tiny(),
-        names::EXPIRED_ARRIVES,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Clock ticks to 1: time passes",
-            "Clock ticks to 2: time passes",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: approval expired at t1, now t2",
-        ],
-    );
-}
-
-#[test]
-fn witness_a_decision_arrives_after_the_suspension_expired() {
-    assert_witness(
-        tiny(),
-        names::AFTER_EXPIRY,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Clock ticks to 1: time passes",
-            "Clock ticks to 2: time passes",
-            "Clock ticks to 3: time passes",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: suspension expired at t2, now t3",
-        ],
-    );
-}
-
-#[test]
-fn witness_a_denial_fails_the_run() {
-    assert_witness(
-        tiny(),
-        names::DENIED,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
             "Approver alice denies c1 at r1 of run 0: sent",
             "Worker(0) steps run 0 with resume deny c1@r1 from alice: accepted: failed (denied) at r2",
             "Worker(0) commits run 0 r1->r2: written with its audit record",
         ],
-    );
-}
-
-#[test]
-fn witness_a_delayed_request_reaches_the_tool_after_a_not_committed_answer() {
-    assert_witness(
-        tiny(),
-        names::LATE_REQUEST,
+    ];
+    witness_a_delayed_request_reaches_the_tool_after_a_not_committed_answer: tiny(), LATE_REQUEST, [
+        SUSPENDED, SENT, APPROVED, DISPATCHED, CRASHED, RETRIED, TOOL_COMMITS,
+    ];
+    witness_a_crash_leaves_an_unknown_outcome: tiny(), UNKNOWN, [
+        SUSPENDED, SENT, APPROVED, CRASHED,
+    ];
+    witness_reconcile_reuses_a_committed_result: tiny(), REUSED, [
+        SUSPENDED, SENT, APPROVED, DISPATCHED, CRASHED, TOOL_COMMITS,
+        &["Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: committed: accepted: running at r4"],
+        RETRY_WRITTEN,
+    ];
+    witness_a_retry_after_a_not_committed_answer_succeeds: tiny(), RETRY_SUCCEEDS, [
+        SUSPENDED, SENT, APPROVED, DISPATCHED, CRASHED, RETRIED, RETRY_WRITTEN, TOOL_COMMITS,
         &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
-            "Worker(0) crashes: volatile state lost",
-            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
-            "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
-            "Tool commits c1 key k1#0 for run 0: committed, response sent",
-        ],
-    );
-}
-
-#[test]
-fn witness_a_crash_leaves_an_unknown_outcome() {
-    assert_witness(
-        tiny(),
-        names::UNKNOWN,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) crashes: volatile state lost",
-            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
-        ],
-    );
-}
-
-#[test]
-fn witness_reconcile_reuses_a_committed_result() {
-    assert_witness(
-        tiny(),
-        names::REUSED,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
-            "Worker(0) crashes: volatile state lost",
-            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
-            "Tool commits c1 key k1#0 for run 0: committed, response sent",
-            "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: committed: accepted: running at r4",
-            "Worker(0) commits run 0 r3->r4: written with its audit record",
-        ],
-    );
-}
-
-#[test]
-fn witness_a_retry_after_a_not_committed_answer_succeeds() {
-    assert_witness(
-        tiny(),
-        names::RETRY_SUCCEEDS,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
-            "Worker(0) crashes: volatile state lost",
-            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
-            "Worker(0) steps run 0 with reconcile c1 key k1#0 from r3: not committed: accepted: running, c1 attempt 0 in flight at r4",
-            "Worker(0) commits run 0 r3->r4: written with its audit record",
-            "Tool commits c1 key k1#0 for run 0: committed, response sent",
             "Worker(1) steps run 0 with result of c1 key k1#0: accepted: running at r5",
             "Worker(1) commits run 0 r4->r5: written with its audit record",
         ],
-    );
-}
-
-#[test]
-fn witness_a_message_reaches_a_finished_run() {
-    assert_witness(
-        tiny(),
-        names::LATE_TO_TERMINAL,
+    ];
+    // The same story as a stale approval's: the approval is late to a finished run.
+    witness_a_message_reaches_a_finished_run: tiny(), LATE_TO_TERMINAL, [
+        SUSPENDED, SENT, TO_T2, TO_T3, EXPIRED, STALE,
+    ];
+    witness_a_run_completes_every_step_audited: tiny(), COMPLETES, [
+        SUSPENDED, SENT, APPROVED, DISPATCHED, TOOL_COMMITS,
         &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Clock ticks to 1: time passes",
-            "Clock ticks to 2: time passes",
-            "Clock ticks to 3: time passes",
-            "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: refused: stale revision: current r2, got r1",
-        ],
-    );
-}
-
-#[test]
-fn witness_a_run_completes_every_step_audited() {
-    assert_witness(
-        tiny(),
-        names::COMPLETES,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) dispatches c1 key k1#0 for run 0: sent to the tool",
-            "Tool commits c1 key k1#0 for run 0: committed, response sent",
             "Worker(0) steps run 0 with result of c1 key k1#0: accepted: running at r3",
             "Worker(0) commits run 0 r2->r3: written with its audit record",
             "Worker(0) steps run 0 with complete: accepted: completed at r4",
             "Worker(0) commits run 0 r3->r4: written with its audit record",
         ],
-    );
-}
-
-#[test]
-fn witness_a_run_waits_on_a_person_after_its_reconciliation_ran_out() {
-    assert_witness(
-        tiny(),
-        names::WAITS,
+    ];
+    witness_a_run_waits_on_a_person_after_its_reconciliation_ran_out: tiny(), WAITS, [
+        SUSPENDED, SENT, APPROVED, CRASHED, TO_T2,
         &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice: accepted: running, c1 attempt 0 in flight at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-            "Worker(0) crashes: volatile state lost",
-            "Worker(0) steps run 0 with recover: accepted: suspended (outcome unknown, expires t1) at r3",
-            "Worker(0) commits run 0 r2->r3: written with its audit record and its checkpoint",
-            "Clock ticks to 1: time passes",
-            "Clock ticks to 2: time passes",
             "Worker(0) steps run 0 with expire: accepted: suspended (manual intervention, expires t3) at r4",
             "Worker(0) commits run 0 r3->r4: written with its audit record and its checkpoint",
         ],
-    );
-}
-
-#[test]
-fn witness_a_run_waiting_for_approval_is_offered_a_second_suspend() {
-    assert_witness(
-        tiny(),
-        names::SUSPEND_OFFERED,
+    ];
+    witness_a_run_waiting_for_approval_is_offered_a_second_suspend: tiny(), SUSPEND_OFFERED, [
+        SUSPENDED,
+    ];
+    witness_a_suspension_expires: tiny(), EXPIRES, [SUSPENDED, TO_T2, TO_T3, EXPIRED];
+    witness_the_requester_s_approval_of_its_own_call_arrives: with_self_approval(), SELF_ARRIVES, [
+        SUSPENDED,
         &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
+            "Requester agent approves its own c1 at r1 of run 0: sent",
+            "Worker(0) steps run 0 with resume approve c1@r1 from agent: refused: agent cannot approve its own call",
         ],
-    );
-}
-
-#[test]
-fn witness_a_suspension_expires() {
-    assert_witness(
-        tiny(),
-        names::EXPIRES,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Clock ticks to 1: time passes",
-            "Clock ticks to 2: time passes",
-            "Clock ticks to 3: time passes",
-            "Worker(0) steps run 0 with expire: accepted: failed (expired) at r2",
-            "Worker(0) commits run 0 r1->r2: written with its audit record",
-        ],
-    );
+    ];
+    witness_a_checkpoint_of_another_tenant_reaches_a_run: two_runs(), FOREIGN_OFFERED, [&[
+        "Worker(0) steps run 1 with suspend for approval of c1: accepted: suspended (pending approval, expires t1) at r1",
+        "Worker(0) commits run 1 r0->r1: written with its audit record and its checkpoint",
+        "Approver alice approves c1 at r1 of run 1, sent to run 0: sent",
+        "Worker(0) steps run 0 with resume approve c1@r1 from alice (run 1's checkpoint): refused: checkpoint is not for this run: tenant differs",
+    ]];
 }
 
 /// APR-3's suspend-time half: where the requester tries to approve itself, the agent is
@@ -534,34 +397,6 @@ fn witness_the_agent_is_offered_to_suspend_naming_itself_the_approver() {
         "refused: agent cannot approve its own call"
     );
     assert_eq!(world.next_state(first, *offer), None);
-}
-
-#[test]
-fn witness_the_requester_s_approval_of_its_own_call_arrives() {
-    assert_witness(
-        with_self_approval(),
-        names::SELF_ARRIVES,
-        &[
-            "Worker(0) steps run 0 with suspend for approval of c1: accepted: suspended (pending approval, expires t2) at r1",
-            "Worker(0) commits run 0 r0->r1: written with its audit record and its checkpoint",
-            "Requester agent approves its own c1 at r1 of run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from agent: refused: agent cannot approve its own call",
-        ],
-    );
-}
-
-#[test]
-fn witness_a_checkpoint_of_another_tenant_reaches_a_run() {
-    assert_witness(
-        two_runs(),
-        names::FOREIGN_OFFERED,
-        &[
-            "Worker(0) steps run 1 with suspend for approval of c1: accepted: suspended (pending approval, expires t1) at r1",
-            "Worker(0) commits run 1 r0->r1: written with its audit record and its checkpoint",
-            "Approver alice approves c1 at r1 of run 1, sent to run 0: sent",
-            "Worker(0) steps run 0 with resume approve c1@r1 from alice (run 1's checkpoint): refused: checkpoint is not for this run: tenant differs",
-        ],
-    );
 }
 
 #[test]

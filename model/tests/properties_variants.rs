@@ -5,7 +5,7 @@
 
 mod world_support;
 
-use resumable_kernel::{IdentityField, SpecId};
+use resumable_kernel::SpecId;
 use resumable_model::checker::Checkable;
 use resumable_model::config::Config;
 use resumable_model::driving::Driving;
@@ -97,23 +97,12 @@ caught_by! {
     dispatch_under_bare_key_is_caught_by_key_3: DispatchUnderBareKey;
 }
 
-/// The variants that compare every identity field but one (ID-1).
-const ONE_FIELD: [(Variant, IdentityField); 4] = [
-    (Variant::IdentityIgnoresTenant, IdentityField::Tenant),
-    (Variant::IdentityIgnoresSession, IdentityField::Session),
-    (Variant::IdentityIgnoresRun, IdentityField::Run),
-    (
-        Variant::IdentityIgnoresDefinition,
-        IdentityField::Definition,
-    ),
-];
-
 /// Each probe of one identity field catches exactly the variant that ignores that field,
 /// and the honest reference and kernel hold ID-1 there; a world whose runs differ in
 /// tenant, session and run at once (`two-tenants`) catches none of them.
 #[test]
 fn each_identity_field_is_probed_alone() {
-    for (ignoring, _) in ONE_FIELD {
+    for (ignoring, _) in Variant::ONE_FIELD {
         let two_tenants = (Config::suite().into_iter())
             .find(|(n, _)| *n == "two-tenants")
             .expect("a world of the default check")
@@ -125,7 +114,7 @@ fn each_identity_field_is_probed_alone() {
                 .any(|s| s.violated.has(SpecId::Id1)),
             "{ignoring} is caught where every field differs"
         );
-        for (variant, field) in ONE_FIELD {
+        for (variant, field) in Variant::ONE_FIELD {
             let world = World::new(Reference::broken(ignoring), Config::cross_run(field)).unwrap();
             let caught = reachable(&world)
                 .iter()
@@ -137,7 +126,7 @@ fn each_identity_field_is_probed_alone() {
             );
         }
     }
-    for (_, field) in ONE_FIELD {
+    for (_, field) in Variant::ONE_FIELD {
         let config = Config::cross_run(field);
         let reference = World::new(Reference::new(), config).unwrap();
         let kernel = World::new(Kernel, config).unwrap();
@@ -222,34 +211,23 @@ fn caught_driving(driving: Driving) -> Vec<&'static str> {
     hunt(world, &targets).into_iter().collect()
 }
 
-#[test]
-fn decision_time_from_message_is_caught_by_clk_2() {
-    let found = caught_driving(Driving::DecisionTimeFromMessage);
-    assert_eq!(found, [resumable_model::properties::names::CLK_2]);
+/// One test per broken driving: the one property it is caught by.
+macro_rules! drivings_caught {
+    ($($test:ident: $driving:ident by $property:ident;)*) => {$(
+        #[test]
+        fn $test() {
+            let found = caught_driving(Driving::$driving);
+            assert_eq!(found, [resumable_model::properties::names::$property]);
+        }
+    )*};
 }
 
-#[test]
-fn tool_gets_node_arguments_is_caught_by_apr_5() {
-    let found = caught_driving(Driving::ToolGetsNodeArguments);
-    assert_eq!(found, [resumable_model::properties::names::APR_5]);
-}
-
-#[test]
-fn recorded_call_by_id_only_is_caught_by_rec_5() {
-    let found = caught_driving(Driving::RecordedCallByIdOnly);
-    assert_eq!(found, [resumable_model::properties::names::REC_5]);
-}
-
-#[test]
-fn run_from_old_config_is_caught_by_rec_6() {
-    let found = caught_driving(Driving::RunFromOldConfig);
-    assert_eq!(found, [resumable_model::properties::names::REC_6]);
-}
-
-#[test]
-fn recorded_call_skips_its_interrupt_is_caught_by_res_8() {
-    let found = caught_driving(Driving::RecordedCallSkipsItsInterrupt);
-    assert_eq!(found, [resumable_model::properties::names::RES_8]);
+drivings_caught! {
+    decision_time_from_message_is_caught_by_clk_2: DecisionTimeFromMessage by CLK_2;
+    tool_gets_node_arguments_is_caught_by_apr_5: ToolGetsNodeArguments by APR_5;
+    recorded_call_by_id_only_is_caught_by_rec_5: RecordedCallByIdOnly by REC_5;
+    run_from_old_config_is_caught_by_rec_6: RunFromOldConfig by REC_6;
+    recorded_call_skips_its_interrupt_is_caught_by_res_8: RecordedCallSkipsItsInterrupt by RES_8;
 }
 
 /// Fails to compile when a broken driving is added without a test above.

@@ -1,125 +1,18 @@
-//! The reference lifecycle machine, driven on its own: the seed's verdicts, a few paths per
-//! spec section, and for each broken variant the input on which it parts from the reference.
+//! The reference lifecycle machine, driven on its own: the seed's verdicts and a few paths
+//! per spec section. Where each broken variant parts from it is `variants.rs`.
 //!
 //! Nothing here runs the kernel: the two machines are compared by conformance.
 
 use resumable_kernel::*;
-use resumable_model::reference::{RefRun, Reference, Status};
-use resumable_model::variant::Variant;
-use resumable_model::Lifecycle;
-use resumable_testkit::{self as kit, Machine};
-use resumable_testkit::{
-    approval, at, call, checkpoint_of, contract, first_dispatch, identity, outcome,
-};
+use resumable_model::reference::Status;
+use resumable_testkit::{self as kit};
+use resumable_testkit::{approval, at, call, checkpoint_of, contract, first_dispatch, outcome};
 use resumable_testkit::{resume, resume_with, suspend_for_approval};
 use resumable_testkit::{APPROVER, OPERATOR, REQUESTER, WINDOW};
 
-// -------------------------------------------------------------------------------------------
-// Fixtures: the testkit's, on the reference machine, and builders of its own.
-// -------------------------------------------------------------------------------------------
+mod reference_support;
 
-const REF: Reference = Reference::new();
-
-/// The reference machine, or one of its variants, as the testkit's scenarios drive it.
-struct On<'a>(&'a Reference);
-
-impl Machine for On<'_> {
-    type Run = RefRun;
-
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-
-    fn create(&self, identity: Identity, policy: Policy, at: Time) -> Result<RefRun, PolicyError> {
-        self.0.create(identity, policy, at)
-    }
-
-    fn step(&self, run: &RefRun, input: &Input) -> Result<(RefRun, Effects), Rejection> {
-        self.0.step(run, input)
-    }
-
-    fn phase(&self, run: &RefRun) -> Phase {
-        run.phase()
-    }
-
-    fn revision(&self, run: &RefRun) -> Revision {
-        run.revision
-    }
-}
-
-fn new_run(run: &str) -> RefRun {
-    kit::new_run_on(&On(&REF), run)
-}
-
-fn accept_on(m: &Reference, run: &RefRun, input: Input) -> (RefRun, Effects) {
-    kit::accept_on(&On(m), run, input)
-}
-
-fn reject_on(m: &Reference, run: &RefRun, input: Input) -> Rejection {
-    kit::reject_on(&On(m), run, input)
-}
-
-fn accept(run: &RefRun, input: Input) -> (RefRun, Effects) {
-    accept_on(&REF, run, input)
-}
-
-fn reject(run: &RefRun, input: Input) -> Rejection {
-    reject_on(&REF, run, input)
-}
-
-/// A run suspended at t1 for approval of `c`, expiring at t50, with its checkpoint.
-fn pending(c: Call) -> (RefRun, Checkpoint) {
-    kit::pending_on(&On(&REF), c)
-}
-
-/// A run whose dispatch of `c` (at t1) was in flight when the worker restarted (at t2).
-fn outcome_unknown(c: Call) -> (RefRun, Checkpoint) {
-    kit::outcome_unknown_on(&On(&REF), c)
-}
-
-fn reason_of(run: &RefRun) -> Option<ReasonKind> {
-    kit::reason_on(&On(&REF), run)
-}
-
-fn suspend_for_callback(callback: &str, expires_at: u64) -> Event {
-    Event::Suspend {
-        wait: Wait::Callback {
-            callback: Name::new(callback).unwrap(),
-        },
-        expires_at: Time(expires_at),
-        responsible: APPROVER,
-        resource_version: 1,
-    }
-}
-
-fn facts_for(cp: &Checkpoint) -> Facts {
-    Facts {
-        resource_version: cp.resource_version,
-        permitted: true,
-        within_budget: true,
-    }
-}
-
-fn dispatches(fx: &Effects) -> Vec<Dispatch> {
-    fx.iter()
-        .filter_map(|e| match e {
-            Effect::Dispatch(d) => Some(d),
-            _ => None,
-        })
-        .collect()
-}
-
-fn kinds(fx: &Effects) -> Vec<&'static str> {
-    fx.iter()
-        .map(|e| match e {
-            Effect::Audit(_) => "audit",
-            Effect::History(_) => "history",
-            Effect::PersistCheckpoint(_) => "checkpoint",
-            Effect::Dispatch(_) => "dispatch",
-            Effect::Query(_) => "query",
-        })
-        .collect()
-}
+use reference_support::*;
 
 // -------------------------------------------------------------------------------------------
 // The seed's simulation: the same steps, the same verdicts (the testkit's scenario).
@@ -165,14 +58,7 @@ fn each_accepted_input_advances_the_revision_by_one_and_audits_it_once() {
     let c = call("c", "t", "k");
     let inputs = [
         at(1, first_dispatch(c)),
-        at(
-            2,
-            Event::ToolResult {
-                call_id: c.call_id,
-                attempt: 0,
-                result: Digest::of(b"ok"),
-            },
-        ),
+        at(2, tool_result(&c, 0, b"ok")),
         at(3, suspend_for_callback("cb", 9)),
     ];
     let mut run = new_run("r");
@@ -253,8 +139,7 @@ fn a_terminal_run_is_refused_as_terminal_before_the_clock_is_checked() {
 fn denied_duplicate_denial_is_answered_already_applied_even_after_the_run_failed() {
     // Spec 4.1 guard 2 puts the revision rows of section 5 before the terminal check (REJ-1),
     // so the denier whose reply was lost learns that its denial won.
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let deny = Decision::Deny(approval(&cp, &c));
     let (failed, _) = accept(&run, at(2, resume(cp, deny)));
     assert_eq!(
@@ -353,19 +238,12 @@ fn dispatching_suspend_waits_for_the_call_in_flight() {
 
 #[test]
 fn suspended_resume_checks_identity_before_the_clock() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let mut stranger = cp;
     stranger.identity.tenant = Name::lit("tenant-b");
     let stranger = stranger.seal();
     assert_eq!(
-        reject(
-            &run,
-            at(
-                0,
-                resume(stranger, Decision::Approve(approval(&stranger, &c)))
-            )
-        ),
+        reject(&run, at(0, approving(stranger, &c))),
         Rejection::IdentityMismatch {
             field: IdentityField::Tenant
         }
@@ -374,8 +252,7 @@ fn suspended_resume_checks_identity_before_the_clock() {
 
 #[test]
 fn suspended_resume_with_a_tampered_checkpoint_is_rejected_with_both_digests() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let mut tampered = cp;
     tampered.expires_at = Time(10_000);
     let expected = tampered.compute_digest();
@@ -393,8 +270,7 @@ fn suspended_resume_with_a_tampered_checkpoint_is_rejected_with_both_digests() {
 
 #[test]
 fn suspended_resume_passes_the_schema_gate_only_at_the_current_version() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let newer = Checkpoint {
         schema_version: SCHEMA_VERSION + 1,
         ..cp
@@ -429,37 +305,26 @@ fn suspended_resume_passes_the_schema_gate_only_at_the_current_version() {
 
 #[test]
 fn suspended_resume_from_an_explicitly_migrated_v1_checkpoint_is_accepted() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let v1 = kit::as_v1(&cp);
     let migrated = v1
         .migrate(cp.identity.definition, cp.resource_version)
         .and_then(|v2| v2.migrate(None))
         .unwrap();
     assert_eq!(migrated, cp);
-    accept(
-        &run,
-        at(
-            2,
-            resume(migrated, Decision::Approve(approval(&migrated, &c))),
-        ),
-    );
+    accept(&run, at(2, approving(migrated, &c)));
 }
 
 #[test]
 fn suspended_resume_from_a_future_revision_is_rejected() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let future = Checkpoint {
         revision: Revision(5),
         ..cp
     }
     .seal();
     assert_eq!(
-        reject(
-            &run,
-            at(2, resume(future, Decision::Approve(approval(&future, &c))))
-        ),
+        reject(&run, at(2, approving(future, &c))),
         Rejection::FutureRevision {
             current: Revision(1),
             got: Revision(5)
@@ -469,8 +334,7 @@ fn suspended_resume_from_a_future_revision_is_rejected() {
 
 #[test]
 fn resume_race_duplicate_is_applied_and_a_different_decision_conflicts() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let approve = Decision::Approve(approval(&cp, &c));
     let (run, _) = accept(&run, at(2, resume(cp, approve)));
     let won = (Revision(1), Revision(2));
@@ -501,8 +365,7 @@ fn resume_race_duplicate_is_applied_and_a_different_decision_conflicts() {
 
 #[test]
 fn suspended_resume_after_the_resource_changed_is_rejected() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let facts = Facts {
         resource_version: 2,
         ..facts_for(&cp)
@@ -524,22 +387,15 @@ fn suspended_resume_after_the_resource_changed_is_rejected() {
 
 #[test]
 fn running_resume_at_the_current_revision_is_rejected_as_not_suspended() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
-    let (running, _) = accept(
-        &run,
-        at(2, resume(cp, Decision::Approve(approval(&cp, &c)))),
-    );
+    let (c, run, cp) = pending_c();
+    let (running, _) = accept(&run, at(2, approving(cp, &c)));
     let forged = Checkpoint {
         revision: running.revision,
         ..cp
     }
     .seal();
     assert_eq!(
-        reject(
-            &running,
-            at(3, resume(forged, Decision::Approve(approval(&forged, &c))))
-        ),
+        reject(&running, at(3, approving(forged, &c))),
         Rejection::NotSuspended {
             phase: PhaseKind::Running
         }
@@ -548,18 +404,14 @@ fn running_resume_at_the_current_revision_is_rejected_as_not_suspended() {
 
 #[test]
 fn suspended_resume_with_a_checkpoint_that_moved_the_expiry_is_rejected() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let later = Checkpoint {
         expires_at: Time(500),
         ..cp
     }
     .seal();
     assert_eq!(
-        reject(
-            &run,
-            at(60, resume(later, Decision::Approve(approval(&later, &c))))
-        ),
+        reject(&run, at(60, approving(later, &c))),
         Rejection::CheckpointMismatch {
             field: CheckpointField::ExpiresAt
         }
@@ -568,29 +420,21 @@ fn suspended_resume_with_a_checkpoint_that_moved_the_expiry_is_rejected() {
 
 #[test]
 fn suspended_resume_after_the_suspension_expired_is_rejected() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     assert_eq!(
-        reject(
-            &run,
-            at(51, resume(cp, Decision::Approve(approval(&cp, &c))))
-        ),
+        reject(&run, at(51, approving(cp, &c))),
         Rejection::Expired {
             expires_at: Time(50),
             now: Time(51)
         }
     );
     // At the expiry itself the decision is still on time.
-    accept(
-        &run,
-        at(50, resume(cp, Decision::Approve(approval(&cp, &c)))),
-    );
+    accept(&run, at(50, approving(cp, &c)));
 }
 
 #[test]
 fn suspended_resume_with_a_decision_for_another_reason_is_rejected() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (_, run, cp) = pending_c();
     assert_eq!(
         reject(
             &run,
@@ -632,8 +476,7 @@ fn callback_resume_for_another_callback_is_rejected() {
 
 #[test]
 fn suspended_resume_into_new_work_rechecks_permission_then_budget() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let approve = Decision::Approve(approval(&cp, &c));
     let neither = Facts {
         permitted: false,
@@ -730,8 +573,7 @@ fn manual_intervention_committed_without_an_unresolved_effect_is_rejected() {
 
 #[test]
 fn approval_checks_binding_then_expiry_then_self_then_party() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let good = approval(&cp, &c);
     let decide = |a: Approval| reject(&run, at(4, resume(cp, Decision::Approve(a))));
     // Every check fails: the revision binding is named first.
@@ -773,8 +615,7 @@ fn approval_checks_binding_then_expiry_then_self_then_party() {
 
 #[test]
 fn approval_for_other_arguments_or_revision_is_rejected_naming_the_field() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let cases = [
         (
             Approval {
@@ -815,8 +656,7 @@ fn approval_for_other_arguments_or_revision_is_rejected_naming_the_field() {
 
 #[test]
 fn approval_past_its_own_expiry_is_rejected() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let short = Approval {
         expires_at: Time(3),
         ..approval(&cp, &c)
@@ -832,8 +672,7 @@ fn approval_past_its_own_expiry_is_rejected() {
 
 #[test]
 fn approval_by_the_requester_or_a_stranger_is_rejected() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let own = Approval {
         approver: REQUESTER,
         ..approval(&cp, &c)
@@ -857,8 +696,7 @@ fn approval_by_the_requester_or_a_stranger_is_rejected() {
 
 #[test]
 fn denial_fails_the_run_advances_the_revision_and_dispatches_nothing() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
+    let (c, run, cp) = pending_c();
     let (run, fx) = accept(&run, at(2, resume(cp, Decision::Deny(approval(&cp, &c)))));
     assert_eq!(
         run.status,
@@ -872,33 +710,12 @@ fn denial_fails_the_run_advances_the_revision_and_dispatches_nothing() {
 // Keys and write-ahead: KEY-1, KEY-2, WAL-1, WAL-2.
 // -------------------------------------------------------------------------------------------
 
-/// A run that dispatched `c` at t1 and recorded its result at t2.
-fn after_result(c: Call) -> RefRun {
-    let (run, _) = accept(&new_run("r"), at(1, first_dispatch(c)));
-    let result = Event::ToolResult {
-        call_id: c.call_id,
-        attempt: 0,
-        result: Digest::of(b"ok"),
-    };
-    accept(&run, at(2, result)).0
-}
-
 #[test]
 fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected() {
     let c = call("c", "t", "k");
     let run = after_result(c);
     assert_eq!(
-        reject(
-            &run,
-            at(
-                3,
-                Event::Dispatch {
-                    call: c,
-                    prior: spent(&c),
-                    resource_version: None
-                }
-            )
-        ),
+        reject(&run, at(3, dispatch_stating(c, spent(&c)))),
         Rejection::CallIdReused { call_id: c.call_id }
     );
     let edited = Call {
@@ -911,14 +728,13 @@ fn running_dispatch_reusing_a_call_id_or_a_key_with_other_arguments_is_rejected(
             &run,
             at(
                 3,
-                Event::Dispatch {
-                    call: edited,
-                    prior: Prior {
+                dispatch_stating(
+                    edited,
+                    Prior {
                         call_id_used: false,
                         ..spent(&c)
-                    },
-                    resource_version: None,
-                }
+                    }
+                )
             )
         ),
         Rejection::KeyConflict { key: c.key }
@@ -954,11 +770,7 @@ fn running_dispatch_records_the_intent_and_commands_the_call_in_one_step() {
 fn dispatching_result_for_another_attempt_is_rejected_and_the_right_one_is_recorded() {
     let c = call("c", "t", "k");
     let (run, _) = accept(&new_run("r"), at(1, first_dispatch(c)));
-    let wrong = Event::ToolResult {
-        call_id: c.call_id,
-        attempt: 1,
-        result: Digest::of(b"ok"),
-    };
+    let wrong = tool_result(&c, 1, b"ok");
     assert_eq!(
         reject(&run, at(2, wrong)),
         Rejection::ResultMismatch {
@@ -1034,17 +846,7 @@ fn outcome_unknown_committed_answer_is_recorded_and_never_dispatched_again() {
     assert_eq!(run.last_call.map(|r| r.result), Some(Digest::of(b"done")));
     // The recorded call cannot be dispatched again.
     assert_eq!(
-        reject(
-            &run,
-            at(
-                4,
-                Event::Dispatch {
-                    call: c,
-                    prior: spent(&c),
-                    resource_version: None
-                }
-            )
-        ),
+        reject(&run, at(4, dispatch_stating(c, spent(&c)))),
         Rejection::CallIdReused { call_id: c.call_id }
     );
 }
@@ -1239,344 +1041,4 @@ fn manual_intervention_with_an_unresolved_effect_records_a_cancel_once() {
         reject(&next, at(5, Event::Cancel { by: OPERATOR })),
         Rejection::CancelPending
     );
-}
-
-// -------------------------------------------------------------------------------------------
-// Broken variants: each parts from the reference on the input it is meant to break.
-// -------------------------------------------------------------------------------------------
-
-fn variant(v: Variant) -> Reference {
-    Reference::broken(v)
-}
-
-#[test]
-fn variant_names_round_trip_and_each_names_its_targets() {
-    let mut names: Vec<_> = Variant::ALL.iter().map(|v| v.name()).collect();
-    for v in Variant::ALL {
-        assert_eq!(Variant::from_name(v.name()), Some(v));
-        assert!(!v.targets().is_empty() && !v.description().is_empty());
-        assert_eq!(variant(v).name(), v.name());
-    }
-    names.sort_unstable();
-    names.dedup();
-    assert_eq!(names.len(), Variant::ALL.len());
-    assert_eq!(Variant::from_name("no-such-variant"), None);
-    assert_eq!(REF.name(), "reference");
-}
-
-#[test]
-fn no_revision_check_accepts_a_stale_checkpoint() {
-    // Suspend for callback cb at t1, resume it, suspend again identically: the first
-    // checkpoint matches the new suspension in every field but the revision.
-    let (run, fx) = accept(&new_run("r"), at(1, suspend_for_callback("cb", 9)));
-    let stale = checkpoint_of(&fx);
-    let arrived = Decision::Callback {
-        callback: Name::lit("cb"),
-        payload: Digest::of(b"p"),
-    };
-    let (run, _) = accept(&run, at(1, resume(stale, arrived)));
-    let (run, _) = accept(&run, at(1, suspend_for_callback("cb", 9)));
-    let again = Decision::Callback {
-        callback: Name::lit("cb"),
-        payload: Digest::of(b"q"),
-    };
-    assert_eq!(
-        reject(&run, at(1, resume(stale, again))),
-        Rejection::AlreadyResumed {
-            from: Revision(1),
-            to: Revision(2)
-        }
-    );
-    let (resumed, _) = accept_on(
-        &variant(Variant::NoRevisionCheck),
-        &run,
-        at(1, resume(stale, again)),
-    );
-    assert_eq!(resumed.status, Status::Running);
-}
-
-#[test]
-fn double_suspend_replaces_the_pending_approval() {
-    let (run, _) = pending(call("c", "t", "k"));
-    let input = at(2, suspend_for_callback("cb", 9));
-    assert_eq!(
-        reject(&run, input),
-        Rejection::AlreadySuspended {
-            reason: ReasonKind::PendingApproval
-        }
-    );
-    let (next, _) = accept_on(&variant(Variant::DoubleSuspend), &run, input);
-    assert_eq!(reason_of(&next), Some(ReasonKind::ExternalCallback));
-}
-
-#[test]
-fn approval_not_bound_to_args_releases_a_call_whose_arguments_were_not_approved() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
-    let other_args = Approval {
-        args: Digest::of(b"what the approver saw"),
-        ..approval(&cp, &c)
-    };
-    let input = at(2, resume(cp, Decision::Approve(other_args)));
-    assert_eq!(
-        reject(&run, input),
-        Rejection::ApprovalMismatch {
-            field: ApprovalField::Args
-        }
-    );
-    let (_, fx) = accept_on(&variant(Variant::ApprovalNotBoundToArgs), &run, input);
-    assert_eq!(dispatches(&fx)[0].args, c.args);
-}
-
-#[test]
-fn retry_unknown_without_reconcile_dispatches_again_on_recover() {
-    let c = call("c", "t", "k");
-    let (run, _) = accept(&new_run("r"), at(1, first_dispatch(c)));
-    let (safe, fx) = accept(&run, at(2, Event::Recover));
-    assert_eq!(reason_of(&safe), Some(ReasonKind::OutcomeUnknown));
-    assert!(dispatches(&fx).is_empty());
-    let (blind, fx) = accept_on(
-        &variant(Variant::RetryUnknownWithoutReconcile),
-        &run,
-        at(2, Event::Recover),
-    );
-    assert_eq!(dispatches(&fx).len(), 1);
-    assert!(matches!(blind.status, Status::AwaitingResult(f) if f.dispatches == 2));
-}
-
-/// The retry the machine commands after "not committed" for a tool with this contract: the
-/// attempt dispatched, or `None` when it hands the run to a person.
-fn retry_attempt(m: &Reference, dedupes: bool, fences: bool) -> Option<u8> {
-    let c = Call {
-        contract: contract(dedupes, fences),
-        ..call("c", "t", "k")
-    };
-    let (run, cp) = outcome_unknown(c);
-    let (_, fx) = accept_on(
-        m,
-        &run,
-        at(
-            3,
-            resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)),
-        ),
-    );
-    dispatches(&fx).first().map(|d| d.attempt)
-}
-
-#[test]
-fn retry_without_contract_retries_a_tool_that_neither_dedupes_nor_fences() {
-    assert_eq!(retry_attempt(&REF, false, false), None);
-    assert_eq!(
-        retry_attempt(&variant(Variant::RetryWithoutContract), false, false),
-        Some(0)
-    );
-}
-
-#[test]
-fn retry_fresh_key_on_dedupe_escapes_the_tools_dedupe() {
-    assert_eq!(retry_attempt(&REF, true, false), Some(0));
-    assert_eq!(
-        retry_attempt(&variant(Variant::RetryFreshKeyOnDedupe), true, false),
-        Some(1)
-    );
-}
-
-#[test]
-fn retry_same_key_on_fence_retries_under_the_dead_key() {
-    assert_eq!(retry_attempt(&REF, false, true), Some(1));
-    assert_eq!(
-        retry_attempt(&variant(Variant::RetrySameKeyOnFence), false, true),
-        Some(0)
-    );
-}
-
-#[test]
-fn identity_after_revision_tells_a_stranger_the_revision_is_stale() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
-    let probe = Checkpoint {
-        identity: identity("someone-elses"),
-        revision: Revision(0),
-        ..cp
-    }
-    .seal();
-    let input = at(2, resume(probe, Decision::Approve(approval(&probe, &c))));
-    assert_eq!(
-        reject(&run, input),
-        Rejection::IdentityMismatch {
-            field: IdentityField::Run
-        }
-    );
-    assert_eq!(
-        reject_on(&variant(Variant::IdentityAfterRevision), &run, input),
-        Rejection::StaleRevision {
-            current: Revision(1),
-            got: Revision(0)
-        }
-    );
-}
-
-#[test]
-fn no_identity_check_resumes_from_another_tenants_checkpoint() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
-    let mut foreign = cp;
-    foreign.identity.tenant = Name::lit("tenant-b");
-    let foreign = foreign.seal();
-    let input = at(
-        2,
-        resume(foreign, Decision::Approve(approval(&foreign, &c))),
-    );
-    assert_eq!(
-        reject(&run, input),
-        Rejection::IdentityMismatch {
-            field: IdentityField::Tenant
-        }
-    );
-    accept_on(&variant(Variant::NoIdentityCheck), &run, input);
-}
-
-/// ID-1, one field at a time: a checkpoint that differs from the run in that field alone is
-/// refused naming it, by the reference and by every variant but the one that ignores it,
-/// which accepts it.
-#[test]
-fn identity_ignores_each_field_resumes_from_a_checkpoint_differing_in_it_alone() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
-    let ignoring = [
-        (IdentityField::Tenant, Variant::IdentityIgnoresTenant),
-        (IdentityField::Session, Variant::IdentityIgnoresSession),
-        (IdentityField::Run, Variant::IdentityIgnoresRun),
-        (
-            IdentityField::Definition,
-            Variant::IdentityIgnoresDefinition,
-        ),
-    ];
-    for (field, ignores) in ignoring {
-        let mut foreign = cp;
-        let other = Name::lit("other");
-        match field {
-            IdentityField::Tenant => foreign.identity.tenant = other,
-            IdentityField::Session => foreign.identity.session = other,
-            IdentityField::Run => foreign.identity.run = other,
-            IdentityField::Definition => foreign.identity.definition = other,
-        }
-        let foreign = foreign.seal();
-        let input = at(
-            2,
-            resume(foreign, Decision::Approve(approval(&foreign, &c))),
-        );
-        assert_eq!(reject(&run, input), Rejection::IdentityMismatch { field });
-        for (_, v) in ignoring.into_iter().filter(|(_, v)| *v != ignores) {
-            assert_eq!(
-                reject_on(&variant(v), &run, input),
-                Rejection::IdentityMismatch { field },
-                "{v}"
-            );
-        }
-        accept_on(&variant(ignores), &run, input);
-    }
-}
-
-#[test]
-fn approvals_never_expire_accepts_a_late_approval() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
-    let late = Approval {
-        expires_at: Time(10),
-        ..approval(&cp, &c)
-    };
-    let input = at(60, resume(cp, Decision::Approve(late)));
-    assert_eq!(
-        reject(&run, input),
-        Rejection::Expired {
-            expires_at: Time(50),
-            now: Time(60)
-        }
-    );
-    let (_, fx) = accept_on(&variant(Variant::ApprovalsNeverExpire), &run, input);
-    assert_eq!(dispatches(&fx).len(), 1);
-}
-
-#[test]
-fn self_approval_allowed_lets_the_requester_release_its_own_call() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
-    let own = Approval {
-        approver: REQUESTER,
-        ..approval(&cp, &c)
-    };
-    let input = at(2, resume(cp, Decision::Approve(own)));
-    assert_eq!(
-        reject(&run, input),
-        Rejection::SelfApproval { party: REQUESTER }
-    );
-    let (_, fx) = accept_on(&variant(Variant::SelfApprovalAllowed), &run, input);
-    assert_eq!(dispatches(&fx).len(), 1);
-}
-
-#[test]
-fn rerun_step_on_resume_dispatches_the_committed_call_again() {
-    // The step dispatched c1 (committed, recorded), then paused for approval of c2.
-    let c1 = call("c1", "charge", "k1");
-    let c2 = call("c2", "publish", "k2");
-    let run = after_result(c1);
-    let (run, fx) = accept(&run, at(3, suspend_for_approval(c2, 50)));
-    let cp = checkpoint_of(&fx);
-    let input = at(4, resume(cp, Decision::Approve(approval(&cp, &c2))));
-    let (_, fx) = accept(&run, input);
-    assert_eq!(
-        dispatches(&fx)
-            .iter()
-            .map(|d| d.call_id)
-            .collect::<Vec<_>>(),
-        [c2.call_id]
-    );
-    let (rerun, fx) = accept_on(&variant(Variant::RerunStepOnResume), &run, input);
-    // The re-run step's dispatch goes out where the approved one should (a transition carries
-    // one command).
-    let sent: Vec<_> = dispatches(&fx).iter().map(|d| (d.call_id, d.key)).collect();
-    assert_eq!(sent, [(c1.call_id, c1.key)]);
-    // The re-executed call is the one whose result the run already recorded (REC-4).
-    assert_eq!(
-        rerun.snapshot().last_call.map(|o| o.call_id),
-        Some(c1.call_id)
-    );
-}
-
-#[test]
-fn deny_leaves_running_keeps_the_run_alive_after_a_denial() {
-    let c = call("c", "t", "k");
-    let (run, cp) = pending(c);
-    let input = at(2, resume(cp, Decision::Deny(approval(&cp, &c))));
-    assert_eq!(accept(&run, input).0.phase().kind(), PhaseKind::Failed);
-    let (alive, fx) = accept_on(&variant(Variant::DenyLeavesRunning), &run, input);
-    assert_eq!(alive.status, Status::Running);
-    assert_eq!(alive.revision, Revision(2));
-    assert!(dispatches(&fx).is_empty());
-}
-
-#[test]
-fn no_expiry_refuses_expire_after_the_deadline() {
-    let (run, _) = pending(call("c", "t", "k"));
-    let input = at(51, Event::Expire);
-    accept(&run, input);
-    assert_eq!(
-        reject_on(&variant(Variant::NoExpiry), &run, input),
-        Rejection::NotExpired {
-            expires_at: Time(50),
-            now: Time(51)
-        }
-    );
-}
-
-/// What the driver's history holds of `c` once it was bound and its result recorded.
-fn spent(c: &Call) -> Prior {
-    Prior {
-        call_id_used: true,
-        key: Some(KeyUse {
-            args: c.args,
-            committed: true,
-        }),
-    }
 }

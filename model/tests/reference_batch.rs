@@ -1,11 +1,10 @@
-//! The reference machine's batches of calls (spec 5.5), rule by rule, driven on its own; and
-//! for each broken batch variant, the input sequence on which it parts from the kernel.
+//! The reference machine's batches of calls (spec 5.5), rule by rule, driven on its own.
+//! Where each broken batch variant parts from it is `variants.rs`.
 
 use resumable_kernel::checkpoint::batch_digest;
 use resumable_kernel::*;
 use resumable_model::reference::{RefRun, Reference, Status};
-use resumable_model::variant::Variant;
-use resumable_model::{Kernel, Lifecycle};
+use resumable_model::Lifecycle;
 use resumable_testkit::batch::*;
 
 const REF: Reference = Reference::new();
@@ -653,110 +652,4 @@ fn running_dispatch_records_the_resource_version_it_states() {
         d.run.resource_version, 42,
         "without one, the run keeps its version"
     );
-}
-
-// -------------------------------------------------------------------------------------------
-// The broken batch variants: each parts from the kernel on a named input sequence.
-// -------------------------------------------------------------------------------------------
-
-/// Feeds `events` (each built from the latest checkpoint) to the kernel and to the broken
-/// reference; returns the first step at which they differ (accepted effects, or refusal).
-fn first_departure(v: Variant, events: &[&dyn Fn(Option<Checkpoint>) -> Event]) -> Option<usize> {
-    let mut k = Driven::new(Kernel, Allowed::ALL);
-    let mut r = Driven::new(Reference::broken(v), Allowed::ALL);
-    let mut plain = reference();
-    for (i, make) in events.iter().enumerate() {
-        let (ek, er, ep) = (make(k.cp), make(r.cp), make(plain.cp));
-        let (sk, sr, sp) = (k.step(ek), r.step(er), plain.step(ep));
-        assert_eq!(
-            sk, sp,
-            "the reference itself agrees with the kernel at step {i}"
-        );
-        let same_run = r.run.batch == k.run.batch().copied() && r.run.phase() == *k.run.phase();
-        if sk != sr || !same_run {
-            return Some(i);
-        }
-    }
-    None
-}
-
-fn with_cp<'a>(f: impl Fn(&Checkpoint) -> Event + 'a) -> impl Fn(Option<Checkpoint>) -> Event + 'a {
-    move |cp| f(&cp.expect("a checkpoint"))
-}
-
-#[test]
-fn batch_decision_wrong_call_records_a_decision_on_the_next_call() {
-    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let open = |_: Option<Checkpoint>| suspend(&[proposal(a), proposal(b)]);
-    let reject_a = with_cp(move |cp| decide(cp, &[decision(cp, &a, reject())]));
-    let approve_b = with_cp(move |cp| decide(cp, &[decision(cp, &b, Verdict::Approve)]));
-    assert_eq!(
-        first_departure(
-            Variant::BatchDecisionWrongCall,
-            &[&open, &reject_a, &approve_b]
-        ),
-        Some(1),
-        "a's rejection lands on b"
-    );
-}
-
-#[test]
-fn batch_one_approval_for_all_dispatches_calls_nobody_approved() {
-    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let open = |_: Option<Checkpoint>| suspend(&[proposal(a), proposal(b)]);
-    let approve_a = with_cp(move |cp| decide(cp, &[decision(cp, &a, Verdict::Approve)]));
-    assert_eq!(
-        first_departure(Variant::BatchOneApprovalForAll, &[&open, &approve_a]),
-        Some(1),
-        "b runs without its own decision"
-    );
-}
-
-#[test]
-fn rejected_dispatched_sends_the_rejected_call_with_the_approved_one() {
-    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let open = |_: Option<Checkpoint>| suspend(&[proposal(a), proposal(b)]);
-    let both = with_cp(move |cp| {
-        decide(
-            cp,
-            &[
-                decision(cp, &a, Verdict::Approve),
-                decision(cp, &b, reject()),
-            ],
-        )
-    });
-    assert_eq!(
-        first_departure(Variant::RejectedDispatched, &[&open, &both]),
-        Some(1)
-    );
-    // And the broken machine's dispatches name the rejected call.
-    let mut r = Driven::new(Reference::broken(Variant::RejectedDispatched), Allowed::ALL);
-    r.accept(open(None));
-    let fx = r.accept(both(r.cp));
-    let sent: Vec<Name> = fx.dispatches().map(|x| x.call_id).collect();
-    assert_eq!(sent, vec![a.call_id, b.call_id]);
-}
-
-#[test]
-fn edit_ignored_dispatches_the_proposed_arguments() {
-    let a = call("a", DEDUPES);
-    let open = |_: Option<Checkpoint>| suspend(&[proposal(a)]);
-    let edit_a = with_cp(move |cp| decide(cp, &[decision(cp, &a, edit())]));
-    assert_eq!(
-        first_departure(Variant::EditIgnored, &[&open, &edit_a]),
-        Some(1)
-    );
-    let mut r = Driven::new(Reference::broken(Variant::EditIgnored), Allowed::ALL);
-    r.accept(open(None));
-    let fx = r.accept(edit_a(r.cp));
-    assert_eq!(fx.dispatch().map(|x| x.args), Some(a.args));
-}
-
-#[test]
-fn batch_variants_are_named_and_in_the_exposed_list() {
-    for v in Variant::BATCH {
-        assert_eq!(Variant::from_name(v.name()), Some(v));
-        assert!(!v.targets().is_empty() && !v.description().is_empty());
-        assert!(Variant::ALL.contains(&v));
-    }
 }

@@ -322,15 +322,20 @@ pub(super) fn nothing_before_the_guards(_: &Rules, _: &RefRun, _: &Input) -> Opt
 }
 
 /// Spec 4.1 with 5 rows 1 to 5: identity first (ID-1), so a stranger learns nothing else;
-/// then the schema (rows 1 and 2, CKP-3), the digest (row 3, CKP-2) and the revision (rows 4
-/// and 5, RES-3 and RES-2).
+/// then rows 1 to 5.
 pub(super) fn identity_first(
     rules: &Rules,
     run: &RefRun,
     resume: &Resume,
 ) -> Result<(), Rejection> {
+    (rules.identity)(&run.identity, &resume.checkpoint.identity)?;
+    rows_1_to_5(rules, run, resume)
+}
+
+/// Spec 5 rows 1 to 5: the schema (rows 1 and 2, CKP-3), the digest (row 3, CKP-2) and the
+/// revision (rows 4 and 5, RES-3 and RES-2).
+pub(crate) fn rows_1_to_5(rules: &Rules, run: &RefRun, resume: &Resume) -> Result<(), Rejection> {
     let cp = &resume.checkpoint;
-    (rules.identity)(&run.identity, &cp.identity)?;
     guard_schema(cp)?;
     guard_digest(cp)?;
     (rules.revision)(run, cp, &resume.decision)

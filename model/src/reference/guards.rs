@@ -132,7 +132,7 @@ pub(super) fn guard_requester_is_not_responsible(
 
 /// CKP-3: the current schema only; an older one must be migrated explicitly first, and
 /// version 0 was never written and has no migration.
-pub(crate) fn guard_schema(cp: &Checkpoint) -> Result<(), Rejection> {
+pub(super) fn guard_schema(cp: &Checkpoint) -> Result<(), Rejection> {
     let got = cp.schema_version;
     if got > SCHEMA_VERSION {
         return Err(Rejection::SchemaTooNew {
@@ -153,7 +153,7 @@ pub(crate) fn guard_schema(cp: &Checkpoint) -> Result<(), Rejection> {
 }
 
 /// CKP-2: the digest carried is the digest of the fields.
-pub(crate) fn guard_digest(cp: &Checkpoint) -> Result<(), Rejection> {
+pub(super) fn guard_digest(cp: &Checkpoint) -> Result<(), Rejection> {
     cp.verify()
         .map_err(|(expected, found)| Rejection::DigestMismatch { expected, found })
 }

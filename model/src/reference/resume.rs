@@ -326,7 +326,7 @@ pub(super) fn record_of_the_transition(record: AuditRecord, _: &Checkpoint) -> A
 
 /// APR-1: the approval binds to the checkpoint's revision, then the pending call's id,
 /// argument digest and requester; the first field that does not is named.
-pub(super) fn bound_to_call(
+pub(crate) fn bound_to_call(
     approval: &Approval,
     call: &BoundCall,
     requester: Name,

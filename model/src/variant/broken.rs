@@ -4,8 +4,8 @@
 
 use super::Variant;
 use crate::reference::{
-    approved_call, guard_digest, guard_policy, guard_resource_version, guard_schema,
-    identity_fields, requester_never_approves, retry_by_contract, to_a_person, Move, RecordedCall,
+    approved_call, bound_to_call, guard_policy, guard_resource_version, identity_fields,
+    requester_never_approves, retry_by_contract, rows_1_to_5, to_a_person, Move, RecordedCall,
     RefRun, Rules, Status, StepResult,
 };
 use resumable_kernel::{
@@ -82,22 +82,19 @@ fn replaces_the_suspension(_: &Suspension) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// approval-not-bound-to-args: revision, call id and requester, but not the arguments.
+/// approval-not-bound-to-args: revision, call id and requester, but not the arguments (the
+/// approval is taken to name the pending call's).
 fn bound_but_for_the_arguments(
     approval: &Approval,
     call: &BoundCall,
     requester: Name,
     revision: Revision,
 ) -> Option<ApprovalField> {
-    if approval.revision != revision {
-        Some(ApprovalField::Revision)
-    } else if approval.call_id != call.call.call_id {
-        Some(ApprovalField::CallId)
-    } else if approval.requester != requester {
-        Some(ApprovalField::Requester)
-    } else {
-        None
-    }
+    let as_if_bound = Approval {
+        args: call.call.args,
+        ..*approval
+    };
+    bound_to_call(&as_if_bound, call, requester, revision)
 }
 
 /// retry-unknown-without-reconcile: "no answer" is taken for "not done" and the call goes
@@ -138,11 +135,8 @@ fn same_key_on_fence(contract: &ToolContract, attempt: u8) -> Option<u8> {
 
 /// identity-after-revision: schema, digest and revision first, then the identity.
 fn revision_before_identity(rules: &Rules, run: &RefRun, resume: &Resume) -> Result<(), Rejection> {
-    let cp = &resume.checkpoint;
-    guard_schema(cp)?;
-    guard_digest(cp)?;
-    (rules.revision)(run, cp, &resume.decision)?;
-    (rules.identity)(&run.identity, &cp.identity)
+    rows_1_to_5(rules, run, resume)?;
+    (rules.identity)(&run.identity, &resume.checkpoint.identity)
 }
 
 /// no-identity-check: any identity passes.

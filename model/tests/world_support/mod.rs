@@ -7,6 +7,8 @@
     reason = "shared by test binaries, each of which uses a part"
 )]
 
+use resumable_model::checker::merge::Merged;
+use resumable_model::checker::{Outcome, Report, Verdict};
 use resumable_model::config::{Config, Program};
 use resumable_model::world::World;
 use resumable_model::Lifecycle;
@@ -206,4 +208,45 @@ pub fn reachable<L: Lifecycle>(world: &World<L>) -> Vec<<World<L> as Model>::Sta
         i += 1;
     }
     states
+}
+
+/// A report's verdicts, property by property in its order, and its outcome: what a check, or
+/// the merge of several, came to.
+pub trait Verdicts {
+    /// Each property's name and verdict, in order.
+    fn verdicts(&self) -> Vec<(&str, Verdict)>;
+    /// The outcome.
+    fn outcome(&self) -> Outcome;
+}
+
+// A check's report and a merge's list their properties alike.
+macro_rules! verdicts_of {
+    ($($report:ty),*) => {$(
+        impl Verdicts for $report {
+            fn verdicts(&self) -> Vec<(&str, Verdict)> {
+                (self.properties.iter()).map(|p| (p.name.as_str(), p.verdict)).collect()
+            }
+            fn outcome(&self) -> Outcome {
+                self.outcome
+            }
+        }
+    )*};
+}
+
+verdicts_of!(Report, Merged);
+
+/// Asserts that two reports of `name` list the same properties, each with the same verdict,
+/// and come to the same outcome; `a_is` and `b_is` say what each report is.
+pub fn assert_same_verdicts(
+    name: &str,
+    (a_is, a): (&str, &dyn Verdicts),
+    (b_is, b): (&str, &dyn Verdicts),
+) {
+    let (xs, ys) = (a.verdicts(), b.verdicts());
+    assert_eq!(xs.len(), ys.len(), "{name}");
+    for ((x, vx), (y, vy)) in xs.into_iter().zip(ys) {
+        assert_eq!(x, y, "{name}");
+        assert_eq!(vx, vy, "{name}: {x}: {vx:?} {a_is}, {vy:?} {b_is}");
+    }
+    assert_eq!(a.outcome(), b.outcome(), "{name}");
 }

@@ -90,7 +90,7 @@ impl Story {
     }
 
     fn batch(&self) -> Batch {
-        *self.run().batch().expect("the run holds a batch")
+        self.run().batch().expect("the run holds a batch")
     }
 
     fn states(&self) -> Vec<SlotState> {

@@ -672,7 +672,7 @@ fn first_departure(v: Variant, events: &[&dyn Fn(Option<Checkpoint>) -> Event]) 
             sk, sp,
             "the reference itself agrees with the kernel at step {i}"
         );
-        let same_run = r.run.batch == k.run.batch().copied() && r.run.phase() == *k.run.phase();
+        let same_run = r.run.batch == k.run.batch() && r.run.phase() == *k.run.phase();
         if sk != sr || !same_run {
             return Some(i);
         }

@@ -5,11 +5,15 @@
 
 use resumable_driver::Core;
 use resumable_kernel::{Call, Digest, Event, IdempotencyKey, Name, ToolContract};
-use resumable_runtime::driver::create_run;
 use resumable_runtime::lifecycle;
-use resumable_runtime::program::{Program, Timing};
+use resumable_runtime::program::Program;
 use resumable_runtime::store::sqlite::SqliteStore;
 use resumable_runtime::store::{Cas, Commit, Expect, Lease, RunKey, Store};
+
+#[path = "support/sqlite.rs"]
+mod sqlite;
+
+use sqlite::store_with_run;
 
 fn call(n: u32, key: u32, args: &[u8]) -> Call {
     Call {
@@ -59,20 +63,7 @@ fn feed(store: &mut SqliteStore, key: &RunKey, event: Event, at: u64) -> (bool, 
 #[test]
 #[ignore = "seconds in release; run with --release -- --ignored"]
 fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9999() {
-    let dir = std::env::temp_dir().join(format!("resumable-long-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut store = SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap();
-    let key = create_run(
-        &mut store,
-        Program::Bench,
-        "long-run",
-        0,
-        &Timing::default(),
-        None,
-    )
-    .unwrap()
-    .unwrap();
+    let (dir, mut store, key) = store_with_run("long", Program::Bench, "long-run");
     // Inputs are stamped after the run's creation (CLK-1): it was created at the clock's now.
     let mut at = store.load(&key).unwrap().unwrap().run.updated_at().0;
     let mut sizes = Vec::new();

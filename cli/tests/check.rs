@@ -241,13 +241,7 @@ fn json_output_parses_with_the_documented_fields() {
             "exploration.{field}"
         );
     }
-    for field in [
-        "generated",
-        "unique",
-        "checked",
-        "max_depth",
-        "elapsed_secs",
-    ] {
+    for field in "generated unique checked max_depth elapsed_secs".split(' ') {
         assert!(report["stats"][field].is_number(), "stats.{field}");
     }
     let properties = report["properties"]

@@ -30,6 +30,15 @@ fn call(n: u32, key: u32, args: &[u8]) -> Call {
     }
 }
 
+/// A dispatch of `c`, whose prior the driver core states from the store.
+fn dispatch(c: Call) -> Event {
+    Event::Dispatch {
+        call: c,
+        prior: Default::default(),
+        resource_version: None,
+    }
+}
+
 /// Steps the stored run with `event` (a call's prior looked up in the store first) and
 /// commits the outcome; returns whether the kernel accepted it and the run's stored size.
 fn feed(store: &mut SqliteStore, key: &RunKey, event: Event, at: u64) -> (bool, usize) {
@@ -70,16 +79,7 @@ fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9
     for n in 0..9_998u32 {
         let c = call(n, n, &n.to_be_bytes());
         at += 1;
-        let (accepted, _) = feed(
-            &mut store,
-            &key,
-            Event::Dispatch {
-                call: c,
-                prior: Default::default(),
-                resource_version: None,
-            },
-            at,
-        );
+        let (accepted, _) = feed(&mut store, &key, dispatch(c), at);
         assert!(accepted, "call {n}");
         at += 1;
         let answer = Event::ToolResult {
@@ -99,16 +99,7 @@ fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9
     // Call 9,999 reuses key 42 with other arguments: refused over the whole history.
     at += 1;
     let reused = call(9_998, 42, b"other arguments");
-    let (accepted, _) = feed(
-        &mut store,
-        &key,
-        Event::Dispatch {
-            call: reused,
-            prior: Default::default(),
-            resource_version: None,
-        },
-        at,
-    );
+    let (accepted, _) = feed(&mut store, &key, dispatch(reused), at);
     assert!(
         !accepted,
         "a key bound 9,956 calls earlier, with other arguments"
@@ -116,16 +107,7 @@ fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9
     // Call 10,000 is a new one, accepted.
     at += 1;
     let fresh = call(9_999, 9_999, b"fresh");
-    let (accepted, _) = feed(
-        &mut store,
-        &key,
-        Event::Dispatch {
-            call: fresh,
-            prior: Default::default(),
-            resource_version: None,
-        },
-        at,
-    );
+    let (accepted, _) = feed(&mut store, &key, dispatch(fresh), at);
     assert!(accepted);
     let _ = std::fs::remove_dir_all(&dir);
 }

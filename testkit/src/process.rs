@@ -48,7 +48,10 @@ pub fn assert_fails(out: &Output, code: i32, says: &str) {
 pub fn assert_fails_starting(out: &Output, code: i32, start: &str) {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(code), "{err}");
-    assert!(err.starts_with(start), "stderr does not start {start:?}: {err}");
+    assert!(
+        err.starts_with(start),
+        "stderr does not start {start:?}: {err}"
+    );
 }
 
 /// A full disk to write to (Linux's `/dev/full`), where the system has one.
@@ -108,7 +111,9 @@ impl Lines {
 
     /// Reads lines until one starts with `prefix`; whether one did before the stream ended.
     pub fn find(&mut self, prefix: &str) -> bool {
-        (&mut self.0).lines().any(|l| l.is_ok_and(|l| l.starts_with(prefix)))
+        (&mut self.0)
+            .lines()
+            .any(|l| l.is_ok_and(|l| l.starts_with(prefix)))
     }
 
     /// Collects lines, on a thread of their own, until `wanted` is in them or `within` has

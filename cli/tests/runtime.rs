@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+// The runtime's own tests name and end PostgreSQL sessions the same way.
+#[path = "../../runtime/tests/support/postgres.rs"]
+mod sessions;
+
 const EXE: &str = env!("CARGO_BIN_EXE_resumable");
 
 /// The address of no tool service.
@@ -461,8 +465,7 @@ fn postgres_a_worker_waits_out_a_lost_session_and_goes_on() {
     let tools = service(&d.join("tools.ledger"));
     // The worker's sessions carry a name of their own, so that only they are ended.
     let name = format!("cli_lost_{}", std::process::id());
-    let (conn, schema) = resumable_runtime::store::postgres::split_address(&store);
-    let worker_store = format!("{conn} application_name={name}#{schema}");
+    let worker_store = sessions::named(&store, &name);
     let parties = d.join("parties");
     let p = path(&parties);
     assert_eq!(run(&["start", "--store", &store, "--party-keys", p]).0, 0);
@@ -478,14 +481,7 @@ fn postgres_a_worker_waits_out_a_lost_session_and_goes_on() {
     let (mut worker, _stderr) = start(&mut worker, Stream::Stderr);
     std::thread::sleep(Duration::from_millis(500));
     // Every session of the worker ends, as in a restart of the server.
-    let mut admin = postgres::Client::connect(conn, postgres::NoTls).unwrap();
-    let ended = admin
-        .query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
-            &[&name],
-        )
-        .unwrap();
-    assert!(!ended.is_empty(), "the worker has a session");
+    sessions::terminate_sessions(&store, &name);
     // The worker is still there, and drives the approved run to its end.
     let approver = path(&parties.join("approver.key")).to_string();
     let approve = ["approve", "--store", &store, "--run", "run-approval"];

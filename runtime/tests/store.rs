@@ -22,6 +22,11 @@ use resumable_runtime::store::{
     RunKey, Status, Store,
 };
 
+#[path = "support/postgres.rs"]
+mod sessions;
+
+use sessions::{named, terminate_sessions};
+
 type Open<'a> = &'a mut dyn FnMut() -> Box<dyn Store>;
 
 fn sqlite_path(name: &str) -> String {
@@ -754,26 +759,6 @@ fn a_rejection_is_stored_with_its_evidence() {
     );
     let answered = store.inbox(&key, false).unwrap()[0].answer.unwrap();
     assert_eq!(answered.answer, Answer::Rejected(rejection));
-}
-
-/// `address` with its sessions named `name` (PostgreSQL's `application_name`), so that a test
-/// can end its own sessions and no other test's.
-fn named(address: &str, name: &str) -> String {
-    let (conn, schema) = resumable_runtime::store::postgres::split_address(address);
-    format!("{conn} application_name={name}#{schema}")
-}
-
-/// Ends every session named `name`, as a restart of the server does for its clients.
-fn terminate_sessions(address: &str, name: &str) {
-    let (conn, _) = resumable_runtime::store::postgres::split_address(address);
-    let mut admin = postgres::Client::connect(conn, postgres::NoTls).unwrap();
-    let ended = admin
-        .query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
-            &[&name],
-        )
-        .unwrap();
-    assert!(!ended.is_empty(), "no session named {name}");
 }
 
 #[test]

@@ -429,9 +429,9 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
         }
         other => panic!("expected APR-1, got {other:?}"),
     }
-    assert!(f
-        .message()
-        .contains("call-1 was dispatched while call call-1 awaited approval"));
+    let said = f.message();
+    let says = "call-1 was dispatched while call call-1 awaited approval";
+    assert!(said.contains(says), "{said}");
 }
 
 #[test]

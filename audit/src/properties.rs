@@ -238,7 +238,7 @@ fn check_res_3(run: &Run, record: &Record) -> Result<(), Broken> {
 /// arguments, its requester and the checkpoint revision.
 fn check_apr_1(run: &Run, record: &Record, claim: &crate::Accepted) -> Result<(), Broken> {
     if let Some(batch) = run.batch().filter(|b| b.is_open()) {
-        return check_bat_2(batch, record, claim);
+        return check_bat_2(&batch, record, claim);
     }
     let Some(d) = &claim.dispatch else {
         return Ok(());

@@ -26,6 +26,21 @@ fn finding(log: &[u8]) -> Finding {
     }
 }
 
+/// Asserts that `f` is a line whose MAC does not verify, on `line`.
+fn assert_breaks_chain(f: &Finding, line: u64) {
+    assert_eq!(f.line, line, "{f}");
+    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
+}
+
+/// Asserts that `f` is a line whose MAC does not verify, on `line`, in a chain of `kind`.
+fn assert_breaks_chain_of(f: &Finding, line: u64, kind: ChainKind) {
+    assert_breaks_chain(f, line);
+    let Problem::MacMismatch { chain, .. } = f.problem else {
+        unreachable!("asserted above")
+    };
+    assert_eq!(chain, kind, "{f}");
+}
+
 fn lines(log: &[u8]) -> Vec<String> {
     String::from_utf8(log.to_vec())
         .unwrap()
@@ -162,98 +177,81 @@ fn an_edited_input_with_the_same_verdict_breaks_the_chain_on_its_own_line() {
         l[2] = l[2].replacen("\"expires_at\":52", "\"expires_at\":99", 1);
         join(&l)
     };
-    let f = finding(&edit(&approval()));
-    assert_eq!(f.line, 3);
-    assert!(
-        matches!(
-            f.problem,
-            Problem::MacMismatch {
-                chain: ChainKind::HmacSha256,
-                ..
-            }
-        ),
-        "{f}"
-    );
+    assert_breaks_chain_of(&finding(&edit(&approval())), 3, ChainKind::HmacSha256);
     // Unkeyed, the line's own SHA-256 no longer matches it either.
     let unkeyed = sample::approval_log_anchored(Name::lit("run-approval"), None)
         .unwrap()
         .0;
-    let f = finding(&edit(&unkeyed));
-    assert_eq!(f.line, 3);
-    assert!(
-        matches!(
+    assert_breaks_chain_of(&finding(&edit(&unkeyed)), 3, ChainKind::Sha256);
+}
+
+/// A line removed, moved or copied: the lines edited as text, and the records edited before
+/// the chain is recomputed.
+struct Moved {
+    what: &'static str,
+    lines: fn(&mut Vec<String>),
+    records: fn(&mut Vec<Record>),
+    /// The line the finding names, either way.
+    line: u64,
+    /// The sequence number expected there, and the one found.
+    gap: (u64, u64),
+    /// How the rechained finding's text starts, where a case pins it.
+    says: Option<&'static str>,
+}
+
+/// A line removed, moved or copied breaks the chain where it was; with the chain recomputed, it
+/// is a gap in the sequence at the first line out of place.
+#[test]
+fn a_removed_reordered_or_duplicated_line_breaks_the_chain_and_rechained_is_a_gap() {
+    let cases = [
+        Moved {
+            what: "a removed line",
+            lines: |l| {
+                l.remove(4);
+            },
+            records: |r| {
+                r.remove(3);
+            },
+            line: 5,
+            gap: (4, 5),
+            says: Some("line 5: record seq 5 where seq 4 should come"),
+        },
+        Moved {
+            what: "reordered lines",
+            lines: |l| l.swap(3, 4),
+            records: |r| r.swap(2, 3),
+            line: 4,
+            gap: (3, 4),
+            says: None,
+        },
+        Moved {
+            what: "a duplicated record",
+            lines: |l| l.insert(6, l[5].clone()),
+            records: |r| r.insert(5, r[4]),
+            line: 7,
+            gap: (6, 5),
+            says: None,
+        },
+    ];
+    for case in cases {
+        let mut l = lines(&approval());
+        (case.lines)(&mut l);
+        assert_breaks_chain(&finding(&join(&l)), case.line);
+        let (head, mut records) = approval_records();
+        (case.records)(&mut records);
+        let f = finding(&sample::rechain(&head, &records));
+        assert_eq!(f.line, case.line, "{}: {f}", case.what);
+        let (expected, found) = case.gap;
+        assert_eq!(
             f.problem,
-            Problem::MacMismatch {
-                chain: ChainKind::Sha256,
-                ..
-            }
-        ),
-        "{f}"
-    );
-}
-
-#[test]
-fn a_removed_line_breaks_the_chain_where_it_was_and_with_the_chain_recomputed_is_a_gap() {
-    let mut l = lines(&approval());
-    l.remove(4);
-    let f = finding(&join(&l));
-    assert_eq!(f.line, 5);
-    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
-    let (head, mut records) = approval_records();
-    records.remove(3);
-    let f = finding(&sample::rechain(&head, &records));
-    assert_eq!(f.line, 5);
-    assert_eq!(
-        f.problem,
-        Problem::SeqGap {
-            expected: 4,
-            found: 5
+            Problem::SeqGap { expected, found },
+            "{}",
+            case.what
+        );
+        if let Some(says) = case.says {
+            assert!(f.to_string().starts_with(says), "{}: {f}", case.what);
         }
-    );
-    assert!(f
-        .to_string()
-        .starts_with("line 5: record seq 5 where seq 4 should come"));
-}
-
-#[test]
-fn reordered_lines_are_a_sequence_gap_at_the_first_moved_line() {
-    let mut l = lines(&approval());
-    l.swap(3, 4);
-    let f = finding(&join(&l));
-    assert_eq!(f.line, 4);
-    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
-    let (head, mut records) = approval_records();
-    records.swap(2, 3);
-    let f = finding(&sample::rechain(&head, &records));
-    assert_eq!(f.line, 4);
-    assert_eq!(
-        f.problem,
-        Problem::SeqGap {
-            expected: 3,
-            found: 4
-        }
-    );
-}
-
-#[test]
-fn a_duplicated_record_is_a_sequence_gap_on_the_copy() {
-    let mut l = lines(&approval());
-    let copy = l[5].clone();
-    l.insert(6, copy);
-    let f = finding(&join(&l));
-    assert_eq!(f.line, 7);
-    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
-    let (head, mut records) = approval_records();
-    records.insert(5, records[4]);
-    let f = finding(&sample::rechain(&head, &records));
-    assert_eq!(f.line, 7);
-    assert_eq!(
-        f.problem,
-        Problem::SeqGap {
-            expected: 6,
-            found: 5
-        }
-    );
+    }
 }
 
 #[test]
@@ -279,9 +277,7 @@ fn an_edited_mac_breaks_the_chain_on_its_line() {
 fn an_edited_header_breaks_the_chain_on_the_header() {
     let mut l = lines(&approval());
     l[0] = l[0].replace("\"reconcile_window\":100", "\"reconcile_window\":101");
-    let f = finding(&join(&l));
-    assert_eq!(f.line, 1);
-    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
+    assert_breaks_chain(&finding(&join(&l)), 1);
 }
 
 #[test]
@@ -292,8 +288,8 @@ fn a_record_of_another_run_spliced_in_as_it_was_breaks_the_chain() {
         .find(|(n, _)| *n == "tampered-spliced.jsonl")
         .unwrap();
     let f = finding(spliced);
-    assert_eq!((f.line, f.exit_code()), (4, 1));
-    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
+    assert_breaks_chain(&f, 4);
+    assert_eq!(f.exit_code(), 1);
 }
 
 #[test]
@@ -321,9 +317,10 @@ fn a_resume_of_another_run_spliced_in_with_the_chain_recomputed_is_a_divergence(
 
 #[test]
 fn a_forged_acceptance_of_a_stale_resume_is_refused_by_the_key_and_violates_res_3() {
-    let f = finding(&sample::forged_stale_resume(&forger()).unwrap());
-    assert_eq!(f.line, 8);
-    assert!(matches!(f.problem, Problem::MacMismatch { .. }), "{f}");
+    assert_breaks_chain(
+        &finding(&sample::forged_stale_resume(&forger()).unwrap()),
+        8,
+    );
     let f = finding(&forged_stale_resume_unkeyed());
     assert_eq!((f.line, f.exit_code()), (8, 1));
     match &f.problem {
@@ -432,9 +429,9 @@ fn a_dispatch_claimed_while_a_call_awaits_approval_violates_apr_1() {
         }
         other => panic!("expected APR-1, got {other:?}"),
     }
-    assert!(f
-        .message()
-        .contains("call-1 was dispatched while call call-1 awaited approval"));
+    let said = f.message();
+    let says = "call-1 was dispatched while call call-1 awaited approval";
+    assert!(said.contains(says), "{said}");
 }
 
 #[test]

@@ -118,9 +118,11 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs a check with `args` in JSON into `dir/name.json` and returns the path.
-fn cell(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
-    let o = check(&[args, &["--format", "json"]].concat());
+/// Runs a check with `flags` (split at spaces) in JSON into `dir/name.json` and returns the
+/// path.
+fn cell(dir: &std::path::Path, name: &str, flags: &str) -> String {
+    let args: Vec<&str> = flags.split(' ').chain(["--format", "json"]).collect();
+    let o = check(&args);
     assert!(
         matches!(o.status.code(), Some(0..=4)),
         "{name}: {}",
@@ -131,152 +133,44 @@ fn cell(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// Small worlds that together exercise every property of the kernel, though none does alone.
-const SMALL: [(&str, &[&str]); 9] = [
+/// Small worlds that together exercise every property of the kernel, though none does alone:
+/// each world's name and its flags, split at spaces.
+const SMALL: [(&str, &str); 9] = [
     (
         "approval",
-        &[
-            "--losses",
-            "0",
-            "--duplicates",
-            "0",
-            "--query-unknown=false",
-            "--max-time",
-            "3",
-            "--arg-changes",
-            "1",
-            "--renewals",
-            "1",
-            "--old-configs",
-            "1",
-        ],
+        "--losses 0 --duplicates 0 --query-unknown=false --max-time 3 --arg-changes 1 --renewals 1 --old-configs 1",
     ),
     (
         "direct-dedupe",
-        &[
-            "--program",
-            "direct",
-            "--approvers",
-            "0",
-            "--duplicates",
-            "0",
-        ],
+        "--program direct --approvers 0 --duplicates 0",
     ),
     (
         "direct-fence",
-        &[
-            "--program",
-            "direct",
-            "--approvers",
-            "0",
-            "--duplicates",
-            "0",
-            "--dedupes=false",
-        ],
+        "--program direct --approvers 0 --duplicates 0 --dedupes=false",
     ),
     (
         "side-effect-first",
-        &[
-            "--program",
-            "side-effect-first",
-            "--workers",
-            "1",
-            "--losses",
-            "0",
-            "--duplicates",
-            "0",
-            "--query-unknown=false",
-            "--max-time",
-            "3",
-        ],
+        "--program side-effect-first --workers 1 --losses 0 --duplicates 0 --query-unknown=false --max-time 3",
     ),
     (
         "self-approval",
-        &[
-            "--self-approval",
-            "--questions",
-            "1",
-            "--workers",
-            "1",
-            "--losses",
-            "0",
-            "--duplicates",
-            "0",
-            "--query-unknown=false",
-            "--max-time",
-            "3",
-        ],
+        "--self-approval --questions 1 --workers 1 --losses 0 --duplicates 0 --query-unknown=false --max-time 3",
     ),
     (
         "two-runs",
-        &[
-            "--runs",
-            "2",
-            "--cross-tenant",
-            "--workers",
-            "1",
-            "--crashes",
-            "0",
-            "--losses",
-            "0",
-            "--duplicates",
-            "0",
-            "--query-unknown=false",
-            "--max-time",
-            "0",
-            "--suspend-for",
-            "1",
-        ],
+        "--runs 2 --cross-tenant --workers 1 --crashes 0 --losses 0 --duplicates 0 --query-unknown=false --max-time 0 --suspend-for 1",
     ),
     (
         "cancel",
-        &[
-            "--program",
-            "direct",
-            "--approvers",
-            "0",
-            "--crashes",
-            "0",
-            "--duplicates",
-            "0",
-            "--cancels",
-            "1",
-            "--operator",
-        ],
+        "--program direct --approvers 0 --crashes 0 --duplicates 0 --cancels 1 --operator",
     ),
     (
         "reuse",
-        &[
-            "--program",
-            "three-calls",
-            "--reuses",
-            "1",
-            "--crashes",
-            "0",
-            "--losses",
-            "0",
-            "--duplicates",
-            "0",
-            "--query-unknown=false",
-        ],
+        "--program three-calls --reuses 1 --crashes 0 --losses 0 --duplicates 0 --query-unknown=false",
     ),
     (
         "batch",
-        &[
-            "--program",
-            "batch",
-            "--workers",
-            "1",
-            "--losses",
-            "0",
-            "--duplicates",
-            "0",
-            "--query-unknown=false",
-            "--max-time",
-            "0",
-            "--suspend-for",
-            "1",
-        ],
+        "--program batch --workers 1 --losses 0 --duplicates 0 --query-unknown=false --max-time 0 --suspend-for 1",
     ),
 ];
 
@@ -315,11 +209,7 @@ fn a_merge_fails_on_a_violation_in_any_cell_and_is_unexercised_when_the_cells_fa
     let direct = cell(&dir, SMALL[1].0, SMALL[1].1);
     let o = check(&["--merge", &direct]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    let broken = cell(
-        &dir,
-        "broken",
-        &["--variant", "retry-unknown-without-reconcile"],
-    );
+    let broken = cell(&dir, "broken", "--variant retry-unknown-without-reconcile");
     let o = check(&["--merge", &direct, &broken]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");

@@ -1,24 +1,12 @@
 //! `resumable digest`, run as a user runs it: the built binary on a file and on stdin, with
 //! RFC 8785's own example, and on what it must refuse.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use resumable_testkit::process::{assert_fails, run, text};
+use std::process::Output;
 
 fn digest(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_resumable"))
-        .arg("digest")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let _ = child.stdin.take().expect("stdin is piped").write_all(stdin);
-    child.wait_with_output().expect("the binary finishes")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    let args: Vec<&str> = ["digest"].iter().chain(args).copied().collect();
+    run(env!("CARGO_BIN_EXE_resumable"), &args, stdin)
 }
 
 /// SHA-256 of `{"post":42,"ratio":0.5,"tags":["a","b"]}`, computed apart from this project
@@ -98,6 +86,5 @@ fn what_has_no_canonical_form_exits_2_with_the_offset() {
 #[test]
 fn a_missing_file_exits_2() {
     let out = digest(&["/nonexistent/args.json"], b"");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("cannot read"));
+    assert_fails(&out, 2, "cannot read");
 }

@@ -42,7 +42,7 @@ fn status_json(port: u16) -> serde_json::Value {
 #[test]
 fn the_explorer_answers_its_own_host_and_refuses_another_sites() {
     let server = start(2_000);
-    let port = server.1;
+    let port = server.port;
     let status = status_json(port);
     assert!(
         status["model"].as_str().unwrap().contains("World"),
@@ -65,7 +65,7 @@ fn the_explorer_answers_its_own_host_and_refuses_another_sites() {
 #[test]
 fn run_to_completion_is_refused_from_another_origin_and_bounded_from_ours() {
     let server = start(2_000);
-    let port = server.1;
+    let port = server.port;
     let own = format!("Host: 127.0.0.1:{port}");
     let post = "POST /.runtocompletion HTTP/1.1";
     let cross = request(port, post, &[&own, "Origin: http://attacker.example"]);

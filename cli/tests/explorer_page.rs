@@ -33,7 +33,7 @@ fn browser() -> Option<Browser> {
 fn the_explorer_page_shows_the_state_a_refused_step_and_a_propertys_rule() {
     let Some(mut page) = browser() else { return };
     let server = server::start(2_000);
-    let home = format!("http://127.0.0.1:{}/", server.1);
+    let home = format!("http://127.0.0.1:{}/", server.port);
     page.navigate(&home);
 
     // The initial state, as a trace words it: the run, its phase, what it waits on, the store.

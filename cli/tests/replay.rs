@@ -1,5 +1,6 @@
 //! `resumable replay`, run as a user runs it: the built binary, on good and bad scenarios.
 
+use resumable_testkit::process::{assert_fails, assert_fails_starting, dev_full, run};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -11,17 +12,8 @@ fn seed() -> PathBuf {
 }
 
 fn replay(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_resumable"))
-        .arg("replay")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    // Ignore a write error: a command that fails before reading stdin closes the pipe.
-    let _ = child.stdin.take().expect("stdin is piped").write_all(stdin);
-    child.wait_with_output().expect("the binary finishes")
+    let args: Vec<&str> = ["replay"].iter().chain(args).copied().collect();
+    run(env!("CARGO_BIN_EXE_resumable"), &args, stdin)
 }
 
 /// Replays `bytes` from a temporary file named after the test; returns the output and the
@@ -43,6 +35,12 @@ fn stderr(o: &Output) -> String {
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Asserts that a replay exited 0; returns its trace.
+fn traced(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    stdout(out)
 }
 
 /// Asserts exit status 2, an empty stdout and exactly one line on stderr that starts with
@@ -76,8 +74,7 @@ fn replay_in_json_prints_one_object_per_step() {
         &[seed().to_str().expect("a UTF-8 path"), "--format", "json"],
         b"",
     );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = stdout(&out);
+    let text = traced(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 9);
     for (i, line) in lines.iter().enumerate() {
@@ -92,28 +89,16 @@ fn replay_in_json_prints_one_object_per_step() {
 #[test]
 fn replay_reads_the_scenario_from_stdin_with_a_dash() {
     let bytes = std::fs::read(seed()).expect("the seed scenario");
-    let out = replay(&["-"], &bytes);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).starts_with("scenario seed"));
-}
-
-#[test]
-fn replay_from_stdin_names_stdin_in_errors() {
-    let out = replay(&["-"], b"{\"at\": 1");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).starts_with("error: <stdin>:1:8: not JSON"),
-        "{}",
-        stderr(&out)
-    );
+    let text = traced(&replay(&["-"], &bytes));
+    assert!(text.starts_with("scenario seed"), "{text}");
 }
 
 #[test]
 fn replay_of_a_rejection_exits_zero_because_rejections_are_trace_content() {
     let text = format!("{HEADER}\n{{\"at\": 1, \"kind\": \"expire\"}}\n");
     let (out, _) = replay_file("rejection", text.as_bytes());
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("rejected not_suspended"));
+    let trace = traced(&out);
+    assert!(trace.contains("rejected not_suspended"), "{trace}");
 }
 
 #[test]
@@ -217,20 +202,34 @@ fn replay_of_a_reference_to_no_checkpoint_names_the_line() {
 }
 
 #[test]
-fn replay_of_a_missing_file_exits_two() {
-    let out = replay(&["/nonexistent/scenario.jsonl"], b"");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).starts_with("error: /nonexistent/scenario.jsonl: cannot read"));
-}
-
-#[test]
-fn replay_with_an_unknown_format_is_a_usage_error() {
-    let out = replay(
-        &[seed().to_str().expect("a UTF-8 path"), "--format", "yaml"],
-        b"",
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("invalid value 'yaml'"));
+fn unreadable_input_and_misuse_exit_2_saying_so_on_stderr() {
+    let seed = seed();
+    let seed = seed.to_str().expect("a UTF-8 path");
+    for (case, args, stdin, start) in [
+        // Errors on stdin name it.
+        (
+            "stdin",
+            &["-"][..],
+            &b"{\"at\": 1"[..],
+            "error: <stdin>:1:8: not JSON",
+        ),
+        (
+            "a missing file",
+            &["/nonexistent/scenario.jsonl"],
+            b"",
+            "error: /nonexistent/scenario.jsonl: cannot read",
+        ),
+        (
+            "an unknown format",
+            &[seed, "--format", "yaml"],
+            b"",
+            "error: invalid value 'yaml'",
+        ),
+    ] {
+        let out = replay(args, stdin);
+        assert_eq!(out.status.code(), Some(2), "{case}: {}", stderr(&out));
+        assert!(stderr(&out).starts_with(start), "{case}: {}", stderr(&out));
+    }
 }
 
 #[test]
@@ -341,14 +340,6 @@ fn long_scenario(n: usize) -> Vec<u8> {
     text.into_bytes()
 }
 
-fn dev_full() -> Option<Stdio> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .ok()
-        .map(Stdio::from)
-}
-
 #[test]
 fn replay_of_an_endless_line_exits_2_at_once_without_reading_it_whole() {
     if !Path::new("/dev/zero").exists() {
@@ -356,11 +347,10 @@ fn replay_of_an_endless_line_exits_2_at_once_without_reading_it_whole() {
     }
     let started = std::time::Instant::now();
     let out = replay(&["/dev/zero"], b"");
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).starts_with("error: /dev/zero:1:65537: line longer than 65536 bytes"),
-        "{}",
-        stderr(&out)
+    assert_fails_starting(
+        &out,
+        2,
+        "error: /dev/zero:1:65537: line longer than 65536 bytes",
     );
     // A hang guard, not a benchmark: reading 64 KiB takes microseconds.
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
@@ -393,11 +383,10 @@ fn replay_to_a_full_disk_exits_2_with_a_message() {
         .stdout(full)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).starts_with("error: cannot write the trace: No space left on device"),
-        "{}",
-        stderr(&out)
+    assert_fails_starting(
+        &out,
+        2,
+        "error: cannot write the trace: No space left on device",
     );
     let full = dev_full().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_resumable"))
@@ -433,11 +422,10 @@ fn replay_writing_its_audit_log_to_a_full_disk_exits_2() {
         return;
     }
     let out = replay(&[seed().to_str().unwrap(), "--audit-log", "/dev/full"], b"");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("/dev/full: cannot write the audit log: No space left on device"),
-        "{}",
-        stderr(&out)
+    assert_fails(
+        &out,
+        2,
+        "/dev/full: cannot write the audit log: No space left on device",
     );
 }
 

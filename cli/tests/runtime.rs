@@ -6,11 +6,20 @@
 
 use resumable_kernel::Digest;
 use resumable_runtime::tool::service::Entry;
-use std::io::{BufRead, BufReader};
+use resumable_testkit::process::{self, dev_full, listening, report, start, Background, Stream};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
+use std::time::Duration;
+
+// The runtime's own tests name and end PostgreSQL sessions the same way.
+#[path = "../../runtime/tests/support/postgres.rs"]
+mod sessions;
 
 const EXE: &str = env!("CARGO_BIN_EXE_resumable");
+
+/// The address of no tool service.
+const NOWHERE: &str = "127.0.0.1:1";
 
 /// A fresh directory for one test.
 fn dir(name: &str) -> PathBuf {
@@ -22,58 +31,135 @@ fn dir(name: &str) -> PathBuf {
 
 /// Runs the binary with `args`: its exit status, stdout and stderr.
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(EXE)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    report(&out)
+    report(&process::run(EXE, args, b""))
 }
 
-fn report(out: &Output) -> (i32, String, String) {
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
+/// Runs the binary with `args` and asserts that it exits with `code` and that its stderr
+/// says `says`; returns its stderr.
+fn exits(args: &[&str], code: i32, says: &str) -> String {
+    let (got, out, err) = run(args);
+    assert_eq!(got, code, "{args:?}: {out}{err}");
+    assert!(err.contains(says), "{args:?}: {says:?} missing from: {err}");
+    err
 }
 
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// A tool service on `ledger`, killed when dropped, its address and its key file.
-struct Service(Child, String, PathBuf);
+/// A store (`runs.db`) and a directory of parties' keys (`parties`) in a fresh directory, and
+/// the arguments of the commands run on them.
+struct Site {
+    dir: PathBuf,
+    store: String,
+    parties: String,
+}
 
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+impl Site {
+    fn new(name: &str) -> Site {
+        let dir = dir(name);
+        let store = path(&dir.join("runs.db")).to_string();
+        let parties = path(&dir.join("parties")).to_string();
+        Site {
+            dir,
+            store,
+            parties,
+        }
+    }
+
+    /// The file `name` in the directory.
+    fn file(&self, name: &str) -> String {
+        path(&self.dir.join(name)).to_string()
+    }
+
+    /// The key file of `party`.
+    fn key(&self, party: &str) -> String {
+        path(&Path::new(&self.parties).join(format!("{party}.key"))).to_string()
+    }
+
+    /// `start` on the store, making the parties' keys, with `extra`; asserts it exits 0.
+    fn start(&self, extra: &[&str]) {
+        let args = [
+            &[
+                "start",
+                "--store",
+                &self.store,
+                "--party-keys",
+                &self.parties,
+            ],
+            extra,
+        ];
+        let (code, _, err) = run(&args.concat());
+        assert_eq!(code, 0, "{extra:?}: {err}");
+    }
+
+    /// `worker` on the store with the parties' keys and the tools at `tools`, with `extra`.
+    fn worker<'a>(&'a self, tools: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        self.worker_keyed(tools, &self.parties, extra)
+    }
+
+    /// [`Site::worker`] with the parties' keys in `parties`.
+    fn worker_keyed<'a>(
+        &'a self,
+        tools: &'a str,
+        parties: &'a str,
+        extra: &[&'a str],
+    ) -> Vec<&'a str> {
+        let mut args = vec!["worker", "--store", &self.store, "--tools", tools];
+        args.extend(["--party-keys", parties]);
+        args.extend_from_slice(extra);
+        args
+    }
+
+    /// `worker` on the store with the parties' keys and `tools`, until nothing is left to do;
+    /// asserts it exits 0 and returns its stderr.
+    fn drive(&self, tools: &Service) -> String {
+        let key = tools.key();
+        let (code, _, err) =
+            run(&self.worker(&tools.address, &["--tools-key", key, "--until-quiescent"]));
+        assert_eq!(code, 0, "{err}");
+        err
+    }
+
+    /// A party's `request` about the seed's run, sealed with `key`, with `extra`.
+    fn request<'a>(&'a self, request: &'a str, key: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![request, "--store", &self.store, "--run", "run-approval"];
+        args.extend(["--party-key", key]);
+        args.extend_from_slice(extra);
+        args
     }
 }
 
+/// A tool service, stopped when dropped.
+struct Service {
+    _process: Background,
+    address: String,
+    key_file: PathBuf,
+}
+
+impl Service {
+    fn key(&self) -> &str {
+        path(&self.key_file)
+    }
+}
+
+/// A tool service on `ledger`, with its key file beside it.
 fn service(ledger: &Path) -> Service {
     let key = ledger.with_file_name("tools.key");
-    let mut child = Command::new(EXE)
-        .args(["tool-service", "--listen", "127.0.0.1:0", "--ledger"])
-        .arg(ledger)
-        .arg("--key")
-        .arg(&key)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("not started: {line:?}"))
-        .to_string();
-    Service(child, address, key)
+    let mut command = Command::new(EXE);
+    command.args(["tool-service", "--listen", "127.0.0.1:0", "--ledger"]);
+    let (process, address) = listening(command.arg(ledger).arg("--key").arg(&key));
+    Service {
+        _process: process,
+        address,
+        key_file: key,
+    }
+}
+
+/// The arguments of a tool service that serves anyone, on `ledger`.
+fn open_service_args(ledger: &Path) -> Vec<&str> {
+    let listen = ["tool-service", "--no-auth", "--listen", "127.0.0.1:0"];
+    [&listen[..], &["--ledger", path(ledger)]].concat()
 }
 
 fn commit_line(key: &str) -> String {
@@ -87,6 +173,15 @@ fn commit_line(key: &str) -> String {
     .unwrap()
 }
 
+/// Starts `args`, collects its stderr until `wanted` appears in it or 20 s pass, stops it,
+/// and returns the stderr seen.
+fn stderr_until(args: &[&str], wanted: &str) -> String {
+    let (process, lines) = start(Command::new(EXE).args(args), Stream::Stderr);
+    let seen = lines.until(wanted, Duration::from_secs(20));
+    drop(process);
+    seen
+}
+
 #[test]
 fn the_tool_service_refuses_a_ledger_with_a_damaged_line_naming_it_and_keeps_it_whole() {
     let d = dir("damaged");
@@ -97,16 +192,11 @@ fn the_tool_service_refuses_a_ledger_with_a_damaged_line_naming_it_and_keeps_it_
         commit_line("k3")
     );
     std::fs::write(&ledger, &text).unwrap();
-    let (code, _, err) = run(&[
-        "tool-service",
-        "--no-auth",
-        "--listen",
-        "127.0.0.1:0",
-        "--ledger",
-        path(&ledger),
-    ]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("line 2 is not a ledger entry"), "{err}");
+    exits(
+        &open_service_args(&ledger),
+        1,
+        "line 2 is not a ledger entry",
+    );
     assert_eq!(
         std::fs::read_to_string(&ledger).unwrap(),
         text,
@@ -119,190 +209,73 @@ fn a_second_tool_service_on_one_ledger_is_refused() {
     let d = dir("two");
     let ledger = d.join("tools.ledger");
     let _first = service(&ledger);
-    let (code, _, err) = run(&[
-        "tool-service",
-        "--no-auth",
-        "--listen",
-        "127.0.0.1:0",
-        "--ledger",
-        path(&ledger),
-    ]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("held by another tool service"), "{err}");
+    exits(
+        &open_service_args(&ledger),
+        1,
+        "held by another tool service",
+    );
 }
 
 #[test]
 fn a_worker_without_the_runs_audit_key_or_with_another_refuses_it_with_exit_2() {
-    let d = dir("key");
-    let (store, key, other) = (d.join("runs.db"), d.join("a.key"), d.join("b.key"));
-    let parties = d.join("parties");
-    let (code, _, err) = run(&[
-        "start",
-        "--store",
-        path(&store),
-        "--audit-key",
-        path(&key),
-        "--party-keys",
-        path(&parties),
-    ]);
-    assert_eq!(code, 0, "{err}");
-    run(&[
-        "start",
-        "--store",
-        path(&d.join("other.db")),
-        "--audit-key",
-        path(&other),
-    ]);
+    let site = Site::new("key");
+    let (key, other) = (site.file("a.key"), site.file("b.key"));
+    site.start(&["--audit-key", &key]);
+    let other_store = site.file("other.db");
+    run(&["start", "--store", &other_store, "--audit-key", &other]);
     let text = std::fs::read_to_string(&key).unwrap();
     let id = resumable_audit::Key::from_hex(&text)
         .unwrap()
         .id()
         .to_string();
-    let worker = |extra: &[&str]| {
-        let mut args = vec![
-            "worker",
-            "--store",
-            path(&store),
-            "--tools",
-            "127.0.0.1:1",
-            "--party-keys",
-            path(&parties),
-            "--until-quiescent",
-        ];
-        args.extend_from_slice(extra);
-        run(&args)
-    };
-    for extra in [&[][..], &["--audit-key", path(&other)][..]] {
-        let (code, _, err) = worker(extra);
-        assert_eq!(code, 2, "{err}");
-        assert!(
-            err.contains(&format!("sealed under audit key {id}")),
-            "{err}"
-        );
+    for extra in [&[][..], &["--audit-key", &other][..]] {
+        let args = [&site.worker(NOWHERE, &["--until-quiescent"])[..], extra].concat();
+        exits(&args, 2, &format!("sealed under audit key {id}"));
     }
-    let (code, log, err) = run(&["log", "--store", path(&store), "--run", "run-approval"]);
+    let (code, log, err) = run(&["log", "--store", &site.store, "--run", "run-approval"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(log.lines().count(), 1, "the header alone: nothing written");
 }
 
 #[test]
 fn every_file_input_is_bounded_dev_zero_is_refused_at_once() {
-    let d = dir("zero");
-    let store = d.join("runs.db");
-    let parties = d.join("parties");
-    let approver = parties.join("approver.key");
-    let start = [
-        "start",
-        "--store",
-        path(&store),
-        "--party-keys",
-        path(&parties),
-    ];
-    assert_eq!(run(&start).0, 0);
+    let site = Site::new("zero");
+    site.start(&[]);
+    let approver = site.key("approver");
     // A directory of parties' keys in which one key file is /dev/zero.
-    let zeroes = d.join("zeroes");
+    let zeroes = site.file("zeroes");
     std::fs::create_dir_all(&zeroes).unwrap();
-    std::os::unix::fs::symlink("/dev/zero", zeroes.join("ops.key")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", Path::new(&zeroes).join("ops.key")).unwrap();
+    let zero_key = ["--audit-key", "/dev/zero"];
+    let zero_checkpoint = ["--checkpoint", "/dev/zero"];
+    let s = site.store.as_str();
     for args in [
-        &[
-            "start",
-            "--store",
-            path(&store),
-            "--run",
-            "r2",
-            "--audit-key",
-            "/dev/zero",
-        ][..],
-        &[
-            "worker",
-            "--store",
-            path(&store),
-            "--tools",
-            "127.0.0.1:1",
-            "--party-keys",
-            path(&parties),
-            "--audit-key",
-            "/dev/zero",
-        ],
-        &[
-            "worker",
-            "--store",
-            path(&store),
-            "--tools",
-            "127.0.0.1:1",
-            "--party-keys",
-            path(&zeroes),
-        ],
-        &[
-            "approve",
-            "--store",
-            path(&store),
-            "--run",
-            "run-approval",
-            "--party-key",
-            path(&approver),
-            "--checkpoint",
-            "/dev/zero",
-        ],
-        &[
-            "approve",
-            "--store",
-            path(&store),
-            "--run",
-            "run-approval",
-            "--party-key",
-            "/dev/zero",
-        ],
-        &[
-            "deny",
-            "--store",
-            path(&store),
-            "--run",
-            "run-approval",
-            "--party-key",
-            path(&approver),
-            "--checkpoint",
-            "/dev/zero",
-        ],
+        [&["start", "--store", s, "--run", "r2"][..], &zero_key].concat(),
+        site.worker(NOWHERE, &zero_key),
+        site.worker_keyed(NOWHERE, &zeroes, &[]),
+        site.request("approve", &approver, &zero_checkpoint),
+        site.request("approve", "/dev/zero", &[]),
+        site.request("deny", &approver, &zero_checkpoint),
     ] {
-        let (code, _, err) = run(args);
-        assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(err.contains("longer than"), "{args:?}: {err}");
+        exits(&args, 2, "longer than");
     }
 }
 
 #[test]
 fn a_new_key_file_is_readable_by_its_owner_alone() {
     use std::os::unix::fs::PermissionsExt;
-    let d = dir("mode");
-    let key = d.join("audit.key");
-    let parties = d.join("parties");
+    let site = Site::new("mode");
+    let key = site.file("audit.key");
     // A party's key that exists already is kept.
-    std::fs::create_dir_all(&parties).unwrap();
+    std::fs::create_dir_all(&site.parties).unwrap();
     let ops = format!("{}\n", "ab".repeat(32));
-    std::fs::write(parties.join("ops.key"), &ops).unwrap();
-    let (code, _, err) = run(&[
-        "start",
-        "--store",
-        path(&d.join("runs.db")),
-        "--audit-key",
-        path(&key),
-        "--party-keys",
-        path(&parties),
-    ]);
-    assert_eq!(code, 0, "{err}");
-    for made in [
-        key,
-        parties.join("approver.key"),
-        parties.join("payments.key"),
-    ] {
+    std::fs::write(site.key("ops"), &ops).unwrap();
+    site.start(&["--audit-key", &key]);
+    for made in [key, site.key("approver"), site.key("payments")] {
         let mode = std::fs::metadata(&made).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600, "{}: {mode:o}", made.display());
+        assert_eq!(mode, 0o600, "{made}: {mode:o}");
     }
-    assert_eq!(
-        std::fs::read_to_string(parties.join("ops.key")).unwrap(),
-        ops
-    );
+    assert_eq!(std::fs::read_to_string(site.key("ops")).unwrap(), ops);
 }
 
 #[test]
@@ -321,34 +294,14 @@ fn a_password_in_the_store_address_is_never_printed() {
 fn schema_names_postgres_would_shorten_or_owns_are_refused_before_connecting() {
     let long = format!("host=127.0.0.1 port=1#{}", "s".repeat(64));
     for address in ["host=127.0.0.1 port=1#information_schema", long.as_str()] {
-        let (code, _, err) = run(&["start", "--store", address]);
-        assert_eq!(code, 2, "{err}");
-        assert!(err.contains("schema name"), "{err}");
+        exits(&["start", "--store", address], 2, "schema name");
     }
 }
 
 #[test]
 fn zero_and_absurd_durations_and_an_overflowing_validity_are_misuse() {
-    let d = dir("durations");
-    let store = d.join("runs.db");
-    let parties = d.join("parties");
-    let start = [
-        "start",
-        "--store",
-        path(&store),
-        "--party-keys",
-        path(&parties),
-    ];
-    assert_eq!(run(&start).0, 0);
-    let worker = [
-        "worker",
-        "--store",
-        path(&store),
-        "--tools",
-        "127.0.0.1:1",
-        "--party-keys",
-        path(&parties),
-    ];
+    let site = Site::new("durations");
+    site.start(&[]);
     for extra in [
         &["--lease-ms", "0"][..],
         &["--tool-timeout-ms", "0"],
@@ -356,53 +309,37 @@ fn zero_and_absurd_durations_and_an_overflowing_validity_are_misuse() {
         &["--lease-ms", "18446744073709551615"],
         &["--poll-ms", "0"],
     ] {
-        let args: Vec<&str> = worker.iter().chain(extra).copied().collect();
-        let (code, _, err) = run(&args);
+        let (code, _, err) = run(&site.worker(NOWHERE, extra));
         assert_eq!(code, 2, "{extra:?}: {err}");
     }
-    let (code, _, err) = run(&[
-        "approve",
-        "--store",
-        path(&store),
-        "--run",
-        "run-approval",
-        "--party-key",
-        path(&parties.join("approver.key")),
-        "--valid-ms",
-        "18446744073709551615",
-    ]);
+    let approver = site.key("approver");
+    let valid = ["--valid-ms", "18446744073709551615"];
+    let (code, _, err) = run(&site.request("approve", &approver, &valid));
     assert_eq!(code, 2, "{err}");
 }
 
 #[test]
 fn a_run_name_the_store_cannot_address_is_refused() {
     let d = dir("slash");
-    let (code, _, err) = run(&["start", "--store", path(&d.join("runs.db")), "--run", "a/b"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no '/'"), "{err}");
+    exits(
+        &["start", "--store", path(&d.join("runs.db")), "--run", "a/b"],
+        2,
+        "no '/'",
+    );
 }
 
 #[test]
 fn start_and_status_writing_to_a_full_disk_exit_2() {
     let d = dir("full");
     let store = d.join("runs.db");
+    let checkpoint = ["--run", "run-approval", "--checkpoint"];
     for args in [
-        &["start", "--store", path(&store)][..],
-        &["status", "--store", path(&store)],
-        &[
-            "status",
-            "--store",
-            path(&store),
-            "--run",
-            "run-approval",
-            "--checkpoint",
-        ],
+        vec!["start", "--store", path(&store)],
+        vec!["status", "--store", path(&store)],
+        [&["status", "--store", path(&store)][..], &checkpoint].concat(),
     ] {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        let out = Command::new(EXE).args(args).stdout(full).output().unwrap();
+        let full = dev_full().expect("/dev/full");
+        let out = Command::new(EXE).args(&args).stdout(full).output().unwrap();
         let (code, _, err) = report(&out);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains("cannot write"), "{args:?}: {err}");
@@ -417,9 +354,7 @@ fn reading_commands_refuse_a_missing_store_and_never_create_one() {
         &["status", "--store", path(&store)][..],
         &["log", "--store", path(&store), "--run", "run-approval"],
     ] {
-        let (code, _, err) = run(args);
-        assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(err.contains("no store at"), "{err}");
+        exits(args, 2, "no store at");
         assert!(!store.exists(), "{args:?} created the store");
     }
 }
@@ -451,15 +386,12 @@ fn a_torture_without_kills_is_unexercised_and_one_past_its_deadline_incomplete()
 
 #[test]
 fn status_shows_who_must_act_filtered_with_dates_and_causes_in_words() {
-    let d = dir("status");
-    let store = d.join("runs.db");
-    let s = path(&store);
-    let tools = service(&d.join("tools.ledger"));
-    let parties = d.join("parties");
-    let p = path(&parties);
+    let site = Site::new("status");
+    let s = site.store.as_str();
+    let tools = service(&site.dir.join("tools.ledger"));
+    site.start(&[]);
     for args in [
-        &["start", "--store", s, "--party-keys", p][..],
-        &["start", "--store", s, "--program", "order"],
+        &["start", "--store", s, "--program", "order"][..],
         &[
             "start",
             "--store",
@@ -472,7 +404,7 @@ fn status_shows_who_must_act_filtered_with_dates_and_causes_in_words() {
     ] {
         assert_eq!(run(args).0, 0, "{args:?}");
     }
-    let ops = parties.join("ops.key");
+    let ops = site.key("ops");
     let cancel = [
         "cancel",
         "--store",
@@ -480,24 +412,12 @@ fn status_shows_who_must_act_filtered_with_dates_and_causes_in_words() {
         "--run",
         "order-2",
         "--party-key",
-        path(&ops),
+        &ops,
     ];
     let (code, out, err) = run(&cancel);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("queued, not yet decided"), "{out}");
-    let (code, _, err) = run(&[
-        "worker",
-        "--store",
-        s,
-        "--tools",
-        &tools.1,
-        "--tools-key",
-        path(&tools.2),
-        "--party-keys",
-        p,
-        "--until-quiescent",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    site.drive(&tools);
     let status = |extra: &[&str]| {
         let mut args = vec!["status", "--store", s];
         args.extend_from_slice(extra);
@@ -527,65 +447,13 @@ fn status_shows_who_must_act_filtered_with_dates_and_causes_in_words() {
     assert_eq!(status(&["--expiring-ms", "86400000"]).len(), 2);
 }
 
-/// Starts `args`, collects its stderr until `wanted` appears in it or `within` passes, kills
-/// it, and returns the stderr seen.
-fn stderr_until(args: &[&str], wanted: &str, within: std::time::Duration) -> String {
-    let mut child = Command::new(EXE)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let started = std::time::Instant::now();
-    let mut seen = String::new();
-    while started.elapsed() < within && !seen.contains(wanted) {
-        if let Ok(line) = rx.recv_timeout(std::time::Duration::from_millis(100)) {
-            seen.push_str(&line);
-            seen.push('\n');
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    seen
-}
-
 #[test]
 fn a_worker_says_with_its_address_that_the_tool_service_is_unreachable() {
-    let d = dir("unreachable");
-    let store = d.join("runs.db");
-    let parties = d.join("parties");
-    let start = ["start", "--store", path(&store), "--program", "order"];
-    assert_eq!(
-        run(&[&start[..], &["--party-keys", path(&parties)]].concat()).0,
-        0
-    );
-    let seen = stderr_until(
-        &[
-            "worker",
-            "--store",
-            path(&store),
-            "--tools",
-            "127.0.0.1:1",
-            "--party-keys",
-            path(&parties),
-        ],
-        "tool service at 127.0.0.1:1 unreachable",
-        std::time::Duration::from_secs(20),
-    );
-    assert!(
-        seen.contains("tool service at 127.0.0.1:1 unreachable"),
-        "{seen}"
-    );
+    let site = Site::new("unreachable");
+    site.start(&["--program", "order"]);
+    let wanted = "tool service at 127.0.0.1:1 unreachable";
+    let seen = stderr_until(&site.worker(NOWHERE, &[]), wanted);
+    assert!(seen.contains(wanted), "{seen}");
 }
 
 #[test]
@@ -597,53 +465,30 @@ fn postgres_a_worker_waits_out_a_lost_session_and_goes_on() {
     let tools = service(&d.join("tools.ledger"));
     // The worker's sessions carry a name of their own, so that only they are ended.
     let name = format!("cli_lost_{}", std::process::id());
-    let (conn, schema) = resumable_runtime::store::postgres::split_address(&store);
-    let worker_store = format!("{conn} application_name={name}#{schema}");
+    let worker_store = sessions::named(&store, &name);
     let parties = d.join("parties");
     let p = path(&parties);
     assert_eq!(run(&["start", "--store", &store, "--party-keys", p]).0, 0);
-    let mut worker = Command::new(EXE)
-        .args([
-            "worker",
-            "--store",
-            &worker_store,
-            "--tools",
-            &tools.1,
-            "--party-keys",
-            p,
-            "--tools-key",
-        ])
-        .arg(&tools.2)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    // Every session of the worker ends, as in a restart of the server.
-    let mut admin = postgres::Client::connect(conn, postgres::NoTls).unwrap();
-    let ended = admin
-        .query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
-            &[&name],
-        )
-        .unwrap();
-    assert!(!ended.is_empty(), "the worker has a session");
-    // The worker is still there, and drives the approved run to its end.
-    let (code, _, err) = run(&[
-        "approve",
+    let mut worker = Command::new(EXE);
+    worker.args([
+        "worker",
         "--store",
-        &store,
-        "--run",
-        "run-approval",
-        "--party-key",
-        path(&parties.join("approver.key")),
-        "--wait-ms",
-        "20000",
+        &worker_store,
+        "--tools",
+        &tools.address,
     ]);
-    let alive = worker.try_wait().unwrap().is_none();
-    let _ = worker.kill();
-    let _ = worker.wait();
+    worker.args(["--party-keys", p, "--tools-key", tools.key()]);
+    let (mut worker, _stderr) = start(&mut worker, Stream::Stderr);
+    std::thread::sleep(Duration::from_millis(500));
+    // Every session of the worker ends, as in a restart of the server.
+    sessions::terminate_sessions(&store, &name);
+    // The worker is still there, and drives the approved run to its end.
+    let approver = path(&parties.join("approver.key")).to_string();
+    let approve = ["approve", "--store", &store, "--run", "run-approval"];
+    let wait = ["--party-key", &approver, "--wait-ms", "20000"];
+    let (code, _, err) = run(&[&approve[..], &wait].concat());
+    let alive = worker.0.try_wait().unwrap().is_none();
+    drop(worker);
     assert!(alive, "the worker died with its session");
     assert_eq!(code, 0, "{err}");
     let _ = resumable_runtime::store::postgres::PgStore::drop_schema(&store);
@@ -652,10 +497,10 @@ fn postgres_a_worker_waits_out_a_lost_session_and_goes_on() {
 #[test]
 fn the_tool_service_serves_only_clients_that_prove_they_hold_its_key() {
     use std::io::Write;
-    let d = dir("auth");
-    let ledger = d.join("tools.ledger");
+    let site = Site::new("auth");
+    let ledger = site.dir.join("tools.ledger");
     let tools = service(&ledger);
-    let key = std::fs::metadata(&tools.2).unwrap();
+    let key = std::fs::metadata(&tools.key_file).unwrap();
     assert_eq!(
         std::os::unix::fs::PermissionsExt::mode(&key.permissions()) & 0o777,
         0o600
@@ -666,8 +511,8 @@ fn the_tool_service_serves_only_clients_that_prove_they_hold_its_key() {
     );
     let wrong_proof = format!("{{\"op\":\"auth\",\"proof\":\"{}\"}}\n", "1".repeat(64));
     for first in [&dispatch, &wrong_proof] {
-        let mut conn = std::net::TcpStream::connect(&tools.1).unwrap();
-        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut conn = std::net::TcpStream::connect(&tools.address).unwrap();
+        let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
         let mut challenge = String::new();
         reader.read_line(&mut challenge).unwrap();
         assert!(challenge.contains("\"challenge\""), "{challenge}");
@@ -686,69 +531,38 @@ fn the_tool_service_serves_only_clients_that_prove_they_hold_its_key() {
         "nothing committed"
     );
     // A worker without the key says why it cannot use the service.
-    let store = d.join("runs.db");
-    let parties = d.join("parties");
-    let p = path(&parties);
-    let start = ["start", "--store", path(&store), "--program", "order"];
-    assert_eq!(run(&[&start[..], &["--party-keys", p]].concat()).0, 0);
+    site.start(&["--program", "order"]);
     let seen = stderr_until(
-        &[
-            "worker",
-            "--store",
-            path(&store),
-            "--tools",
-            &tools.1,
-            "--party-keys",
-            p,
-        ],
+        &site.worker(&tools.address, &[]),
         "authenticates its clients",
-        std::time::Duration::from_secs(20),
     );
     assert!(
-        seen.contains(&format!("tool service at {}", tools.1)),
+        seen.contains(&format!("tool service at {}", tools.address)),
         "{seen}"
     );
     // Without a key, the service starts only when told to serve anyone.
-    let (code, _, err) = run(&["tool-service", "--ledger", path(&d.join("other.ledger"))]);
+    let other = site.file("other.ledger");
+    let (code, _, err) = run(&["tool-service", "--ledger", &other]);
     assert_eq!(code, 2, "{err}");
 }
 
 #[test]
 fn a_callback_typed_as_another_party_or_unsealed_never_reaches_the_kernel() {
-    let d = dir("parties");
-    let store = d.join("runs.db");
-    let s = path(&store);
-    let tools = service(&d.join("tools.ledger"));
-    let keys = d.join("parties");
-    std::fs::create_dir_all(&keys).unwrap();
+    let site = Site::new("parties");
+    let s = site.store.as_str();
+    let tools = service(&site.dir.join("tools.ledger"));
+    std::fs::create_dir_all(&site.parties).unwrap();
     for party in ["payments", "mallory"] {
-        let key = keys.join(format!("{party}.key"));
+        let key = Path::new(&site.key(party)).to_path_buf();
         resumable_runtime::lifecycle::write_key(&key, [party.len() as u8; 32]).unwrap();
     }
-    let worker = || {
-        let (code, _, err) = run(&[
-            "worker",
-            "--store",
-            s,
-            "--tools",
-            &tools.1,
-            "--tools-key",
-            path(&tools.2),
-            "--party-keys",
-            path(&keys),
-            "--until-quiescent",
-        ]);
-        assert_eq!(code, 0, "{err}");
-        err
-    };
     assert_eq!(run(&["start", "--store", s, "--program", "order"]).0, 0);
-    worker();
-    let mallory = keys.join("mallory.key");
-    let payments = keys.join("payments.key");
-    let callback = |party: &str, key: Option<&Path>| {
+    site.drive(&tools);
+    let (mallory, payments) = (site.key("mallory"), site.key("payments"));
+    let callback = |party: &str, key: Option<&str>| {
         let mut args = vec!["callback", "--store", s, "--run", "order-1", "--as", party];
         match key {
-            Some(key) => args.extend(["--party-key", path(key)]),
+            Some(key) => args.extend(["--party-key", key]),
             None => args.push("--unauthenticated-parties"),
         }
         assert_eq!(run(&args).0, 0, "{args:?}");
@@ -757,7 +571,7 @@ fn a_callback_typed_as_another_party_or_unsealed_never_reaches_the_kernel() {
     callback("mallory", Some(&mallory));
     callback("payments", None);
     callback("payments", Some(&mallory));
-    let err = worker();
+    let err = site.drive(&tools);
     assert!(err.contains("speaks for payments"), "{err}");
     let (_, out, _) = run(&["status", "--store", s, "--run", "order-1"]);
     assert!(
@@ -767,7 +581,7 @@ fn a_callback_typed_as_another_party_or_unsealed_never_reaches_the_kernel() {
     assert_eq!(out.matches("refused: unauthenticated").count(), 3, "{out}");
     let (_, log, _) = run(&["log", "--store", s, "--run", "order-1"]);
     callback("payments", Some(&payments));
-    worker();
+    site.drive(&tools);
     let (_, out, _) = run(&["status", "--store", s, "--run", "order-1"]);
     assert!(!out.contains("waits for callback"), "{out}");
     assert!(
@@ -783,11 +597,10 @@ fn a_callback_typed_as_another_party_or_unsealed_never_reaches_the_kernel() {
 
 #[test]
 fn without_party_keys_or_the_opt_out_a_worker_and_every_request_refuse_saying_what_to_do() {
-    let d = dir("nokeys");
-    let store = d.join("runs.db");
-    let s = path(&store);
+    let site = Site::new("nokeys");
+    let s = site.store.as_str();
     assert_eq!(run(&["start", "--store", s]).0, 0);
-    let worker = ["worker", "--store", s, "--tools", "127.0.0.1:1"];
+    let worker = ["worker", "--store", s, "--tools", NOWHERE];
     let (code, out, err) = run(&[&worker[..], &["--until-quiescent"]].concat());
     assert_eq!(code, 2, "{out}{err}");
     for told in [
@@ -797,18 +610,13 @@ fn without_party_keys_or_the_opt_out_a_worker_and_every_request_refuse_saying_wh
     ] {
         assert!(err.contains(told), "{err}");
     }
-    let approver_key = d.join("approver.key");
-    resumable_runtime::lifecycle::write_key(&approver_key, [7; 32]).unwrap();
+    let approver_key = site.file("approver.key");
+    resumable_runtime::lifecycle::write_key(Path::new(&approver_key), [7; 32]).unwrap();
     let target = ["--store", s, "--run", "run-approval"];
+    let approver_needs = "a request sent as approver needs --party-key FILE";
     for (args, told) in [
-        (
-            &["approve"][..],
-            "a request sent as approver needs --party-key FILE",
-        ),
-        (
-            &["deny"],
-            "a request sent as approver needs --party-key FILE",
-        ),
+        (&["approve"][..], approver_needs),
+        (&["deny"], approver_needs),
         (
             &["callback"],
             "a request sent as payments needs --party-key FILE",
@@ -828,19 +636,13 @@ fn without_party_keys_or_the_opt_out_a_worker_and_every_request_refuse_saying_wh
         assert!(err.contains("--unauthenticated-parties"), "{args:?}: {err}");
     }
     let approver = ["approver", "--store", s, "--rounds", "1"];
-    let (code, _, err) = run(&approver);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("sent as approver needs --party-key FILE"),
-        "{err}"
-    );
-    let key = ["--party-key", path(&approver_key)];
+    exits(&approver, 2, "sent as approver needs --party-key FILE");
+    let key = ["--party-key", &approver_key];
     let callbacks = ["--callbacks", "--callback-as", "payments"];
-    let (code, _, err) = run(&[&approver[..], &key, &callbacks].concat());
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("sent as payments needs --callback-key FILE"),
-        "{err}"
+    exits(
+        &[&approver[..], &key, &callbacks].concat(),
+        2,
+        "sent as payments needs --callback-key FILE",
     );
     // Nothing reached the inbox, and the worker wrote nothing.
     let (code, out, err) = run(&["status", "--store", s]);
@@ -855,27 +657,17 @@ fn without_party_keys_or_the_opt_out_a_worker_and_every_request_refuse_saying_wh
 
 #[test]
 fn a_worker_told_to_take_unauthenticated_parties_warns_and_feeds_an_unsealed_request() {
-    let d = dir("optout");
-    let store = d.join("runs.db");
-    let s = path(&store);
-    let tools = service(&d.join("tools.ledger"));
+    let site = Site::new("optout");
+    let s = site.store.as_str();
+    let tools = service(&site.dir.join("tools.ledger"));
     assert_eq!(run(&["start", "--store", s]).0, 0);
     let worker = || {
-        let (code, _, err) = run(&[
-            "worker",
-            "--store",
-            s,
-            "--tools",
-            &tools.1,
-            "--tools-key",
-            path(&tools.2),
-            "--unauthenticated-parties",
-            "--until-quiescent",
-        ]);
-        assert_eq!(code, 0, "{err}");
-        assert!(
-            err.contains("WARNING: feeding unauthenticated decisions (--unauthenticated-parties)"),
-            "{err}"
+        let mut args = vec!["worker", "--store", s, "--tools", &tools.address];
+        args.extend(["--tools-key", tools.key(), "--unauthenticated-parties"]);
+        exits(
+            &[&args[..], &["--until-quiescent"]].concat(),
+            0,
+            "WARNING: feeding unauthenticated decisions (--unauthenticated-parties)",
         );
     };
     worker();

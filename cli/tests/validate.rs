@@ -1,7 +1,7 @@
 //! `resumable validate`, run as a user runs it: the built binary, on the audit-log examples of
 //! spec/audit-examples/ and on bad input, checking exit status and where the report points.
 
-use std::io::Write;
+use resumable_testkit::process::{assert_fails, assert_fails_starting, dev_full, run};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -12,17 +12,8 @@ fn example(name: &str) -> PathBuf {
 }
 
 fn validate(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_resumable"))
-        .arg("validate")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    // Ignore a write error: the validator stops reading at its first finding.
-    let _ = child.stdin.take().expect("stdin is piped").write_all(stdin);
-    child.wait_with_output().expect("the binary finishes")
+    let args: Vec<&str> = ["validate"].iter().chain(args).copied().collect();
+    run(env!("CARGO_BIN_EXE_resumable"), &args, stdin)
 }
 
 fn validate_example(name: &str, extra: &[&str]) -> (Output, String) {
@@ -173,60 +164,66 @@ fn the_json_report_of_a_conforming_log_carries_the_summary() {
 }
 
 #[test]
-fn an_empty_stdin_exits_2() {
-    let out = validate(&["-"], b"");
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        stdout(&out),
-        "<stdin>:1: malformed: the log is empty: line 1 must be the header\n"
-    );
-}
-
-#[test]
-fn binary_bytes_exit_2_naming_line_and_column() {
-    let out = validate(&["-"], b"{\"format\"\xff\xfe\n");
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        stdout(&out),
-        "<stdin>:1:10: malformed: the line is not valid UTF-8\n"
-    );
-}
-
-#[test]
-fn a_ten_megabyte_line_exits_2_without_being_read_whole() {
-    let mut log = std::fs::read(example("approval.jsonl")).unwrap();
-    log.extend(std::iter::repeat_n(b'x', 10 * 1024 * 1024));
-    log.push(b'\n');
-    let out = validate(&["-"], &log);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stdout(&out).starts_with("<stdin>:11:65537: malformed: line longer than 65536 bytes"),
-        "{}",
-        stdout(&out)
-    );
+fn malformed_input_exits_2_with_one_line_naming_line_and_column() {
+    let log = std::fs::read(example("approval.jsonl")).unwrap();
+    let mut long = log.clone();
+    long.extend(std::iter::repeat_n(b'x', 10 * 1024 * 1024));
+    long.push(b'\n');
+    let text = String::from_utf8(log).unwrap();
+    let repeated = text.replacen("{\"seq\":1,", "{\"seq\":1,\"seq\":1,", 1);
+    let mut cases = vec![
+        (
+            "an empty stdin",
+            "-",
+            &b""[..],
+            "<stdin>:1: malformed: the log is empty: line 1 must be the header\n",
+        ),
+        (
+            "binary bytes",
+            "-",
+            b"{\"format\"\xff\xfe\n",
+            "<stdin>:1:10: malformed: the line is not valid UTF-8\n",
+        ),
+        // Ten megabytes on a line, not read whole.
+        (
+            "a ten-megabyte line",
+            "-",
+            &long,
+            "<stdin>:11:65537: malformed: line longer than 65536 bytes",
+        ),
+        (
+            "a repeated key",
+            "-",
+            repeated.as_bytes(),
+            "<stdin>:2:10: malformed: the key \"seq\" appears twice in one object; readers \
+             disagree on which one counts, so the line is refused\n",
+        ),
+    ];
+    // An endless line, refused at once.
+    if Path::new("/dev/zero").exists() {
+        let report = "/dev/zero:1:65537: malformed: line longer";
+        cases.push(("an endless line", "/dev/zero", b"", report));
+    }
+    for (case, file, stdin, report) in cases {
+        let out = validate(&[file], stdin);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(2), "{case}: {text}");
+        assert!(text.starts_with(report), "{case}: {text}");
+        assert_eq!(text.lines().count(), 1, "{case}: one line: {text}");
+    }
 }
 
 #[test]
 fn a_missing_file_exits_2_on_stderr() {
     let out = validate(&["/nonexistent/audit.jsonl"], b"");
-    assert_eq!(out.status.code(), Some(2));
     assert!(stdout(&out).is_empty());
-    assert!(String::from_utf8_lossy(&out.stderr)
-        .starts_with("error: /nonexistent/audit.jsonl: cannot read"));
+    assert_fails_starting(&out, 2, "error: /nonexistent/audit.jsonl: cannot read");
 }
 
 #[test]
 fn a_wrong_flag_is_misuse_and_exits_2() {
     let out = validate(&["--format", "yaml", "-"], b"");
     assert_eq!(out.status.code(), Some(2));
-}
-
-fn dev_full() -> Option<Stdio> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .ok()
-        .map(Stdio::from)
 }
 
 fn stderr(o: &Output) -> String {
@@ -300,36 +297,8 @@ fn a_key_file_that_is_not_64_hex_digits_is_misuse() {
     let key = dir.join("short.key");
     std::fs::write(&key, "0123\n").unwrap();
     let out = validate(&["-", "--key-file", key.to_str().unwrap()], b"");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("a key file holds 64 hex digits"),
-        "{}",
-        stderr(&out)
-    );
+    assert_fails(&out, 2, "a key file holds 64 hex digits");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn an_endless_line_on_stdin_exits_2_at_once() {
-    if !Path::new("/dev/zero").exists() {
-        return;
-    }
-    let out = validate(&["/dev/zero"], b"");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stdout(&out).starts_with("/dev/zero:1:65537: malformed: line longer"));
-}
-
-#[test]
-fn a_repeated_key_is_malformed_with_its_column() {
-    let log = std::fs::read_to_string(example("approval.jsonl")).unwrap();
-    let bad = log.replacen("{\"seq\":1,", "{\"seq\":1,\"seq\":1,", 1);
-    let out = validate(&["-"], bad.as_bytes());
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        stdout(&out).lines().next().unwrap(),
-        "<stdin>:2:10: malformed: the key \"seq\" appears twice in one object; readers \
-         disagree on which one counts, so the line is refused"
-    );
 }
 
 #[test]

@@ -5,9 +5,9 @@
 //! differ from run to run (dates, key ids, elisions). The one change: the tool service
 //! listens on a free port instead of 7411, and the commands are given that address.
 
-use std::io::{BufRead, BufReader};
+use resumable_testkit::process::{listening, Background};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 const EXE: &str = env!("CARGO_BIN_EXE_resumable");
 
@@ -34,18 +34,6 @@ fn fixed_part(shown: &str) -> String {
 
 fn squeeze(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The tool service started in the background, stopped by `kill %1` or when dropped.
-struct Background(Option<Child>);
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }
 
 /// One command's words, its stdout file if redirected, and whether it runs in the background.
@@ -77,7 +65,8 @@ fn the_readmes_runtime_walkthrough_runs_as_written_and_prints_what_it_shows() {
         std::env::temp_dir().join(format!("resumable-cli-walkthrough-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut service = Background(None);
+    // The tool service started in the background, stopped by `kill %1` or when dropped.
+    let mut service: Option<Background> = None;
     let mut address: Option<String> = None;
     let mut last: Option<(String, String)> = None;
     let mut commands = 0;
@@ -100,10 +89,8 @@ fn the_readmes_runtime_walkthrough_runs_as_written_and_prints_what_it_shows() {
             continue;
         }
         if trimmed == "kill %1" {
-            // Dropping a `Child` leaves its process running: stop it, as `kill %1` does.
-            let mut child = service.0.take().expect("a background service to stop");
-            child.kill().expect("the service is stopped");
-            child.wait().expect("the service is reaped");
+            // Dropping a `Background` stops its process, as `kill %1` does.
+            drop(service.take().expect("a background service to stop"));
             continue;
         }
         let (mut words, out, background) = parse(trimmed);
@@ -115,22 +102,11 @@ fn the_readmes_runtime_walkthrough_runs_as_written_and_prints_what_it_shows() {
         commands += 1;
         if background {
             assert_eq!(words[0], "tool-service", "{trimmed}");
-            let mut child = Command::new(EXE)
-                .args(&words)
-                .args(["--listen", "127.0.0.1:0"])
-                .current_dir(&dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let mut first = String::new();
-            BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut first)
-                .unwrap();
-            service.0 = Some(child);
-            let listening = first.trim().strip_prefix("listening on ");
-            address = Some(listening.expect("the service's address").to_string());
+            let mut command = Command::new(EXE);
+            command.args(&words).args(["--listen", "127.0.0.1:0"]);
+            let (process, listens_on) = listening(command.current_dir(&dir));
+            service = Some(process);
+            address = Some(listens_on);
             continue;
         }
         let output = Command::new(EXE)
@@ -151,7 +127,7 @@ fn the_readmes_runtime_walkthrough_runs_as_written_and_prints_what_it_shows() {
         }
         last = Some((trimmed.to_string(), printed));
     }
-    assert!(service.0.is_none(), "the walkthrough stops its service");
+    assert!(service.is_none(), "the walkthrough stops its service");
     assert!(
         commands >= 10,
         "{commands} commands: the block was not found whole"

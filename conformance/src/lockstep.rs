@@ -110,7 +110,7 @@ impl Observable for Kernel {
             policy: *run.policy(),
             resource_version: run.resource_version(),
             last_resume: run.last_resume().copied(),
-            batch: run.batch().copied(),
+            batch: run.batch(),
         }
     }
 }

@@ -44,8 +44,13 @@ struct Shown {
 const GENERATED: &str = "book/src/generated";
 
 fn scenario_stems() -> Vec<String> {
-    let mut stems: Vec<String> = std::fs::read_dir(root().join("spec/scenarios"))
-        .expect("spec/scenarios is readable")
+    jsonl_stems(&root().join("spec/scenarios"))
+}
+
+/// The names, sorted and without their extension, of the JSON-lines files in `dir`.
+fn jsonl_stems(dir: &Path) -> Vec<String> {
+    let mut stems: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{} is readable: {e}", dir.display()))
         .map(|e| e.expect("a directory entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .map(|p| p.file_stem().and_then(|s| s.to_str()).unwrap().to_string())
@@ -270,15 +275,7 @@ fn check_json(shown: &mut Shown) {
 /// verdicts a learner predicts), and each solution of a "fix the driver" exercise.
 fn exercises(shown: &mut Shown) {
     for sub in ["", "answers/"] {
-        let dir = root().join("book/exercises").join(sub);
-        let mut stems: Vec<String> = std::fs::read_dir(&dir)
-            .expect("book/exercises is readable")
-            .map(|e| e.expect("an entry").path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .map(|p| p.file_stem().and_then(|s| s.to_str()).unwrap().to_string())
-            .collect();
-        stems.sort();
-        for stem in stems {
+        for stem in jsonl_stems(&root().join("book/exercises").join(sub)) {
             let bytes = read(&format!("book/exercises/{sub}{stem}.jsonl"));
             let parsed = scenario::parse(bytes.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
             let text = trace::replay(&parsed).expect("it replays").to_text();

@@ -210,6 +210,29 @@ fn suspended_suspend_is_refused_alike_by_kernel_and_reference() {
 /// (From 33,307: the tool's commits now move the run's resource, which the world tracks.)
 const SMALL_WORLD_STATES: usize = 40590;
 
+/// Asserts that the lockstep check `r` of `what` explored its whole world and that CONF-1
+/// (`property` naming the check's own, for the counterexample) holds there.
+fn assert_agrees(r: &pair_world::LockstepReport, what: &str, property: &str) {
+    assert!(
+        r.report.exploration.complete,
+        "{what}: {:?}",
+        r.report.exploration
+    );
+    if let Some(text) = r.counterexample_text() {
+        panic!("{what}: {property} violated:\n{text}");
+    }
+    assert_eq!(r.conf_1, Verdict::Holds, "{what}");
+}
+
+/// Asserts that both machines refused alike each rejection kind of `expected` (the check did
+/// not pass by never offering them).
+fn assert_refused_alike(r: &pair_world::LockstepReport, expected: &[RejectionKind]) {
+    let refused = r.agreed_rejections();
+    for kind in expected {
+        assert!(refused.contains(kind), "{kind} never compared: {refused:?}");
+    }
+}
+
 fn check_alone<L: resumable_model::Lifecycle>(machine: L) -> resumable_model::checker::Report {
     let world = resumable_model::world::World::new(machine, pair_world::default_config()).unwrap();
     resumable_model::checker::check(world, &resumable_model::checker::Options::default()).unwrap()
@@ -227,11 +250,7 @@ fn whole_world_lockstep_check_on_a_small_config_finds_no_divergence() {
         r.report.stats.max_depth,
         r.report.stats.elapsed_secs
     );
-    assert!(r.report.exploration.complete, "{:?}", r.report.exploration);
-    if let Some(text) = r.counterexample_text() {
-        panic!("{CONF_1} violated:\n{text}");
-    }
-    assert_eq!(r.conf_1, Verdict::Holds);
+    assert_agrees(&r, "the small world", CONF_1);
     assert_eq!(r.report.stats.unique, SMALL_WORLD_STATES);
     // The pair distinguishes exactly the states each machine distinguishes on its own: the
     // world of either machine alone has as many states, so neither keeps a difference in
@@ -244,21 +263,18 @@ fn whole_world_lockstep_check_on_a_small_config_finds_no_divergence() {
     }
 
     // Not vacuous: the inputs that must be refused were offered, and refused alike.
-    let refused = r.agreed_rejections();
-    for expected in [
-        RejectionKind::AlreadyApplied,
-        RejectionKind::AlreadyResumed,
-        RejectionKind::AlreadySuspended,
-        RejectionKind::ApprovalExpired,
-        RejectionKind::Expired,
-        RejectionKind::SelfApproval,
-        RejectionKind::StaleRevision,
-    ] {
-        assert!(
-            refused.contains(&expected),
-            "{expected} never compared: {refused:?}"
-        );
-    }
+    assert_refused_alike(
+        &r,
+        &[
+            RejectionKind::AlreadyApplied,
+            RejectionKind::AlreadyResumed,
+            RejectionKind::AlreadySuspended,
+            RejectionKind::ApprovalExpired,
+            RejectionKind::Expired,
+            RejectionKind::SelfApproval,
+            RejectionKind::StaleRevision,
+        ],
+    );
     // The world's own witnesses, reached while the machines agree.
     for partner in [
         names::STALE_ARRIVES,
@@ -341,34 +357,27 @@ fn probed_world() -> resumable_model::config::Config {
 fn every_reachable_state_agrees_on_adversarial_probes() {
     let options = resumable_model::checker::Options::default();
     let r = check_with(kernel_and_reference(), probed_world(), Probes::On, &options).unwrap();
-    assert!(r.report.exploration.complete, "{:?}", r.report.exploration);
-    if let Some(text) = r.counterexample_text() {
-        panic!("{CONF_1_PROBES} violated:\n{text}");
-    }
-    assert_eq!(r.conf_1, Verdict::Holds);
+    assert_agrees(&r, "the probed world", CONF_1_PROBES);
     let probes = r.report.property(CONF_1_PROBES).unwrap();
     assert_eq!(probes.verdict, Verdict::Holds);
-    let refused = r.agreed_rejections();
-    for expected in [
-        RejectionKind::ApprovalExpired,
-        RejectionKind::ApprovalMismatch,
-        RejectionKind::CheckpointMismatch,
-        RejectionKind::ClockRegressed,
-        RejectionKind::DecisionMismatch,
-        RejectionKind::DigestMismatch,
-        RejectionKind::FutureRevision,
-        RejectionKind::IdentityMismatch,
-        RejectionKind::PermissionRevoked,
-        RejectionKind::ResourceChanged,
-        RejectionKind::SchemaTooNew,
-        RejectionKind::SelfApproval,
-        RejectionKind::StaleRevision,
-    ] {
-        assert!(
-            refused.contains(&expected),
-            "{expected} never compared: {refused:?}"
-        );
-    }
+    assert_refused_alike(
+        &r,
+        &[
+            RejectionKind::ApprovalExpired,
+            RejectionKind::ApprovalMismatch,
+            RejectionKind::CheckpointMismatch,
+            RejectionKind::ClockRegressed,
+            RejectionKind::DecisionMismatch,
+            RejectionKind::DigestMismatch,
+            RejectionKind::FutureRevision,
+            RejectionKind::IdentityMismatch,
+            RejectionKind::PermissionRevoked,
+            RejectionKind::ResourceChanged,
+            RejectionKind::SchemaTooNew,
+            RejectionKind::SelfApproval,
+            RejectionKind::StaleRevision,
+        ],
+    );
 }
 
 /// CONF-1 over the widened world, one widening at a time (each from a few seconds to ten in
@@ -412,10 +421,6 @@ fn lockstep_holds_over_each_widening_of_the_world() {
             &resumable_model::checker::Options::default(),
         )
         .unwrap();
-        assert!(r.report.exploration.complete, "{name}");
-        if let Some(text) = r.counterexample_text() {
-            panic!("{name}: {CONF_1} violated:\n{text}");
-        }
-        assert_eq!(r.conf_1, Verdict::Holds, "{name}");
+        assert_agrees(&r, name, CONF_1);
     }
 }

@@ -90,7 +90,7 @@ impl Story {
     }
 
     fn batch(&self) -> Batch {
-        *self.run().batch().expect("the run holds a batch")
+        self.run().batch().expect("the run holds a batch")
     }
 
     fn states(&self) -> Vec<SlotState> {
@@ -103,6 +103,45 @@ impl Story {
 
     fn suspend(&mut self, calls: &[Proposal]) -> Event {
         suspend_until(calls, self.now + 50)
+    }
+
+    /// A story whose first input, accepted, suspends for the batch of `calls`.
+    fn opened(calls: &[Call]) -> Story {
+        let mut st = Story::new();
+        st.open(calls);
+        st
+    }
+
+    /// Suspends for the batch of `calls`, each proposed with no earlier use of its id or key;
+    /// both machines must accept. Returns the effects.
+    fn open(&mut self, calls: &[Call]) -> Effects {
+        let proposals: Vec<Proposal> = calls.iter().map(|c| proposal(*c)).collect();
+        let ev = self.suspend(&proposals);
+        self.accept(ev)
+    }
+
+    /// Approves every call of `calls`, in that order, in one input; both machines must
+    /// accept. Returns the effects.
+    fn approve_all(&mut self, calls: &[Call]) -> Effects {
+        let decisions: Vec<CallDecision> = (calls.iter())
+            .map(|c| self.decision(c, Verdict::Approve))
+            .collect();
+        self.accept(self.decide(&decisions))
+    }
+
+    /// A story whose batch of `calls` was opened and every call approved, in one input.
+    fn approved(calls: &[Call]) -> Story {
+        let mut st = Story::opened(calls);
+        st.approve_all(calls);
+        st
+    }
+
+    /// Completes the run (both machines must accept) and ends the story.
+    fn completes(mut self) {
+        self.accept(Event::Complete {
+            result: Digest::of(b"r"),
+        });
+        self.done();
     }
 
     /// A decision on `c`, bound to the latest checkpoint.
@@ -139,6 +178,9 @@ impl Story {
     }
 }
 
+/// An edit of a value the story is handed, for the tables of what does not bind.
+type Edit<T> = fn(&mut T);
+
 fn reason(story: &Story) -> Option<ReasonKind> {
     story.run().suspension().map(|s| s.reason.kind())
 }
@@ -150,8 +192,7 @@ fn reason(story: &Story) -> Option<ReasonKind> {
 fn decisions_one_at_a_time_bind_to_one_checkpoint_and_resume_the_batch_together() {
     let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", ASKS));
     let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
-    let fx = st.accept(ev);
+    let fx = st.open(&[a, b, c]);
     assert_eq!(fx.histories().count(), 3, "one bound entry per call");
     let opened = st.checkpoint();
     assert!(opened.batch.is_some());
@@ -232,9 +273,7 @@ fn decisions_one_at_a_time_bind_to_one_checkpoint_and_resume_the_batch_together(
 #[test]
 fn decisions_together_dispatch_the_approved_calls_only_and_results_come_in_slot_order() {
     let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, b, c]);
     let all = [
         st.decision(&c, Verdict::Approve),
         st.decision(&b, reject()),
@@ -247,10 +286,7 @@ fn decisions_together_dispatch_the_approved_calls_only_and_results_come_in_slot_
     st.accept(result(&c, 0));
     assert_eq!(st.phase(), Phase::Running { in_flight: None });
     assert!(matches!(st.states()[1], SlotState::Rejected { .. }));
-    st.accept(Event::Complete {
-        result: Digest::of(b"r"),
-    });
-    st.done();
+    st.completes();
 }
 
 /// A batch with nothing approved resumes idle; the next dispatch states the resource
@@ -258,9 +294,7 @@ fn decisions_together_dispatch_the_approved_calls_only_and_results_come_in_slot_
 #[test]
 fn a_batch_rejected_and_answered_resumes_idle_and_a_dispatch_records_its_version() {
     let (a, c) = (call("a", DEDUPES), call("c", ASKS));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(c)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, c]);
     let fx = st.accept(st.decide(&[st.decision(&a, reject()), st.decision(&c, respond())]));
     assert_eq!(fx.dispatches().count(), 0);
     assert_eq!(
@@ -279,16 +313,21 @@ fn a_batch_rejected_and_answered_resumes_idle_and_a_dispatch_records_its_version
     st.done();
 }
 
+/// The batch of a (its tool dedupes), b (its query fences) and c (dedupes), a approved, then b
+/// denied: the story, its calls and the denial's effects.
+fn denied_after_an_approval() -> (Story, [Call; 3], Effects) {
+    let calls = [call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES)];
+    let mut st = Story::opened(&calls);
+    st.accept(st.decide(&[st.decision(&calls[0], Verdict::Approve)]));
+    let fx = st.accept(st.decide(&[st.decision(&calls[1], Verdict::Deny)]));
+    (st, calls, fx)
+}
+
 /// APR-4: a denial fails the run and no call runs, the calls approved before it included; a
 /// call never decided stays so.
 #[test]
 fn a_denial_fails_the_run_and_no_call_of_the_batch_runs() {
-    let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
-    st.accept(ev);
-    st.accept(st.decide(&[st.decision(&a, Verdict::Approve)]));
-    let fx = st.accept(st.decide(&[st.decision(&b, Verdict::Deny)]));
+    let (st, [_, b, _], fx) = denied_after_an_approval();
     assert_eq!(fx.dispatches().count(), 0);
     assert_eq!(
         st.phase(),
@@ -308,12 +347,7 @@ fn a_denial_fails_the_run_and_no_call_of_the_batch_runs() {
 /// decided learns that the batch was resumed.
 #[test]
 fn a_duplicate_of_the_decision_that_closed_a_batch_is_answered_from_the_batch() {
-    let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
-    st.accept(ev);
-    st.accept(st.decide(&[st.decision(&a, Verdict::Approve)]));
-    st.accept(st.decide(&[st.decision(&b, Verdict::Deny)]));
+    let (mut st, [_, b, c], _) = denied_after_an_approval();
     let late = st.decide(&[st.decision(&b, Verdict::Deny)]);
     assert_eq!(
         st.refuse(late),
@@ -338,9 +372,7 @@ fn a_duplicate_of_the_decision_that_closed_a_batch_is_answered_from_the_batch() 
 #[test]
 fn two_denials_in_one_input_fail_the_run_naming_the_first() {
     let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, b, c]);
     st.accept(st.decide(&[
         st.decision(&c, Verdict::Deny),
         st.decision(&b, Verdict::Deny),
@@ -364,9 +396,7 @@ fn a_denial_beside_an_approval_an_edit_and_an_answer_records_the_denial_alone() 
         call("c", ASKS),
         call("d", DEDUPES),
     );
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c), proposal(d)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, b, c, d]);
     let opened = st.batch();
     let together = [
         st.decision(&a, Verdict::Approve),
@@ -426,8 +456,7 @@ fn decisions_the_policy_or_the_tool_does_not_allow_are_refused() {
         VerdictKind::Reject,
         VerdictKind::Respond,
     ]));
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
+    st.open(&[a, b]);
     assert_eq!(
         st.refuse(st.decide(&[st.decision(&a, Verdict::Deny)])),
         Rejection::DecisionNotAllowed {
@@ -492,8 +521,7 @@ fn a_suspension_no_decision_could_answer_is_refused_alike() {
     );
     assert_eq!(st.run().revision(), Revision(0));
     // As calls of a batch, both can be answered: rejected, edited, or answered in b's place.
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
+    st.open(&[a, b]);
     st.done();
     // A run that only lets its approver answer in the tool's place: only b can be answered.
     let mut st = Story::with_policy(Allowed::of(&[Respond]));
@@ -511,8 +539,7 @@ fn a_suspension_no_decision_could_answer_is_refused_alike() {
         st.refuse(ev),
         Rejection::NoDecisionAllowed { call_id: e.call_id }
     );
-    let ev = st.suspend(&[proposal(e)]);
-    st.accept(ev);
+    st.open(&[e]);
     st.done();
 }
 
@@ -582,8 +609,7 @@ fn suspending_for_a_batch_refuses_empty_duplicate_self_approved_and_reused_calls
         resource_version: VERSION,
     };
     assert!(matches!(st.refuse(ev), Rejection::ExpiryNotInFuture { .. }));
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
+    st.open(&[a, b]);
     let ev = st.suspend(&[proposal(a), proposal(b)]);
     assert!(matches!(st.refuse(ev), Rejection::AlreadySuspended { .. }));
     st.done();
@@ -604,38 +630,22 @@ fn batch_decisions_that_do_not_bind_are_refused_with_their_evidence() {
         st.refuse(st.decide(&[good, st.decision(&a, reject())])),
         Rejection::DuplicateDecision { call_id: a.call_id }
     );
-    let mut stranger = good;
-    stranger.approval.call_id = Name::lit("z");
-    assert_eq!(
-        st.refuse(st.decide(&[stranger])),
-        Rejection::ApprovalMismatch {
-            field: ApprovalField::CallId
-        }
-    );
-    let mut old = good;
-    old.approval.revision = Revision(0);
-    assert_eq!(
-        st.refuse(st.decide(&[old])),
-        Rejection::ApprovalMismatch {
-            field: ApprovalField::Revision
-        }
-    );
-    let mut other_args = good;
-    other_args.approval.args = Digest::of(b"other");
-    assert_eq!(
-        st.refuse(st.decide(&[other_args])),
-        Rejection::ApprovalMismatch {
-            field: ApprovalField::Args
-        }
-    );
-    let mut other_requester = good;
-    other_requester.approval.requester = Name::lit("eve");
-    assert_eq!(
-        st.refuse(st.decide(&[other_requester])),
-        Rejection::ApprovalMismatch {
-            field: ApprovalField::Requester
-        }
-    );
+    // An approval bound to another call, revision, arguments or requester.
+    let edits: [(Edit<Approval>, ApprovalField); 4] = [
+        (|a| a.call_id = Name::lit("z"), ApprovalField::CallId),
+        (|a| a.revision = Revision(0), ApprovalField::Revision),
+        (|a| a.args = Digest::of(b"other"), ApprovalField::Args),
+        (|a| a.requester = Name::lit("eve"), ApprovalField::Requester),
+    ];
+    for (edit, field) in edits {
+        let mut other = good;
+        edit(&mut other.approval);
+        assert_eq!(
+            st.refuse(st.decide(&[other])),
+            Rejection::ApprovalMismatch { field },
+            "{field:?}"
+        );
+    }
     let mut stale = good;
     stale.approval.expires_at = Time(st.now);
     assert!(matches!(
@@ -680,33 +690,27 @@ fn batch_decisions_that_do_not_bind_are_refused_with_their_evidence() {
         st.refuse(approve),
         Rejection::DecisionMismatch { .. }
     ));
-    let future = Checkpoint {
-        revision: Revision(9),
-        ..cp
+    // A checkpoint of a future revision, of other calls, of another expiry.
+    let edits: [(Edit<Checkpoint>, RejectionKind); 3] = [
+        (
+            |cp| cp.revision = Revision(9),
+            RejectionKind::FutureRevision,
+        ),
+        (
+            |cp| cp.batch = Some(Digest::of(b"other calls")),
+            RejectionKind::CheckpointMismatch,
+        ),
+        (
+            |cp| cp.expires_at = Time(99),
+            RejectionKind::CheckpointMismatch,
+        ),
+    ];
+    for (edit, kind) in edits {
+        let mut other = cp;
+        edit(&mut other);
+        let refused = st.refuse(decide_with(&other.seal(), &[good], honest()));
+        assert_eq!(refused.kind(), kind, "{other:?}");
     }
-    .seal();
-    assert!(matches!(
-        st.refuse(decide_with(&future, &[good], honest())),
-        Rejection::FutureRevision { .. }
-    ));
-    let forged = Checkpoint {
-        batch: Some(Digest::of(b"other calls")),
-        ..cp
-    }
-    .seal();
-    assert!(matches!(
-        st.refuse(decide_with(&forged, &[good], honest())),
-        Rejection::CheckpointMismatch { .. }
-    ));
-    let later = Checkpoint {
-        expires_at: Time(99),
-        ..cp
-    }
-    .seal();
-    assert!(matches!(
-        st.refuse(decide_with(&later, &[good], honest())),
-        Rejection::CheckpointMismatch { .. }
-    ));
     let expired = st.decide(&[good]);
     let when = st.run().suspension().unwrap().expires_at.0 + 1;
     assert!(matches!(
@@ -722,9 +726,7 @@ fn batch_decisions_that_do_not_bind_are_refused_with_their_evidence() {
 #[test]
 fn the_decision_that_completes_a_batch_rechecks_the_present_once_a_call_is_approved() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, b]);
     let moved = Facts {
         resource_version: VERSION + 1,
         ..honest()
@@ -733,29 +735,28 @@ fn the_decision_that_completes_a_batch_rechecks_the_present_once_a_call_is_appro
     st.accept(st.decide_with(&[st.decision(&a, Verdict::Approve)], moved));
     assert_eq!(st.run().resource_version(), VERSION + 1);
     let approve_b = st.decision(&b, Verdict::Approve);
-    assert_eq!(
-        st.refuse(st.decide_with(&[approve_b], moved)),
-        Rejection::ResourceChanged {
-            checkpoint: VERSION,
-            current: VERSION + 1
-        }
-    );
     let revoked = Facts {
         permitted: false,
         ..honest()
     };
-    assert_eq!(
-        st.refuse(st.decide_with(&[approve_b], revoked)),
-        Rejection::PermissionRevoked
-    );
     let broke = Facts {
         within_budget: false,
         ..honest()
     };
-    assert_eq!(
-        st.refuse(st.decide_with(&[approve_b], broke)),
-        Rejection::BudgetExhausted
-    );
+    for (facts, rejection) in [
+        (
+            moved,
+            Rejection::ResourceChanged {
+                checkpoint: VERSION,
+                current: VERSION + 1,
+            },
+        ),
+        (revoked, Rejection::PermissionRevoked),
+        (broke, Rejection::BudgetExhausted),
+    ] {
+        let refused = st.refuse(st.decide_with(&[approve_b], facts));
+        assert_eq!(refused, rejection, "{facts:?}");
+    }
     let fx = st.accept(st.decide(&[approve_b]));
     assert_eq!(fx.dispatches().count(), 2);
     st.done();
@@ -765,9 +766,7 @@ fn the_decision_that_completes_a_batch_rechecks_the_present_once_a_call_is_appro
 #[test]
 fn an_open_batch_expires_and_none_of_its_calls_runs() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, b]);
     st.accept(st.decide(&[st.decision(&a, Verdict::Approve)]));
     let expires_at = st.run().suspension().unwrap().expires_at;
     assert!(matches!(
@@ -791,9 +790,7 @@ fn an_open_batch_expires_and_none_of_its_calls_runs() {
 #[test]
 fn an_open_batch_is_cancelled_at_once() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, b]);
     st.accept(st.decide(&[st.decision(&b, edit())]));
     st.accept(Event::Cancel {
         by: Name::lit("bob"),
@@ -812,9 +809,7 @@ fn an_open_batch_is_cancelled_at_once() {
 #[test]
 fn results_in_reverse_order_then_a_second_batch_replaces_the_first() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, b]);
     let both = [
         st.decision(&a, Verdict::Approve),
         st.decision(&b, Verdict::Approve),
@@ -837,8 +832,7 @@ fn results_in_reverse_order_then_a_second_batch_replaces_the_first() {
         Rejection::AlreadyApplied { .. } | Rejection::StaleRevision { .. }
     ));
     let (c, d) = (call("c", DEDUPES), call("d", DEDUPES));
-    let ev = st.suspend(&[proposal(c), proposal(d)]);
-    st.accept(ev);
+    st.open(&[c, d]);
     assert_eq!(st.batch().slots.len(), 2);
     assert_eq!(
         st.batch().slots.get(0).map(|s| s.call.call.call_id),
@@ -854,26 +848,11 @@ fn results_in_reverse_order_then_a_second_batch_replaces_the_first() {
 #[test]
 fn a_crash_with_two_in_flight_reconciles_each_in_turn() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
-    st.accept(st.decide(&[
-        st.decision(&a, Verdict::Approve),
-        st.decision(&b, Verdict::Approve),
-    ]));
+    let mut st = Story::approved(&[a, b]);
     let fx = st.accept(Event::Recover);
     assert_eq!(fx.query().map(|q| q.call_id), Some(a.call_id));
     assert_eq!(reason(&st), Some(ReasonKind::OutcomeUnknown));
-    assert_eq!(
-        st.states(),
-        vec![
-            SlotState::Held,
-            SlotState::Unknown {
-                attempt: 0,
-                dispatches: 1
-            }
-        ]
-    );
+    assert_eq!(st.states(), vec![SlotState::Held, unknown()]);
     // The phase's rules while the others wait.
     assert!(matches!(
         st.refuse(result(&b, 0)),
@@ -900,10 +879,7 @@ fn a_crash_with_two_in_flight_reconciles_each_in_turn() {
         .states()
         .iter()
         .all(|s| matches!(s, SlotState::Committed { .. })));
-    st.accept(Event::Complete {
-        result: Digest::of(b"r"),
-    });
-    st.done();
+    st.completes();
 }
 
 /// BAT-4 after one result: a crash makes only the call still in flight unknown; an "unknown"
@@ -911,13 +887,7 @@ fn a_crash_with_two_in_flight_reconciles_each_in_turn() {
 #[test]
 fn a_crash_after_one_result_reconciles_the_other_and_a_person_drops_it() {
     let (a, b) = (call("a", DEDUPES), call("b", DEDUPES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
-    st.accept(st.decide(&[
-        st.decision(&a, Verdict::Approve),
-        st.decision(&b, Verdict::Approve),
-    ]));
+    let mut st = Story::approved(&[a, b]);
     st.accept(result(&a, 0));
     let fx = st.accept(Event::Recover);
     assert_eq!(fx.query().map(|q| q.call_id), Some(b.call_id));
@@ -933,27 +903,12 @@ fn a_crash_after_one_result_reconciles_the_other_and_a_person_drops_it() {
 #[test]
 fn a_person_abandons_while_a_batch_call_waits_its_turn() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
-    st.accept(st.decide(&[
-        st.decision(&a, Verdict::Approve),
-        st.decision(&b, Verdict::Approve),
-    ]));
+    let mut st = Story::approved(&[a, b]);
     st.accept(Event::Recover);
     st.accept(st.reconcile(QueryAnswer::Unknown));
     st.accept(st.intervene(Resolution::Abandon));
     assert!(st.phase().is_terminal());
-    assert_eq!(
-        st.states(),
-        vec![
-            SlotState::Held,
-            SlotState::Unknown {
-                attempt: 0,
-                dispatches: 1
-            }
-        ]
-    );
+    assert_eq!(st.states(), vec![SlotState::Held, unknown()]);
     st.done();
 }
 
@@ -963,13 +918,8 @@ fn a_person_abandons_while_a_batch_call_waits_its_turn() {
 #[test]
 fn a_cancel_with_two_in_flight_waits_for_both_to_be_settled() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
-    st.accept(st.decide(&[
-        st.decision(&b, Verdict::Approve),
-        st.decision(&a, Verdict::Approve),
-    ]));
+    let mut st = Story::opened(&[a, b]);
+    st.approve_all(&[b, a]);
     let bob = Name::lit("bob");
     let fx = st.accept(Event::Cancel { by: bob });
     assert_eq!(fx.query().map(|q| q.call_id), Some(a.call_id));
@@ -1006,13 +956,7 @@ fn a_cancel_with_two_in_flight_waits_for_both_to_be_settled() {
 #[test]
 fn a_cancel_with_two_in_flight_survives_expiries_until_the_effect_is_named() {
     let (a, b) = (call("a", DEDUPES), call("b", DEDUPES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
-    st.accept(st.decide(&[
-        st.decision(&a, Verdict::Approve),
-        st.decision(&b, Verdict::Approve),
-    ]));
+    let mut st = Story::approved(&[a, b]);
     st.accept(Event::Cancel {
         by: Name::lit("bob"),
     });
@@ -1040,9 +984,7 @@ fn a_cancel_with_two_in_flight_survives_expiries_until_the_effect_is_named() {
 #[test]
 fn a_batch_of_one_is_approved_dispatched_and_answered() {
     let a = call("a", FENCES);
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a]);
     let fx = st.accept(st.decide(&[st.decision(&a, edit())]));
     assert_eq!(fx.dispatch().map(|d| d.args), Some(Digest::of(b"edited")));
     st.accept(Event::Recover);
@@ -1058,9 +1000,7 @@ fn a_batch_of_one_is_approved_dispatched_and_answered() {
 #[test]
 fn decisions_are_checked_check_by_check() {
     let (a, b, c) = (call("a", DEDUPES), call("b", FENCES), call("c", DEDUPES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b), proposal(c)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, b, c]);
     let approve_a = st.decision(&a, Verdict::Approve);
     st.accept(st.decide(&[approve_a]));
     let mut late_b = st.decision(&b, Verdict::Approve);
@@ -1102,8 +1042,7 @@ fn an_earlier_suspensions_duplicate_while_a_batch_is_open_is_stale() {
         facts: honest(),
     });
     st.accept(callback);
-    let ev = st.suspend(&[proposal(a)]);
-    st.accept(ev);
+    st.open(&[a]);
     assert_eq!(
         st.refuse(callback),
         Rejection::StaleRevision {
@@ -1183,9 +1122,7 @@ fn a_single_approval_or_denial_is_refused_unless_policy_and_tool_allow_it() {
 #[test]
 fn a_decided_call_named_twice_in_one_input_is_answered_from_the_batch() {
     let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut st = Story::new();
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
+    let mut st = Story::opened(&[a, b]);
     let approve_a = st.decision(&a, Verdict::Approve);
     st.accept(st.decide(&[approve_a]));
     assert_eq!(
@@ -1228,8 +1165,7 @@ fn checkpoints_other_than_the_batchs_are_refused_alike_while_it_is_partly_decide
         },
         facts: honest(),
     }));
-    let ev = st.suspend(&[proposal(a), proposal(b)]);
-    st.accept(ev);
+    st.open(&[a, b]);
     let cp = st.checkpoint();
     st.accept(st.decide(&[st.decision(&a, reject())]));
     st.accept(st.decide(&[st.decision(&b, reject())]));

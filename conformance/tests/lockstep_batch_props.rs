@@ -158,7 +158,7 @@ impl Driver {
     /// The input `op` stands for now, or `None` where it would be one of the known partings
     /// or means nothing.
     fn input(&mut self, op: &Op) -> Option<Input> {
-        let open = self.run().batch().filter(|b| b.is_open()).copied();
+        let open = self.run().batch().filter(|b| b.is_open());
         let latest_is_current = self.cp.is_some_and(|cp| {
             self.run().suspension().is_some()
                 && (cp.revision == self.run().revision()

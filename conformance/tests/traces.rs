@@ -96,12 +96,17 @@ fn a_header_naming_an_unknown_spec_id_is_refused() {
     assert!(err.message.contains("RES-99"), "{err}");
 }
 
-#[test]
-fn the_seed_scenario_keeps_the_seed_names_and_verdicts() {
-    let (_, parsed, replayed) = scenarios()
-        .into_iter()
+/// The seed's scenario (`spec/scenarios/seed.jsonl`), parsed and replayed.
+fn seed() -> (Scenario, Trace) {
+    let (_, parsed, replayed) = (scenarios().into_iter())
         .find(|(stem, _, _)| stem == "seed")
         .expect("spec/scenarios/seed.jsonl exists");
+    (parsed, replayed)
+}
+
+#[test]
+fn the_seed_scenario_keeps_the_seed_names_and_verdicts() {
+    let (parsed, replayed) = seed();
     assert_eq!(parsed.header.run.run, Name::lit("run-approval"));
     let verdicts: Vec<String> = replayed.steps.iter().map(|s| s.verdict_name()).collect();
     assert_eq!(
@@ -156,10 +161,7 @@ fn the_seed_scenario_keeps_the_seed_names_and_verdicts() {
 
 #[test]
 fn the_json_trace_of_the_seed_is_stable() {
-    let (_, _, replayed) = scenarios()
-        .into_iter()
-        .find(|(stem, _, _)| stem == "seed")
-        .expect("spec/scenarios/seed.jsonl exists");
+    let (_, replayed) = seed();
     let json = replayed.to_json_lines().expect("the trace serialises");
     for line in json.lines() {
         let v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");

@@ -8,16 +8,7 @@ mod common;
 use resumable_driver::book::{Book, Outcome};
 use resumable_driver::plan::{self, Proposal, Todo};
 use resumable_driver::{observed, Core, Held};
-use resumable_kernel::{PhaseKind, RejectionKind, Time, ToolContract};
-
-fn dedupes() -> ToolContract {
-    ToolContract {
-        dedupes: true,
-        query_fences: false,
-        max_attempts: 3,
-        ..ToolContract::default()
-    }
-}
+use resumable_kernel::{PhaseKind, RejectionKind, Time};
 
 /// One run's store: the held run and its book.
 struct Store {
@@ -82,27 +73,20 @@ impl Store {
     }
 }
 
-fn payment(call_id: &str, key: &str, amount: u32, approver: Option<&str>) -> Proposal {
-    let args = format!(r#"{{"to":"bob","amount":{amount}}}"#);
-    Proposal::new(
-        call_id,
-        "send_payment",
-        &args,
-        key,
-        dedupes(),
-        "agent",
-        approver,
-        60,
-    )
-    .unwrap()
+fn payment(call_id: &str, key: &str, amount: u64, approver: Option<&str>) -> Proposal {
+    common::payment(call_id, key, "bob", amount, approver)
 }
 
 /// A store whose run made `n` ungated calls, each settled with a result, then compacted.
 fn settled(n: u32, compacted: bool) -> Store {
     let mut store = Store::open();
     for i in 0..n {
-        let (todo, refused) =
-            store.drive(&payment(&format!("call-{i}"), &format!("k-{i}"), i, None));
+        let (todo, refused) = store.drive(&payment(
+            &format!("call-{i}"),
+            &format!("k-{i}"),
+            u64::from(i),
+            None,
+        ));
         assert!(matches!(todo, Todo::Done { .. }), "{todo:?}");
         assert_eq!(refused, None);
     }

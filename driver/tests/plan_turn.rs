@@ -3,28 +3,13 @@
 
 use resumable_driver::book::Book;
 use resumable_driver::{observed, party, plan, Core};
-use resumable_kernel::{Event, Name, Reason, ReasonKind, Time, ToolContract, Wait};
+use resumable_kernel::{Event, Name, Reason, ReasonKind, Time, Wait};
 
 mod common;
 use common::header;
 
 fn proposal() -> plan::Proposal {
-    let contract = ToolContract {
-        dedupes: true,
-        max_attempts: 3,
-        ..ToolContract::default()
-    };
-    plan::Proposal::new(
-        "call-1",
-        "send_payment",
-        r#"{"to":"bob","amount":50}"#,
-        "pay-1:call-1",
-        contract,
-        "agent",
-        Some("alice"),
-        60,
-    )
-    .expect("a proposal")
+    common::payment("call-1", "pay-1:call-1", "bob", 50, Some("alice"))
 }
 
 #[test]

@@ -4,29 +4,13 @@
 
 use resumable_driver::book::Book;
 use resumable_driver::{forms, observed, plan, Core};
-use resumable_kernel::{Event, Reason, Time, ToolContract};
+use resumable_kernel::{Event, Reason, Time};
 
 mod common;
 use common::header;
 
-fn proposal(id: &str, amount: u32) -> plan::Proposal {
-    let contract = ToolContract {
-        dedupes: true,
-        max_attempts: 3,
-        ..ToolContract::default()
-    };
-    let args = format!(r#"{{"to":"bob","amount":{amount}}}"#);
-    plan::Proposal::new(
-        id,
-        "send_payment",
-        &args,
-        &format!("pay-1:{id}"),
-        contract,
-        "agent",
-        None,
-        60,
-    )
-    .expect("a proposal")
+fn proposal(id: &str, amount: u64) -> plan::Proposal {
+    common::payment(id, &format!("pay-1:{id}"), "bob", amount, None)
 }
 
 #[test]

@@ -108,30 +108,30 @@ fn a_value_on_a_checkpoint_leaves_a_null_call_and_takes_the_adapters_approver_an
     let request = asked.typed();
     let value = json!({"checkpoint": asked.request["checkpoint"],
         "decisions": [null, {"type": "approve"}]});
-    let (answer, kept) =
-        party::read_resume(&request, &value.to_string(), Name::lit("alice")).unwrap();
-    let (expected, _) = party::decide_calls(
-        &request,
-        &[("call-2".to_string(), Word::Approve)],
-        Name::lit("alice"),
-        request.expires_at,
-    )
-    .unwrap();
-    assert_eq!(answer, expected);
+    let kept = approves_alone(&request, &value, "call-2", "alice", request.expires_at);
     // Counted against the request, not against the call it happens to decide.
     assert_eq!(kept.answered, Some(Name::lit("call-1")));
     let shorter = json!({"checkpoint": asked.request["checkpoint"],
         "decisions": [{"type": "approve"}], "approver": "bea", "expires_at": 9});
-    let (answer, _) =
-        party::read_resume(&request, &shorter.to_string(), Name::lit("alice")).unwrap();
-    let (expected, _) = party::decide_calls(
-        &request,
-        &[("call-1".to_string(), Word::Approve)],
-        Name::lit("bea"),
-        Time(9),
-    )
-    .unwrap();
-    assert_eq!(answer, expected);
+    approves_alone(&request, &shorter, "call-1", "bea", Time(9));
+}
+
+/// Asserts that `value`, read for the adapter's approver `alice`, feeds what an approval of
+/// `call` alone by `approver`, valid until `expires_at`, feeds; returns what the reading kept.
+fn approves_alone(
+    request: &Request,
+    value: &Value,
+    call: &str,
+    approver: &str,
+    expires_at: Time,
+) -> resumable_driver::book::Kept {
+    let (answer, kept) =
+        party::read_resume(request, &value.to_string(), Name::lit("alice")).unwrap();
+    let approve = [(call.to_string(), Word::Approve)];
+    let approver = Name::new(approver).unwrap();
+    let (expected, _) = party::decide_calls(request, &approve, approver, expires_at).unwrap();
+    assert_eq!(answer, expected, "{value}");
+    kept
 }
 
 #[test]

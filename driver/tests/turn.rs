@@ -20,24 +20,27 @@ fn read(text: &str) -> Value {
     serde_json::from_str(text).unwrap()
 }
 
+/// The run and its book, as `forms::open` makes them from the header.
+fn opened() -> (String, String) {
+    let opened = read(&forms::open(HEADER, None).unwrap());
+    (opened["held"].to_string(), opened["book"].to_string())
+}
+
+/// Feeds at `at` the event the plan `todo` says to feed: what `forms::feed` answers, and the
+/// run and the book it leaves.
+fn feed_todo(held: &str, book: &str, at: u64, todo: &Value) -> (Value, String, String) {
+    let (event, kept) = (todo["event"].to_string(), todo["kept"].to_string());
+    let fed = read(&forms::feed(held, book, at, &event, &kept, None).unwrap());
+    let (held, book) = (fed["held"].to_string(), fed["book"].to_string());
+    (fed, held, book)
+}
+
 /// Suspends with the planner `how` and answers with a single `reject` decision list.
 fn reject_one(how: fn(&str, &str, u64, &str, &str) -> forms::Result<String>) -> Value {
-    let opened = read(&forms::open(HEADER, None).unwrap());
-    let (held, book) = (opened["held"].to_string(), opened["book"].to_string());
+    let (held, book) = opened();
     let todo = read(&how(&held, &book, 1, &proposals(), FACTS).unwrap());
     assert_eq!(todo["todo"], "feed");
-    let fed = read(
-        &forms::feed(
-            &held,
-            &book,
-            1,
-            &todo["event"].to_string(),
-            &todo["kept"].to_string(),
-            None,
-        )
-        .unwrap(),
-    );
-    let (held, book) = (fed["held"].to_string(), fed["book"].to_string());
+    let (_, held, book) = feed_todo(&held, &book, 1, &todo);
     let todo = read(&how(&held, &book, 2, &proposals(), FACTS).unwrap());
     assert_eq!(todo["todo"], "ask");
     let words = r#"[{"type":"reject","message":"not today"}]"#;
@@ -62,8 +65,7 @@ fn one_call_planned_alone_waits_for_one_approval_not_a_list() {
 
 #[test]
 fn a_turn_larger_than_a_batch_is_refused_never_cut_short() {
-    let opened = read(&forms::open(HEADER, None).unwrap());
-    let (held, book) = (opened["held"].to_string(), opened["book"].to_string());
+    let (held, book) = opened();
     let one: Value = read(&proposals());
     let turn: Vec<Value> = (0..9)
         .map(|i| {
@@ -82,26 +84,14 @@ fn a_turn_larger_than_a_batch_is_refused_never_cut_short() {
 
 #[test]
 fn the_calls_of_a_batch_are_decided_one_at_a_time_and_dispatched_together() {
-    let opened = read(&forms::open(HEADER, None).unwrap());
-    let (held, book) = (opened["held"].to_string(), opened["book"].to_string());
+    let (held, book) = opened();
     let one: Value = read(&proposals());
     let mut two = one[0].clone();
     two["call_id"] = json!("call-2");
     two["key"] = json!("pay-1:call-2");
     let turn = serde_json::to_string(&json!([one[0], two])).unwrap();
     let todo = read(&forms::plan(&held, &book, 1, &turn, FACTS).unwrap());
-    let fed = read(
-        &forms::feed(
-            &held,
-            &book,
-            1,
-            &todo["event"].to_string(),
-            &todo["kept"].to_string(),
-            None,
-        )
-        .unwrap(),
-    );
-    let (held, book) = (fed["held"].to_string(), fed["book"].to_string());
+    let (_, held, book) = feed_todo(&held, &book, 1, &todo);
     let todo = read(&forms::plan(&held, &book, 2, &turn, FACTS).unwrap());
     let request = todo["request"].to_string();
     let first = r#"[{"call_id":"call-2","decision":{"type":"approve"}}]"#;

@@ -144,7 +144,23 @@ fn reconcile() -> (Run, Input) {
     (recovered.next, resume)
 }
 
+/// The sizes every step copies, printed once beside the timings (BENCHMARKS.md).
+fn print_sizes() {
+    use std::mem::size_of;
+    println!(
+        "sizes (bytes): Run {}, Transition {}, Effects {}, Batch {}, Slot {}, ResumeReceipt {}, Checkpoint {}",
+        size_of::<Run>(),
+        size_of::<Transition>(),
+        size_of::<Effects>(),
+        size_of::<Batch>(),
+        size_of::<Slot>(),
+        size_of::<ResumeReceipt>(),
+        size_of::<Checkpoint>(),
+    );
+}
+
 fn benches(c: &mut Criterion) {
+    print_sizes();
     let idle = run();
     let suspend = suspend_input();
     let (pending, approve) = approval();

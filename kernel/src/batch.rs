@@ -2,7 +2,7 @@
 //! one decision per call, the approved ones dispatched together and each settled on its own.
 
 use crate::calls::Prior;
-use crate::ids::{Digest, Name, Revision};
+use crate::ids::{Digest, Name, Revision, Time};
 use crate::input::Approval;
 use crate::names::named;
 use crate::run::{BoundCall, Call};
@@ -325,10 +325,15 @@ pub enum SlotState {
     Denied,
 }
 
-/// One call of a batch and where it stands.
+/// One call of a batch and where it stands. `D` is what the slot holds of its decision: the
+/// whole decision and the revision that recorded it, as a batch is read ([`Run::batch`],
+/// the wire form), or only what the decision adds to the slot ([`Decided`]), as the run keeps
+/// it.
+///
+/// [`Run::batch`]: crate::Run::batch
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-pub struct Slot {
+pub struct Slot<D: Copy = (CallDecision, Revision)> {
     /// The bound call; after an edit, with the approver's arguments and their key digest.
     pub call: BoundCall,
     /// Who asked for it.
@@ -338,16 +343,16 @@ pub struct Slot {
     /// Its key was bound by no earlier call: an edit may rebind it (spec BAT-5).
     pub fresh: bool,
     /// The decision it received, and the revision that recorded it.
-    pub decided: Option<(CallDecision, Revision)>,
+    pub decided: Option<D>,
     /// Where it stands.
     #[cfg_attr(feature = "serde", serde(flatten))]
     pub state: SlotState,
 }
 
-/// The run's last batch (spec 5.5).
+/// The run's last batch (spec 5.5). `D` as for [`Slot`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-pub struct Batch {
+pub struct Batch<D: Copy = (CallDecision, Revision)> {
     /// The revision of the batch's checkpoint: every decision binds to it.
     pub opened: Revision,
     /// The digest of the batch's checkpoint.
@@ -357,17 +362,162 @@ pub struct Batch {
     /// The revision at which the batch left its suspension, once it has.
     pub closed: Option<Revision>,
     /// Its calls, in the order proposed.
-    pub slots: List<Slot, BATCH_CAPACITY>,
+    pub slots: List<Slot<D>, BATCH_CAPACITY>,
 }
 
-impl Batch {
+impl<D: Copy> Batch<D> {
     /// Whether the batch still awaits decisions.
     pub fn is_open(&self) -> bool {
         self.closed.is_none()
     }
 
     /// The slot of the call with this id.
-    pub fn slot(&self, call_id: &Name) -> Option<&Slot> {
+    pub fn slot(&self, call_id: &Name) -> Option<&Slot<D>> {
         self.slots.iter().find(|s| s.call.call.call_id == *call_id)
     }
+}
+
+/// What a decision on one call of a batch adds to the call's slot, as the run keeps it: the
+/// verdict, the decision's expiry and the revision that recorded it. The rest of what the
+/// decision binds to (spec BAT-2, APR-1) is the slot's already: its call id, the arguments
+/// proposed and the requester; and the batch's: the revision of its checkpoint and the
+/// approver the run waited on. A copy of the whole approval in each slot would make the run,
+/// copied on every step, a fifth larger.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Decided {
+    /// What was decided.
+    pub verdict: Verdict,
+    /// The decision is void after this time.
+    pub expires_at: Time,
+    /// The revision that recorded it.
+    pub at: Revision,
+}
+
+impl Decided {
+    /// What `decision`, recorded at revision `at`, adds to its call's slot.
+    pub fn of(decision: &CallDecision, at: Revision) -> Decided {
+        Decided {
+            verdict: decision.verdict,
+            expires_at: decision.approval.expires_at,
+            at,
+        }
+    }
+}
+
+/// The batch as the run keeps it: each slot holds what its decision adds ([`Decided`]), and
+/// the batch the approver who decided, once one decision is recorded. [`KeptBatch::view`]
+/// gives it back whole, as [`Batch`], which is also its wire form.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct KeptBatch {
+    /// The batch, its slots holding what their decisions add.
+    pub(crate) calls: Batch<Decided>,
+    /// Who decided its calls: the approver the run waited on (APR-2), one for the batch.
+    pub(crate) approver: Option<Name>,
+}
+
+impl KeptBatch {
+    /// The whole decision recorded in `slot`, if one is.
+    pub(crate) fn decision(&self, slot: &Slot<Decided>) -> Option<(CallDecision, Revision)> {
+        let (d, approver) = (slot.decided?, self.approver?);
+        let approval = Approval {
+            call_id: slot.call.call.call_id,
+            args: slot.proposed,
+            requester: slot.requester,
+            approver,
+            revision: self.calls.opened,
+            expires_at: d.expires_at,
+        };
+        Some((
+            CallDecision {
+                approval,
+                verdict: d.verdict,
+            },
+            d.at,
+        ))
+    }
+
+    /// Records `decision` in the slot at `index`, at revision `at`.
+    pub(crate) fn record(&mut self, index: usize, decision: &CallDecision, at: Revision) {
+        self.approver = Some(decision.approval.approver);
+        if let Some(slot) = self.calls.slots.iter_mut().nth(index) {
+            slot.decided = Some(Decided::of(decision, at));
+        }
+    }
+
+    /// The batch whole, each recorded decision with its approval.
+    pub(crate) fn view(&self) -> Batch {
+        let mut slots = List::new();
+        for s in self.calls.slots.iter() {
+            let _ = slots.push(Slot {
+                call: s.call,
+                requester: s.requester,
+                proposed: s.proposed,
+                fresh: s.fresh,
+                decided: self.decision(s),
+                state: s.state,
+            });
+        }
+        Batch {
+            opened: self.calls.opened,
+            checkpoint: self.calls.checkpoint,
+            resource_version: self.calls.resource_version,
+            closed: self.calls.closed,
+            slots,
+        }
+    }
+
+    /// The batch `whole` as the run keeps it, or why it cannot be: a decision recorded in a
+    /// slot binds to that slot's call, proposed arguments and requester, to the batch's
+    /// revision, and to the one approver of the batch, or the kernel never recorded it.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn keep(whole: &Batch) -> Result<KeptBatch, &'static str> {
+        let mut kept = KeptBatch {
+            calls: Batch {
+                opened: whole.opened,
+                checkpoint: whole.checkpoint,
+                resource_version: whole.resource_version,
+                closed: whole.closed,
+                slots: List::new(),
+            },
+            approver: None,
+        };
+        for (i, s) in whole.slots.iter().enumerate() {
+            let _ = kept.calls.slots.push(Slot {
+                call: s.call,
+                requester: s.requester,
+                proposed: s.proposed,
+                fresh: s.fresh,
+                decided: None,
+                state: s.state,
+            });
+            if let Some((d, at)) = s.decided {
+                if kept.approver.is_some_and(|a| a != d.approval.approver) {
+                    return Err("the decisions of one batch name two approvers");
+                }
+                kept.record(i, &d, at);
+            }
+        }
+        // What the kept form drops of each decision must be what it gives back.
+        match whole
+            .slots
+            .iter()
+            .zip(kept.view().slots.iter())
+            .all(|(a, b)| a == b)
+        {
+            true => Ok(kept),
+            false => Err(
+                "a decision recorded in a batch's slot binds to another call, arguments, \
+                 requester or revision than the slot's and the batch's",
+            ),
+        }
+    }
+}
+
+/// The run's batch on the wire: whole, as [`KeptBatch::view`] gives it back.
+#[cfg(feature = "serde")]
+pub(crate) fn serialize_kept<S: serde::Serializer>(
+    batch: &Option<KeptBatch>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    batch.as_ref().map(KeptBatch::view).serialize(s)
 }

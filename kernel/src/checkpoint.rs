@@ -206,7 +206,7 @@ pub fn key_digest(key: &IdempotencyKey, args: &Digest) -> Digest {
 /// The digest of a batch's calls as proposed, as its checkpoint carries it (spec 5.5): the
 /// count, then for each call in order its id, tool, proposed arguments, the key digest of its
 /// key and those arguments, and its requester. An edit recorded later does not change it.
-pub fn batch_digest(batch: &Batch) -> Digest {
+pub fn batch_digest<D: Copy>(batch: &Batch<D>) -> Digest {
     let mut e = Encoder::new(b"resumable/batch\0");
     e.u64(batch.slots.len() as u64);
     for slot in batch.slots.iter() {
@@ -242,7 +242,7 @@ impl Checkpoint {
     pub(crate) fn unsealed(run: &Run) -> Option<Checkpoint> {
         let s = run.suspension()?;
         let open_batch = match (&s.reason, &run.batch) {
-            (Reason::PendingBatch, Some(b)) => Some(b),
+            (Reason::PendingBatch, Some(b)) => Some(&b.calls),
             _ => None,
         };
         let (next_intent, requester, waiting_on) = match s.reason {

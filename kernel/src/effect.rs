@@ -109,10 +109,12 @@ pub const MAX_EFFECTS: usize = 2 + 2 * BATCH_CAPACITY;
 /// types make any other order impossible to write down.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Effects {
-    audit: AuditRecord,
-    history: List<HistoryEntry, BATCH_CAPACITY>,
-    checkpoint: Option<Checkpoint>,
-    commands: List<Command, BATCH_CAPACITY>,
+    // Crate-visible so that the step writes each part in place, in the transition it returns,
+    // rather than building the effects beside it and copying them in.
+    pub(crate) audit: AuditRecord,
+    pub(crate) history: List<HistoryEntry, BATCH_CAPACITY>,
+    pub(crate) checkpoint: Option<Checkpoint>,
+    pub(crate) commands: List<Command, BATCH_CAPACITY>,
 }
 
 impl Effects {
@@ -129,6 +131,16 @@ impl Effects {
         Effects::of_batch(audit, history, checkpoint, command)
     }
 
+    /// Effects with only their audit record, for the step to fill in place.
+    pub(crate) fn only(audit: AuditRecord) -> Effects {
+        Effects {
+            audit,
+            history: List::new(),
+            checkpoint: None,
+            commands: List::new(),
+        }
+    }
+
     /// The effects of one transition with any number of history entries and commands, up to
     /// a batch's capacity each (spec 5.5); more than that is never emitted, and any beyond it
     /// would be dropped.
@@ -138,12 +150,8 @@ impl Effects {
         checkpoint: Option<Checkpoint>,
         commands: impl IntoIterator<Item = Command>,
     ) -> Effects {
-        let mut effects = Effects {
-            audit,
-            history: List::new(),
-            checkpoint,
-            commands: List::new(),
-        };
+        let mut effects = Effects::only(audit);
+        effects.checkpoint = checkpoint;
         for h in history {
             let _ = effects.history.push(h);
         }

@@ -278,14 +278,15 @@ pub fn wal_1(t: &Transition) -> Result<(), Violation> {
     {
         // BAT-3: a batch's dispatches, each matching one of its calls recorded in flight.
         let b = t.next.batch();
-        let ok = t.effects.dispatches().all(|d| {
-            b.and_then(|b| b.slot(&d.call_id)).is_some_and(|s| {
+        let ok =
+            t.effects.dispatches().all(|d| {
+                b.as_ref().and_then(|b| b.slot(&d.call_id)).is_some_and(|s| {
                 matches!(s.state, SlotState::InFlight { attempt, .. } if attempt == d.attempt)
                     && d.key == s.call.call.key
                     && d.args == s.call.call.args
                     && d.tool_key == tool_key(t.next.identity(), &d.key)
             })
-        });
+            });
         return require(
             ok,
             SpecId::Wal1,

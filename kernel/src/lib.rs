@@ -2,9 +2,10 @@
 //! resumed safely, as one pure transition function.
 //!
 //! This crate contains no I/O and reads no clock, no random source and no environment: time
-//! and identifiers arrive in the inputs. It is `no_std` and never allocates. [`step`] borrows
-//! the run, so a rejected input leaves it exactly as it was, and it does not panic on any
-//! input.
+//! and identifiers arrive in the inputs. It is `no_std`, and [`step`] never allocates (only
+//! the optional `json` feature's checkpoint decoder does, for serde_json's errors). [`step`]
+//! borrows the run, so a rejected input leaves it exactly as it was, and it does not panic on
+//! any input.
 //!
 //! # Driving contract
 //!

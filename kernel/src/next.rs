@@ -105,7 +105,7 @@ impl Run {
     /// The dispatches of the batch's calls in flight together, if any.
     fn batch_in_flight(&self) -> Option<List<Dispatch, BATCH_CAPACITY>> {
         let mut dispatches = List::new();
-        for slot in self.batch.as_ref()?.slots.iter() {
+        for slot in self.batch.as_ref()?.calls.slots.iter() {
             if let SlotState::InFlight {
                 attempt,
                 dispatches: n,

@@ -1,7 +1,7 @@
 //! The run: identity, revision, clock, policy and phase. Data that exists in only one phase
 //! lives in that phase's variant, so an illegal combination cannot be written down.
 
-use crate::batch::{Allowed, Batch};
+use crate::batch::{Allowed, Batch, KeptBatch};
 use crate::ids::{Digest, IdempotencyKey, Name, Revision, Time};
 use crate::input::Decision;
 use crate::names::named;
@@ -423,8 +423,14 @@ pub struct Run {
     pub(crate) phase: Phase,
     pub(crate) last_call: Option<CallOutcome>,
     pub(crate) last_resume: Option<ResumeReceipt>,
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
-    pub(crate) batch: Option<Batch>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::batch::serialize_kept"
+        )
+    )]
+    pub(crate) batch: Option<KeptBatch>,
 }
 
 impl Run {
@@ -484,9 +490,11 @@ impl Run {
             _ => None,
         }
     }
-    /// The run's last batch of calls, if it ever suspended for one (spec 5.5).
-    pub fn batch(&self) -> Option<&Batch> {
-        self.batch.as_ref()
+    /// The run's last batch of calls, if it ever suspended for one (spec 5.5), each decision
+    /// recorded in it whole. The run keeps less of each decision (what it adds to its call's
+    /// slot, [`crate::Decided`]), so the batch is made whole for the reader, not borrowed.
+    pub fn batch(&self) -> Option<Batch> {
+        self.batch.as_ref().map(KeptBatch::view)
     }
     /// The current suspension, if suspended.
     pub fn suspension(&self) -> Option<&Suspension> {
@@ -534,7 +542,10 @@ impl<'de> Deserialize<'de> for Run {
             phase: raw.phase,
             last_call: raw.last_call,
             last_resume: raw.last_resume,
-            batch: raw.batch,
+            batch: match &raw.batch {
+                Some(b) => Some(KeptBatch::keep(b).map_err(serde::de::Error::custom)?),
+                None => None,
+            },
         };
         crate::invariants::check_run(&run).map_err(serde::de::Error::custom)?;
         Ok(run)

@@ -33,9 +33,11 @@ pub struct Transition {
 /// Steps `run` by `input`: a transition, or the rejection that says why not. The run is
 /// borrowed, so a rejection leaves it exactly as it was (spec REJ-2). In debug builds every
 /// state invariant is asserted before the step, and every step invariant after it.
+#[inline]
 pub fn step(run: &Run, input: &Input) -> Result<Transition, Rejection> {
     debug_assert_eq!(crate::invariants::check_run(run), Ok(()));
-    let result = decide(run, input);
+    let mut result = Err(Rejection::RevisionExhausted);
+    decide(run, input, &mut result);
     if let Ok(t) = &result {
         debug_assert_eq!(crate::invariants::check_run(&t.next), Ok(()));
         debug_assert_eq!(crate::invariants::check_step(run, input, t), Ok(()));
@@ -45,20 +47,46 @@ pub fn step(run: &Run, input: &Input) -> Result<Transition, Rejection> {
 
 /// A handler's result. A handler writes the next run (before revision and clock move) into
 /// `next`, which starts as a copy of the run, and pushes its commands for the driver onto
-/// `commands`: at most one, but for a batch's dispatches (spec 5.5). Both are written in
-/// place, so that a step copies the run once, not once per stage; on a rejection they are
-/// dropped, and the run, borrowed, is unchanged.
+/// `commands`: at most one, but for a batch's dispatches (spec 5.5). Both live in the
+/// transition the step returns and are written in place, so that a step copies the run once,
+/// not once per stage; on a rejection they are dropped, and the run, borrowed, is unchanged.
 pub(super) type Stepped = Result<(), Rejection>;
 
 /// The commands of one transition, in order.
 pub(super) type Commands = List<Command, BATCH_CAPACITY>;
 
-fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
-    guard_every_input(run, input)?;
+/// Writes the step's result into `out`. The transition is made once, in place, and every
+/// stage below writes into it: built aside and then returned, it would be copied whole (about
+/// a run and a half of bytes); written through `out`, the compiler hands `step`'s own return
+/// slot down as `out`, so the run is copied once per step.
+#[inline(never)]
+fn decide(run: &Run, input: &Input, out: &mut Result<Transition, Rejection>) {
+    if let Err(rejection) = guard_every_input(run, input) {
+        *out = Err(rejection);
+        return;
+    }
+    *out = Ok(Transition {
+        next: *run,
+        effects: Effects::only(audit_record(run, input)),
+    });
+    if let Ok(t) = out {
+        if let Err(rejection) = fill(run, input, t) {
+            *out = Err(rejection);
+        }
+    }
+}
+
+/// The handler of the input's event, the batch's carry-on, then the sealing stage, each
+/// writing into `t`.
+fn fill(run: &Run, input: &Input, t: &mut Transition) -> Stepped {
+    handle(run, input, &mut t.next, &mut t.effects.commands)?;
+    batch::carry_on(run, input.at, &mut t.next, &mut t.effects.commands)?;
+    seal(run, input, t)
+}
+
+/// One handler per event (spec 4.3 to 5.4), each writing into `next` and `c`.
+fn handle(run: &Run, input: &Input, n: &mut Run, c: &mut Commands) -> Stepped {
     let at = input.at;
-    let mut next = *run;
-    let mut commands = Commands::new();
-    let (n, c) = (&mut next, &mut commands);
     match &input.event {
         Event::Suspend {
             wait,
@@ -73,27 +101,24 @@ fn decide(run: &Run, input: &Input) -> Result<Transition, Rejection> {
             *expires_at,
             *responsible,
             *resource_version,
-        )?,
+        ),
         Event::Dispatch {
             call,
             prior,
             resource_version,
-        } => dispatch(run, n, c, call, prior, *resource_version)?,
+        } => dispatch(run, n, c, call, prior, *resource_version),
         Event::ToolResult {
             call_id,
             attempt,
             result,
-        } => tool_result(run, n, *call_id, *attempt, *result)?,
-        Event::Recover => recover(run, n, c, at)?,
-        Event::Expire => expire(run, n, at)?,
-        Event::Cancel { by } => cancel(run, n, c, at, *by)?,
-        Event::Complete { result } => finish(run, n, Phase::Completed { result: *result })?,
-        Event::Fail { code } => finish(run, n, Phase::Failed(FailCause::Error { code: *code }))?,
-        Event::Resume(r) => resume(run, n, c, at, r)?,
+        } => tool_result(run, n, *call_id, *attempt, *result),
+        Event::Recover => recover(run, n, c, at),
+        Event::Expire => expire(run, n, at),
+        Event::Cancel { by } => cancel(run, n, c, at, *by),
+        Event::Complete { result } => finish(run, n, Phase::Completed { result: *result }),
+        Event::Fail { code } => finish(run, n, Phase::Failed(FailCause::Error { code: *code })),
+        Event::Resume(r) => resume(run, n, c, at, r),
     }
-    batch::carry_on(run, at, &mut next, &mut commands)?;
-    let effects = seal(run, input, &mut next, &commands)?;
-    Ok(Transition { next, effects })
 }
 
 /// Spec 4.1, the guards every input meets, in this order.
@@ -121,43 +146,43 @@ fn guard_every_input(run: &Run, input: &Input) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// REV-1, CLK-1, AUD-1, CKP-1: the next run one revision on at the input's time, and its
-/// effects: one new audit record first, a sealed checkpoint when it is suspended, then the
-/// commands.
-fn seal(
-    run: &Run,
-    input: &Input,
-    next: &mut Run,
-    commands: &Commands,
-) -> Result<Effects, Rejection> {
-    next.revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
-    let checkpoint = batch::seal(run, next);
-    next.updated_at = input.at;
-    let record = AuditRecord {
-        revision: next.revision,
+/// AUD-1: the audit record of an accepted input, as far as the input tells it; [`seal`]
+/// completes it with what the transition made (revision, phase, reason).
+fn audit_record(run: &Run, input: &Input) -> AuditRecord {
+    AuditRecord {
+        revision: run.revision,
         at: input.at,
         event: input.event.kind(),
         decision: match &input.event {
             Event::Resume(r) => Some(r.decision.kind()),
             _ => None,
         },
-        phase: next.phase.kind(),
-        reason: next.suspension().map(|s| s.reason.kind()),
-    };
-    Ok(Effects::of_batch(
-        record,
-        history(run, input, next).iter().copied(),
-        checkpoint,
-        commands.iter().copied(),
-    ))
+        phase: run.phase.kind(),
+        reason: None,
+    }
+}
+
+/// REV-1, CLK-1, AUD-1, CKP-1: the next run one revision on at the input's time, and its
+/// effects: one new audit record first, its history entries, a sealed checkpoint when it is
+/// suspended, then the commands the handlers pushed.
+fn seal(run: &Run, input: &Input, t: &mut Transition) -> Stepped {
+    let next = &mut t.next;
+    next.revision = run.revision.next().ok_or(Rejection::RevisionExhausted)?;
+    t.effects.checkpoint = batch::seal(run, next);
+    next.updated_at = input.at;
+    let audit = &mut t.effects.audit;
+    audit.revision = next.revision;
+    audit.phase = next.phase.kind();
+    audit.reason = next.suspension().map(|s| s.reason.kind());
+    history(run, input, next, &mut t.effects.history);
+    Ok(())
 }
 
 /// KEY-1, KEY-2, REC-4: what an accepted input adds to the run's history, for the driver to
 /// store with the run: a call bound (a dispatch, or a suspension for its approval; each call
 /// of a batch, and each call an approver edited), or a key spent (a result recorded: the last
 /// recorded call changed, since call ids are never reused; each call a person answered).
-fn history(run: &Run, input: &Input, next: &Run) -> List<HistoryEntry, BATCH_CAPACITY> {
-    let mut entries = List::new();
+fn history(run: &Run, input: &Input, next: &Run, entries: &mut List<HistoryEntry, BATCH_CAPACITY>) {
     match &input.event {
         Event::Dispatch { call, .. }
         | Event::Suspend {
@@ -176,9 +201,9 @@ fn history(run: &Run, input: &Input, next: &Run) -> List<HistoryEntry, BATCH_CAP
         }
         Event::Resume(r) if matches!(r.decision, Decision::Batch { .. }) => {
             let (Some(before), Some(after)) = (&run.batch, &next.batch) else {
-                return entries;
+                return;
             };
-            for (was, now) in before.slots.iter().zip(after.slots.iter()) {
+            for (was, now) in before.calls.slots.iter().zip(after.calls.slots.iter()) {
                 if was.call.call.args != now.call.call.args {
                     let _ = entries.push(HistoryEntry::bound(&now.call.call));
                 }
@@ -193,7 +218,6 @@ fn history(run: &Run, input: &Input, next: &Run) -> List<HistoryEntry, BATCH_CAP
             }
         }
     }
-    entries
 }
 
 // -------------------------------------------------------------------------------------------

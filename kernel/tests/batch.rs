@@ -58,8 +58,7 @@ fn decisions(cp: Checkpoint, ds: &[CallDecision]) -> Event {
 
 fn state(run: &Run, c: &Call) -> SlotState {
     run.batch()
-        .and_then(|b| b.slot(&c.call_id))
-        .map(|s| s.state)
+        .and_then(|b| b.slot(&c.call_id).map(|s| s.state))
         .expect("the call is in the batch")
 }
 
@@ -80,7 +79,7 @@ fn bat_1_a_batch_binds_each_call_and_persists_one_checkpoint_with_the_listing() 
     assert_eq!(cp.revision, Revision(1));
     assert_eq!(
         cp.batch,
-        Some(checkpoint::batch_digest(run.batch().unwrap()))
+        Some(checkpoint::batch_digest(&run.batch().unwrap()))
     );
     assert_eq!((cp.pending, cp.requester), (None, None));
     assert!(cp.verify().is_ok());
@@ -608,6 +607,50 @@ fn a_run_holding_a_batch_reads_back_and_one_without_writes_no_new_field() {
     assert!(plain["policy"].get("allowed").is_none());
     let contract = serde_json::to_value(publish().contract).unwrap();
     assert!(contract.get("allowed").is_none());
+}
+
+#[test]
+fn a_decided_slot_reads_back_its_whole_decision_though_the_run_keeps_only_what_it_adds() {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let first = decide(&cp, &a, Verdict::Approve);
+    let second = decide(
+        &cp,
+        &b,
+        Verdict::Reject {
+            reason: Digest::of(b"no"),
+        },
+    );
+    let (run, _) = accept(&run, at(2, decisions(cp, &[first])));
+    let (run, _) = accept(&run, at(3, decisions(cp, &[second])));
+    let batch = run.batch().unwrap();
+    assert_eq!(batch.slot(&a.call_id).unwrap().decided, Some((first, Revision(2))));
+    assert_eq!(batch.slot(&b.call_id).unwrap().decided, Some((second, Revision(3))));
+    // The wire form is the whole batch, each decision with its approval, as before.
+    let json = serde_json::to_value(run).unwrap();
+    assert_eq!(json["batch"], serde_json::to_value(batch).unwrap());
+    assert_eq!(
+        json["batch"]["slots"][0]["decided"],
+        serde_json::json!([serde_json::to_value(first).unwrap(), 2])
+    );
+    // A decision that the run could not have recorded in that slot is refused on reading:
+    // the run keeps only what a decision adds, so what it drops must be the slot's own.
+    let edits: [(&str, &str, serde_json::Value); 5] = [
+        ("call_id", "another call", serde_json::json!("call-x")),
+        ("args", "other arguments", serde_json::to_value(Digest::of(b"{}")).unwrap()),
+        ("requester", "another requester", serde_json::json!("someone")),
+        ("revision", "another revision", serde_json::json!(7)),
+        ("approver", "a second approver", serde_json::json!("mallory")),
+    ];
+    for (field, what, value) in edits {
+        let mut bad = json.clone();
+        bad["batch"]["slots"][1]["decided"][0]["approval"][field] = value;
+        let err = serde_json::from_value::<Run>(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("approver") || err.contains("binds to another"),
+            "{what}: {err}"
+        );
+    }
 }
 
 #[test]

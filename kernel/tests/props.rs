@@ -714,7 +714,7 @@ impl Driver {
             }
             Reason::PendingBatch => {
                 let mut decisions = resumable_kernel::Decisions::new();
-                let batch = self.run.batch().copied();
+                let batch = self.run.batch();
                 for slot in batch.iter().flat_map(|b| b.slots.iter()) {
                     if slot.decided.is_some() {
                         continue;

@@ -99,6 +99,6 @@ impl Lifecycle for Kernel {
     }
 
     fn batch(&self, run: &Run) -> Option<Batch> {
-        run.batch().copied()
+        run.batch()
     }
 }

@@ -5,7 +5,6 @@
 
 use resumable_driver::Core;
 use resumable_kernel::{Digest, Event, Name};
-use resumable_runtime::driver::create_run;
 use resumable_runtime::lifecycle;
 use resumable_runtime::parties;
 use resumable_runtime::program::{Program, Timing};
@@ -15,6 +14,11 @@ use resumable_runtime::tool::service::Entry;
 use resumable_runtime::torture::checks::check;
 use std::path::PathBuf;
 
+#[path = "support/sqlite.rs"]
+mod sqlite;
+
+use sqlite::store_with_run;
+
 struct World {
     dir: PathBuf,
     store: SqliteStore,
@@ -22,20 +26,7 @@ struct World {
 }
 
 fn world(name: &str) -> World {
-    let dir = std::env::temp_dir().join(format!("resumable-checks-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut store = SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap();
-    let key = create_run(
-        &mut store,
-        Program::Seed,
-        "run-1",
-        0,
-        &Timing::default(),
-        None,
-    )
-    .unwrap()
-    .unwrap();
+    let (dir, store, key) = store_with_run(&format!("checks-{name}"), Program::Seed, "run-1");
     World { dir, store, key }
 }
 
@@ -164,93 +155,18 @@ fn an_honest_store_passes_every_check() {
     assert_eq!(w.violations(), Vec::<String>::new());
 }
 
-#[test]
-fn a_key_committed_twice_is_caught() {
-    let mut w = world("twice");
+/// The honest lifecycle, after which an unrelated cancel waits in the inbox unanswered.
+fn unanswered(w: &mut World) {
     w.honest();
-    w.ledger(Digest::of(b"ok"), 2);
-    let v = w.violations();
-    assert!(
-        v.iter()
-            .any(|v| v.contains("EFF-1") && v.contains("committed 2 times")),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn a_result_the_tool_never_committed_is_caught() {
-    let mut w = world("phantom");
-    w.honest();
-    w.ledger(Digest::of(b"another"), 1);
-    let v = w.violations();
-    assert!(
-        v.iter().any(|v| v.contains("the tool never committed")),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn a_run_left_moving_is_stuck() {
-    let mut w = world("stuck");
-    w.ledger(Digest::of(b"ok"), 0);
-    let v = w.violations();
-    assert!(v.iter().any(|v| v.starts_with("stuck:")), "{v:?}");
-}
-
-#[test]
-fn a_decision_answered_by_a_record_that_does_not_show_it_is_lost() {
-    let mut w = world("lost");
-    w.suspend();
-    let (id, _) = w.approval();
-    // The request is marked accepted by a commit that records a cancel instead.
-    w.feed(
-        Event::Cancel {
-            by: Name::lit("ops"),
-        },
-        1,
-        Some(id),
-    );
-    w.ledger(Digest::of(b"ok"), 0);
-    let v = w.violations();
-    assert!(
-        v.iter().any(|v| v.contains("which does not show it")),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn a_decision_in_the_log_that_no_request_made_is_caught() {
-    let mut w = world("invented");
-    w.suspend();
-    let (_, resume) = w.approval();
-    // The approval is recorded as if it came from nowhere: no request is answered by it.
-    w.feed(resume, 1, None);
-    w.ledger(Digest::of(b"ok"), 0);
-    let v = w.violations();
-    assert!(
-        v.iter().any(|v| v.contains("a decision no request made")),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn a_request_never_answered_is_caught() {
-    let mut w = world("unanswered");
-    w.honest();
-    w.ledger(Digest::of(b"ok"), 1);
     let request = resumable_runtime::store::Request::Cancel {
         by: Name::lit("ops"),
     };
     w.store.submit(&w.key, "ops", 0, &request).unwrap();
-    let v = w.violations();
-    assert!(v.iter().any(|v| v.contains("never answered")), "{v:?}");
 }
 
-#[test]
-fn an_edited_audit_log_is_caught() {
-    let mut w = world("edited");
+/// The honest lifecycle, after which one line of the audit log is edited.
+fn edited(w: &mut World) {
     w.honest();
-    w.ledger(Digest::of(b"ok"), 1);
     let db = rusqlite::Connection::open(w.dir.join("runs.db")).unwrap();
     db.execute(
         "UPDATE audit SET line = CAST(replace(CAST(line AS TEXT), '\"at\":', '\"at\": ') AS BLOB) \
@@ -258,28 +174,11 @@ fn an_edited_audit_log_is_caught() {
         [],
     )
     .unwrap();
-    let v = w.violations();
-    assert!(v.iter().any(|v| v.contains("audit log of")), "{v:?}");
 }
 
-#[test]
-fn a_commit_no_record_dispatched_is_caught() {
-    // The call still waits for its approval, yet the tool committed it: what a driver that
-    // dispatches before its commit leaves behind once that commit is lost.
-    let mut w = world("undispatched");
-    w.suspend();
-    w.ledger(Digest::of(b"ok"), 1);
-    let v = w.violations();
-    assert!(
-        v.iter()
-            .any(|v| v.starts_with("WAL-1: tool key") && v.contains("no record dispatched it")),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn a_gated_call_dispatched_without_an_approval_is_caught() {
-    let mut w = world("ungated");
+/// The seed's call, gated on an approval, dispatched as the agent proposed it with no
+/// approver asked, and its result recorded.
+fn ungated(w: &mut World) {
     let Some(Event::Suspend {
         wait: resumable_kernel::Wait::Approval { call, .. },
         ..
@@ -287,27 +186,83 @@ fn a_gated_call_dispatched_without_an_approval_is_caught() {
     else {
         unreachable!("the seed program asks for approval of its call")
     };
-    // The gated call dispatched as the agent proposed it, with no approver asked.
     let dispatch = Event::Dispatch {
         call,
         prior: resumable_kernel::Prior::NONE,
         resource_version: None,
     };
     w.feed(dispatch, 1, None);
-    w.feed(
-        Event::ToolResult {
-            call_id: call.call_id,
-            attempt: 0,
-            result: Digest::of(b"ok"),
-        },
-        1,
-        None,
-    );
-    w.ledger(Digest::of(b"ok"), 1);
-    let v = w.violations();
-    assert!(
-        v.iter()
-            .any(|v| v.starts_with("APR-1:") && v.contains("no accepted approval bound")),
-        "{v:?}"
-    );
+    let result = Event::ToolResult {
+        call_id: call.call_id,
+        attempt: 0,
+        result: Digest::of(b"ok"),
+    };
+    w.feed(result, 1, None);
+}
+
+/// The request is marked accepted by a commit that records a cancel instead.
+fn lost(w: &mut World) {
+    w.suspend();
+    let (id, _) = w.approval();
+    let cancel = Event::Cancel {
+        by: Name::lit("ops"),
+    };
+    w.feed(cancel, 1, Some(id));
+}
+
+/// The approval is recorded as if it came from nowhere: no request is answered by it.
+fn invented(w: &mut World) {
+    w.suspend();
+    let (_, resume) = w.approval();
+    w.feed(resume, 1, None);
+}
+
+/// A store where one thing went wrong: its name, the run's story on the store, the result the
+/// tool's ledger holds committed under the run's key and how many times, and whether a
+/// violation says so.
+type Breach = (
+    &'static str,
+    fn(&mut World),
+    &'static [u8],
+    usize,
+    fn(&str) -> bool,
+);
+
+const BREACHES: [Breach; 9] = [
+    ("twice", World::honest, b"ok", 2, |v| {
+        v.contains("EFF-1") && v.contains("committed 2 times")
+    }),
+    ("phantom", World::honest, b"another", 1, |v| {
+        v.contains("the tool never committed")
+    }),
+    ("stuck", |_| {}, b"ok", 0, |v| v.starts_with("stuck:")),
+    ("lost", lost, b"ok", 0, |v| {
+        v.contains("which does not show it")
+    }),
+    ("invented", invented, b"ok", 0, |v| {
+        v.contains("a decision no request made")
+    }),
+    ("unanswered", unanswered, b"ok", 1, |v| {
+        v.contains("never answered")
+    }),
+    ("edited", edited, b"ok", 1, |v| v.contains("audit log of")),
+    // The call still waits for its approval, yet the tool committed it: what a driver that
+    // dispatches before its commit leaves behind once that commit is lost.
+    ("undispatched", World::suspend, b"ok", 1, |v| {
+        v.starts_with("WAL-1: tool key") && v.contains("no record dispatched it")
+    }),
+    ("ungated", ungated, b"ok", 1, |v| {
+        v.starts_with("APR-1:") && v.contains("no accepted approval bound")
+    }),
+];
+
+#[test]
+fn each_breach_is_caught() {
+    for (name, story, result, times, found) in BREACHES {
+        let mut w = world(name);
+        story(&mut w);
+        w.ledger(Digest::of(result), times);
+        let v = w.violations();
+        assert!(v.iter().any(|v| found(v)), "{name}: {v:?}");
+    }
 }

@@ -3,45 +3,20 @@
 //! an unanswered dispatch recovered and reconciled by query on another worker.
 
 use resumable_kernel::{Name, Rejection};
-use resumable_runtime::auth::{Parties, PartyKeys, SharedKey};
-use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
+use resumable_runtime::driver::{create_run, Driver};
 use resumable_runtime::lifecycle;
 use resumable_runtime::parties;
-use resumable_runtime::program::{Program, Timing, APPROVER};
+use resumable_runtime::program::{Program, Timing};
 use resumable_runtime::store::memory::MemoryStore;
 use resumable_runtime::store::sqlite::SqliteStore;
-use resumable_runtime::store::{Answer, Request, RunKey, Status, Store};
+use resumable_runtime::store::{Answer, Status, Store};
 use resumable_runtime::tool::{MemoryTools, ToolReply, ToolRequest, Tools};
 use std::io;
 
-fn config(owner: &str) -> Config {
-    Config {
-        owner: owner.to_string(),
-        lease_ms: 0,
-        timing: Timing::default(),
-        flavor: Flavor::Correct,
-        crash: CrashPlan::none(),
-        key: None,
-        parties: parties(),
-    }
-}
+#[path = "support/approver.rs"]
+mod approver;
 
-/// The approver's key, which every driver here checks its requests against.
-fn approver_key() -> SharedKey {
-    SharedKey::from_bytes([8; 32])
-}
-
-fn parties() -> Parties {
-    Parties::Authenticated(PartyKeys::of([(APPROVER.to_string(), approver_key())]))
-}
-
-/// Puts the approver's `request` in run `key`'s inbox, sealed with its key.
-fn approve(store: &mut dyn Store, key: &RunKey, request: &Request) -> u64 {
-    let seal = approver_key().seal(key, APPROVER, request);
-    store
-        .submit_sealed(key, APPROVER, 0, request, Some(seal))
-        .unwrap()
-}
+use approver::{approve, config};
 
 fn settle<S: Store, T: Tools>(d: &mut Driver<S, T>) {
     for _ in 0..50 {

@@ -5,11 +5,15 @@
 
 use resumable_driver::Core;
 use resumable_kernel::{Call, Digest, Event, IdempotencyKey, Name, ToolContract};
-use resumable_runtime::driver::create_run;
 use resumable_runtime::lifecycle;
-use resumable_runtime::program::{Program, Timing};
+use resumable_runtime::program::Program;
 use resumable_runtime::store::sqlite::SqliteStore;
 use resumable_runtime::store::{Cas, Commit, Expect, Lease, RunKey, Store};
+
+#[path = "support/sqlite.rs"]
+mod sqlite;
+
+use sqlite::store_with_run;
 
 fn call(n: u32, key: u32, args: &[u8]) -> Call {
     Call {
@@ -23,6 +27,15 @@ fn call(n: u32, key: u32, args: &[u8]) -> Call {
             max_attempts: 1,
             ..ToolContract::default()
         },
+    }
+}
+
+/// A dispatch of `c`, whose prior the driver core states from the store.
+fn dispatch(c: Call) -> Event {
+    Event::Dispatch {
+        call: c,
+        prior: Default::default(),
+        resource_version: None,
     }
 }
 
@@ -59,36 +72,14 @@ fn feed(store: &mut SqliteStore, key: &RunKey, event: Event, at: u64) -> (bool, 
 #[test]
 #[ignore = "seconds in release; run with --release -- --ignored"]
 fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9999() {
-    let dir = std::env::temp_dir().join(format!("resumable-long-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut store = SqliteStore::open(dir.join("runs.db").to_str().unwrap()).unwrap();
-    let key = create_run(
-        &mut store,
-        Program::Bench,
-        "long-run",
-        0,
-        &Timing::default(),
-        None,
-    )
-    .unwrap()
-    .unwrap();
+    let (dir, mut store, key) = store_with_run("long", Program::Bench, "long-run");
     // Inputs are stamped after the run's creation (CLK-1): it was created at the clock's now.
     let mut at = store.load(&key).unwrap().unwrap().run.updated_at().0;
     let mut sizes = Vec::new();
     for n in 0..9_998u32 {
         let c = call(n, n, &n.to_be_bytes());
         at += 1;
-        let (accepted, _) = feed(
-            &mut store,
-            &key,
-            Event::Dispatch {
-                call: c,
-                prior: Default::default(),
-                resource_version: None,
-            },
-            at,
-        );
+        let (accepted, _) = feed(&mut store, &key, dispatch(c), at);
         assert!(accepted, "call {n}");
         at += 1;
         let answer = Event::ToolResult {
@@ -108,16 +99,7 @@ fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9
     // Call 9,999 reuses key 42 with other arguments: refused over the whole history.
     at += 1;
     let reused = call(9_998, 42, b"other arguments");
-    let (accepted, _) = feed(
-        &mut store,
-        &key,
-        Event::Dispatch {
-            call: reused,
-            prior: Default::default(),
-            resource_version: None,
-        },
-        at,
-    );
+    let (accepted, _) = feed(&mut store, &key, dispatch(reused), at);
     assert!(
         !accepted,
         "a key bound 9,956 calls earlier, with other arguments"
@@ -125,16 +107,7 @@ fn a_run_of_ten_thousand_calls_keeps_its_size_and_refuses_a_key_reused_at_call_9
     // Call 10,000 is a new one, accepted.
     at += 1;
     let fresh = call(9_999, 9_999, b"fresh");
-    let (accepted, _) = feed(
-        &mut store,
-        &key,
-        Event::Dispatch {
-            call: fresh,
-            prior: Default::default(),
-            resource_version: None,
-        },
-        at,
-    );
+    let (accepted, _) = feed(&mut store, &key, dispatch(fresh), at);
     assert!(accepted);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,8 +4,7 @@
 //! watching approver deciding once per suspension.
 
 use resumable_kernel::{Decision, Digest, Name, Resolution};
-use resumable_runtime::auth::{Parties, PartyKeys, SharedKey};
-use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
+use resumable_runtime::driver::{create_run, Config, Driver};
 use resumable_runtime::parties::{self, watch, PartyError};
 use resumable_runtime::program::{Program, Timing, APPROVER, PAYMENT_SETTLED, REQUESTER};
 use resumable_runtime::store::memory::MemoryStore;
@@ -13,33 +12,30 @@ use resumable_runtime::store::{status_of, Answer, Request, Row, RunKey, Status, 
 use resumable_runtime::tool::MemoryTools;
 use std::time::Duration;
 
-fn config() -> Config {
-    Config {
-        owner: "worker-1".to_string(),
-        lease_ms: 0,
-        timing: Timing::default(),
-        flavor: Flavor::Correct,
-        crash: CrashPlan::none(),
+#[path = "support/approver.rs"]
+mod approver;
+
+use approver::{approve, approver_key};
+
+/// The watching approver, seeded with 1, approving everything once within ten minutes,
+/// looking without a pause, unsealed.
+fn approver_watch() -> watch::Watch {
+    watch::Watch {
+        name: APPROVER.to_string(),
+        seed: 1,
+        deny_percent: 0,
+        duplicate_percent: 0,
+        callbacks: false,
+        valid_ms: 600_000,
+        poll: Duration::ZERO,
         key: None,
-        parties: parties(),
+        callback_as: None,
     }
 }
 
-/// The approver's key, which every driver here checks its requests against.
-fn approver_key() -> SharedKey {
-    SharedKey::from_bytes([8; 32])
-}
-
-fn parties() -> Parties {
-    Parties::Authenticated(PartyKeys::of([(APPROVER.to_string(), approver_key())]))
-}
-
-/// Puts the approver's `request` in run `key`'s inbox, sealed with its key.
-fn approve(store: &mut dyn Store, key: &RunKey, request: &Request) -> u64 {
-    let seal = approver_key().seal(key, APPROVER, request);
-    store
-        .submit_sealed(key, APPROVER, 0, request, Some(seal))
-        .unwrap()
+/// The one worker of these tests.
+fn config() -> Config {
+    approver::config("worker-1")
 }
 
 /// A store holding one run of `program` named `name`, driven until it waits on a party.
@@ -208,47 +204,64 @@ fn a_runs_description_says_where_it_is_and_who_it_waits_on() {
 }
 
 #[test]
-fn the_watching_approver_decides_each_suspension_once_and_sends_duplicates_when_told() {
-    for (duplicate_percent, expected) in [(0, 1), (100, 2)] {
+fn the_watching_approver_decides_once_and_sends_duplicates_and_callbacks_when_told() {
+    let told = |duplicate_percent, callbacks| watch::Watch {
+        duplicate_percent,
+        callbacks,
+        ..approver_watch()
+    };
+    // Looks at an unchanged store: one decision (and its duplicate, if told), and the
+    // callback only when told to play the payment system.
+    for (case, program, name, w, looks, expected, from) in [
+        (
+            "a decision",
+            Program::Seed,
+            "run-1",
+            told(0, false),
+            3,
+            1,
+            Some(APPROVER),
+        ),
+        (
+            "a duplicate",
+            Program::Seed,
+            "run-1",
+            told(100, false),
+            3,
+            2,
+            Some(APPROVER),
+        ),
+        (
+            "no callback",
+            Program::Order,
+            "order-1",
+            told(0, false),
+            2,
+            0,
+            None,
+        ),
+        (
+            "a callback",
+            Program::Order,
+            "order-1",
+            told(0, true),
+            2,
+            1,
+            None,
+        ),
+    ] {
         let mut store = MemoryStore::new();
-        let key = waiting(&store, Program::Seed, "run-1");
-        let w = watch::Watch {
-            name: APPROVER.to_string(),
-            seed: 1,
-            deny_percent: 0,
-            duplicate_percent,
-            callbacks: false,
-            valid_ms: 600_000,
-            poll: Duration::ZERO,
-            key: None,
-            callback_as: None,
-        };
-        // Three looks at an unchanged store: one decision (and its duplicate, if told).
-        assert_eq!(watch::watch(&mut store, &w, Some(3)).unwrap(), expected);
+        let key = waiting(&store, program, name);
+        assert_eq!(
+            watch::watch(&mut store, &w, Some(looks)).unwrap(),
+            expected,
+            "{case}"
+        );
         let sent = store.inbox(&key, false).unwrap();
-        assert_eq!(sent.len(), expected as usize);
-        assert!(sent.iter().all(|r| r.party == APPROVER));
-    }
-}
-
-#[test]
-fn the_watching_approver_sends_the_callback_only_when_told_to_play_the_payment_system() {
-    for (callbacks, expected) in [(false, 0), (true, 1)] {
-        let mut store = MemoryStore::new();
-        let key = waiting(&store, Program::Order, "order-1");
-        let w = watch::Watch {
-            name: APPROVER.to_string(),
-            seed: 1,
-            deny_percent: 0,
-            duplicate_percent: 0,
-            callbacks,
-            valid_ms: 600_000,
-            poll: Duration::ZERO,
-            key: None,
-            callback_as: None,
-        };
-        assert_eq!(watch::watch(&mut store, &w, Some(2)).unwrap(), expected);
-        assert_eq!(store.inbox(&key, false).unwrap().len(), expected as usize);
+        assert_eq!(sent.len(), expected as usize, "{case}");
+        if let Some(from) = from {
+            assert!(sent.iter().all(|r| r.party == from), "{case}");
+        }
     }
 }
 
@@ -257,15 +270,8 @@ fn the_watching_approver_denies_once_its_approval_is_refused_for_a_moved_resourc
     let mut store = MemoryStore::new();
     let key = waiting(&store, Program::Seed, "run-1");
     let w = watch::Watch {
-        name: APPROVER.to_string(),
-        seed: 1,
-        deny_percent: 0,
-        duplicate_percent: 0,
-        callbacks: false,
-        valid_ms: 600_000,
-        poll: Duration::ZERO,
         key: Some(approver_key()),
-        callback_as: None,
+        ..approver_watch()
     };
     assert_eq!(watch::watch(&mut store, &w, Some(1)).unwrap(), 1);
     // Another system moves the run's resource before a worker feeds the approval.
@@ -356,15 +362,9 @@ fn the_watching_approver_decides_each_call_of_a_batch_once_and_the_run_goes_on()
         let mut store = MemoryStore::new();
         let key = waiting(&store, Program::Batch, "batch-1");
         let w = watch::Watch {
-            name: APPROVER.to_string(),
             seed,
-            deny_percent: 0,
-            duplicate_percent: 0,
-            callbacks: false,
-            valid_ms: 600_000,
-            poll: Duration::ZERO,
             key: Some(approver_key()),
-            callback_as: None,
+            ..approver_watch()
         };
         // In one request or two (the first call's, then the rest), never again.
         let sent = watch::watch(&mut store, &w, Some(3)).unwrap();

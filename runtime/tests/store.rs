@@ -22,6 +22,11 @@ use resumable_runtime::store::{
     RunKey, Status, Store,
 };
 
+#[path = "support/postgres.rs"]
+mod sessions;
+
+use sessions::{named, terminate_sessions};
+
 type Open<'a> = &'a mut dyn FnMut() -> Box<dyn Store>;
 
 fn sqlite_path(name: &str) -> String {
@@ -66,6 +71,26 @@ fn new_run(store: &mut dyn Store, program: Program, name: &str) -> RunKey {
     create_run(store, program, name, 3, &Timing::default(), None)
         .unwrap()
         .expect("a new run")
+}
+
+/// Two connections to one store, as two workers hold them, and a new run of `program` named
+/// `name` made through the first.
+fn two_on_a_run(
+    open: Open<'_>,
+    program: Program,
+    name: &str,
+) -> (Box<dyn Store>, Box<dyn Store>, RunKey) {
+    let (mut a, b) = (open(), open());
+    let key = new_run(a.as_mut(), program, name);
+    (a, b, key)
+}
+
+/// [`two_on_a_run`] with the seed's run `run-1`, and its program's first step decided through
+/// the first connection (not committed).
+fn two_and_a_step(open: Open<'_>) -> (Box<dyn Store>, Box<dyn Store>, RunKey, Step) {
+    let (mut a, b, key) = two_on_a_run(open, Program::Seed, "run-1");
+    let step = program_step(a.as_mut(), &key);
+    (a, b, key, step)
 }
 
 /// A step decided on the run as stored, as the driver decides it: the row it started from,
@@ -155,8 +180,7 @@ fn log_bytes(store: &mut dyn Store, key: &RunKey) -> Vec<u8> {
 }
 
 fn a_run_is_created_once_with_its_header(open: Open<'_>) {
-    let (mut a, mut b) = (open(), open());
-    let key = new_run(a.as_mut(), Program::Seed, "run-1");
+    let (_a, mut b, key) = two_on_a_run(open, Program::Seed, "run-1");
     assert_eq!(
         create_run(
             b.as_mut(),
@@ -189,9 +213,7 @@ fn a_run_is_created_once_with_its_header(open: Open<'_>) {
 on_every_store!(a_run_is_created_once_with_its_header, "create");
 
 fn one_commit_moves_the_run_with_its_record_checkpoint_position_and_lease(open: Open<'_>) {
-    let (mut a, mut b) = (open(), open());
-    let key = new_run(a.as_mut(), Program::Seed, "run-1");
-    let step = program_step(a.as_mut(), &key);
+    let (mut a, mut b, key, step) = two_and_a_step(open);
     let lease = Lease {
         owner: Some("worker-1".to_string()),
         until_ms: 1_700_000_000_000,
@@ -221,9 +243,7 @@ on_every_store!(
 );
 
 fn a_commit_from_another_revision_or_log_position_writes_nothing(open: Open<'_>) {
-    let (mut a, mut b) = (open(), open());
-    let key = new_run(a.as_mut(), Program::Seed, "run-1");
-    let step = program_step(a.as_mut(), &key);
+    let (_a, mut b, key, step) = two_and_a_step(open);
     let lease = Lease::default();
     let right = step.commit(&lease, None);
     for expect in [
@@ -252,9 +272,7 @@ on_every_store!(
 );
 
 fn of_two_writers_from_one_row_one_wins(open: Open<'_>) {
-    let (mut a, mut b) = (open(), open());
-    let key = new_run(a.as_mut(), Program::Seed, "run-1");
-    let first = program_step(a.as_mut(), &key);
+    let (mut a, mut b, key, first) = two_and_a_step(open);
     let second = program_step(b.as_mut(), &key);
     let lease = Lease::default();
     assert_eq!(a.commit(&first.commit(&lease, None)).unwrap(), Cas::Done);
@@ -267,8 +285,7 @@ fn of_two_writers_from_one_row_one_wins(open: Open<'_>) {
 on_every_store!(of_two_writers_from_one_row_one_wins, "race");
 
 fn a_refusal_is_recorded_without_moving_the_revision_and_moves_the_log(open: Open<'_>) {
-    let (mut a, mut b) = (open(), open());
-    let key = new_run(a.as_mut(), Program::Seed, "run-1");
+    let (mut a, mut b, key) = two_on_a_run(open, Program::Seed, "run-1");
     let lease = Lease::default();
     let suspend = program_step(a.as_mut(), &key);
     assert_eq!(a.commit(&suspend.commit(&lease, None)).unwrap(), Cas::Done);
@@ -295,8 +312,7 @@ on_every_store!(
 );
 
 fn requests_wait_in_order_until_one_commit_answers_each_once(open: Open<'_>) {
-    let (mut a, mut b) = (open(), open());
-    let key = new_run(a.as_mut(), Program::Seed, "run-1");
+    let (mut a, mut b, key) = two_on_a_run(open, Program::Seed, "run-1");
     let other = new_run(a.as_mut(), Program::Order, "order-1");
     let request = Request::Cancel {
         by: Name::lit("ops"),
@@ -372,8 +388,7 @@ on_every_store!(
 );
 
 fn a_commit_answering_a_request_that_does_not_exist_writes_nothing(open: Open<'_>) {
-    let (mut a, mut b) = (open(), open());
-    let key = new_run(a.as_mut(), Program::Seed, "run-1");
+    let (mut a, mut b, key) = two_on_a_run(open, Program::Seed, "run-1");
     let step = decide(a.as_mut(), &key, cancel());
     let consumed = Consumed {
         request: 4_000,
@@ -460,8 +475,7 @@ on_every_store!(
 );
 
 fn a_whole_lifecycle_reads_back_the_same_through_every_commit(open: Open<'_>) {
-    let (mut a, mut b) = (open(), open());
-    let key = new_run(a.as_mut(), Program::Order, "order-1");
+    let (mut a, mut b, key) = two_on_a_run(open, Program::Order, "order-1");
     let lease = Lease {
         owner: Some("worker-1".to_string()),
         until_ms: 5,
@@ -510,8 +524,7 @@ fn charge() -> Call {
 }
 
 fn a_runs_call_history_lands_with_its_commits_and_answers_each_prior(open: Open<'_>) {
-    let (mut a, mut b) = (open(), open());
-    let key = new_run(a.as_mut(), Program::Order, "order-1");
+    let (mut a, mut b, key) = two_on_a_run(open, Program::Order, "order-1");
     let other = new_run(a.as_mut(), Program::Seed, "run-1");
     let call = charge();
     assert_eq!(
@@ -746,26 +759,6 @@ fn a_rejection_is_stored_with_its_evidence() {
     );
     let answered = store.inbox(&key, false).unwrap()[0].answer.unwrap();
     assert_eq!(answered.answer, Answer::Rejected(rejection));
-}
-
-/// `address` with its sessions named `name` (PostgreSQL's `application_name`), so that a test
-/// can end its own sessions and no other test's.
-fn named(address: &str, name: &str) -> String {
-    let (conn, schema) = resumable_runtime::store::postgres::split_address(address);
-    format!("{conn} application_name={name}#{schema}")
-}
-
-/// Ends every session named `name`, as a restart of the server does for its clients.
-fn terminate_sessions(address: &str, name: &str) {
-    let (conn, _) = resumable_runtime::store::postgres::split_address(address);
-    let mut admin = postgres::Client::connect(conn, postgres::NoTls).unwrap();
-    let ended = admin
-        .query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
-            &[&name],
-        )
-        .unwrap();
-    assert!(!ended.is_empty(), "no session named {name}");
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! Fixtures shared by the workspace's tests: the seed's run and call, builders for inputs and
-//! expected effects, and the scenarios every lifecycle machine must pass ([`Machine`]).
+//! expected effects, the scenarios every lifecycle machine must pass ([`Machine`]), and
+//! commands run as a user runs them ([`process`]).
 //!
-//! Dev-only: the kernel's, the model's and conformance's tests use it; nothing else does.
+//! Dev-only: the tests of the kernel, the model, conformance, the runtime and the command line
+//! use it; nothing else does.
 
 pub mod batch;
 mod machine;
+pub mod process;
 
 pub use machine::*;
 

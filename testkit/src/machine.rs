@@ -116,6 +116,9 @@ pub fn outcome_unknown_on<M: Machine>(m: &M, c: Call) -> (M::Run, Checkpoint) {
     (run, checkpoint_of(&fx))
 }
 
+/// An edit of a checkpoint, for the seed's tampered checkpoints.
+type Tamper = fn(&mut Checkpoint);
+
 /// The seed chapter's simulation on `m`: the same steps, the same verdicts.
 ///
 /// The seed prints, in order: `suspended 1 idem-run-approval`; a refused second suspend; a
@@ -151,42 +154,42 @@ pub fn seed_simulation<M: Machine>(m: &M) {
 
     let approve = |cp: &Checkpoint| Decision::Approve(approval(cp, &publish));
 
-    // A checkpoint naming another run is refused (resealed, so only identity differs).
-    let mut other_run = checkpoint;
-    other_run.identity.run = Name::lit("run-other");
-    let other_run = other_run.seal();
-    assert_eq!(
-        reject_on(m, &run, at(2, resume(other_run, approve(&other_run)))),
-        Rejection::IdentityMismatch {
-            field: IdentityField::Run
-        }
-    );
-
-    // A checkpoint naming another action is refused.
-    let mut other_action = checkpoint;
-    other_action.pending = other_action.pending.map(|p| PendingCall {
-        tool: Name::lit("delete:demo"),
-        ..p
-    });
-    let other_action = other_action.seal();
-    assert_eq!(
-        reject_on(m, &run, at(2, resume(other_action, approve(&other_action)))),
-        Rejection::CheckpointMismatch {
-            field: CheckpointField::PendingCall
-        }
-    );
-
-    // A checkpoint of an older revision is refused.
-    let mut old = checkpoint;
-    old.revision = Revision(0);
-    let old = old.seal();
-    assert_eq!(
-        reject_on(m, &run, at(2, resume(old, approve(&old)))),
-        Rejection::StaleRevision {
-            current: Revision(1),
-            got: Revision(0)
-        }
-    );
+    // A checkpoint naming another run or another action, or of an older revision, is refused
+    // (each resealed, so only the field edited differs).
+    let tampered: [(&str, Tamper, Rejection); 3] = [
+        (
+            "another run",
+            |cp| cp.identity.run = Name::lit("run-other"),
+            Rejection::IdentityMismatch {
+                field: IdentityField::Run,
+            },
+        ),
+        (
+            "another action",
+            |cp| {
+                let tool = Name::lit("delete:demo");
+                cp.pending = cp.pending.map(|p| PendingCall { tool, ..p });
+            },
+            Rejection::CheckpointMismatch {
+                field: CheckpointField::PendingCall,
+            },
+        ),
+        (
+            "an older revision",
+            |cp| cp.revision = Revision(0),
+            Rejection::StaleRevision {
+                current: Revision(1),
+                got: Revision(0),
+            },
+        ),
+    ];
+    for (what, edit, refused) in tampered {
+        let mut cp = checkpoint;
+        edit(&mut cp);
+        let cp = cp.seal();
+        let got = reject_on(m, &run, at(2, resume(cp, approve(&cp))));
+        assert_eq!(got, refused, "{}: a checkpoint of {what}", m.name());
+    }
 
     // Approved: the action is dispatched once, under the original key; running at revision 2.
     let (run, fx) = accept_on(m, &run, at(2, resume(checkpoint, approve(&checkpoint))));

@@ -35,6 +35,20 @@ function worker(step, dir, approver = 'alice', mode = 'kernel') {
   return said(spawn(mode, step, dir, { approver }));
 }
 
+/**
+ * A new directory whose turn was suspended and then approved in a process killed with SIGKILL
+ * at `crash`, the tool's ledger then holding `committed` commits: the directory and the ledger.
+ */
+function killedApproving(mode, crash, committed) {
+  const dir = tmp();
+  assert.deepEqual(worker('start', dir, 'alice', mode), { suspended: 'call_42' });
+  const killed = spawn(mode, 'approve', dir, { crash });
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+  const ledger = new Ledger(path.join(dir, 'tool.ledger'));
+  assert.equal(ledger.commits(), committed);
+  return { dir, ledger };
+}
+
 const turnIn = (dir) => turnOf(storedIn(path.join(dir, 'turns.db'), agents.SqliteTurnStore));
 const kernelRunIn = (dir) => turnIn(dir).run;
 
@@ -89,24 +103,15 @@ test('kernel: the decision arrives in a new process and is honoured once', () =>
 
 // A crash between the tool's commit and anything written after it.
 test('plain: a crash after the tool committed repeats the commit on restart', () => {
-  const dir = tmp();
-  assert.deepEqual(worker('start', dir, 'alice', 'plain'), { suspended: 'call_42' });
-  const killed = spawn('plain', 'approve', dir, { crash: 'after' });
-  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
-  assert.equal(new Ledger(path.join(dir, 'tool.ledger')).commits(), 1);
+  const { dir, ledger } = killedApproving('plain', 'after', 1);
   // The stored state holds the approval and nothing of the commit: run again, it publishes
   // again.
   assert.deepEqual(worker('restart', dir, 'alice', 'plain'), { final: 'done' });
-  assert.equal(new Ledger(path.join(dir, 'tool.ledger')).commits(), 2, STILL);
+  assert.equal(ledger.commits(), 2, STILL);
 });
 
 test('kernel: a crash after the tool committed is reconciled, not repeated', () => {
-  const dir = tmp();
-  assert.deepEqual(worker('start', dir), { suspended: 'call_42' });
-  const killed = spawn('kernel', 'approve', dir, { crash: 'after' });
-  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
-  const ledger = new Ledger(path.join(dir, 'tool.ledger'));
-  assert.equal(ledger.commits(), 1);
+  const { dir, ledger } = killedApproving('kernel', 'after', 1);
   // The new process runs the stored state; the tool's execute finds the dispatch in flight,
   // and the kernel asks the tool under the same key and records the commit it finds.
   assert.deepEqual(worker('restart', dir), { final: 'done' });
@@ -123,12 +128,7 @@ test('kernel: a crash after the tool committed is reconciled, not repeated', () 
 });
 
 test('kernel: a crash between its commit and the tool retries under the same key', () => {
-  const dir = tmp();
-  assert.deepEqual(worker('start', dir), { suspended: 'call_42' });
-  const killed = spawn('kernel', 'approve', dir, { crash: 'before' });
-  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
-  const ledger = new Ledger(path.join(dir, 'tool.ledger'));
-  assert.equal(ledger.commits(), 0);
+  const { dir, ledger } = killedApproving('kernel', 'before', 0);
   // The tool answers that nothing was committed under the key; the kernel's contract for a
   // deduping tool allows a retry under the same key: committed once.
   assert.deepEqual(worker('restart', dir), { final: 'done' });

@@ -22,6 +22,19 @@ const worker = (mode, step, dir, crash = '') => spawnWorker(WORKER, [mode, step,
 
 const commits = (dir) => new Ledger(path.join(dir, 'tool.ledger')).commits();
 
+/**
+ * A new directory whose graph ran to its interrupt and was approved in a process killed with
+ * SIGKILL at `crash`, the tool's ledger then holding `committed` commits.
+ */
+function killedApproving(mode, crash, committed) {
+  const dir = tmp();
+  assert.equal(said(worker(mode, 'start', dir)).interrupted, true);
+  const killed = worker(mode, 'approve', dir, crash);
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+  assert.equal(commits(dir), committed);
+  return dir;
+}
+
 // How the kernel's run was last resumed: a reconciliation shows the tool was asked, not
 // called again blindly (which a deduping tool would hide from the ledger).
 function lastResume(dir) {
@@ -29,12 +42,17 @@ function lastResume(dir) {
   return stored.held.run.last_resume.decision;
 }
 
-test('plain: a crash after the commit repeats it', () => {
-  const dir = tmp();
-  assert.equal(said(worker('plain', 'start', dir)).interrupted, true);
-  const killed = worker('plain', 'approve', dir, 'after');
-  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+/** A new process goes on in `dir`: the node returns the result of the one commit there is. */
+function restartedToOneCommit(dir) {
+  assert.deepEqual(said(worker('gate', 'restart', dir)), {
+    out: ['publish done #1'],
+    interrupted: false,
+  });
   assert.equal(commits(dir), 1);
+}
+
+test('plain: a crash after the commit repeats it', () => {
+  const dir = killedApproving('plain', 'after', 1);
   // The graph's checkpoint predates the commit. Depending on whether the resume value reached
   // the checkpointer before the kill, the new process runs the node again with it, or is back
   // at the interrupt, where the approval, sent again because nothing came of it, runs the
@@ -46,18 +64,10 @@ test('plain: a crash after the commit repeats it', () => {
 });
 
 test('gate: a crash after the commit is reconciled, not repeated', () => {
-  const dir = tmp();
-  assert.equal(said(worker('gate', 'start', dir)).interrupted, true);
-  const killed = worker('gate', 'approve', dir, 'after');
-  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
-  assert.equal(commits(dir), 1);
+  const dir = killedApproving('gate', 'after', 1);
   // The new process finds the dispatch in flight in the kernel's run; the kernel asks the
   // tool under the same tool key, records the commit it finds, and the node returns it.
-  assert.deepEqual(said(worker('gate', 'restart', dir)), {
-    out: ['publish done #1'],
-    interrupted: false,
-  });
-  assert.equal(commits(dir), 1);
+  restartedToOneCommit(dir);
   assert.deepEqual(lastResume(dir), {
     decision: 'reconcile',
     answer: 'committed',
@@ -69,17 +79,9 @@ test('gate: a crash after the commit is reconciled, not repeated', () => {
 });
 
 test('gate: a crash between its commit and the tool retries under the same key', () => {
-  const dir = tmp();
-  assert.equal(said(worker('gate', 'start', dir)).interrupted, true);
-  const killed = worker('gate', 'approve', dir, 'before');
-  assert.equal(killed.signal, 'SIGKILL', killed.stderr);
-  assert.equal(commits(dir), 0);
+  const dir = killedApproving('gate', 'before', 0);
   // The tool answers that nothing was committed under the key; the kernel's contract for a
   // deduping tool allows a retry under the same key: committed once.
-  assert.deepEqual(said(worker('gate', 'restart', dir)), {
-    out: ['publish done #1'],
-    interrupted: false,
-  });
-  assert.equal(commits(dir), 1);
+  restartedToOneCommit(dir);
   assert.deepEqual(lastResume(dir), { decision: 'reconcile', answer: 'not_committed' });
 });

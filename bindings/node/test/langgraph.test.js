@@ -19,6 +19,7 @@ const { SqliteSaver } = require('@langchain/langgraph-checkpoint-sqlite');
 const rk = require('..');
 const gate = require('../gate');
 const { assertValidates, scratch } = require('./helpers');
+const { oneNode } = require('./graph');
 const { DedupingTool, Ledger } = require('./ledger');
 
 const IDENTITY = { tenant: 'acme', session: 'thread-1', run: 'run-1', definition: 'graph@1' };
@@ -33,11 +34,7 @@ const State = Annotation.Root({
 });
 
 function compile(node, saver) {
-  return new StateGraph(State)
-    .addNode('work', node)
-    .addEdge(START, 'work')
-    .addEdge('work', END)
-    .compile({ checkpointer: saver });
+  return oneNode(State, 'work', node, saver);
 }
 
 function plainCommit(ledger, call, approval) {
@@ -88,6 +85,20 @@ class Kernel {
     });
   }
 
+  /**
+   * The graph whose one node makes `calls` through one gate, run to its first interrupt: the
+   * graph and the request the interrupt shows.
+   */
+  async start(saver, ...calls) {
+    const app = compile(async (_state) => {
+      const g = this.gate();
+      const out = [];
+      for (const call of calls) out.push(await g.call(call, ASK));
+      return { out };
+    }, saver);
+    return { app, request: requestOf(await app.invoke({ out: [] }, CFG)) };
+  }
+
   approve(request, { approver = 'alice', validFor = 100 } = {}) {
     return gate.approve(request, approver, this.clock() + validFor);
   }
@@ -99,21 +110,30 @@ class Kernel {
 
 const ASK = { requester: 'agent', approver: 'alice', expiresIn: 1000 };
 
+/**
+ * Plain LangGraph.js: the graph whose one node is `work(ledger)`, its checkpoints in `saver`
+ * and its tool's ledger in a directory of its own, run to its first interrupt.
+ */
+async function plainStart(work, makeSaver) {
+  const dir = tmp();
+  const ledger = new Ledger(path.join(dir, 'tool.ledger'));
+  const app = compile((_state) => work(ledger), makeSaver(dir));
+  await app.invoke({ out: [] }, CFG);
+  return { app, ledger };
+}
+
 for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
   describe(`LangGraph.js with the ${saverName} checkpointer`, () => {
     // A node runs again from its start on resume: a commit made before a second interrupt is
     // made again.
     test('plain: a commit before a second interrupt runs again on resume', async () => {
-      const dir = tmp();
-      const ledger = new Ledger(path.join(dir, 'tool.ledger'));
-      const app = compile((_state) => {
+      const { app, ledger } = await plainStart((ledger) => {
         const first = interrupt({ call: POST.tool });
         plainCommit(ledger, POST, first);
         const second = interrupt({ call: DELETE.tool });
         plainCommit(ledger, DELETE, second);
         return { out: ['both'] };
-      }, makeSaver(dir));
-      await app.invoke({ out: [] }, CFG);
+      }, makeSaver);
       await app.invoke(new Command({ resume: 'approve' }), CFG);
       await app.invoke(new Command({ resume: 'approve' }), CFG);
       // The node ran again from its start on the second resume: the post was published twice.
@@ -122,15 +142,9 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
 
     test('gate: a call recorded before a second interrupt is not made again', async () => {
       const k = new Kernel(tmp());
-      const app = compile(async (_state) => {
-        const g = k.gate();
-        const first = await g.call(POST, ASK);
-        const second = await g.call(DELETE, ASK);
-        return { out: [first, second] };
-      }, makeSaver(tmp()));
-      let r = await app.invoke({ out: [] }, CFG);
-      assert.equal(requestOf(r).calls[0].call_id, 'call-1');
-      r = await app.invoke(new Command({ resume: k.approve(requestOf(r)) }), CFG);
+      const { app, request } = await k.start(makeSaver(tmp()), POST, DELETE);
+      assert.equal(request.calls[0].call_id, 'call-1');
+      let r = await app.invoke(new Command({ resume: k.approve(request) }), CFG);
       assert.equal(requestOf(r).calls[0].call_id, 'call-2');
       r = await app.invoke(new Command({ resume: k.approve(requestOf(r)) }), CFG);
       assert.deepEqual(r.out, ['publish done #1', 'delete done #2']);
@@ -140,14 +154,11 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
 
     // A resume whose interrupt id matches no pending interrupt.
     test('plain: a resume for no pending interrupt is taken as the answer', async () => {
-      const dir = tmp();
-      const ledger = new Ledger(path.join(dir, 'tool.ledger'));
-      const app = compile((_state) => {
+      const { app, ledger } = await plainStart((ledger) => {
         const answer = interrupt({ call: POST.tool });
         if (answer) plainCommit(ledger, POST, answer);
         return { out: ['done'] };
-      }, makeSaver(dir));
-      await app.invoke({ out: [] }, CFG);
+      }, makeSaver);
       await app.invoke(new Command({ resume: { 'no-such-interrupt': 'approve' } }), CFG);
       // Nothing matched, nothing was refused: the map itself became the approval.
       assert.equal(ledger.commits('publish'), 1, STILL);
@@ -156,12 +167,9 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
 
     test('gate: a decision for another call, or no decision, is refused', async () => {
       const k = new Kernel(tmp());
-      const app = compile(async (_state) => ({ out: [await k.gate().call(POST, ASK)] }),
-        makeSaver(tmp()));
-      let r = await app.invoke({ out: [] }, CFG);
-      const request = requestOf(r);
+      const { app, request } = await k.start(makeSaver(tmp()), POST);
       const other = { ...request, calls: [{ ...request.calls[0], call_id: 'call-2' }] };
-      r = await app.invoke(new Command({ resume: k.approve(other) }), CFG);
+      let r = await app.invoke(new Command({ resume: k.approve(other) }), CFG);
       // Refused by the kernel, with its evidence; the graph asks again.
       assert.deepEqual(requestOf(r).refused, { rejection: 'approval_mismatch', field: 'call_id' });
       assert.match(requestOf(r).message, /call_id/);
@@ -177,15 +185,12 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
 
     // A consumed resume value delivered again to a later interrupt.
     test('plain: an approval for one call answers the next interrupt', async () => {
-      const dir = tmp();
-      const ledger = new Ledger(path.join(dir, 'tool.ledger'));
-      const app = compile((_state) => {
+      const { app, ledger } = await plainStart((ledger) => {
         for (const call of [POST, DELETE]) {
           if (interrupt({ call: call.tool }) === 'approve') plainCommit(ledger, call, 'approve');
         }
         return { out: ['done'] };
-      }, makeSaver(dir));
-      await app.invoke({ out: [] }, CFG);
+      }, makeSaver);
       const decisionAboutThePost = new Command({ resume: 'approve' });
       await app.invoke(decisionAboutThePost, CFG);
       await app.invoke(decisionAboutThePost, CFG); // delivered again: no one approved the delete
@@ -194,13 +199,9 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
 
     test('gate: an approval for one call cannot answer the next', async () => {
       const k = new Kernel(tmp());
-      const app = compile(async (_state) => {
-        const g = k.gate();
-        return { out: [await g.call(POST, ASK), await g.call(DELETE, ASK)] };
-      }, makeSaver(tmp()));
-      let r = await app.invoke({ out: [] }, CFG);
-      const decisionAboutThePost = new Command({ resume: k.approve(requestOf(r)) });
-      r = await app.invoke(decisionAboutThePost, CFG);
+      const { app, request } = await k.start(makeSaver(tmp()), POST, DELETE);
+      const decisionAboutThePost = new Command({ resume: k.approve(request) });
+      let r = await app.invoke(decisionAboutThePost, CFG);
       assert.equal(requestOf(r).calls[0].call_id, 'call-2');
       r = await app.invoke(decisionAboutThePost, CFG);
       // The post's approval, delivered to the delete's interrupt, is refused: it was spent.
@@ -211,14 +212,11 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
 
     // The same interrupt resumed again from an old config, with another value.
     test('plain: resuming again from an old config commits again', async () => {
-      const dir = tmp();
-      const ledger = new Ledger(path.join(dir, 'tool.ledger'));
-      const app = compile((_state) => {
+      const { app, ledger } = await plainStart((ledger) => {
         const answer = interrupt({ call: POST.tool });
         plainCommit(ledger, POST, answer);
         return { out: [String(answer)] };
-      }, makeSaver(dir));
-      await app.invoke({ out: [] }, CFG);
+      }, makeSaver);
       const old = (await app.getState(CFG)).config;
       await app.invoke(new Command({ resume: 'approve by alice' }), CFG);
       await app.invoke(new Command({ resume: 'approve by mallory' }), old);
@@ -227,13 +225,10 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
 
     test('gate: resuming again from an old config does not commit again', async () => {
       const k = new Kernel(tmp());
-      const app = compile(async (_state) => ({ out: [await k.gate().call(POST, ASK)] }),
-        makeSaver(tmp()));
-      let r = await app.invoke({ out: [] }, CFG);
+      const { app, request } = await k.start(makeSaver(tmp()), POST);
       const old = (await app.getState(CFG)).config;
-      const request = requestOf(r);
       await app.invoke(new Command({ resume: k.approve(request) }), CFG);
-      r = await app.invoke(new Command({ resume: k.approve(request, { approver: 'mallory' }) }),
+      const r = await app.invoke(new Command({ resume: k.approve(request, { approver: 'mallory' }) }),
         old);
       // The call's result is recorded in the run: the node returns it, the tool is not called.
       assert.deepEqual(r.out, ['publish done #1']);
@@ -247,10 +242,8 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
     // The approval's other bindings: requester, expiry, arguments.
     test('gate: self-approval, an expired approval and other arguments are refused', async () => {
       const k = new Kernel(tmp());
-      const app = compile(async (_state) => ({ out: [await k.gate().call(POST, ASK)] }),
-        makeSaver(tmp()));
-      let r = await app.invoke({ out: [] }, CFG);
-      const request = requestOf(r);
+      const { app, request } = await k.start(makeSaver(tmp()), POST);
+      let r;
       const otherArgs = { ...request,
         calls: [{ ...request.calls[0], args_digest: rk.digest({ post: 43 }) }] };
       for (const [decision, kind] of [
@@ -287,10 +280,8 @@ for (const [saverName, makeSaver] of Object.entries(SAVERS)) {
 
     test('gate: a denial ends the run and the call is never made', async () => {
       const k = new Kernel(tmp());
-      const app = compile(async (_state) => ({ out: [await k.gate().call(POST, ASK)] }),
-        makeSaver(tmp()));
-      const r = await app.invoke({ out: [] }, CFG);
-      await assert.rejects(app.invoke(new Command({ resume: k.deny(requestOf(r)) }), CFG),
+      const { app, request } = await k.start(makeSaver(tmp()), POST);
+      await assert.rejects(app.invoke(new Command({ resume: k.deny(request) }), CFG),
         (e) => e instanceof gate.Denied);
       assert.equal(k.gate().stored().held.run.phase.phase, 'failed');
       assert.equal(k.ledger.commits(), 0);

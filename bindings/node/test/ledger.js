@@ -44,17 +44,32 @@ class DedupingTool {
     this.ledger = ledger;
   }
 
+  /** What the tool answers for the `n`th commit of its ledger. */
+  answer(call, n) {
+    return `${call.tool} done #${n}`;
+  }
+
+  /** The ledger's entry of a commit of `call` answered `answer`. */
+  entry(call, answer) {
+    return { tool_key: call.tool_key, tool: call.tool, args: call.args, result: answer };
+  }
+
+  /** The answer a ledger's entry holds. */
+  answered(entry) {
+    return entry.result;
+  }
+
   async query(call) {
     const found = this.ledger.entries().find((e) => e.tool_key === call.tool_key);
-    return found === undefined ? null : found.result;
+    return found === undefined ? null : this.answered(found);
   }
 
   async commit(call) {
     const found = await this.query(call);
     if (found !== null) return found;
-    const result = `${call.tool} done #${this.ledger.commits() + 1}`;
-    this.ledger.append({ tool_key: call.tool_key, tool: call.tool, args: call.args, result });
-    return result;
+    const answer = this.answer(call, this.ledger.commits() + 1);
+    this.ledger.append(this.entry(call, answer));
+    return answer;
   }
 }
 

@@ -107,6 +107,13 @@ class World {
     return result;
   }
 
+  /** Resumes the current thread with `answer`: the graph's result, recorded. */
+  async resumed(answer) {
+    const thread = this.thread;
+    return this.record(thread, await this.app.graph.invoke(new Command({ resume: answer }),
+      cfg(thread)));
+  }
+
   check(thread, result) {
     const payments = this.app.ledger.entries();
     for (const p of payments) {
@@ -129,18 +136,29 @@ class World {
   }
 }
 
+/** A command fast-check may run in any model. */
+class Step {
+  check() {
+    return true;
+  }
+}
+
+/** A command that answers what the graph asks: run only where it may have asked. */
+class Answer extends Step {
+  check(m) {
+    return m.asked;
+  }
+}
+
 const approvalRequest = (w) => {
   const p = w.paused.get(w.thread);
   return p && Array.isArray(p.calls) ? p : null;
 };
 
-class Start {
+class Start extends Step {
   constructor(fresh, to, amount, reuse) {
+    super();
     Object.assign(this, { fresh, to, amount, reuse });
-  }
-
-  check() {
-    return true;
   }
 
   async run(_m, w) {
@@ -159,13 +177,10 @@ class Start {
   }
 }
 
-class Decide {
+class Decide extends Answer {
   constructor(approve, validFor) {
+    super();
     Object.assign(this, { approve, validFor });
-  }
-
-  check(m) {
-    return m.asked;
   }
 
   async run(_m, w) {
@@ -178,10 +193,7 @@ class Decide {
     if (this.approve && now <= request.expires_at && this.validFor >= 0) {
       w.approved.add(request.calls[0].args);
     }
-    const thread = w.thread;
-    const r = await w.record(thread, await w.app.graph.invoke(new Command({ resume: answer }),
-      cfg(thread)));
-    w.check(thread, r);
+    w.check(w.thread, await w.resumed(answer));
   }
 
   toString() {
@@ -189,13 +201,10 @@ class Decide {
   }
 }
 
-class ChangeState {
+class ChangeState extends Answer {
   constructor(amount) {
+    super();
     this.amount = amount;
-  }
-
-  check(m) {
-    return m.asked;
   }
 
   async run(_m, w) {
@@ -209,11 +218,7 @@ class ChangeState {
   }
 }
 
-class DeliverLate {
-  check(m) {
-    return m.asked;
-  }
-
+class DeliverLate extends Answer {
   async run(_m, w) {
     const request = approvalRequest(w);
     if (request === null) return;
@@ -221,11 +226,9 @@ class DeliverLate {
     const answer = { ...gate.approve(request, 'alice', w.app.ticks + 10_000), at: w.app.ticks };
     const before = w.app.ledger.commits();
     w.app.ticks = Number(request.expires_at) + 5;
-    const thread = w.thread;
-    const r = await w.record(thread, await w.app.graph.invoke(new Command({ resume: answer }),
-      cfg(thread)));
+    const r = await w.resumed(answer);
     assert.equal(w.app.ledger.commits(), before, 'a late delivery paid');
-    w.check(thread, r);
+    w.check(w.thread, r);
   }
 
   toString() {
@@ -233,13 +236,10 @@ class DeliverLate {
   }
 }
 
-class ResumeOld {
+class ResumeOld extends Step {
   constructor(pick) {
+    super();
     this.pick = pick;
-  }
-
-  check() {
-    return true;
   }
 
   async run(_m, w) {
@@ -261,25 +261,20 @@ class ResumeOld {
   }
 }
 
-class AnswerSecond {
+class AnswerSecond extends Answer {
   constructor(text) {
+    super();
     this.text = text;
-  }
-
-  check(m) {
-    return m.asked;
   }
 
   async run(_m, w) {
     const p = w.paused.get(w.thread);
     if (!p || p.question === undefined) return;
-    const thread = w.thread;
-    const r = await w.record(thread, await w.app.graph.invoke(new Command({ resume: this.text }),
-      cfg(thread)));
+    const r = await w.resumed(this.text);
     if (r.receipt !== null && !r.__interrupt__) {
       assert.equal(r.notify, this.text, 'the second question got another answer');
     }
-    w.check(thread, r);
+    w.check(w.thread, r);
   }
 
   toString() {
@@ -287,13 +282,10 @@ class AnswerSecond {
   }
 }
 
-class Tick {
+class Tick extends Step {
   constructor(by) {
+    super();
     this.by = by;
-  }
-
-  check() {
-    return true;
   }
 
   async run(_m, w) {

@@ -10,13 +10,12 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const Database = require('better-sqlite3');
-const { Annotation, END, MemorySaver, START, StateGraph, interrupt } = require(
-  '@langchain/langgraph',
-);
+const { Annotation, MemorySaver, interrupt } = require('@langchain/langgraph');
 const { SqliteSaver } = require('@langchain/langgraph-checkpoint-sqlite');
 
 const gate = require('../gate');
-const { Ledger } = require('./ledger');
+const { oneNode } = require('./graph');
+const { DedupingTool, Ledger } = require('./ledger');
 
 const KEY = 'a1'.repeat(32);
 const ASK = { requester: 'agent', approver: 'alice', expiresIn: 100 };
@@ -31,31 +30,22 @@ const State = Annotation.Root({
 });
 
 /** The payment service: pays once per tool key, answers the same receipt again. */
-class PaymentService {
-  constructor(ledger) {
-    this.ledger = ledger;
+class PaymentService extends DedupingTool {
+  answer(_call, n) {
+    return `receipt-${n}`;
   }
 
-  async query(call) {
-    const found = this.ledger.entries().find((e) => e.tool_key === call.tool_key);
-    return found === undefined ? null : found.receipt;
+  entry(call, receipt) {
+    return { tool_key: call.tool_key, tool: call.tool, ...call.args, receipt };
   }
 
-  async commit(call) {
-    const found = await this.query(call);
-    if (found !== null) return found;
-    const receipt = `receipt-${this.ledger.commits() + 1}`;
-    this.ledger.append({ tool_key: call.tool_key, tool: call.tool, ...call.args, receipt });
-    return receipt;
+  answered(entry) {
+    return entry.receipt;
   }
 }
 
 function compile(node, saver) {
-  return new StateGraph(State)
-    .addNode('pay', node)
-    .addEdge(START, 'pay')
-    .addEdge('pay', END)
-    .compile({ checkpointer: saver });
+  return oneNode(State, 'pay', node, saver);
 }
 
 /** The app through the gate, its stores in `dir`. `saver`: 'memory' or 'sqlite'. */

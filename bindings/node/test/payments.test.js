@@ -37,6 +37,31 @@ async function start(a, thread = 't-1', payment = PAY_BOB) {
   return request;
 }
 
+/** A gated app on `saver` whose payment to bob, started at t1, waits on its approval. */
+async function awaitingApproval(saver) {
+  const a = app({ saver });
+  a.ticks = 1;
+  return { a, request: await start(a) };
+}
+
+/** Asserts that `a` paid `n` times and that its audit log validates. */
+function assertPaid(a, n) {
+  assert.equal(a.ledger.commits(), n);
+  assertValidates(a.gate('t-1').log(), KEY);
+}
+
+/**
+ * Feeds alice's approval of `request` to `a`, which pays and asks its second question, and
+ * answers it with `answer`: what the graph ends with.
+ */
+async function approvedAndAnswered(a, request, answer) {
+  const asked = await resume(a, gate.approve(request, 'alice', 90));
+  assert.deepEqual(pausedOn(asked), { question: 'notify the payee?' });
+  const r = await resume(a, answer);
+  assert.equal(r.receipt, 'receipt-1');
+  return r;
+}
+
 const resume = (a, value, thread = 't-1') => a.graph.invoke(new Command({ resume: value }), cfg(thread));
 
 for (const saver of ['memory', 'sqlite']) {
@@ -51,9 +76,7 @@ for (const saver of ['memory', 'sqlite']) {
     });
 
     test('gate: the approver sees the arguments beside their digest; that amount is paid', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       assert.equal(request.calls[0].args, '{"amount":50,"to":"bob"}');
       assert.match(request.calls[0].args_digest, /^[0-9a-f]{64}$/);
       a.ticks = 2;
@@ -64,9 +87,7 @@ for (const saver of ['memory', 'sqlite']) {
     });
 
     test('gate: the state changed to 999 before the resume is refused, nothing paid', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       await a.graph.updateState(cfg('t-1'), { amount: 999 });
       a.ticks = 2;
       const r = await resume(a, gate.approve(request, 'alice', 90));
@@ -90,9 +111,7 @@ for (const saver of ['memory', 'sqlite']) {
     });
 
     test('gate: a late delivery is refused at the gate\'s clock and the run expires', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       // The approval is made in time (t=2, valid until t=90), delivered at t=5000.
       const approval = gate.approve(request, 'alice', 90);
       a.ticks = 5000;
@@ -107,22 +126,17 @@ for (const saver of ['memory', 'sqlite']) {
     });
 
     test('gate: an approval delivered late in the same wait is refused as expired', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       // The approver's own expiry passed (t=10), the request's not (t=101): refused, asked again.
       const approval = gate.approve(request, 'alice', 10);
       a.ticks = 20;
       const r = await resume(a, approval);
       assert.equal(pausedOn(r).refused.rejection, 'approval_expired');
-      assert.equal(a.ledger.commits(), 0);
-      assertValidates(a.gate('t-1').log(), KEY);
+      assertPaid(a, 0);
     });
 
     test('gate: a new payment under an old call id never gets the old receipt', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       a.ticks = 2;
       await resume(a, gate.approve(request, 'alice', 90));
       const done = await resume(a, 'no');
@@ -154,9 +168,7 @@ for (const saver of ['memory', 'sqlite']) {
     });
 
     test('gate: the second question gets its own answer, after refusals too', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       a.ticks = 2;
       // A self-approval (refused, counted), not a decision (refused, not counted), then the
       // approval: the node's later interrupt() still gets its own answer.
@@ -165,45 +177,33 @@ for (const saver of ['memory', 'sqlite']) {
       r = await resume(a, { not: 'a decision' });
       assert.equal(pausedOn(r).verdict, 'not_a_decision');
       assert.match(pausedOn(r).message, /not a decision/);
-      r = await resume(a, gate.approve(request, 'alice', 90));
-      assert.deepEqual(pausedOn(r), { question: 'notify the payee?' });
-      r = await resume(a, 'yes, notify bob');
+      r = await approvedAndAnswered(a, request, 'yes, notify bob');
       assert.equal(r.notify, 'yes, notify bob');
-      assert.equal(r.receipt, 'receipt-1');
-      assert.equal(a.ledger.commits(), 1);
-      assertValidates(a.gate('t-1').log(), KEY);
+      assertPaid(a, 1);
     });
 
     test('gate: the facts are observed: a payee account that moved refuses the approval', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       fs.writeFileSync(a.versionFile, '2'); // the payee's account changed meanwhile
       a.ticks = 2;
       const r = await resume(a, gate.approve(request, 'alice', 90));
       assert.equal(pausedOn(r).refused.rejection, 'resource_changed');
-      assert.equal(a.ledger.commits(), 0);
-      assertValidates(a.gate('t-1').log(), KEY);
+      assertPaid(a, 0);
     });
 
     test('gate: a denial ends the graph with a clear result, nothing paid', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       a.ticks = 2;
       const r = await resume(a, gate.deny(request, 'alice', 90));
       assert.equal(r.outcome, 'ended: denied');
       // Asked again (a node run again), the run stays ended: nothing is asked.
       const again = await a.graph.invoke(PAY_BOB, cfg('t-1'));
       assert.equal(again.outcome, 'ended: denied');
-      assert.equal(a.ledger.commits(), 0);
-      assertValidates(a.gate('t-1').log(), KEY);
+      assertPaid(a, 0);
     });
 
     test('gate: a resume from an old config pays nothing again', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       const old = (await a.graph.getState(cfg('t-1'))).config;
       a.ticks = 2;
       await resume(a, gate.approve(request, 'alice', 90));
@@ -212,21 +212,15 @@ for (const saver of ['memory', 'sqlite']) {
       const r = await a.graph.invoke(new Command({ resume: gate.approve(request, 'mallory', 90) }),
         old);
       assert.equal(r.receipt, 'receipt-1');
-      assert.equal(a.ledger.commits(), 1);
-      assertValidates(a.gate('t-1').log(), KEY);
+      assertPaid(a, 1);
     });
 
     test('gate: the same payment asked again in a new run of the node asks its second question', async () => {
-      const a = app({ saver });
-      a.ticks = 1;
-      const request = await start(a);
+      const { a, request } = await awaitingApproval(saver);
       a.ticks = 2;
       // Two answers fed and counted: a self-approval (refused), then the approval.
       await resume(a, gate.approve(request, 'agent', 90));
-      let r = await resume(a, gate.approve(request, 'alice', 90));
-      assert.deepEqual(pausedOn(r), { question: 'notify the payee?' });
-      r = await resume(a, 'yes');
-      assert.equal(r.receipt, 'receipt-1');
+      let r = await approvedAndAnswered(a, request, 'yes');
       // The same payment again on the thread: a new run of the node, which LangGraph hands
       // none of the two answers. The gate skips only what LangGraph holds, so the node's next
       // interrupt() is its second question, not a prompt in the place of an answer fed.
@@ -235,8 +229,7 @@ for (const saver of ['memory', 'sqlite']) {
       r = await resume(a, 'no');
       assert.equal(r.notify, 'no');
       assert.equal(r.receipt, 'receipt-1');
-      assert.equal(a.ledger.commits(), 1);
-      assertValidates(a.gate('t-1').log(), KEY);
+      assertPaid(a, 1);
     });
   });
 }

@@ -13,16 +13,15 @@ import asyncio
 import json
 import pathlib
 import sys
-import time
 from typing import Optional
 
 from agents import Agent, Runner, function_tool, set_tracing_disabled
-from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.testing import ScriptedModel, function_call
 from agents.tool_context import ToolContext
 
-from ledger import DedupingTool, Ledger
-from resumable_kernel import agents_sdk, gate
-from resumable_kernel.driver import Driver, Store
+from agents_turn import open_desk, resumed, suspend_turn
+from ledger import DedupingTool
+from resumable_kernel import agents_sdk
 
 set_tracing_disabled(True)
 IDENTITY = {"tenant": "acme", "session": "chat-2", "run": "run-2", "definition": "writer@1"}
@@ -37,10 +36,6 @@ def publish(ctx: ToolContext, post: int) -> str:
     return DESK.run(ctx.tool_call_id, {"post": post}, TOOL)
 
 
-def clock() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def agent(model: ScriptedModel) -> Agent:
     return Agent(name="writer", model=model, tools=[publish])
 
@@ -53,19 +48,13 @@ def outputs(items) -> dict:
 
 async def main(step: str, dir: pathlib.Path, call_id: str) -> None:
     global DESK, TOOL
-    DESK = agents_sdk.ApprovalDesk(Driver(Store(str(dir / "turns.db")), "run-2", IDENTITY, clock=clock))
-    TOOL = DedupingTool(Ledger(dir / "tool.ledger"))
+    DESK, TOOL = open_desk(dir, "run-2", IDENTITY)
     if step == "start":
         model = ScriptedModel([[function_call("publish", {"post": 1}, call_id="call_1"),
                                 function_call("publish", {"post": 2}, call_id="call_2")]])
-        result = await Runner.run(agent(model), "publish posts 1 and 2")
-        request = DESK.suspend(result, requester="writer", approver="alice", expires_in=600_000)
-        (dir / "request.json").write_text(json.dumps(request))
-        print(json.dumps({"suspended": [c["call_id"] for c in request["request"]["calls"]]}))
+        await suspend_turn(DESK, agent(model), "publish posts 1 and 2", dir)
         return
-    request = json.loads((dir / "request.json").read_text())
-    model = ScriptedModel([[assistant_message("done")]])
-    now = clock()
+    request, model, now = resumed(dir)
     if step == "approve":
         decision = agents_sdk.approve(request, call_id, "alice", now + 60_000)
     elif step == "reject":

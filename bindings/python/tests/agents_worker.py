@@ -12,17 +12,16 @@ import asyncio
 import json
 import pathlib
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from agents import Agent, Runner, function_tool, set_tracing_disabled
-from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.testing import ScriptedModel, function_call
 from agents.tool_context import ToolContext
 
-from ledger import DedupingTool, Ledger
-from resumable_kernel import agents_sdk, gate
-from resumable_kernel.driver import Driver, Store
+from agents_turn import open_desk, resumed, suspend_turn
+from ledger import DedupingTool
+from resumable_kernel import agents_sdk
 
 set_tracing_disabled(True)
 IDENTITY = {"tenant": "acme", "session": "chat-1", "run": "run-1", "definition": "writer@1"}
@@ -50,10 +49,6 @@ def publish(ctx: ToolContext, post: int) -> str:
     return DESK.run(ctx.tool_call_id, {"post": post}, TOOL)
 
 
-def clock() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def agent(model: ScriptedModel) -> Agent:
     return Agent(name="writer", model=model, tools=[publish])
 
@@ -66,18 +61,12 @@ def seen() -> list[Any]:
 
 async def main(step: str, dir: pathlib.Path, approver: str, context: Any) -> None:
     global DESK, TOOL
-    DESK = agents_sdk.ApprovalDesk(Driver(Store(str(dir / "turns.db")), "run-1", IDENTITY, clock=clock))
-    TOOL = DedupingTool(Ledger(dir / "tool.ledger"))
+    DESK, TOOL = open_desk(dir, "run-1", IDENTITY)
     if step == "start":
         model = ScriptedModel([[function_call("publish", {"post": 42}, call_id="call_42")]])
-        result = await Runner.run(agent(model), "publish post 42", context=context)
-        request = DESK.suspend(result, requester="writer", approver="alice", expires_in=600_000)
-        (dir / "request.json").write_text(json.dumps(request))
-        print(json.dumps({"suspended": [c["call_id"] for c in request["request"]["calls"]]}))
+        await suspend_turn(DESK, agent(model), "publish post 42", dir, context=context)
         return
-    request = json.loads((dir / "request.json").read_text())
-    model = ScriptedModel([[assistant_message("done")]])
-    now = clock()
+    request, model, now = resumed(dir)
     try:
         decision = agents_sdk.approve(request, "call_42", approver, now + 60_000)
         state = await DESK.decide(agent(model), decision)

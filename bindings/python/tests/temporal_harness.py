@@ -23,6 +23,20 @@ REQUIRE_TEMPORAL = os.environ.get("RESUMABLE_REQUIRE_TEMPORAL") == "1"
 """CI sets it: without the `temporal` CLI the Temporal tests fail instead of skipping."""
 
 
+def skip_without_temporalio() -> None:
+    """Skips the calling test module when the Temporal SDK is not installed, unless the
+    Temporal tests are required: then its import error stands. Called at module level, before
+    the module imports from temporalio."""
+    try:
+        import temporalio  # noqa: F401
+    except ImportError:  # pragma: no cover - the environment decides
+        if REQUIRE_TEMPORAL:
+            raise
+        import pytest
+
+        pytest.skip("temporalio is not installed", allow_module_level=True)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -86,8 +86,21 @@ class Kernel:
         return Driver(self.store, "run-1", IDENTITY, clock=self.clock,
                       facts=lambda: observed(self.version))
 
-    def gate(self) -> gate.ApprovalGate:
-        return gate.ApprovalGate(self.driver(), DedupingTool(self.ledger), interrupt)
+    def gate(self, driver: Driver | None = None) -> gate.ApprovalGate:
+        driver = self.driver() if driver is None else driver
+        return gate.ApprovalGate(driver, DedupingTool(self.ledger), interrupt)
+
+    def start(self, saver, *calls: Call, driver: Driver | None = None) -> tuple[Any, dict]:
+        """The graph whose one node makes `calls` through one gate (on `driver`, or on a new
+        driver each time the node runs), run to its first interrupt: the graph and what the
+        interrupt shows."""
+
+        def work(state: State) -> State:
+            g = self.gate(driver)
+            return {"out": [self.call(g, c) for c in calls]}
+
+        app = compile(work, saver)
+        return app, request_of(app.invoke({"out": []}, CFG))
 
     def call(self, g: gate.ApprovalGate, call: Call) -> str:
         return g.call(call.call_id, call.tool, call.args, key=call.key, requester="agent",
@@ -95,6 +108,13 @@ class Kernel:
 
     def approve(self, shown: dict, approver: str = "alice", valid_for: int = 100) -> dict:
         return gate.approve(shown, approver, expires_at=self.clock() + valid_for)
+
+
+def plain_start(work, saver) -> Any:
+    """The graph of plain LangGraph whose one node is `work`, run to its first interrupt."""
+    app = compile(work, saver)
+    app.invoke({"out": []}, CFG)
+    return app
 
 
 def request_of(result: dict) -> dict:
@@ -122,8 +142,7 @@ def test_plain_a_commit_before_a_second_interrupt_runs_again_on_resume(saver, tm
         plain_commit(ledger, DELETE, second)
         return {"out": ["both"]}
 
-    app = compile(work, saver)
-    app.invoke({"out": []}, CFG)
+    app = plain_start(work, saver)
     app.invoke(Command(resume="approve"), CFG)
     app.invoke(Command(resume="approve"), CFG)
     # The node ran again from its start on the second resume: the post was published twice.
@@ -132,14 +151,8 @@ def test_plain_a_commit_before_a_second_interrupt_runs_again_on_resume(saver, tm
 
 def test_kernel_a_call_recorded_before_a_second_interrupt_is_not_made_again(saver, tmp_path) -> None:
     k = Kernel(tmp_path)
-
-    def work(state: State) -> State:
-        g = k.gate()
-        return {"out": [k.call(g, POST), k.call(g, DELETE)]}
-
-    app = compile(work, saver)
-    r = app.invoke({"out": []}, CFG)
-    r = app.invoke(Command(resume=k.approve(request_of(r))), CFG)
+    app, shown = k.start(saver, POST, DELETE)
+    r = app.invoke(Command(resume=k.approve(shown)), CFG)
     assert call_of(request_of(r))["call_id"] == "call-2"
     r = app.invoke(Command(resume=k.approve(request_of(r))), CFG)
     assert r["out"] == ["publish done #1", "delete done #2"]
@@ -158,8 +171,7 @@ def test_plain_a_resume_for_no_pending_interrupt_is_taken_as_the_answer(saver, t
             plain_commit(ledger, POST, answer)
         return {"out": ["done"]}
 
-    app = compile(work, saver)
-    app.invoke({"out": []}, CFG)
+    app = plain_start(work, saver)
     app.invoke(Command(resume={"no-such-interrupt": "approve"}), CFG)
     # Nothing matched, nothing was refused: the map itself became the approval.
     assert ledger.commits("publish") == 1
@@ -168,13 +180,7 @@ def test_plain_a_resume_for_no_pending_interrupt_is_taken_as_the_answer(saver, t
 
 def test_kernel_a_decision_for_another_call_is_refused(saver, tmp_path) -> None:
     k = Kernel(tmp_path)
-
-    def work(state: State) -> State:
-        return {"out": [k.call(k.gate(), POST)]}
-
-    app = compile(work, saver)
-    r = app.invoke({"out": []}, CFG)
-    request = request_of(r)
+    app, request = k.start(saver, POST)
     other = {"request": dict(request["request"],
                              calls=[dict(call_of(request), call_id="call-2")])}
     r = app.invoke(Command(resume=k.approve(other)), CFG)
@@ -201,8 +207,7 @@ def test_plain_an_approval_for_one_call_answers_the_next_interrupt(saver, tmp_pa
                 plain_commit(ledger, call, "approve")
         return {"out": ["done"]}
 
-    app = compile(work, saver)
-    app.invoke({"out": []}, CFG)
+    app = plain_start(work, saver)
     decision_about_the_post = Command(resume="approve")
     app.invoke(decision_about_the_post, CFG)
     app.invoke(decision_about_the_post, CFG)  # delivered again: no one approved the delete
@@ -211,14 +216,8 @@ def test_plain_an_approval_for_one_call_answers_the_next_interrupt(saver, tmp_pa
 
 def test_kernel_an_approval_for_one_call_cannot_answer_the_next(saver, tmp_path) -> None:
     k = Kernel(tmp_path)
-
-    def work(state: State) -> State:
-        g = k.gate()
-        return {"out": [k.call(g, c) for c in (POST, DELETE)]}
-
-    app = compile(work, saver)
-    r = app.invoke({"out": []}, CFG)
-    decision_about_the_post = Command(resume=k.approve(request_of(r)))
+    app, shown = k.start(saver, POST, DELETE)
+    decision_about_the_post = Command(resume=k.approve(shown))
     r = app.invoke(decision_about_the_post, CFG)
     assert call_of(request_of(r))["call_id"] == "call-2"
     r = app.invoke(decision_about_the_post, CFG)
@@ -240,8 +239,7 @@ def test_plain_resuming_again_from_an_old_config_commits_again(saver, tmp_path) 
         plain_commit(ledger, POST, answer)
         return {"out": [str(answer)]}
 
-    app = compile(work, saver)
-    app.invoke({"out": []}, CFG)
+    app = plain_start(work, saver)
     old = app.get_state(CFG).config
     app.invoke(Command(resume="approve by alice"), CFG)
     app.invoke(Command(resume="approve by mallory"), old)
@@ -250,13 +248,8 @@ def test_plain_resuming_again_from_an_old_config_commits_again(saver, tmp_path) 
 
 def test_kernel_resuming_again_from_an_old_config_does_not_commit_again(saver, tmp_path) -> None:
     k = Kernel(tmp_path)
-
-    def work(state: State) -> State:
-        return {"out": [k.call(k.gate(), POST)]}
-
-    app = compile(work, saver)
-    r = app.invoke({"out": []}, CFG)
-    old, request = app.get_state(CFG).config, request_of(r)
+    app, request = k.start(saver, POST)
+    old = app.get_state(CFG).config
     app.invoke(Command(resume=k.approve(request)), CFG)
     r = app.invoke(Command(resume=k.approve(request, approver="mallory")), old)
     # The call's result is recorded in the run: the node returns it, the tool is not called.
@@ -271,13 +264,7 @@ def test_kernel_resuming_again_from_an_old_config_does_not_commit_again(saver, t
 
 def test_kernel_refuses_self_approval_an_expired_approval_and_other_arguments(saver, tmp_path) -> None:
     k = Kernel(tmp_path)
-
-    def work(state: State) -> State:
-        return {"out": [k.call(k.gate(), POST)]}
-
-    app = compile(work, saver)
-    r = app.invoke({"out": []}, CFG)
-    request = request_of(r)
+    app, request = k.start(saver, POST)
     other_args = {"request": dict(request["request"], calls=[
         dict(call_of(request), args_digest=digest({"post": 43}))])}
     for decision, kind in [
@@ -297,13 +284,7 @@ def test_kernel_a_value_that_is_no_answer_is_never_counted_and_no_answer_is_fed_
 ) -> None:
     k = Kernel(tmp_path)
     driver = k.driver()
-
-    def work(state: State) -> State:
-        g = gate.ApprovalGate(driver, DedupingTool(k.ledger), interrupt)
-        return {"out": [k.call(g, POST)]}
-
-    app = compile(work, saver)
-    request = request_of(app.invoke({"out": []}, CFG))
+    app, request = k.start(saver, POST, driver=driver)
     # A resume that is no answer: fed and counted by nobody.
     r = app.invoke(Command(resume="approve"), CFG)
     assert refusal(request_of(r)) == "not_a_decision"
@@ -329,13 +310,7 @@ def test_kernel_a_value_that_is_no_answer_is_never_counted_and_no_answer_is_fed_
 
 def test_kernel_a_resource_that_moved_since_the_suspension_is_noticed(saver, tmp_path) -> None:
     k = Kernel(tmp_path)
-
-    def work(state: State) -> State:
-        return {"out": [k.call(k.gate(), POST)]}
-
-    app = compile(work, saver)
-    r = app.invoke({"out": []}, CFG)
-    request = request_of(r)
+    app, request = k.start(saver, POST)
     assert request["request"]["checkpoint"]["resource_version"] == 7
     k.version = 8  # someone else changed the post while alice was reading
     # The approval carries the checkpoint alice saw (version 7); the gate observes 8.

@@ -116,6 +116,22 @@ def test_kernel_4244_a_decision_resumed_with_a_context_is_honoured_once(tmp_path
     assert Ledger(tmp_path / "tool.ledger").commits() == 1
 
 
+def plain_turn(tmp_path: pathlib.Path, prompt: str, *turns: list) -> tuple[Ledger, Agent, Any]:
+    """The SDK alone: an agent whose `needs_approval` tool publishes to a ledger in `tmp_path`,
+    whose model answers with `turns` in order, run on `prompt` to its first interruptions: the
+    ledger, the agent and the result."""
+    ledger = Ledger(tmp_path / "tool.ledger")
+
+    @function_tool(needs_approval=True)
+    def publish(post: int) -> str:
+        """Publish a post."""
+        ledger.append({"tool": "publish", "post": post})
+        return "published"
+
+    agent = Agent(name="writer", model=ScriptedModel(list(turns)), tools=[publish])
+    return ledger, agent, asyncio.run(Runner.run(agent, prompt))
+
+
 class Scene:
     """An agent whose publish tool needs approval, the kernel's desk, and a ledger."""
 
@@ -165,18 +181,9 @@ class Scene:
 
 
 def test_plain_anyone_approves_at_any_time_even_the_requester(tmp_path) -> None:
-    ledger = Ledger(tmp_path / "tool.ledger")
-
-    @function_tool(needs_approval=True)
-    def publish(post: int) -> str:
-        """Publish a post."""
-        ledger.append({"tool": "publish", "post": post})
-        return "published"
-
-    model = ScriptedModel([[function_call("publish", {"post": 42}, call_id="c1")],
-                           [assistant_message("done")]])
-    agent = Agent(name="writer", model=model, tools=[publish])
-    result = asyncio.run(Runner.run(agent, "publish"))
+    ledger, agent, result = plain_turn(tmp_path, "publish",
+                                       [function_call("publish", {"post": 42}, call_id="c1")],
+                                       [assistant_message("done")])
     state = result.to_state()
     # The approval names no approver, no requester, no expiry, no revision: the requester's
     # own approval, given whenever, runs the tool.
@@ -208,19 +215,10 @@ def test_kernel_refuses_the_requester_an_expired_approval_and_other_arguments(tm
 
 
 def test_plain_an_approval_given_once_covers_later_calls_with_other_arguments(tmp_path) -> None:
-    ledger = Ledger(tmp_path / "tool.ledger")
-
-    @function_tool(needs_approval=True)
-    def publish(post: int) -> str:
-        """Publish a post."""
-        ledger.append({"tool": "publish", "post": post})
-        return "published"
-
-    model = ScriptedModel([[function_call("publish", {"post": 42}, call_id="c1")],
-                           [function_call("publish", {"post": 666}, call_id="c2")],
-                           [assistant_message("done")]])
-    agent = Agent(name="writer", model=model, tools=[publish])
-    result = asyncio.run(Runner.run(agent, "publish"))
+    ledger, agent, result = plain_turn(tmp_path, "publish",
+                                       [function_call("publish", {"post": 42}, call_id="c1")],
+                                       [function_call("publish", {"post": 666}, call_id="c2")],
+                                       [assistant_message("done")])
     state = result.to_state()
     state.approve(result.interruptions[0], always_approve=True)
     assert asyncio.run(Runner.run(agent, state)).final_output == "done"

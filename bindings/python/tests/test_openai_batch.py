@@ -15,14 +15,14 @@ import subprocess
 import sys
 
 import pytest
-from agents import Agent, Runner, function_tool
-from agents.testing import ScriptedModel, assistant_message, function_call
+from agents import Runner
+from agents.testing import assistant_message, function_call
 
 import resumable_kernel as rk
 from ledger import Ledger
 from resumable_kernel import agents_sdk, gate
 from resumable_kernel.driver import Driver, Store
-from test_openai_agents import Scene
+from test_openai_agents import Scene, plain_turn
 
 WORKER = pathlib.Path(__file__).with_name("agents_batch_worker.py")
 
@@ -128,19 +128,10 @@ def test_kernel_the_sdk_runs_no_tool_before_every_call_is_decided(tmp_path) -> N
 
 
 def test_plain_the_sdk_runs_an_approved_call_while_its_sibling_awaits(tmp_path) -> None:
-    ledger = Ledger(tmp_path / "tool.ledger")
-
-    @function_tool(needs_approval=True)
-    def publish(post: int) -> str:
-        """Publish a post."""
-        ledger.append({"tool": "publish", "post": post})
-        return "published"
-
-    model = ScriptedModel([[function_call("publish", {"post": 1}, call_id="c1"),
-                            function_call("publish", {"post": 2}, call_id="c2")],
-                           [assistant_message("done")]])
-    agent = Agent(name="writer", model=model, tools=[publish])
-    result = asyncio.run(Runner.run(agent, "publish two"))
+    ledger, agent, result = plain_turn(tmp_path, "publish two",
+                                       [function_call("publish", {"post": 1}, call_id="c1"),
+                                        function_call("publish", {"post": 2}, call_id="c2")],
+                                       [assistant_message("done")])
     state = result.to_state()
     state.approve(result.interruptions[0])
     again = asyncio.run(Runner.run(agent, state))

@@ -15,18 +15,13 @@ import pathlib
 import subprocess
 import time
 import uuid
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pytest
 
-from temporal_harness import IDENTITY, REQUIRE_TEMPORAL as REQUIRED
+from temporal_harness import IDENTITY, skip_without_temporalio
 from temporal_harness import Server, Workers, count, events, keep_history
-try:
-    import temporalio  # noqa: F401
-except ImportError:  # pragma: no cover - the environment decides
-    if REQUIRED:
-        raise
-    pytest.skip("temporalio is not installed", allow_module_level=True)
+skip_without_temporalio()
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError  # noqa: E402
 from temporalio.exceptions import ApplicationError  # noqa: E402
@@ -65,6 +60,50 @@ def run_input(name: str, turns: list[list[dict[str, Any]]], **kw: Any) -> RunInp
 
 async def connect(server: Server) -> Client:
     return await Client.connect(server.address, identity=IDENTITY)
+
+
+async def start_run(server: Server, queue: str, prefix: str,
+                    turns: Optional[Callable[[str], list[list[dict[str, Any]]]]] = None,
+                    **kw: Any) -> tuple[str, WorkflowHandle[Any, Any]]:
+    """A kernel run named after `prefix`, started on `queue`: its turns made from its name
+    (one approved call named after the run if none), `kw` its other inputs. Its name and its
+    handle."""
+    client = await connect(server)
+    name = unique(prefix)
+    inp = run_input(name, [[proposal(name)]] if turns is None else turns(name), **kw)
+    return name, await client.start_workflow(KernelRun.run, inp, id=name, task_queue=queue)
+
+
+async def asking(server: Server, queue: str, prefix: str,
+                 **kw: Any) -> tuple[str, WorkflowHandle[Any, Any], dict[str, Any]]:
+    """A run started by `start_run`, once it asks its approver: its name, its handle and the
+    request."""
+    name, h = await start_run(server, queue, prefix, **kw)
+    return name, h, await asked(h)
+
+
+async def start_plain(server: Server, queue: str, name: str,
+                      calls: list[dict[str, Any]]) -> WorkflowHandle[Any, Any]:
+    """The plain Temporal approval workflow `name` over `calls`, started on `queue`."""
+    client = await connect(server)
+    return await client.start_workflow("plain.Approval", {"calls": calls}, id=name,
+                                       task_queue=queue)
+
+
+def payment(name: str, **extra: Any) -> dict[str, Any]:
+    """The plain workflow's call paying bob 50 under the key `name`, with `extra` fields."""
+    return {"key": name, "tool": "send_payment", "args": {"to": "bob", "amount": 50}, **extra}
+
+
+async def decide_plain(h: WorkflowHandle[Any, Any], decision: dict[str, Any]) -> None:
+    """Signals `decision` to the plain workflow and waits for it to end."""
+    await h.signal("decide", decision)
+    await asyncio.wait_for(h.result(), 30)
+
+
+def committed(ledger: pathlib.Path, key: Optional[str] = None) -> list[dict[str, Any]]:
+    """The tool's commits under `key` (every commit, if none)."""
+    return list(LedgerService(str(ledger)).commits(key))
 
 
 async def asked(handle: WorkflowHandle[Any, Any], call_id: Optional[str] = None,
@@ -131,12 +170,7 @@ def test_kernel_an_approval_commits_the_call_once_with_the_shown_arguments(
         server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
         tmp_path: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
-        name = unique("once")
-        h = await client.start_workflow(KernelRun.run, run_input(name, [[proposal(name)]],
-                                                                 linger_ms=1500),
-                                        id=name, task_queue=queue)
-        req = await asked(h)
+        name, h, req = await asking(server, queue, "once", linger_ms=1500)
         verdict = await h.execute_update(KernelRun.approve, decision(req))
         assert verdict["verdict"] == "accepted"
         # The same approval again: the kernel refuses it, and nothing enters the history.
@@ -145,7 +179,7 @@ def test_kernel_an_approval_commits_the_call_once_with_the_shown_arguments(
         result = await finish(h, resumable_bin, tmp_path)
         assert [o["outcome"] for o in result["outcomes"]] == ["result"]
         key = result_key(ledger, name)
-        commits = LedgerService(str(ledger)).commits(key)
+        commits = committed(ledger, key)
         assert len(commits) == 1 and commits[0]["args"] == {"to": "bob", "amount": 50}
         names = await events(h)
         assert count(names, "WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 1
@@ -166,11 +200,7 @@ def test_kernel_of_two_racing_decisions_one_wins_and_the_other_is_refused(
         server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
         tmp_path: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
-        name = unique("race")
-        h = await client.start_workflow(KernelRun.run, run_input(name, [[proposal(name)]]),
-                                        id=name, task_queue=queue)
-        req = await asked(h)
+        name, h, req = await asking(server, queue, "race")
         results = await asyncio.gather(
             h.execute_update(KernelRun.approve, decision(req)),
             h.execute_update(KernelRun.deny, decision(req)), return_exceptions=True)
@@ -180,7 +210,7 @@ def test_kernel_of_two_racing_decisions_one_wins_and_the_other_is_refused(
         assert isinstance(lost[0].cause, ApplicationError)
         assert lost[0].cause.type != "accepted"
         result = await finish(h, resumable_bin, tmp_path)
-        commits = LedgerService(str(ledger)).commits(result_key(ledger, name))
+        commits = committed(ledger, result_key(ledger, name))
         approved = results[0] is won[0]
         assert len(commits) == (1 if approved else 0)
         assert result["phase"]["phase"] == ("running" if approved else "failed")
@@ -192,11 +222,8 @@ def test_kernel_of_two_racing_decisions_one_wins_and_the_other_is_refused(
 def test_plain_a_second_decision_overwrites_the_first(
         server: Server, workers: Workers, ledger: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
         tq, name = unique("plain-tq"), unique("plain-race")
-        call = {"key": name, "tool": "send_payment", "args": {"to": "bob", "amount": 50}}
-        h = await client.start_workflow("plain.Approval", {"calls": [call]}, id=name,
-                                        task_queue=tq)
+        h = await start_plain(server, tq, name, [payment(name)])
         # Both decisions arrive before the workflow runs them (no worker yet): the last wins.
         await h.signal("decide", {"approve": False, "approver": "alice"})
         await h.signal("decide", {"approve": True, "approver": "mallory"})
@@ -206,7 +233,7 @@ def test_plain_a_second_decision_overwrites_the_first(
         finally:
             Workers.kill(proc)
         assert taken == [{"approve": True, "approver": "mallory"}]  # alice's denial is lost
-        assert len(LedgerService(str(ledger)).commits(name)) == 1
+        assert len(committed(ledger, name)) == 1
         assert count(await events(h), "WORKFLOW_EXECUTION_SIGNALED") == 2
         await keep_history(h, "plain_overwrite")
     run(go())
@@ -227,15 +254,11 @@ def test_kernel_an_approval_for_other_arguments_is_refused(
         server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
         tmp_path: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
-        name = unique("args")
-        h = await client.start_workflow(KernelRun.run, run_input(name, [[proposal(name)]]),
-                                        id=name, task_queue=queue)
-        req = await asked(h)
+        name, h, req = await asking(server, queue, "args")
         v = await refused(h.execute_update(
             KernelRun.approve, decision(shown_with(req, {"to": "bob", "amount": 5}))))
         assert v["verdict"] not in ("accepted", "not_a_decision")
-        assert LedgerService(str(ledger)).commits(result_key(ledger, name)) == []
+        assert committed(ledger, result_key(ledger, name)) == []
         await h.execute_update(KernelRun.approve, decision(req))
         await finish(h, resumable_bin, tmp_path)
         assert count(await events(h), "WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 1
@@ -246,15 +269,12 @@ def test_kernel_an_approval_for_other_arguments_is_refused(
 def test_plain_an_approval_for_other_arguments_is_taken(
         server: Server, queue: str, ledger: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
         name = unique("plain-args")
-        call = {"key": name, "tool": "send_payment", "args": {"to": "bob", "amount": 5000}}
-        h = await client.start_workflow("plain.Approval", {"calls": [call]}, id=name,
-                                        task_queue=queue)
-        await h.signal("decide", {"approve": True, "approver": "alice",
-                                  "args": {"to": "bob", "amount": 50}})
-        await asyncio.wait_for(h.result(), 30)
-        commits = LedgerService(str(ledger)).commits(name)
+        h = await start_plain(server, queue, name, [payment(name, args={"to": "bob",
+                                                                         "amount": 5000})])
+        await decide_plain(h, {"approve": True, "approver": "alice",
+                               "args": {"to": "bob", "amount": 50}})
+        commits = committed(ledger, name)
         assert [c["args"]["amount"] for c in commits] == [5000]  # alice approved 50
     run(go())
 
@@ -264,14 +284,10 @@ def test_plain_an_approval_for_other_arguments_is_taken(
 def test_kernel_the_requester_approving_its_own_call_is_refused(
         server: Server, queue: str, ledger: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
-        name = unique("self")
-        h = await client.start_workflow(KernelRun.run, run_input(name, [[proposal(name)]]),
-                                        id=name, task_queue=queue)
-        req = await asked(h)
+        name, h, req = await asking(server, queue, "self")
         v = await refused(h.execute_update(KernelRun.approve, decision(req, "agent")))
         assert v["verdict"] == "self_approval"
-        assert LedgerService(str(ledger)).commits(result_key(ledger, name)) == []
+        assert committed(ledger, result_key(ledger, name)) == []
         assert count(await events(h), "WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 0
         await h.execute_update(KernelRun.cancel, Cancel(by="ops"))
         result = await asyncio.wait_for(h.result(), 30)
@@ -282,15 +298,11 @@ def test_kernel_the_requester_approving_its_own_call_is_refused(
 def test_plain_the_requester_approves_its_own_call(
         server: Server, queue: str, ledger: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
         name = unique("plain-self")
-        call = {"key": name, "tool": "send_payment", "args": {"to": "bob", "amount": 50},
-                "requester": "agent"}
-        h = await client.start_workflow("plain.Approval", {"calls": [call]}, id=name,
-                                        task_queue=queue)
-        await h.signal("decide", {"approve": True, "approver": "agent"})
-        await asyncio.wait_for(h.result(), 30)
-        assert len(LedgerService(str(ledger)).commits(name)) == 1
+        h = await start_plain(server, queue, name, [payment(name, requester="agent")])
+        await decide_plain(h, {"approve": True, "approver": "agent"})
+        # Committed once, on the requester's own word.
+        assert [c["args"] for c in committed(ledger, name)] == [{"to": "bob", "amount": 50}]
     run(go())
 
 
@@ -300,12 +312,8 @@ def test_kernel_an_approval_after_the_expiry_timer_fired_is_refused(
         server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
         tmp_path: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
-        name = unique("late")
-        h = await client.start_workflow(
-            KernelRun.run, run_input(name, [[proposal(name, expires_in=1500)]],
-                                     linger_ms=1500), id=name, task_queue=queue)
-        req = await asked(h)
+        name, h, req = await asking(server, queue, "late", linger_ms=1500,
+                                    turns=lambda name: [[proposal(name, expires_in=1500)]])
         deadline = time.monotonic() + 20
         while (await h.query(KernelRun.next))["phase"]["phase"] != "failed":
             assert time.monotonic() < deadline, "the expiry timer did not fire"
@@ -314,7 +322,7 @@ def test_kernel_an_approval_after_the_expiry_timer_fired_is_refused(
         assert v["verdict"] != "accepted"
         result = await finish(h, resumable_bin, tmp_path)
         assert cause(result["phase"]) == "expired"
-        assert LedgerService(str(ledger)).commits(result_key(ledger, name)) == []
+        assert committed(ledger, result_key(ledger, name)) == []
         names = await events(h)
         assert count(names, "TIMER_FIRED") >= 1
         assert count(names, "WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 0
@@ -325,17 +333,12 @@ def test_kernel_an_approval_after_the_expiry_timer_fired_is_refused(
 def test_plain_an_approval_has_no_expiry(server: Server, queue: str,
                                          ledger: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
         name = unique("plain-late")
-        call = {"key": name, "tool": "send_payment", "args": {"to": "bob", "amount": 50},
-                "expires_in": 1500}
-        h = await client.start_workflow("plain.Approval", {"calls": [call]}, id=name,
-                                        task_queue=queue)
+        h = await start_plain(server, queue, name, [payment(name, expires_in=1500)])
         await asyncio.sleep(2.0)  # the call's approval window has passed
         assert await h.query("waiting") is True
-        await h.signal("decide", {"approve": True, "approver": "alice"})
-        await asyncio.wait_for(h.result(), 30)
-        assert len(LedgerService(str(ledger)).commits(name)) == 1
+        await decide_plain(h, {"approve": True, "approver": "alice"})
+        assert len(committed(ledger, name)) == 1
     run(go())
 
 
@@ -345,12 +348,8 @@ def test_kernel_a_decision_on_an_earlier_call_is_refused_for_the_next(
         server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
         tmp_path: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
-        name = unique("stale")
-        turns = [[proposal(f"{name}-1")], [proposal(f"{name}-2", args={"to": "eve",
-                                                                        "amount": 900})]]
-        h = await client.start_workflow(KernelRun.run, run_input(name, turns), id=name,
-                                        task_queue=queue)
+        name, h = await start_run(server, queue, "stale", turns=lambda name: [
+            [proposal(f"{name}-1")], [proposal(f"{name}-2", args={"to": "eve", "amount": 900})]])
         first = await asked(h, f"{name}-1")
         await h.execute_update(KernelRun.approve, decision(first))
         await asked(h, f"{name}-2")
@@ -360,7 +359,7 @@ def test_kernel_a_decision_on_an_earlier_call_is_refused_for_the_next(
         await h.execute_update(KernelRun.deny, decision(second))
         result = await finish(h, resumable_bin, tmp_path)
         assert result["phase"]["phase"] == "failed"
-        assert [c["args"]["to"] for c in LedgerService(str(ledger)).commits()
+        assert [c["args"]["to"] for c in committed(ledger)
                 if c["tool_key"] in (tool_key(name, f"{name}-1"),
                                      tool_key(name, f"{name}-2"))] == ["bob"]
         await keep_history(h, "stale_refused")
@@ -376,21 +375,18 @@ def tool_key(run_name: str, key: str) -> str:
 def test_plain_a_stale_decision_approves_the_next_call(
         server: Server, queue: str, ledger: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
         name = unique("plain-stale")
         calls = [{"key": f"{name}-1", "tool": "send_payment", "args": {"to": "bob"}},
                  {"key": f"{name}-2", "tool": "send_payment", "args": {"to": "eve"}}]
-        h = await client.start_workflow("plain.Approval", {"calls": calls}, id=name,
-                                        task_queue=queue)
+        h = await start_plain(server, queue, name, calls)
         await h.signal("decide", {"approve": True, "approver": "alice", "call": f"{name}-1"})
         deadline = time.monotonic() + 20
-        while not LedgerService(str(ledger)).commits(f"{name}-1"):
+        while not committed(ledger, f"{name}-1"):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.1)
         # A stale tab sends call 1's approval again: the workflow takes it for call 2.
-        await h.signal("decide", {"approve": True, "approver": "alice", "call": f"{name}-1"})
-        await asyncio.wait_for(h.result(), 30)
-        assert len(LedgerService(str(ledger)).commits(f"{name}-2")) == 1
+        await decide_plain(h, {"approve": True, "approver": "alice", "call": f"{name}-1"})
+        assert len(committed(ledger, f"{name}-2")) == 1
     run(go())
 
 
@@ -402,18 +398,14 @@ def test_kernel_edit_reject_and_respond_take_effect_through_updates(
         server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
         tmp_path: pathlib.Path, word: str, expect: str) -> None:
     async def go() -> None:
-        client = await connect(server)
-        name = unique(word)
-        h = await client.start_workflow(KernelRun.run, run_input(name, [[proposal(name)]]),
-                                        id=name, task_queue=queue)
-        req = await asked(h)
+        name, h, req = await asking(server, queue, word)
         extra: dict[str, Any] = ({"args": {"to": "bob", "amount": 40}} if word == "edit"
                                  else {"message": "not today"})
         update = getattr(KernelRun, word)
         await h.execute_update(update, decision(req, **extra))
         result = await finish(h, resumable_bin, tmp_path)
         assert [o["outcome"] for o in result["outcomes"]] == [expect]
-        commits = LedgerService(str(ledger)).commits(result_key(ledger, name))
+        commits = committed(ledger, result_key(ledger, name))
         assert [c["args"] for c in commits] == ([{"to": "bob", "amount": 40}]
                                                 if word == "edit" else [])
     run(go())
@@ -423,18 +415,13 @@ def test_kernel_a_cancel_ends_the_waiting_run_and_a_second_is_refused(
         server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
         tmp_path: pathlib.Path) -> None:
     async def go() -> None:
-        client = await connect(server)
-        name = unique("cancel")
-        h = await client.start_workflow(KernelRun.run, run_input(name, [[proposal(name)]],
-                                                                 linger_ms=1500),
-                                        id=name, task_queue=queue)
-        req = await asked(h)
+        name, h, req = await asking(server, queue, "cancel", linger_ms=1500)
         await h.execute_update(KernelRun.cancel, Cancel(by="ops"))
         await refused(h.execute_update(KernelRun.cancel, Cancel(by="ops")))
         await refused(h.execute_update(KernelRun.approve, decision(req)))
         result = await finish(h, resumable_bin, tmp_path)
         assert cause(result["phase"]) == "cancelled"
-        assert LedgerService(str(ledger)).commits(result_key(ledger, name)) == []
+        assert committed(ledger, result_key(ledger, name)) == []
         await keep_history(h, "cancelled")
     run(go())
 
@@ -446,12 +433,7 @@ def test_kernel_a_resource_moved_since_the_suspension_refuses_the_approval(
     the resource moved since the approver was shown the call, so the kernel refuses it (the
     refusal is a line of the log and the update's failure)."""
     async def go() -> None:
-        client = await connect(server)
-        name = unique("moved")
-        h = await client.start_workflow(KernelRun.run, run_input(name, [[proposal(name)]],
-                                                                 linger_ms=500),
-                                        id=name, task_queue=queue)
-        req = await asked(h)
+        name, h, req = await asking(server, queue, "moved", linger_ms=500)
         service = LedgerService(str(ledger))
         seen = service.resource_version()
         service.move_resource()

@@ -14,16 +14,9 @@ import sys
 import time
 import uuid
 
-import pytest
+from temporal_harness import IDENTITY, Server, skip_without_temporalio, temporal_cli
 
-from temporal_harness import IDENTITY, REQUIRE_TEMPORAL, Server, temporal_cli
-
-try:
-    import temporalio  # noqa: F401
-except ImportError:  # pragma: no cover - the environment decides
-    if REQUIRE_TEMPORAL:
-        raise
-    pytest.skip("temporalio is not installed", allow_module_level=True)
+skip_without_temporalio()
 
 from temporalio.client import Client  # noqa: E402
 

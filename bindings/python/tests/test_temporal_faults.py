@@ -12,26 +12,22 @@ import asyncio
 import pathlib
 import random
 import time
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import pytest
 
 from temporal_harness import IDENTITY, REQUIRE_TEMPORAL, Server, Workers, count, events
+from temporal_harness import skip_without_temporalio
 from temporal_harness import keep_history, temporal_cli
 
-try:
-    import temporalio  # noqa: F401
-except ImportError:  # pragma: no cover - the environment decides
-    if REQUIRE_TEMPORAL:
-        raise
-    pytest.skip("temporalio is not installed", allow_module_level=True)
+skip_without_temporalio()
 
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
 
 from resumable_kernel.temporal import Generated, KernelRun  # noqa: E402
 from temporal_service import LedgerService  # noqa: E402
 from test_temporal import asked, decision, finish, proposal, run_input, tool_key, unique  # noqa: E402
-from test_temporal import validate  # noqa: E402
+from test_temporal import start_plain, validate  # noqa: E402
 
 TOOLS = [("send_payment", True), ("send_email", False)]  # (tool, dedupes)
 DELAY_MS = 600  # the torture's tool holds each answer back up to this long after committing
@@ -52,90 +48,88 @@ async def start_gated(server: Server, tq: str, name: str, tool: str, dedupes: bo
     return await client.start_workflow(KernelRun.run, inp, id=name, task_queue=tq)
 
 
+async def approved_until_committed(h: WorkflowHandle[Any, Any], trap: pathlib.Path, w: Workers,
+                                   name: str) -> LedgerService:
+    """Approves what run `name` asks, its tool's worker trapped (it commits, then hangs before
+    it answers), and waits for the commit: the tool's ledger."""
+    req = await asked(h)
+    trap.touch()
+    await h.execute_update(KernelRun.approve, decision(req))
+    ledger = LedgerService(str(w.ledger))
+    await wait_for(lambda: ledger.commits(tool_key(name, name)), "the commit")
+    return ledger
+
+
+@pytest.fixture
+def w(server: Server, tmp_path: pathlib.Path) -> Iterator[Workers]:
+    """Workers of this test alone, on a ledger of its own, all killed when it ends."""
+    workers = Workers(server.address, tmp_path / "ledger.db")
+    yield workers
+    workers.kill_all()
+
+
 @pytest.mark.parametrize("tool,dedupes", TOOLS)
 def test_kernel_a_worker_killed_mid_activity_commits_once_and_keeps_the_decision(
-        server: Server, tmp_path: pathlib.Path, resumable_bin: str, tool: str,
+        server: Server, w: Workers, tmp_path: pathlib.Path, resumable_bin: str, tool: str,
         dedupes: bool) -> None:
     async def go() -> None:
-        w = Workers(server.address, tmp_path / "ledger.db")
         trap, tq, name = tmp_path / "trap", unique("tq-kill"), unique(f"kill-{tool}")
-        try:
-            first = w.start(tq, trap=trap)
-            h = await start_gated(server, tq, name, tool, dedupes)
-            req = await asked(h)
-            trap.touch()
-            await h.execute_update(KernelRun.approve, decision(req))
-            ledger = LedgerService(str(w.ledger))
-            await wait_for(lambda: ledger.commits(tool_key(name, name)), "the commit")
-            Workers.kill(first)  # committed, the answer never sent
-            trap.unlink()
-            w.start(tq)
-            result = await finish(h, resumable_bin, tmp_path)
-            assert [o["outcome"] for o in result["outcomes"]] == ["result"]  # decision kept
-            assert len(ledger.commits(tool_key(name, name))) == 1
-            names = await events(h)
-            assert count(names, "ACTIVITY_TASK_TIMED_OUT") == (0 if dedupes else 1)
-            if not dedupes:  # the unknown outcome was reconciled by the status query
-                await keep_history(h, "killed_mid_activity_reconciled")
-        finally:
-            w.kill_all()
+        first = w.start(tq, trap=trap)
+        h = await start_gated(server, tq, name, tool, dedupes)
+        ledger = await approved_until_committed(h, trap, w, name)
+        Workers.kill(first)  # committed, the answer never sent
+        trap.unlink()
+        w.start(tq)
+        result = await finish(h, resumable_bin, tmp_path)
+        assert [o["outcome"] for o in result["outcomes"]] == ["result"]  # decision kept
+        assert len(ledger.commits(tool_key(name, name))) == 1
+        names = await events(h)
+        assert count(names, "ACTIVITY_TASK_TIMED_OUT") == (0 if dedupes else 1)
+        if not dedupes:  # the unknown outcome was reconciled by the status query
+            await keep_history(h, "killed_mid_activity_reconciled")
     asyncio.run(go())
 
 
 @pytest.mark.parametrize("tool,dedupes", TOOLS)
 def test_kernel_a_workflow_worker_killed_after_the_activity_completed_commits_once(
-        server: Server, tmp_path: pathlib.Path, resumable_bin: str, tool: str,
+        server: Server, w: Workers, tmp_path: pathlib.Path, resumable_bin: str, tool: str,
         dedupes: bool) -> None:
     async def go() -> None:
-        w = Workers(server.address, tmp_path / "ledger.db")
         trap, tq, name = tmp_path / "trap", unique("tq-wf"), unique(f"between-{tool}")
-        try:
-            flows = w.start(tq, role="workflows")
-            w.start(tq + "-act", role="activities", trap=trap)
-            h = await start_gated(server, tq, name, tool, dedupes, activity_queue=tq + "-act")
-            req = await asked(h)
-            trap.touch()
-            await h.execute_update(KernelRun.approve, decision(req))
-            ledger = LedgerService(str(w.ledger))
-            await wait_for(lambda: ledger.commits(tool_key(name, name)), "the commit")
-            Workers.kill(flows)
-            trap.unlink()  # the activity completes while no workflow worker runs
-            for _ in range(200):
-                if count(await events(h), "ACTIVITY_TASK_COMPLETED") >= 2:  # observe, commit
-                    break
-                await asyncio.sleep(0.05)
-            assert count(await events(h), "ACTIVITY_TASK_COMPLETED") >= 2
-            w.start(tq, role="workflows")
-            result = await finish(h, resumable_bin, tmp_path)
-            assert [o["outcome"] for o in result["outcomes"]] == ["result"]
-            assert len(ledger.commits(tool_key(name, name))) == 1
-        finally:
-            w.kill_all()
+        flows = w.start(tq, role="workflows")
+        w.start(tq + "-act", role="activities", trap=trap)
+        h = await start_gated(server, tq, name, tool, dedupes, activity_queue=tq + "-act")
+        ledger = await approved_until_committed(h, trap, w, name)
+        Workers.kill(flows)
+        trap.unlink()  # the activity completes while no workflow worker runs
+        for _ in range(200):
+            if count(await events(h), "ACTIVITY_TASK_COMPLETED") >= 2:  # observe, commit
+                break
+            await asyncio.sleep(0.05)
+        assert count(await events(h), "ACTIVITY_TASK_COMPLETED") >= 2
+        w.start(tq, role="workflows")
+        result = await finish(h, resumable_bin, tmp_path)
+        assert [o["outcome"] for o in result["outcomes"]] == ["result"]
+        assert len(ledger.commits(tool_key(name, name))) == 1
     asyncio.run(go())
 
 
 def test_plain_a_worker_killed_mid_activity_commits_twice_on_a_tool_that_does_not_dedupe(
-        server: Server, tmp_path: pathlib.Path) -> None:
+        server: Server, w: Workers, tmp_path: pathlib.Path) -> None:
     async def go() -> None:
-        w = Workers(server.address, tmp_path / "ledger.db")
         trap, tq, name = tmp_path / "trap", unique("tq-plain"), unique("plain-kill")
-        try:
-            first = w.start(tq, trap=trap)
-            client = await Client.connect(server.address, identity=IDENTITY)
-            call = {"key": name, "tool": "send_email", "args": {"to": "bob"}}
-            h = await client.start_workflow("plain.Approval", {"calls": [call]}, id=name,
-                                            task_queue=tq)
-            trap.touch()
-            await h.signal("decide", {"approve": True, "approver": "alice"})
-            ledger = LedgerService(str(w.ledger))
-            await wait_for(lambda: ledger.commits(name), "the commit")
-            Workers.kill(first)
-            trap.unlink()
-            w.start(tq)
-            await asyncio.wait_for(h.result(), 60)
-            assert len(ledger.commits(name)) == 2  # Temporal retried the activity blindly
-        finally:
-            w.kill_all()
+        first = w.start(tq, trap=trap)
+        call = {"key": name, "tool": "send_email", "args": {"to": "bob"}}
+        h = await start_plain(server, tq, name, [call])
+        trap.touch()
+        await h.signal("decide", {"approve": True, "approver": "alice"})
+        ledger = LedgerService(str(w.ledger))
+        await wait_for(lambda: ledger.commits(name), "the commit")
+        Workers.kill(first)
+        trap.unlink()
+        w.start(tq)
+        await asyncio.wait_for(h.result(), 60)
+        assert len(ledger.commits(name)) == 2  # Temporal retried the activity blindly
     asyncio.run(go())
 
 

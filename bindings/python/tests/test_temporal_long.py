@@ -13,18 +13,13 @@ import pathlib
 import subprocess
 import time
 import uuid
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pytest
 
-from temporal_harness import IDENTITY, REQUIRE_TEMPORAL, Server, count, events
+from temporal_harness import IDENTITY, Server, count, events, skip_without_temporalio
 
-try:
-    import temporalio  # noqa: F401
-except ImportError:  # pragma: no cover - the environment decides
-    if REQUIRE_TEMPORAL:
-        raise
-    pytest.skip("temporalio is not installed", allow_module_level=True)
+skip_without_temporalio()
 
 from temporalio.client import Client, WorkflowUpdateFailedError  # noqa: E402
 from temporalio.exceptions import ApplicationError  # noqa: E402
@@ -51,6 +46,20 @@ def run_input(name: str, turns: list[list[dict[str, Any]]], log: pathlib.Path,
                     continue_every=every), identity
 
 
+async def start_long(server: Server, queue: str, tmp_path: pathlib.Path, prefix: str,
+                     turns: Callable[[str], list[list[dict[str, Any]]]],
+                     every: int) -> tuple[Client, str, Any, dict[str, str], pathlib.Path]:
+    """A kernel run named after `prefix`, of the turns made from its name, continuing as new
+    every `every` turns, its audit log written in `tmp_path`: the client, its name, its handle,
+    its identity and its log."""
+    client = await Client.connect(server.address, identity=IDENTITY)
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "run.log"
+    inp, identity = run_input(name, turns(name), log, every=every)
+    h = await client.start_workflow(KernelRun.run, inp, id=name, task_queue=queue)
+    return client, name, h, identity, log
+
+
 def commits(ledger: pathlib.Path, identity: dict[str, str], call_id: str) -> int:
     tool_key = _native.tool_key(json.dumps(identity), call_id)
     return len(LedgerService(str(ledger)).commits(tool_key))
@@ -69,13 +78,9 @@ def test_kernel_a_settled_call_proposed_after_continue_as_new_is_refused_as_reus
         server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
         tmp_path: pathlib.Path) -> None:
     async def go() -> None:
-        client = await Client.connect(server.address, identity=IDENTITY)
-        name = f"long-{uuid.uuid4().hex[:8]}"
-        a, b, c = f"{name}-a", f"{name}-b", f"{name}-c"
-        log = tmp_path / "run.log"
-        turns = [[call(a)], [call(b)], [call(c)], [call(a)]]
-        inp, identity = run_input(name, turns, log, every=2)
-        h = await client.start_workflow(KernelRun.run, inp, id=name, task_queue=queue)
+        client, name, h, identity, log = await start_long(
+            server, queue, tmp_path, "long", lambda n: [[call(f"{n}-{x}")] for x in "abca"], 2)
+        a, b, c = (f"{name}-{x}" for x in "abc")
         result = await asyncio.wait_for(h.result(), 120)
         # The first workflow made a and b and continued as new; the next made c, and refused
         # a again by the kernel's rule, though its outcome was no longer carried.
@@ -97,13 +102,11 @@ def test_kernel_a_gated_call_after_continue_as_new_waits_for_its_approver(
         server: Server, queue: str, ledger: pathlib.Path, resumable_bin: str,
         tmp_path: pathlib.Path) -> None:
     async def go() -> None:
-        client = await Client.connect(server.address, identity=IDENTITY)
-        name = f"gated-{uuid.uuid4().hex[:8]}"
+        client, name, h, identity, log = await start_long(
+            server, queue, tmp_path, "gated",
+            lambda n: [[call(f"{n}-{i}", approver="alice" if i == 3 else None)] for i in range(4)],
+            every=1)
         calls = [f"{name}-{i}" for i in range(4)]
-        log = tmp_path / "run.log"
-        turns = [[call(x)] for x in calls[:3]] + [[call(calls[3], approver="alice")]]
-        inp, identity = run_input(name, turns, log, every=1)
-        h = await client.start_workflow(KernelRun.run, inp, id=name, task_queue=queue)
         latest = client.get_workflow_handle(name)
         deadline = time.monotonic() + 60
         while True:

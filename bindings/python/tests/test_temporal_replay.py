@@ -11,14 +11,9 @@ import pathlib
 
 import pytest
 
-from temporal_harness import HISTORIES, REQUIRE_TEMPORAL
+from temporal_harness import HISTORIES, skip_without_temporalio
 
-try:
-    import temporalio  # noqa: F401
-except ImportError:  # pragma: no cover - the environment decides
-    if REQUIRE_TEMPORAL:
-        raise
-    pytest.skip("temporalio is not installed", allow_module_level=True)
+skip_without_temporalio()
 
 from temporalio.client import WorkflowHistory  # noqa: E402
 from temporalio.worker import Replayer  # noqa: E402

@@ -1,7 +1,9 @@
-//! What the driver core's tests build from: the audit header of one payments run.
+//! What the driver core's tests build from: the audit header of one payments run, and its
+//! payments.
 
 use resumable_audit::{Header, RunHeader};
-use resumable_kernel::{Allowed, Identity, Name, Policy, Time};
+use resumable_driver::plan::Proposal;
+use resumable_kernel::{Allowed, Identity, Name, Policy, Time, ToolContract};
 
 /// The header of run `pay-1` of tenant `acme`, operator `ops`, every verdict allowed.
 pub fn header() -> Header {
@@ -22,4 +24,28 @@ pub fn header() -> Header {
         },
         tools: None,
     }
+}
+
+/// The payment tool's contract: it dedupes by key, three attempts.
+pub fn dedupes() -> ToolContract {
+    ToolContract {
+        dedupes: true,
+        query_fences: false,
+        max_attempts: 3,
+        ..ToolContract::default()
+    }
+}
+
+/// The agent's proposal `call_id` to pay `amount` to `to` under `key`, put to `approver` (if
+/// any) with a minute to decide.
+pub fn payment(
+    call_id: &str,
+    key: &str,
+    to: &str,
+    amount: u64,
+    approver: Option<&str>,
+) -> Proposal {
+    let args = format!(r#"{{"to":"{to}","amount":{amount}}}"#);
+    let tool = "send_payment";
+    Proposal::new(call_id, tool, &args, key, dedupes(), "agent", approver, 60).unwrap()
 }

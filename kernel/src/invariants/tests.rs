@@ -6,7 +6,7 @@ extern crate std;
 
 use super::*;
 use crate::batch::{
-    Allowed, Batch, CallDecision, Decisions, List, Proposal, Proposals, Slot, Verdict,
+    Allowed, Batch, CallDecision, Decided, Decisions, List, Proposal, Proposals, Slot, Verdict,
 };
 use crate::calls::Prior;
 use crate::checkpoint::Checkpoint;
@@ -186,11 +186,11 @@ fn batch_held() -> Run {
     go(&batch_in_flight(), 3, Event::Recover).next
 }
 
-fn batch_mut(run: &mut Run) -> &mut Batch {
-    run.batch.as_mut().unwrap()
+fn batch_mut(run: &mut Run) -> &mut Batch<Decided> {
+    &mut run.batch.as_mut().unwrap().calls
 }
 
-fn slot_mut(run: &mut Run, i: usize) -> &mut Slot {
+fn slot_mut(run: &mut Run, i: usize) -> &mut Slot<Decided> {
     batch_mut(run).slots.iter_mut().nth(i).unwrap()
 }
 

@@ -6,7 +6,9 @@ use super::checks::{
 };
 use super::resume::{allowed, decidable, Resumed, BOUND_KEY};
 use super::{Commands, Stepped};
-use crate::batch::{Allowed, Batch, Decisions, List, Proposals, Slot, SlotState, Verdict};
+use crate::batch::{
+    Allowed, Batch, Decided, Decisions, KeptBatch, List, Proposals, Slot, SlotState, Verdict,
+};
 use crate::checkpoint::{key_digest, Checkpoint};
 use crate::effect::Command;
 use crate::ids::{Digest, Name, Revision, Time};
@@ -22,7 +24,7 @@ pub(super) fn open(
     calls: &Proposals,
     responsible: Name,
     resource_version: u64,
-) -> Result<Batch, Rejection> {
+) -> Result<KeptBatch, Rejection> {
     if calls.is_empty() {
         return Err(Rejection::EmptyBatch);
     }
@@ -54,12 +56,15 @@ pub(super) fn open(
             state: SlotState::Awaiting,
         });
     }
-    Ok(Batch {
-        opened: run.revision.next().ok_or(Rejection::RevisionExhausted)?,
-        checkpoint: Digest::default(),
-        resource_version,
-        closed: None,
-        slots,
+    Ok(KeptBatch {
+        calls: Batch {
+            opened: run.revision.next().ok_or(Rejection::RevisionExhausted)?,
+            checkpoint: Digest::default(),
+            resource_version,
+            closed: None,
+            slots,
+        },
+        approver: None,
     })
 }
 
@@ -73,12 +78,14 @@ pub(super) fn check_revision(
     checkpoint: &Digest,
     decision: &Decision,
 ) -> Option<Result<(), Rejection>> {
-    let b = run.batch.as_ref()?;
+    let kept = run.batch.as_ref()?;
+    let b = &kept.calls;
     let own = got == b.opened && *checkpoint == b.checkpoint;
     if own {
         if let Decision::Batch { decisions } = decision {
             for d in decisions.iter() {
-                let Some((recorded, to)) = b.slot(&d.approval.call_id).and_then(|s| s.decided)
+                let Some((recorded, to)) =
+                    b.slot(&d.approval.call_id).and_then(|s| kept.decision(s))
                 else {
                     continue;
                 };
@@ -119,7 +126,7 @@ pub(super) fn decide(
     r: &Resume,
     decisions: &Decisions,
 ) -> Result<Resumed, Rejection> {
-    let Some(batch) = run.batch.as_ref().filter(|b| b.is_open()) else {
+    let Some(batch) = run.batch.as_ref().map(|b| &b.calls).filter(|b| b.is_open()) else {
         // A `pending_batch` suspension always has its batch open (an invariant).
         return Err(Rejection::NoDecision);
     };
@@ -129,6 +136,7 @@ pub(super) fn decide(
         return Err(Rejection::NoDecision);
     };
     let (denied, settles) = record_decisions(next, decisions, decided_at);
+    let next = &mut next.calls;
     let mut resumed = Resumed::from(Phase::Suspended(*s));
     if let Some(call_id) = denied {
         // APR-4: a denial fails the run; no call of the batch runs.
@@ -148,7 +156,7 @@ fn check_decisions(
     run: &Run,
     at: Time,
     s: &Suspension,
-    batch: &Batch,
+    batch: &Batch<Decided>,
     decisions: &Decisions,
 ) -> Result<(), Rejection> {
     if decisions.is_empty() {
@@ -192,7 +200,7 @@ fn check_decisions(
 /// (APR-4), if any, and the call answered in the tool's place with its result (REC-4: a
 /// person's answer is the call's result, recorded as any result is), if any.
 fn record_decisions(
-    next: &mut Batch,
+    next: &mut KeptBatch,
     decisions: &Decisions,
     decided_at: Revision,
 ) -> (Option<Name>, Option<(InFlight, Digest)>) {
@@ -202,13 +210,14 @@ fn record_decisions(
     // the other decisions of the input would never take effect: none is recorded (no edit
     // rebinds a key, no answer spends one), and each call they name stays as it was.
     let denying = decisions.iter().any(|d| d.verdict == Verdict::Deny);
-    for slot in next.slots.iter_mut() {
+    for slot in next.calls.slots.iter_mut() {
         let Some(d) = decisions.iter().find(|d| {
             d.approval.call_id == slot.call.call.call_id && (!denying || d.verdict == Verdict::Deny)
         }) else {
             continue;
         };
-        slot.decided = Some((*d, decided_at));
+        next.approver = Some(d.approval.approver);
+        slot.decided = Some(Decided::of(d, decided_at));
         slot.state = match d.verdict {
             Verdict::Approve => SlotState::Approved,
             Verdict::Edit { args } => {
@@ -240,7 +249,7 @@ fn record_decisions(
 fn dispatch_approved(
     run: &Run,
     r: &Resume,
-    next: &mut Batch,
+    next: &mut Batch<Decided>,
     commands: &mut Commands,
 ) -> Result<Phase, Rejection> {
     if next.slots.iter().any(|s| s.state == SlotState::Approved) {
@@ -259,7 +268,7 @@ fn dispatch_approved(
     Ok(Phase::Running { in_flight: None })
 }
 
-fn in_flight(slot: &Slot, attempt: u8, dispatches: u8) -> InFlight {
+fn in_flight(slot: &Slot<Decided>, attempt: u8, dispatches: u8) -> InFlight {
     InFlight {
         call: slot.call,
         attempt,
@@ -271,6 +280,7 @@ fn in_flight(slot: &Slot, attempt: u8, dispatches: u8) -> InFlight {
 pub(super) fn first_in_flight(run: &Run) -> Option<Name> {
     run.batch
         .as_ref()?
+        .calls
         .slots
         .iter()
         .find(|s| matches!(s.state, SlotState::InFlight { .. }))
@@ -287,7 +297,7 @@ pub(super) fn tool_result(
     result: Digest,
 ) -> Option<Stepped> {
     let first = first_in_flight(run)?;
-    let batch = run.batch.as_ref()?;
+    let batch = &run.batch.as_ref()?.calls;
     let answered = batch.slots.iter().position(|s| {
         s.call.call.call_id == call_id
             && matches!(s.state, SlotState::InFlight { attempt: a, .. } if a == attempt)
@@ -304,7 +314,7 @@ pub(super) fn tool_result(
         }));
     };
     let f = in_flight(batch.slots.get(index)?, attempt, 1);
-    let slot = next.batch.as_mut()?.slots.iter_mut().nth(index)?;
+    let slot = next.batch.as_mut()?.calls.slots.iter_mut().nth(index)?;
     slot.state = SlotState::Committed { result };
     record(next, &f, result);
     Some(Ok(()))
@@ -317,6 +327,7 @@ pub(super) fn all_unknown(run: &Run, next: &mut Run, phase: Phase) -> bool {
     let Some(batch) = next
         .batch
         .as_mut()
+        .map(|b| &mut b.calls)
         .filter(|_| first_in_flight(run).is_some())
     else {
         return false;
@@ -347,7 +358,7 @@ pub(super) fn carry_on(
     next: &mut Run,
     commands: &mut Commands,
 ) -> Result<(), Rejection> {
-    let Some(batch) = next.batch.as_mut() else {
+    let Some(batch) = next.batch.as_mut().map(|b| &mut b.calls) else {
         return Ok(());
     };
     let cancelled_by = match next.phase {
@@ -390,7 +401,7 @@ pub(super) fn seal(run: &Run, next: &mut Run) -> Option<Checkpoint> {
         next.suspension().map(|s| s.reason),
         Some(Reason::PendingBatch)
     );
-    if let Some(b) = next.batch.as_mut() {
+    if let Some(b) = next.batch.as_mut().map(|b| &mut b.calls) {
         let was_pending = matches!(
             run.suspension().map(|s| s.reason),
             Some(Reason::PendingBatch)
@@ -400,7 +411,7 @@ pub(super) fn seal(run: &Run, next: &mut Run) -> Option<Checkpoint> {
         }
     }
     let checkpoint = Checkpoint::of(next);
-    if let (Some(b), Some(cp)) = (next.batch.as_mut(), &checkpoint) {
+    if let (Some(b), Some(cp)) = (next.batch.as_mut().map(|b| &mut b.calls), &checkpoint) {
         // The batch opened with this very step: its checkpoint is the one just sealed.
         if b.opened == revision {
             b.checkpoint = cp.digest;

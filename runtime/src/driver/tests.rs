@@ -131,8 +131,9 @@ fn driver<S: Store>(store: S, tools: Recorder, flavor: Flavor) -> (Driver<S, Rec
     driver_of(store, tools, flavor, Program::Order)
 }
 
-fn new_order(store: &mut dyn Store) -> RunKey {
-    create_run(store, Program::Order, "run-1", 0, &Timing::default(), None)
+/// A new run of `program` named `run-1`, created at t0, unsealed.
+fn new_run(store: &mut dyn Store, program: Program) -> RunKey {
+    create_run(store, program, "run-1", 0, &Timing::default(), None)
         .unwrap()
         .unwrap()
 }
@@ -143,10 +144,41 @@ fn driver_of<S: Store>(
     flavor: Flavor,
     program: Program,
 ) -> (Driver<S, Recorder>, RunKey) {
-    let key = create_run(&mut store, program, "run-1", 0, &Timing::default(), None)
-        .unwrap()
-        .unwrap();
+    let key = new_run(&mut store, program);
     (Driver::new(store, tools, config(flavor)), key)
+}
+
+/// A driver of `flavor` on `inner`, whose next commit first lets `race` commit.
+fn racing<T: Tools>(
+    inner: MemoryStore,
+    race: Option<Race>,
+    tools: T,
+    flavor: Flavor,
+) -> Driver<Racing, T> {
+    let racing = Racing {
+        inner,
+        race,
+        loads: 0,
+    };
+    Driver::new(racing, tools, config(flavor))
+}
+
+/// The tool's answer `result` to a call `call_id` that is not in flight: refused (WAL-2).
+fn stray_answer(call_id: &str, result: &[u8]) -> Event {
+    Event::ToolResult {
+        call_id: Name::new(call_id).unwrap(),
+        attempt: 0,
+        result: Digest::of(result),
+    }
+}
+
+/// A correct driver on a fresh order run with `tools`, after it carried out the program's
+/// first step (its dispatch).
+fn carried_out(tools: Recorder) -> (Driver<MemoryStore, Recorder>, RunKey) {
+    let (mut d, key) = driver(MemoryStore::new(), tools, Flavor::Correct);
+    let moved = program_step(&mut d, &key);
+    d.carry_out(Box::new(moved)).unwrap();
+    (d, key)
 }
 
 /// The time one unit after the run's last input: what these tests feed their events at.
@@ -246,11 +278,7 @@ fn feed_of_a_refused_input_records_the_refusal_and_changes_nothing_else() {
     let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
     let row = load(&mut d, &key);
     // A tool's answer with no call in flight: the kernel refuses it (WAL-2).
-    let answer = Event::ToolResult {
-        call_id: Name::lit("charge-1"),
-        attempt: 0,
-        result: Digest::of(b"charged"),
-    };
+    let answer = stray_answer("charge-1", b"charged");
     assert!(matches!(
         d.feed(&row, next_ms(&row), answer, 7, None).unwrap(),
         Fed::Rejected
@@ -379,9 +407,7 @@ fn carry_out_without_an_answer_recovers_and_asks_the_query_never_dispatching_aga
         queries_unanswered: true,
         ..Recorder::default()
     };
-    let (mut d, key) = driver(MemoryStore::new(), tools, Flavor::Correct);
-    let moved = program_step(&mut d, &key);
-    d.carry_out(Box::new(moved)).unwrap();
+    let (mut d, key) = carried_out(tools);
     assert_eq!(d.tools.kinds(), ["dispatch", "query"]);
     assert_eq!(
         status_of(&load(&mut d, &key).run),
@@ -401,9 +427,7 @@ fn carry_out_reuses_a_result_the_query_reports_committed() {
         dispatches_unanswered: true,
         ..Recorder::default()
     };
-    let (mut d, key) = driver(MemoryStore::new(), tools, Flavor::Correct);
-    let moved = program_step(&mut d, &key);
-    d.carry_out(Box::new(moved)).unwrap();
+    let (mut d, key) = carried_out(tools);
     // The tool committed though its answer was lost; the query says so (REC-4).
     assert_eq!(d.tools.kinds(), ["dispatch", "query"]);
     let after = load(&mut d, &key);
@@ -423,16 +447,19 @@ fn refusal_by_another_worker(key: RunKey) -> Race {
     Box::new(move |other: &mut MemoryStore| {
         let mut w = Driver::new(other.clone(), Recorder::default(), config(Flavor::Correct));
         let row = load(&mut w, &key);
-        let stray = Event::ToolResult {
-            call_id: Name::lit("stray"),
-            attempt: 0,
-            result: Digest::of(b"stray"),
-        };
+        let stray = stray_answer("stray", b"stray");
         assert!(matches!(
             w.feed(&row, next_ms(&row), stray, row.pc, None).unwrap(),
             Fed::Rejected
         ));
     })
+}
+
+/// A correct driver on a copy of `store`, whose next commit first lets another worker's
+/// refusal on `key` commit.
+fn refused_meanwhile(store: &MemoryStore, key: &RunKey) -> Driver<Racing, Recorder> {
+    let race = Some(refusal_by_another_worker(key.clone()));
+    racing(store.clone(), race, Recorder::default(), Flavor::Correct)
 }
 
 #[test]
@@ -441,12 +468,7 @@ fn an_answer_that_loses_a_race_is_stepped_again_on_the_run_as_it_now_is() {
     let moved = program_step(&mut d, &key);
     // Before the tool's answer is committed, another worker records a refusal: the answer's
     // first commit loses, and it is stepped again on the run as it now is (rule 4).
-    let racing = Racing {
-        inner: d.store.clone(),
-        race: Some(refusal_by_another_worker(key.clone())),
-        loads: 0,
-    };
-    let mut d = Driver::new(racing, Recorder::default(), config(Flavor::Correct));
+    let mut d = refused_meanwhile(&d.store, &key);
     d.carry_out(Box::new(moved)).unwrap();
     assert_eq!(
         d.tools.kinds(),
@@ -466,22 +488,8 @@ fn an_answer_that_loses_a_race_is_stepped_again_on_the_run_as_it_now_is() {
 #[test]
 fn turn_goes_on_from_the_row_its_own_commit_wrote_without_loading_it_again() {
     let mut store = MemoryStore::new();
-    let key = create_run(
-        &mut store,
-        Program::Bench,
-        "run-1",
-        0,
-        &Timing::default(),
-        None,
-    )
-    .unwrap()
-    .unwrap();
-    let racing = Racing {
-        inner: store,
-        race: None,
-        loads: 0,
-    };
-    let mut d = Driver::new(racing, MemoryTools::default(), config(Flavor::Correct));
+    let key = new_run(&mut store, Program::Bench);
+    let mut d = racing(store, None, MemoryTools::default(), Flavor::Correct);
     assert!(d.turn(&key, false).unwrap());
     assert!(d.commits() > 1, "a bench run's turn commits several steps");
     assert_eq!(
@@ -500,12 +508,7 @@ fn turn_goes_on_from_the_row_its_own_commit_wrote_without_loading_it_again() {
 fn a_lost_compare_and_set_leaves_no_row_to_go_on_from() {
     let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
     let row = load(&mut d, &key);
-    let racing = Racing {
-        inner: d.store.clone(),
-        race: Some(refusal_by_another_worker(key.clone())),
-        loads: 0,
-    };
-    let mut d = Driver::new(racing, Recorder::default(), config(Flavor::Correct));
+    let mut d = refused_meanwhile(&d.store, &key);
     d.landed = Some(row.clone());
     let event = program_event(&row);
     assert!(matches!(
@@ -521,16 +524,7 @@ fn turn_on_sqlite_goes_on_from_a_row_equal_to_the_one_it_would_load() {
     let path = std::env::temp_dir().join(format!("resumable-landed-{}.db", std::process::id()));
     let path = path.display().to_string();
     let mut store = crate::store::sqlite::SqliteStore::open(&path).unwrap();
-    let key = create_run(
-        &mut store,
-        Program::Bench,
-        "run-1",
-        0,
-        &Timing::default(),
-        None,
-    )
-    .unwrap()
-    .unwrap();
+    let key = new_run(&mut store, Program::Bench);
     let mut d = Driver::new(store, MemoryTools::default(), config(Flavor::Correct));
     assert!(d.turn(&key, false).unwrap());
     let landed = d.landed.clone().expect("the last commit took");
@@ -552,7 +546,7 @@ fn retry_unknown_blindly_dispatches_the_call_in_flight_again_where_the_correct_d
     ] {
         // A worker committed the dispatch and died before sending it; its lease has lapsed.
         let mut store = MemoryStore::new();
-        let key = new_order(&mut store);
+        let key = new_run(&mut store, Program::Order);
         let mut first = Driver::new(
             store.clone(),
             Recorder::default(),
@@ -588,14 +582,10 @@ fn retry_unknown_blindly_dispatches_the_call_in_flight_again_where_the_correct_d
 fn dispatch_before_commit_sends_the_call_even_when_its_commit_is_lost() {
     for flavor in [Flavor::Correct, Flavor::DispatchBeforeCommit] {
         let mut store = MemoryStore::new();
-        let key = new_order(&mut store);
+        let key = new_run(&mut store, Program::Order);
         // Another worker records a refusal between this worker's load and its commit.
-        let racing = Racing {
-            inner: store,
-            race: Some(refusal_by_another_worker(key.clone())),
-            loads: 0,
-        };
-        let mut d = Driver::new(racing, Recorder::default(), config(flavor));
+        let race = Some(refusal_by_another_worker(key.clone()));
+        let mut d = racing(store, race, Recorder::default(), flavor);
         assert!(!d.turn(&key, false).unwrap(), "the commit was lost");
         let sent = d.tools.kinds();
         match flavor {
@@ -694,7 +684,7 @@ fn a_run_sealed_under_another_key_or_none_is_refused_before_anything_is_written(
     )
     .unwrap()
     .unwrap();
-    let plain = new_order(&mut store);
+    let plain = new_run(&mut store, Program::Order);
     for (held, run, sealed) in [
         (None, &keyed, Some(key_a.id())),
         (Some(&key_b), &keyed, Some(key_a.id())),

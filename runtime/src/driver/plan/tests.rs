@@ -175,14 +175,23 @@ fn ended_runs_need_nothing() {
     }
 }
 
-#[test]
-fn waiting_request_comes_first_before_the_runs_own_work_and_its_expiry() {
-    for row in [
+/// A row in each phase a run goes through: new, waiting for approval, a call in flight, its
+/// outcome unknown, retried, completed, failed.
+fn one_of_each() -> [Row; 7] {
+    [
         fresh(Program::Seed),
+        awaiting_approval(),
         in_flight(),
         outcome_unknown(),
+        retried(),
         completed(),
-    ] {
+        failed(),
+    ]
+}
+
+#[test]
+fn waiting_request_comes_first_before_the_runs_own_work_and_its_expiry() {
+    for row in one_of_each() {
         let request = cancel_request(&row);
         assert_eq!(
             plan_at(&row, Some(&request), 1_000),
@@ -267,15 +276,7 @@ fn scan_line_wants_a_worker_exactly_when_its_next_step_is_a_workers() {
 
 #[test]
 fn status_needs_a_worker_exactly_when_the_kernel_names_a_workers_step() {
-    for row in [
-        fresh(Program::Seed),
-        awaiting_approval(),
-        in_flight(),
-        outcome_unknown(),
-        retried(),
-        completed(),
-        failed(),
-    ] {
+    for row in one_of_each() {
         let workers = matches!(
             row.run.next(),
             Next::Agent | Next::Result { .. } | Next::Query { .. }

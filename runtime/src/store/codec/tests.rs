@@ -32,6 +32,29 @@ fn corrupt_column(err: StoreError, key: &str) -> &'static str {
     }
 }
 
+/// The row awaiting approval, and what the decoder makes of its cells with the run (column 2,
+/// JSON text) edited by `edit`.
+fn run_edited(
+    edit: impl FnOnce(&str) -> String,
+) -> (Row, Result<(Row, Vec<HistoryEntry>), StoreError>) {
+    let row = awaiting_approval();
+    let mut cells = cells_of(&row);
+    let Cell::Text(run) = &cells[2] else {
+        unreachable!("the run is text")
+    };
+    cells[2] = Cell::Text(edit(run));
+    let decoded = run_row(&row.key, cells);
+    (row, decoded)
+}
+
+/// `run` as JSON with its inline call log set to `calls`, as runs were stored before their
+/// history moved to the store.
+fn with_call_log(run: &str, calls: serde_json::Value) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(run).unwrap();
+    value["calls"] = calls;
+    value.to_string()
+}
+
 #[test]
 fn run_row_decodes_to_the_row_that_was_written_in_every_phase() {
     let mut held = in_flight();
@@ -74,26 +97,22 @@ fn run_row_with_a_value_out_of_place_names_its_column() {
 
 #[test]
 fn run_row_whose_run_breaks_a_kernel_invariant_is_refused() {
-    let row = awaiting_approval();
-    let mut cells = cells_of(&row);
     // The suspension now expires before it began (SUS-1): the run's own deserialiser checks
     // every invariant, so such a run is refused here and never reaches the kernel.
-    let Cell::Text(run) = &cells[2] else {
-        unreachable!("the run is text")
-    };
-    let expires_at = row.run.suspension().unwrap().expires_at.0;
-    let edited = run.replacen(
-        &format!("\"expires_at\":{expires_at}"),
-        "\"expires_at\":5",
-        1,
-    );
-    assert_ne!(
-        &edited, run,
-        "the fixture's suspension expires at {expires_at}"
-    );
-    cells[2] = Cell::Text(edited);
-    let err = run_row(&row.key, cells).unwrap_err();
-    assert_eq!(corrupt_column(err, &row.key.0), "run");
+    let expires_at = awaiting_approval().run.suspension().unwrap().expires_at.0;
+    let (row, decoded) = run_edited(|run| {
+        let edited = run.replacen(
+            &format!("\"expires_at\":{expires_at}"),
+            "\"expires_at\":5",
+            1,
+        );
+        assert_ne!(
+            edited, run,
+            "the fixture's suspension expires at {expires_at}"
+        );
+        edited
+    });
+    assert_eq!(corrupt_column(decoded.unwrap_err(), &row.key.0), "run");
 }
 
 #[test]
@@ -308,21 +327,14 @@ fn prior_from_history_rows_that_do_not_decode_names_the_column() {
 
 #[test]
 fn run_row_of_a_run_stored_with_its_call_log_inline_hands_the_log_over_as_history() {
-    let row = awaiting_approval();
-    let mut cells = cells_of(&row);
-    let Cell::Text(run) = &cells[2] else {
-        unreachable!("the run is text")
-    };
     let logged = LoggedCall {
         call_id: resumable_kernel::Fingerprint([1; 8]),
         key: resumable_kernel::Fingerprint([2; 8]),
         args: Digest::of(b"amount=42"),
         committed: true,
     };
-    let mut value: serde_json::Value = serde_json::from_str(run).unwrap();
-    value["calls"] = serde_json::json!([logged]);
-    cells[2] = Cell::Text(value.to_string());
-    let (decoded, legacy) = run_row(&row.key, cells).unwrap();
+    let (row, decoded) = run_edited(|run| with_call_log(run, serde_json::json!([logged])));
+    let (decoded, legacy) = decoded.unwrap();
     assert_eq!(decoded, row, "the run itself is the run without its log");
     assert_eq!(legacy, logged.entries().collect::<Vec<_>>());
     assert_eq!(legacy.len(), 2, "bound, then spent");
@@ -330,15 +342,8 @@ fn run_row_of_a_run_stored_with_its_call_log_inline_hands_the_log_over_as_histor
 
 #[test]
 fn run_row_with_an_inline_call_log_that_does_not_decode_is_refused() {
-    let row = awaiting_approval();
-    let mut cells = cells_of(&row);
-    let Cell::Text(run) = &cells[2] else {
-        unreachable!("the run is text")
-    };
-    let mut value: serde_json::Value = serde_json::from_str(run).unwrap();
-    value["calls"] = serde_json::json!([{"call_id": 7}]);
-    cells[2] = Cell::Text(value.to_string());
-    let err = run_row(&row.key, cells).unwrap_err();
+    let (row, decoded) = run_edited(|run| with_call_log(run, serde_json::json!([{"call_id": 7}])));
+    let err = decoded.unwrap_err();
     assert!(err.to_string().contains("inline call log"), "{err}");
     assert_eq!(corrupt_column(err, &row.key.0), "run");
 }

@@ -209,28 +209,18 @@ fn pending_batch_decisions_keep_the_checkpoint_it_opened_with() {
 // BAT-2, POL-1, BAT-5: deciding.
 // -------------------------------------------------------------------------------------------
 
-#[test]
-fn pending_batch_decisions_are_checked_in_the_spec_order() {
-    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
-    let mut d = Driven::new(
-        REF,
-        Allowed::of(&[VerdictKind::Approve, VerdictKind::Edit, VerdictKind::Reject]),
-    );
-    let seen = proposal_key_used(b, b.args, false);
-    d.accept(suspend(&[proposal(a), seen]));
-    let cp = d.cp();
-    let good = decision(&cp, &a, Verdict::Approve);
-    assert_eq!(d.refuse(decide(&cp, &[])), Rejection::NoDecision);
-    assert_eq!(
-        d.refuse(decide(&cp, &[good, decision(&cp, &a, reject())])),
-        Rejection::DuplicateDecision { call_id: a.call_id }
-    );
+/// Decisions on a batch of `a` (whose key is fresh) and `b` (whose key was bound before),
+/// opened at `cp` by `ALICE` under a policy that allows approve, edit and reject, each with
+/// the refusal it meets, in the spec's order of the checks: each differs from an approval of
+/// `a` in one field only (an expiry of t0 is refused at the time of the decision).
+fn refused_decisions(cp: &Checkpoint, a: &Call, b: &Call) -> Vec<(CallDecision, Rejection)> {
+    let good = decision(cp, a, Verdict::Approve);
     let with = |f: &dyn Fn(&mut Approval)| {
         let mut x = good;
         f(&mut x.approval);
         x
     };
-    let cases: Vec<(CallDecision, Rejection)> = vec![
+    vec![
         (
             with(&|x| x.call_id = Name::lit("z")),
             Rejection::ApprovalMismatch {
@@ -274,22 +264,41 @@ fn pending_batch_decisions_are_checked_in_the_spec_order() {
             },
         ),
         (
-            decision(&cp, &a, Verdict::Deny),
+            decision(cp, a, Verdict::Deny),
             Rejection::DecisionNotAllowed {
                 decision: VerdictKind::Deny,
             },
         ),
         (
-            decision(&cp, &a, respond()),
+            decision(cp, a, respond()),
             Rejection::DecisionNotAllowed {
                 decision: VerdictKind::Respond,
             },
         ),
         (
-            decision(&cp, &b, edit()),
+            decision(cp, b, edit()),
             Rejection::EditKeyBound { key: b.key },
         ),
-    ];
+    ]
+}
+
+#[test]
+fn pending_batch_decisions_are_checked_in_the_spec_order() {
+    let (a, b) = (call("a", DEDUPES), call("b", FENCES));
+    let mut d = Driven::new(
+        REF,
+        Allowed::of(&[VerdictKind::Approve, VerdictKind::Edit, VerdictKind::Reject]),
+    );
+    let seen = proposal_key_used(b, b.args, false);
+    d.accept(suspend(&[proposal(a), seen]));
+    let cp = d.cp();
+    let good = decision(&cp, &a, Verdict::Approve);
+    assert_eq!(d.refuse(decide(&cp, &[])), Rejection::NoDecision);
+    assert_eq!(
+        d.refuse(decide(&cp, &[good, decision(&cp, &a, reject())])),
+        Rejection::DuplicateDecision { call_id: a.call_id }
+    );
+    let cases = refused_decisions(&cp, &a, &b);
     for (i, (bad, expected)) in cases.into_iter().enumerate() {
         let now = d.now + 1;
         let expected = match expected {

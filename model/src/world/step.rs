@@ -238,12 +238,11 @@ impl<L: Lifecycle> World<L> {
         from: &Before<'_>,
         input: &Input,
         choice: Choice,
-        next: super::Interned<super::StoredRun<L::Run>>,
+        next: Interned<StoredRun<L::Run>>,
         effects: &Effects,
     ) -> Option<StagedStep<L::Run>> {
         let before = from.snap;
-        let after = self.lifecycle.snapshot(&next.run);
-        let mut raise = self.step_violations(r, from, &after, input, effects);
+        let mut raise = self.step_violations(r, from, &next.snapshot, input, effects);
         let mut dispatches = [None; resumable_kernel::effect::MAX_EFFECTS];
         let mut tool_keys = [None; resumable_kernel::effect::MAX_EFFECTS];
         let mut approval_binds = false;
@@ -330,7 +329,7 @@ impl<L: Lifecycle> World<L> {
         &self,
         from: &Before<'_>,
         choice: Choice,
-        next: &super::StoredRun<L::Run>,
+        next: &StoredRun<L::Run>,
         edited: u32,
     ) -> u32 {
         let after = &next.view;

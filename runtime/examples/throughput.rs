@@ -3,7 +3,7 @@
 //! ```sh
 //! cargo run --release -p resumable-runtime --example throughput -- \
 //!     [--store ADDRESS | --dir DIR] [--workers 1,2,4] [--seconds 3] [--rounds 3] \
-//!     [--only raw|runtime]
+//!     [--only raw|store|runtime]
 //! ```
 //!
 //! `--dir` puts the SQLite file (`resumable-throughput.db`) in `DIR` (default: the system's
@@ -11,24 +11,36 @@
 //! `--only` measures one side alone (for a profiler). Each round prints its figures with the
 //! 1-minute load average as it ends (`/proc/loadavg`), since the machine may be shared.
 //!
-//! For each number of workers (threads, each with its own connection): the raw
-//! compare-and-set (one durable transaction writing a value the size of one runtime commit
-//! into a slot if its version matches) against the runtime (bench runs driven by the driver:
-//! load, step, commit run + audit record with compare-and-set, dispatch to in-memory tools,
-//! feed the answer). Rounds alternate raw and runtime; medians are printed, and their ratio.
-//! The store is emptied first (the SQLite file deleted, the PostgreSQL schema dropped).
+//! For each number of workers (threads, each with its own connection), three sides:
+//! - **raw**: the raw compare-and-set (one durable transaction writing a value the size of
+//!   one runtime commit into a slot if its version matches);
+//! - **store**: the store's own share of the runtime's work: every call a bench run makes on
+//!   its store (create, loads, call-history lookups, commits of the very runs, records and
+//!   history entries the driver wrote), recorded once from a real run and replayed under
+//!   fresh run keys, with no kernel, driver or audit-log work between them: what a runtime
+//!   that cost nothing itself would reach on this store;
+//! - **runtime**: bench runs driven by the driver (step, commit run + audit record with
+//!   compare-and-set, dispatch to in-memory tools, feed the answer).
+//!
+//! Rounds alternate the sides; medians are printed, and their ratios to raw. The store is
+//! emptied first (the SQLite file deleted, the PostgreSQL schema dropped).
 //!
 //! The raw compare-and-set is this benchmark's own (`Raw`, a table of its own in the same
 //! file or schema), over a connection opened as the store opens its own (`sqlite::connect`,
 //! `postgres::connect`): the same durability settings, none of the store's logic.
 
+use resumable_kernel::{Call, Checkpoint, Digest, HistoryEntry, Prior, Run};
 use resumable_runtime::auth::{Parties, PartyKeys};
 use resumable_runtime::driver::{create_run, Config, CrashPlan, Driver, Flavor};
+use resumable_runtime::lifecycle::Tail;
 use resumable_runtime::program::{Program, Timing};
-use resumable_runtime::store::{self, is_postgres, StoreError};
+use resumable_runtime::store::{
+    self, is_postgres, Cas, Commit, Consumed, Expect, Inbox, Lease, NewRun, Request, Row, RunKey,
+    Store, StoreError, Summary,
+};
 use resumable_runtime::tool::MemoryTools;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 struct Args {
@@ -43,6 +55,7 @@ struct Args {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Side {
     Raw,
+    Store,
     Runtime,
 }
 
@@ -79,8 +92,9 @@ fn parse() -> Result<Args, String> {
             "--only" => {
                 a.only = Some(match value.as_str() {
                     "raw" => Side::Raw,
+                    "store" => Side::Store,
                     "runtime" => Side::Runtime,
-                    other => return Err(format!("--only {other}: raw or runtime")),
+                    other => return Err(format!("--only {other}: raw, store or runtime")),
                 })
             }
             other => return Err(format!("unknown argument {other}")),
@@ -159,8 +173,8 @@ fn fresh(address: &str) {
     }
 }
 
-fn driver(address: &str, w: u32) -> Driver<Box<dyn store::Store + Send>, MemoryTools> {
-    let config = Config {
+fn config(w: u32) -> Config {
+    Config {
         owner: format!("bench-{w}"),
         lease_ms: 60_000,
         timing: Timing::default(),
@@ -169,11 +183,14 @@ fn driver(address: &str, w: u32) -> Driver<Box<dyn store::Store + Send>, MemoryT
         key: None,
         // The bench program waits on no party: a keyring of none refuses any request.
         parties: Parties::Authenticated(PartyKeys::default()),
-    };
+    }
+}
+
+fn driver(address: &str, w: u32) -> Driver<Box<dyn store::Store + Send>, MemoryTools> {
     Driver::new(
         store::open(address).expect("store"),
         MemoryTools::default(),
-        config,
+        config(w),
     )
 }
 
@@ -230,10 +247,199 @@ fn raw(address: &str, workers: u32, seconds: f64, size: usize, base: u32) -> f64
     threads.into_iter().map(|t| t.join().expect("thread")).sum()
 }
 
-/// The bytes one runtime commit writes: the run and its audit record (a bench run has no
-/// checkpoint), averaged over a whole bench run.
-fn commit_size(address: &str) -> usize {
-    let mut d = driver(address, 0);
+/// One call a bench run made on its store, kept to be made again under another run's key.
+enum Op {
+    Create {
+        run: Box<Run>,
+        header: Vec<u8>,
+        tail: Tail,
+        resource_version: u64,
+    },
+    Load,
+    Header,
+    Inbox(bool),
+    Prior(Box<Call>),
+    Commit(Box<Written>),
+}
+
+/// A commit as the driver made it, owned.
+struct Written {
+    expect: Expect,
+    run: Run,
+    tail: Tail,
+    line: Vec<u8>,
+    checkpoint: Option<Checkpoint>,
+    pc: u32,
+    lease: Lease,
+    consumed: Option<Consumed>,
+    history: Vec<HistoryEntry>,
+}
+
+/// A store that keeps every call a bench run makes on it ([`Op`]) and passes it on.
+struct Recorder {
+    store: Box<dyn Store + Send>,
+    ops: Arc<Mutex<Vec<Op>>>,
+}
+
+impl Recorder {
+    fn keep(&self, op: Op) {
+        self.ops.lock().expect("ops").push(op);
+    }
+}
+
+impl Store for Recorder {
+    fn create(&mut self, new: &NewRun<'_>) -> Result<Cas, StoreError> {
+        self.keep(Op::Create {
+            run: Box::new(*new.run),
+            header: new.header.to_vec(),
+            tail: new.tail,
+            resource_version: new.resource_version,
+        });
+        self.store.create(new)
+    }
+    fn load(&mut self, key: &RunKey) -> Result<Option<Row>, StoreError> {
+        self.keep(Op::Load);
+        self.store.load(key)
+    }
+    fn commit(&mut self, c: &Commit<'_>) -> Result<Cas, StoreError> {
+        self.keep(Op::Commit(Box::new(Written {
+            expect: c.expect,
+            run: *c.run,
+            tail: c.tail,
+            line: c.line.to_vec(),
+            checkpoint: c.checkpoint.copied(),
+            pc: c.pc,
+            lease: c.lease.clone(),
+            consumed: c.consumed,
+            history: c.history.to_vec(),
+        })));
+        self.store.commit(c)
+    }
+    fn scan(&mut self, all: bool) -> Result<Vec<Summary>, StoreError> {
+        self.store.scan(all)
+    }
+    fn submit_sealed(
+        &mut self,
+        key: &RunKey,
+        party: &str,
+        at_ms: u64,
+        request: &Request,
+        seal: Option<Digest>,
+    ) -> Result<u64, StoreError> {
+        self.store.submit_sealed(key, party, at_ms, request, seal)
+    }
+    fn refuse_unauthenticated(&mut self, key: &RunKey, id: u64) -> Result<Cas, StoreError> {
+        self.store.refuse_unauthenticated(key, id)
+    }
+    fn inbox(&mut self, key: &RunKey, pending: bool) -> Result<Vec<Inbox>, StoreError> {
+        self.keep(Op::Inbox(pending));
+        self.store.inbox(key, pending)
+    }
+    fn log(&mut self, key: &RunKey) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.store.log(key)
+    }
+    fn header(&mut self, key: &RunKey) -> Result<Option<Vec<u8>>, StoreError> {
+        self.keep(Op::Header);
+        self.store.header(key)
+    }
+    fn prior(&mut self, key: &RunKey, call: &Call) -> Result<Prior, StoreError> {
+        self.keep(Op::Prior(Box::new(*call)));
+        self.store.prior(key, call)
+    }
+}
+
+/// Makes the store calls `ops` under run `key`, stopping at `deadline`; how many commits.
+fn replay(store: &mut dyn Store, ops: &[Op], key: &RunKey, deadline: Instant) -> u64 {
+    let mut commits = 0;
+    for op in ops {
+        if Instant::now() >= deadline {
+            break;
+        }
+        match op {
+            Op::Create {
+                run,
+                header,
+                tail,
+                resource_version,
+            } => {
+                let new = NewRun {
+                    key,
+                    run,
+                    header,
+                    tail: *tail,
+                    program: Program::Bench.as_str(),
+                    resource_version: *resource_version,
+                };
+                assert_eq!(store.create(&new).expect("create"), Cas::Done);
+            }
+            Op::Load => drop(store.load(key).expect("load")),
+            Op::Header => drop(store.header(key).expect("header")),
+            Op::Inbox(pending) => drop(store.inbox(key, *pending).expect("inbox")),
+            Op::Prior(call) => drop(store.prior(key, call).expect("prior")),
+            Op::Commit(w) => {
+                let commit = Commit {
+                    key,
+                    expect: w.expect,
+                    run: &w.run,
+                    tail: w.tail,
+                    line: &w.line,
+                    checkpoint: w.checkpoint.as_ref(),
+                    pc: w.pc,
+                    lease: &w.lease,
+                    consumed: w.consumed,
+                    history: &w.history,
+                };
+                assert_eq!(store.commit(&commit).expect("commit"), Cas::Done);
+                commits += 1;
+            }
+        }
+    }
+    commits
+}
+
+/// The store's share: commits per second by `workers` threads replaying `ops` under fresh
+/// run keys (named like the runtime's, so that rows and keys are of the same size).
+fn store_only(
+    address: &str,
+    workers: u32,
+    seconds: f64,
+    ops: &Arc<Vec<Op>>,
+    names: &Arc<AtomicU32>,
+) -> f64 {
+    let threads: Vec<_> = (0..workers)
+        .map(|_| {
+            let (address, ops, names) = (address.to_string(), Arc::clone(ops), Arc::clone(names));
+            std::thread::spawn(move || {
+                let mut store = store::open(&address).expect("store");
+                let started = Instant::now();
+                let deadline = started + Duration::from_secs_f64(seconds);
+                let mut commits = 0;
+                while Instant::now() < deadline {
+                    let n = names.fetch_add(1, Ordering::Relaxed);
+                    let key = RunKey(format!("tenant-c/bench/s-{n}"));
+                    commits += replay(&mut *store, &ops, &key, deadline);
+                }
+                commits as f64 / started.elapsed().as_secs_f64()
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().expect("thread")).sum()
+}
+
+/// Drives one whole bench run, keeping every call it makes on its store; with the bytes one
+/// runtime commit writes: the run and its audit record (a bench run has no checkpoint),
+/// averaged over the run.
+fn record(address: &str) -> (Vec<Op>, usize) {
+    let ops = Arc::new(Mutex::new(Vec::new()));
+    let recorder = Recorder {
+        store: store::open(address).expect("store"),
+        ops: Arc::clone(&ops),
+    };
+    let mut d = Driver::new(
+        Box::new(recorder) as Box<dyn Store + Send>,
+        MemoryTools::default(),
+        config(0),
+    );
     let key = create_run(
         d.store(),
         Program::Bench,
@@ -245,11 +451,14 @@ fn commit_size(address: &str) -> usize {
     .expect("create")
     .expect("new");
     while d.turn(&key, false).expect("turn") {}
-    let row = d.store().load(&key).expect("load").expect("row");
-    let lines = d.store().log(&key).expect("log");
+    drop(d);
+    let ops = std::mem::take(&mut *ops.lock().expect("ops"));
+    let mut store = store::open(address).expect("store");
+    let row = store.load(&key).expect("load").expect("row");
+    let lines = store.log(&key).expect("log");
     let records: usize = lines.iter().skip(1).map(Vec::len).sum();
     let run = serde_json::to_vec(&row.run).expect("json").len();
-    records / (lines.len() - 1) + run
+    (ops, records / (lines.len() - 1) + run)
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -278,7 +487,8 @@ fn main() {
         }
     };
     fresh(&a.store);
-    let size = commit_size(&a.store);
+    let (ops, size) = record(&a.store);
+    let ops = Arc::new(ops);
     let backend = if is_postgres(&a.store) {
         "postgres"
     } else {
@@ -292,32 +502,38 @@ fn main() {
     let mut base = 0;
     let mut table = Vec::new();
     for &w in &a.workers {
-        let (mut raws, mut runs) = (Vec::new(), Vec::new());
+        let (mut raws, mut stores, mut runs) = (Vec::new(), Vec::new(), Vec::new());
         for round in 1..=a.rounds.max(1) {
             if a.measures(Side::Raw) {
                 raws.push(raw(&a.store, w, a.seconds, size, base));
                 base += 64;
             }
+            if a.measures(Side::Store) {
+                stores.push(store_only(&a.store, w, a.seconds, &ops, &names));
+            }
             if a.measures(Side::Runtime) {
                 runs.push(runtime(&a.store, w, a.seconds, &names));
             }
             println!(
-                "workers {w} round {round}: raw CAS/s {}, runtime transitions/s {}, load {}",
+                "workers {w} round {round}: raw CAS/s {}, store commits/s {}, runtime transitions/s {}, load {}",
                 shown(raws.last().copied(), 0),
+                shown(stores.last().copied(), 0),
                 shown(runs.last().copied(), 0),
                 shown(load(), 2)
             );
         }
-        table.push((w, median(raws), median(runs)));
+        table.push((w, median(raws), median(stores), median(runs)));
     }
-    println!("workers  raw CAS/s  runtime transitions/s  ratio");
-    for (w, r, t) in table {
-        let ratio = r.zip(t).map(|(r, t)| t / r);
+    println!("workers  raw CAS/s  store commits/s  runtime transitions/s  store/raw  runtime/raw");
+    for (w, r, s, t) in table {
+        let ratio = |x: Option<f64>| r.zip(x).map(|(r, x)| x / r);
         println!(
-            "{w:>7}  {:>9}  {:>21}  {:>5}",
+            "{w:>7}  {:>9}  {:>15}  {:>21}  {:>9}  {:>11}",
             shown(r, 0),
+            shown(s, 0),
             shown(t, 0),
-            shown(ratio, 2)
+            shown(ratio(s), 2),
+            shown(ratio(t), 2)
         );
     }
 }

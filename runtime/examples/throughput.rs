@@ -22,8 +22,11 @@
 //! - **runtime**: bench runs driven by the driver (step, commit run + audit record with
 //!   compare-and-set, dispatch to in-memory tools, feed the answer).
 //!
-//! Rounds alternate the sides; medians are printed, and their ratios to raw. The store is
-//! emptied first (the SQLite file deleted, the PostgreSQL schema dropped).
+//! Rounds alternate the sides; medians are printed, and their ratios to raw. Beside each
+//! rate, the CPU time its threads spent per operation (their own: for PostgreSQL, the
+//! client's, not the server's), which moves far less than a rate with the load of a shared
+//! machine. The store is emptied first (the SQLite file deleted, the PostgreSQL schema
+//! dropped).
 //!
 //! The raw compare-and-set is this benchmark's own (`Raw`, a table of its own in the same
 //! file or schema), over a connection opened as the store opens its own (`sqlite::connect`,
@@ -163,6 +166,60 @@ impl Raw {
     }
 }
 
+/// What one side's threads did in a round: operations per second (summed over the
+/// threads), and the CPU time their threads spent per operation.
+#[derive(Clone, Copy)]
+struct Measured {
+    rate: f64,
+    cpu_per_op_s: Option<f64>,
+}
+
+/// What one thread did: its operations, its wall time, and the CPU time it spent.
+struct Thread {
+    ops: u64,
+    wall_s: f64,
+    cpu_s: Option<f64>,
+}
+
+impl Measured {
+    fn of(threads: Vec<std::thread::JoinHandle<Thread>>) -> Measured {
+        let done: Vec<Thread> = threads
+            .into_iter()
+            .map(|t| t.join().expect("thread"))
+            .collect();
+        let ops: u64 = done.iter().map(|t| t.ops).sum();
+        let cpu: Option<f64> = done.iter().map(|t| t.cpu_s).sum();
+        Measured {
+            rate: done.iter().map(|t| t.ops as f64 / t.wall_s).sum(),
+            cpu_per_op_s: cpu.filter(|_| ops > 0).map(|cpu| cpu / ops as f64),
+        }
+    }
+}
+
+/// The CPU time (user and system) the calling thread has spent, in seconds, from
+/// `/proc/thread-self/stat` (`None` where there is none). The kernel counts it in ticks of
+/// 1/100 s (`USER_HZ`, 100 on every Linux architecture), so a round of seconds reads it to
+/// within a percent.
+fn thread_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // The command name, in parentheses, may hold spaces: the fields counted from after it.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// Times `work` on the calling thread: it returns how many operations it made.
+fn timed(work: impl FnOnce() -> u64) -> Thread {
+    let (started, cpu) = (Instant::now(), thread_cpu_s());
+    let ops = work();
+    Thread {
+        ops,
+        wall_s: started.elapsed().as_secs_f64(),
+        cpu_s: thread_cpu_s().zip(cpu).map(|(end, start)| end - start),
+    }
+}
+
 fn fresh(address: &str) {
     if is_postgres(address) {
         store::postgres::PgStore::drop_schema(address).expect("drop schema");
@@ -194,38 +251,39 @@ fn driver(address: &str, w: u32) -> Driver<Box<dyn store::Store + Send>, MemoryT
     )
 }
 
-/// Runtime transitions committed per second by `workers` threads in `seconds`.
-fn runtime(address: &str, workers: u32, seconds: f64, names: &Arc<AtomicU32>) -> f64 {
+/// Runtime transitions committed by `workers` threads in `seconds`.
+fn runtime(address: &str, workers: u32, seconds: f64, names: &Arc<AtomicU32>) -> Measured {
     let threads: Vec<_> = (0..workers)
         .map(|w| {
             let (address, names) = (address.to_string(), Arc::clone(names));
             std::thread::spawn(move || {
                 let mut d = driver(&address, w);
-                let started = Instant::now();
-                let deadline = started + Duration::from_secs_f64(seconds);
-                while Instant::now() < deadline {
-                    let name = format!("b-{}", names.fetch_add(1, Ordering::Relaxed));
-                    let key = create_run(
-                        d.store(),
-                        Program::Bench,
-                        &name,
-                        0,
-                        &Timing::default(),
-                        None,
-                    )
-                    .expect("create")
-                    .expect("a new run");
-                    while Instant::now() < deadline && d.turn(&key, false).expect("turn") {}
-                }
-                d.commits() as f64 / started.elapsed().as_secs_f64()
+                timed(|| {
+                    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+                    while Instant::now() < deadline {
+                        let name = format!("b-{}", names.fetch_add(1, Ordering::Relaxed));
+                        let key = create_run(
+                            d.store(),
+                            Program::Bench,
+                            &name,
+                            0,
+                            &Timing::default(),
+                            None,
+                        )
+                        .expect("create")
+                        .expect("a new run");
+                        while Instant::now() < deadline && d.turn(&key, false).expect("turn") {}
+                    }
+                    d.commits()
+                })
             })
         })
         .collect();
-    threads.into_iter().map(|t| t.join().expect("thread")).sum()
+    Measured::of(threads)
 }
 
-/// Raw compare-and-sets of `size`-byte values per second by `workers` threads.
-fn raw(address: &str, workers: u32, seconds: f64, size: usize, base: u32) -> f64 {
+/// Raw compare-and-sets of `size`-byte values by `workers` threads in `seconds`.
+fn raw(address: &str, workers: u32, seconds: f64, size: usize, base: u32) -> Measured {
     let threads: Vec<_> = (0..workers)
         .map(|w| {
             let address = address.to_string();
@@ -233,18 +291,20 @@ fn raw(address: &str, workers: u32, seconds: f64, size: usize, base: u32) -> f64
                 let mut raw = Raw::open(&address).expect("store");
                 let slot = i64::from(base + w + 1); // fresh slots: every version starts at 0
                 let value = vec![b'x'; size];
-                let (mut version, mut n) = (0i64, 0u64);
-                let started = Instant::now();
-                while started.elapsed().as_secs_f64() < seconds {
-                    assert!(raw.cas(slot, version, &value).expect("cas"), "lost a CAS");
-                    version += 1;
-                    n += 1;
-                }
-                n as f64 / started.elapsed().as_secs_f64()
+                timed(|| {
+                    let (mut version, mut n) = (0i64, 0u64);
+                    let started = Instant::now();
+                    while started.elapsed().as_secs_f64() < seconds {
+                        assert!(raw.cas(slot, version, &value).expect("cas"), "lost a CAS");
+                        version += 1;
+                        n += 1;
+                    }
+                    n
+                })
             })
         })
         .collect();
-    threads.into_iter().map(|t| t.join().expect("thread")).sum()
+    Measured::of(threads)
 }
 
 /// One call a bench run made on its store, kept to be made again under another run's key.
@@ -397,33 +457,34 @@ fn replay(store: &mut dyn Store, ops: &[Op], key: &RunKey, deadline: Instant) ->
     commits
 }
 
-/// The store's share: commits per second by `workers` threads replaying `ops` under fresh
-/// run keys (named like the runtime's, so that rows and keys are of the same size).
+/// The store's share: commits by `workers` threads in `seconds`, replaying `ops` under
+/// fresh run keys (named like the runtime's, so that rows and keys are of the same size).
 fn store_only(
     address: &str,
     workers: u32,
     seconds: f64,
     ops: &Arc<Vec<Op>>,
     names: &Arc<AtomicU32>,
-) -> f64 {
+) -> Measured {
     let threads: Vec<_> = (0..workers)
         .map(|_| {
             let (address, ops, names) = (address.to_string(), Arc::clone(ops), Arc::clone(names));
             std::thread::spawn(move || {
                 let mut store = store::open(&address).expect("store");
-                let started = Instant::now();
-                let deadline = started + Duration::from_secs_f64(seconds);
-                let mut commits = 0;
-                while Instant::now() < deadline {
-                    let n = names.fetch_add(1, Ordering::Relaxed);
-                    let key = RunKey(format!("tenant-c/bench/s-{n}"));
-                    commits += replay(&mut *store, &ops, &key, deadline);
-                }
-                commits as f64 / started.elapsed().as_secs_f64()
+                timed(|| {
+                    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+                    let mut commits = 0;
+                    while Instant::now() < deadline {
+                        let n = names.fetch_add(1, Ordering::Relaxed);
+                        let key = RunKey(format!("tenant-c/bench/s-{n}"));
+                        commits += replay(&mut *store, &ops, &key, deadline);
+                    }
+                    commits
+                })
             })
         })
         .collect();
-    threads.into_iter().map(|t| t.join().expect("thread")).sum()
+    Measured::of(threads)
 }
 
 /// Drives one whole bench run, keeping every call it makes on its store; with the bytes one
@@ -478,6 +539,28 @@ fn shown(x: Option<f64>, decimals: usize) -> String {
     x.map_or("-".to_string(), |x| format!("{x:.decimals$}"))
 }
 
+/// The medians of a side's rounds: its rate, and its CPU time per operation in µs.
+fn medians(rounds: &[Measured]) -> (Option<f64>, Option<f64>) {
+    let rates = rounds.iter().map(|m| m.rate).collect();
+    let cpu = rounds
+        .iter()
+        .filter_map(|m| m.cpu_per_op_s)
+        .map(|s| s * 1e6);
+    (median(rates), median(cpu.collect()))
+}
+
+/// A round's figure for one side: `rate (cpu µs/op)`, or `-` for a side not measured.
+fn figure(m: Option<&Measured>) -> String {
+    match m {
+        Some(m) => format!(
+            "{} ({} us)",
+            shown(Some(m.rate), 0),
+            shown(m.cpu_per_op_s.map(|s| s * 1e6), 1)
+        ),
+        None => "-".to_string(),
+    }
+}
+
 fn main() {
     let a = match parse() {
         Ok(a) => a,
@@ -516,24 +599,31 @@ fn main() {
             }
             println!(
                 "workers {w} round {round}: raw CAS/s {}, store commits/s {}, runtime transitions/s {}, load {}",
-                shown(raws.last().copied(), 0),
-                shown(stores.last().copied(), 0),
-                shown(runs.last().copied(), 0),
+                figure(raws.last()),
+                figure(stores.last()),
+                figure(runs.last()),
                 shown(load(), 2)
             );
         }
-        table.push((w, median(raws), median(stores), median(runs)));
+        table.push((w, medians(&raws), medians(&stores), medians(&runs)));
     }
-    println!("workers  raw CAS/s  store commits/s  runtime transitions/s  store/raw  runtime/raw");
+    println!("medians; in brackets, CPU time per operation in microseconds (the client's own)");
+    println!(
+        "workers  {:<16}  {:<16}  {:<21}  store/raw  runtime/raw",
+        "raw CAS/s", "store commits/s", "runtime transitions/s"
+    );
     for (w, r, s, t) in table {
-        let ratio = |x: Option<f64>| r.zip(x).map(|(r, x)| x / r);
+        let ratio = |x: Option<f64>| r.0.zip(x).map(|(r, x)| x / r);
+        let both = |(rate, cpu): (Option<f64>, Option<f64>)| {
+            format!("{} ({})", shown(rate, 0), shown(cpu, 1))
+        };
         println!(
-            "{w:>7}  {:>9}  {:>15}  {:>21}  {:>9}  {:>11}",
-            shown(r, 0),
-            shown(s, 0),
-            shown(t, 0),
-            shown(ratio(s), 2),
-            shown(ratio(t), 2)
+            "{w:>7}  {:<16}  {:<16}  {:<21}  {:>9}  {:>11}",
+            both(r),
+            both(s),
+            both(t),
+            shown(ratio(s.0), 2),
+            shown(ratio(t.0), 2)
         );
     }
 }

@@ -645,7 +645,18 @@ pub fn describe(config: &Config) -> String {
 /// What the configuration turns on beyond the counts `describe` lists (the exposing
 /// configurations of some variants need these), as "; with ..." or nothing.
 fn extras(config: &Config) -> String {
-    // The framework's and the outsider's moves, with their budgets: (budget, one, many).
+    let mut on = budgets(config);
+    switches(config, &mut on);
+    if on.is_empty() {
+        String::new()
+    } else {
+        format!("; with {}", on.join(", "))
+    }
+}
+
+/// The framework's and the outsider's moves the configuration allows, with their budgets.
+fn budgets(config: &Config) -> Vec<String> {
+    // (budget, one, many)
     let moves = [
         (config.cancels, "cancel", "cancels"),
         (
@@ -679,9 +690,13 @@ fn extras(config: &Config) -> String {
             "second questions after the gated call",
         ),
     ];
-    let mut on: Vec<String> = (moves.iter().filter(|(n, ..)| *n > 0))
+    (moves.iter().filter(|(n, ..)| *n > 0))
         .map(|&(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
-        .collect();
+        .collect()
+}
+
+/// The switches the configuration turns on, each as the words `extras` lists.
+fn switches(config: &Config, on: &mut Vec<String>) {
     if config.resource_start > 0 {
         on.push(format!(
             "the resource starting at version {}",
@@ -731,10 +746,5 @@ fn extras(config: &Config) -> String {
     }
     if config.program == Program::Batch && !config.batch_verdicts {
         on.push("batch decisions that only approve".to_owned());
-    }
-    if on.is_empty() {
-        String::new()
-    } else {
-        format!("; with {}", on.join(", "))
     }
 }

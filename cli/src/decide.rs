@@ -222,7 +222,22 @@ fn submit(
             Err(e) => return party_exit(Err(e)),
         }
     }
-    let (line, code) = match waited {
+    let (line, code) = outcome(target, &head, &key, waited);
+    match output::say(&line) {
+        Ok(()) => ExitCode::from(code),
+        Err(lost) => lost,
+    }
+}
+
+/// What a submitted request came to, as the line said and the exit status: queued (no wait),
+/// unanswered within the wait, or the worker's answer.
+fn outcome(
+    target: &Target,
+    head: &str,
+    key: &RunKey,
+    waited: Option<Option<Answered>>,
+) -> (String, u8) {
+    match waited {
         None => (
             format!(
                 "{head}: queued, not yet decided (a worker decides it: `status --run {key}` \
@@ -266,10 +281,6 @@ fn submit(
                 status::FAIL,
             )
         }
-    };
-    match output::say(&line) {
-        Ok(()) => ExitCode::from(code),
-        Err(lost) => lost,
     }
 }
 

@@ -257,80 +257,16 @@ pub struct WorkerArgs {
 
 /// Drives runs.
 pub fn worker(args: &WorkerArgs) -> ExitCode {
-    let Some(flavor) = Flavor::parse(&args.flavor) else {
-        eprintln!("error: no driver flavour {:?}", args.flavor);
-        return ExitCode::from(status::MISUSE);
-    };
-    let crash = match args.crash_at.as_deref().map(CrashPlan::parse) {
-        None => CrashPlan::none(),
-        Some(Some(plan)) => plan,
-        Some(None) => {
-            eprintln!("error: --crash-at takes POINT:N, e.g. after-commit:3");
-            return ExitCode::from(status::MISUSE);
-        }
-    };
-    let key = match args
-        .audit_key
-        .as_deref()
-        .map(|p| lifecycle::read_key(p, false))
-    {
-        None => None,
-        Some(Ok(key)) => Some(key),
-        Some(Err(e)) => {
-            eprintln!("error: audit key: {e}");
-            return ExitCode::from(status::MISUSE);
-        }
-    };
-    let tools_key = match args.tools_key.as_deref().map(|p| SharedKey::read(p, false)) {
-        None => None,
-        Some(Ok(key)) => Some(key),
-        Some(Err(e)) => {
-            eprintln!("error: tools key: {e}");
-            return ExitCode::from(status::MISUSE);
-        }
-    };
-    let parties = match (args.party_keys.as_deref(), args.unauthenticated_parties) {
-        (Some(dir), _) => match PartyKeys::load(dir) {
-            Ok(keys) => Parties::Authenticated(keys),
-            Err(e) => {
-                eprintln!("error: party keys: {e}");
-                return ExitCode::from(status::MISUSE);
-            }
-        },
-        (None, true) => Parties::Unauthenticated,
-        (None, false) => {
-            eprintln!(
-                "error: {}",
-                no_party_key(
-                    "a worker",
-                    "--party-keys DIR (the parties' keys, one NAME.key each)"
-                )
-            );
+    let (config, tools_key, timeout) = match worker_config(args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("error: {message}");
             return ExitCode::from(status::MISUSE);
         }
     };
     let store = match open_store_waiting(&args.store, &format!("worker {}", args.id)) {
         Ok(s) => s,
         Err(code) => return code,
-    };
-    let timeout_ms = args.tool_timeout_ms.unwrap_or(args.lease_ms / 2).max(1);
-    if timeout_ms >= args.lease_ms {
-        eprintln!(
-            "error: --tool-timeout-ms {timeout_ms} is not shorter than --lease-ms {}: a worker \
-             waiting that long for a tool would be taken for dead",
-            args.lease_ms
-        );
-        return ExitCode::from(status::MISUSE);
-    }
-    let timeout = Duration::from_millis(timeout_ms);
-    let config = Config {
-        owner: format!("{}.{}", args.id, std::process::id()),
-        lease_ms: args.lease_ms,
-        timing: Timing::default(),
-        flavor,
-        crash,
-        key,
-        parties,
     };
     let mut driver = Driver::new(
         store,
@@ -346,7 +282,8 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
         );
     }
     let poll = Duration::from_millis(args.poll_ms);
-    match driver.work(args.offset, poll, args.until_quiescent) {
+    let worked = driver.work(args.offset, poll, args.until_quiescent);
+    match worked {
         Ok(()) => match output::say(&format!(
             "{} steps committed; every run has ended or waits on someone outside",
             driver.commits()
@@ -363,6 +300,63 @@ pub fn worker(args: &WorkerArgs) -> ExitCode {
             ExitCode::from(status::FAIL)
         }
     }
+}
+
+/// How long a worker waits for a tool's answer: shorter than its lease, or a live worker
+/// would be taken for dead; the message says so when it is not.
+fn tool_timeout_ms(args: &WorkerArgs) -> Result<u64, String> {
+    let timeout_ms = args.tool_timeout_ms.unwrap_or(args.lease_ms / 2).max(1);
+    if timeout_ms >= args.lease_ms {
+        return Err(format!(
+            "--tool-timeout-ms {timeout_ms} is not shorter than --lease-ms {}: a worker \
+             waiting that long for a tool would be taken for dead",
+            args.lease_ms
+        ));
+    }
+    Ok(timeout_ms)
+}
+
+/// The worker's configuration, the tool service's key and how long to wait for a tool, from
+/// its flags, or what is wrong with them.
+fn worker_config(args: &WorkerArgs) -> Result<(Config, Option<SharedKey>, Duration), String> {
+    let flavor =
+        Flavor::parse(&args.flavor).ok_or(format!("no driver flavour {:?}", args.flavor))?;
+    let crash = match args.crash_at.as_deref().map(CrashPlan::parse) {
+        None => CrashPlan::none(),
+        Some(Some(plan)) => plan,
+        Some(None) => return Err("--crash-at takes POINT:N, e.g. after-commit:3".into()),
+    };
+    let key = (args.audit_key.as_deref())
+        .map(|p| lifecycle::read_key(p, false))
+        .transpose()
+        .map_err(|e| format!("audit key: {e}"))?;
+    let tools_key = (args.tools_key.as_deref())
+        .map(|p| SharedKey::read(p, false))
+        .transpose()
+        .map_err(|e| format!("tools key: {e}"))?;
+    let parties = match (args.party_keys.as_deref(), args.unauthenticated_parties) {
+        (Some(dir), _) => {
+            Parties::Authenticated(PartyKeys::load(dir).map_err(|e| format!("party keys: {e}"))?)
+        }
+        (None, true) => Parties::Unauthenticated,
+        (None, false) => {
+            return Err(no_party_key(
+                "a worker",
+                "--party-keys DIR (the parties' keys, one NAME.key each)",
+            ))
+        }
+    };
+    let timeout = Duration::from_millis(tool_timeout_ms(args)?);
+    let config = Config {
+        owner: format!("{}.{}", args.id, std::process::id()),
+        lease_ms: args.lease_ms,
+        timing: Timing::default(),
+        flavor,
+        crash,
+        key,
+        parties,
+    };
+    Ok((config, tools_key, timeout))
 }
 
 /// Arguments of `status`.

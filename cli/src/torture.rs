@@ -83,6 +83,22 @@ fn is_postgres(store: &str) -> bool {
     store.starts_with("postgres") || store.contains("host=")
 }
 
+/// The torture's directory made, and with `fresh` its store and the tool's ledger emptied
+/// first, or what stopped it.
+fn prepare(fresh: bool, dir: &std::path::Path, store: &str) -> Result<(), String> {
+    if fresh {
+        if is_postgres(store) {
+            PgStore::drop_schema(store).map_err(|e| e.to_string())?;
+        } else {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{store}{suffix}"));
+            }
+        }
+        let _ = std::fs::remove_file(dir.join("tools.ledger"));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
 /// Runs the torture.
 pub fn run(args: &Args) -> ExitCode {
     let Some(flavor) = Flavor::parse(&args.flavor) else {
@@ -103,23 +119,8 @@ pub fn run(args: &Args) -> ExitCode {
         .store
         .clone()
         .unwrap_or_else(|| dir.join("runs.db").display().to_string());
-    if args.fresh {
-        let emptied = if is_postgres(&store) {
-            PgStore::drop_schema(&store).map_err(|e| e.to_string())
-        } else {
-            for suffix in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{store}{suffix}"));
-            }
-            Ok(())
-        };
-        if let Err(e) = emptied {
-            eprintln!("error: {e}");
-            return ExitCode::from(status::MISUSE);
-        }
-        let _ = std::fs::remove_file(dir.join("tools.ledger"));
-    }
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("error: {}: {e}", dir.display());
+    if let Err(e) = prepare(args.fresh, &dir, &store) {
+        eprintln!("error: {e}");
         return ExitCode::from(status::MISUSE);
     }
     let exe = match std::env::current_exe() {

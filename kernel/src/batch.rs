@@ -491,13 +491,11 @@ impl KeptBatch {
                 state: s.state,
             });
             if let Some((d, at)) = s.decided {
-                if kept.approver.is_some_and(|a| a != d.approval.approver) {
-                    return Err("the decisions of one batch name two approvers");
-                }
                 kept.record(i, &d, at);
             }
         }
-        // What the kept form drops of each decision must be what it gives back.
+        // What the kept form drops of each decision must be what it gives back: the batch
+        // keeps the last approver recorded, so a slot whose decision names another is seen.
         match whole
             .slots
             .iter()
@@ -507,7 +505,7 @@ impl KeptBatch {
             true => Ok(kept),
             false => Err(
                 "a decision recorded in a batch's slot binds to another call, arguments, \
-                 requester or revision than the slot's and the batch's",
+                 requester, revision or approver than the slot's and the batch's",
             ),
         }
     }

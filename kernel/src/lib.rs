@@ -79,8 +79,8 @@ pub mod spec;
 mod step;
 
 pub use batch::{
-    Allowed, Batch, CallDecision, Decisions, List, Proposal, Proposals, Slot, SlotState, Verdict,
-    VerdictKind, BATCH_CAPACITY,
+    Allowed, Batch, CallDecision, Decided, Decisions, List, Proposal, Proposals, Slot, SlotState,
+    Verdict, VerdictKind, BATCH_CAPACITY,
 };
 pub use calls::{Fingerprint, HistoryEntry, KeyUse, LoggedCall, Prior};
 pub use checkpoint::{

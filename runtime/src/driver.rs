@@ -20,6 +20,7 @@ use crate::store::{
 use crate::tool::{ToolReply, ToolRequest, Tools};
 use resumable_driver::{Core, Staged};
 use resumable_kernel::{Checkpoint, Dispatch, Event, Facts, Run, Transition};
+use std::sync::Arc;
 
 pub mod crash;
 mod flavor;
@@ -139,15 +140,27 @@ pub struct Driver<S, T> {
     /// The row this driver's last commit wrote, if that commit took: exactly what the store
     /// held when the compare-and-set succeeded, so a turn goes on from it instead of loading
     /// the run again. Cleared by a lost compare-and-set, and at the start of every turn.
-    landed: Option<Row>,
+    /// Shared with the [`Moved`] of that commit rather than copied: a row is kilobytes.
+    landed: Option<Arc<Row>>,
 }
 
-/// An accepted input, committed: the kernel's transition, and the row as now stored.
+/// An accepted input, committed: the core's staged step, whose transition's effects are
+/// still to be carried out, and the row as now stored.
 pub(crate) struct Moved {
-    /// The transition, whose effects are still to be carried out.
-    pub transition: Transition,
+    /// The staged step, accepted: kept as the core made it (boxed), not copied out.
+    staged: Box<Staged>,
     /// The row as the commit left it.
-    pub row: Row,
+    pub row: Arc<Row>,
+}
+
+impl Moved {
+    /// The transition the commit stored.
+    pub(crate) fn transition(&self) -> &Transition {
+        // `land` makes a `Moved` of an accepted step only.
+        self.staged
+            .accepted()
+            .expect("a Moved holds an accepted step")
+    }
 }
 
 /// What one committed input did.
@@ -331,15 +344,19 @@ impl<S: Store, T: Tools> Driver<S, T> {
             },
         )?;
         let tail = lifecycle::tail_after(&staged);
+        // The row is built field by field: `..row.clone()` would copy the old run (kilobytes)
+        // only to drop it for the next one.
         let (after, answer) = match &staged.result {
             Ok(t) => (
                 Row {
+                    key: row.key.clone(),
                     run: t.next,
                     tail,
                     checkpoint: t.effects.checkpoint().copied(),
+                    program: row.program.clone(),
                     pc,
                     lease: self.lease_after(&t.next),
-                    ..row.clone()
+                    resource_version: row.resource_version,
                 },
                 Answer::Accepted(t.next.revision()),
             ),
@@ -368,13 +385,12 @@ impl<S: Store, T: Tools> Driver<S, T> {
         } = landing;
         self.config.crash.at(CrashPoint::BeforeCommit);
         let history: Vec<resumable_kernel::HistoryEntry> = staged.history().copied().collect();
-        let Staged { result, line, .. } = *staged;
         let commit = Commit {
             key: &row.key,
             expect: Expect::of(row),
             run: &after.run,
             tail: after.tail,
-            line: &line,
+            line: &staged.line,
             checkpoint: after.checkpoint.as_ref(),
             pc: after.pc,
             lease: &after.lease,
@@ -385,15 +401,14 @@ impl<S: Store, T: Tools> Driver<S, T> {
         if self.store.commit(&commit)? == Cas::Conflict {
             return Ok(Fed::Conflict);
         }
-        self.landed = Some(after.clone());
+        let after = Arc::new(after);
+        self.landed = Some(Arc::clone(&after));
         self.commits += 1;
         self.config.crash.at(CrashPoint::AfterCommit);
-        Ok(match result {
-            Ok(transition) => Fed::Accepted(Box::new(Moved {
-                transition,
-                row: after,
-            })),
-            Err(_) => Fed::Rejected,
+        Ok(if staged.accepted().is_some() {
+            Fed::Accepted(Box::new(Moved { staged, row: after }))
+        } else {
+            Fed::Rejected
         })
     }
 
@@ -440,7 +455,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
     pub(crate) fn carry_out(&mut self, moved: Box<Moved>) -> Result<(), DriveError> {
         let mut next = Some(moved);
         while let Some(moved) = next {
-            let Moved { transition, row } = &*moved;
+            let (transition, row) = (moved.transition(), &*moved.row);
             let dispatches: Vec<Dispatch> = transition.effects.dispatches().copied().collect();
             next = if !dispatches.is_empty() {
                 self.carry_dispatches(row, &dispatches, |driver, run, d| driver.dispatch(run, d))?
@@ -482,7 +497,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             let Some(moved) = self.answer_dispatch(at, d, answer)? else {
                 return Ok(None);
             };
-            if moved.transition.effects.commands().next().is_some() {
+            if moved.transition().effects.commands().next().is_some() {
                 return Ok(Some(moved));
             }
             last = Some(moved);
@@ -555,13 +570,14 @@ impl<S: Store, T: Tools> Driver<S, T> {
         row: &Row,
         event: Event,
     ) -> Result<Option<Box<Moved>>, DriveError> {
-        let mut current = row.clone();
+        let mut loaded: Option<Row> = None;
         for _ in 0..resumable_driver::RETRIES {
-            match self.feed(&current, now_ms(), event, current.pc, None)? {
+            let current = loaded.as_ref().unwrap_or(row);
+            match self.feed(current, now_ms(), event, current.pc, None)? {
                 Fed::Accepted(moved) => return Ok(Some(moved)),
                 Fed::Rejected => return Ok(None),
                 Fed::Conflict => match self.store.load(&row.key)? {
-                    Some(r) => current = r,
+                    Some(r) => loaded = Some(r),
                     None => return Ok(None),
                 },
             }

@@ -96,3 +96,54 @@ fn a_run_stored_by_release_604adaf_loads_its_history_moves_to_the_store_and_it_r
     assert!(resumable_kernel::step(&t.next, &again).is_err());
     assert_ne!(prior, Prior::NONE);
 }
+
+/// Every audit line of the store file at `path`, with its run and position, in the log's
+/// order; and whether its `audit` table is keyed without a rowid.
+fn audit_lines(path: &Path) -> (Vec<(String, i64, Vec<u8>)>, bool) {
+    let db = rusqlite::Connection::open(path).unwrap();
+    let mut lines = db
+        .prepare("SELECT key, seq, line FROM audit ORDER BY key, seq")
+        .unwrap();
+    let lines = lines
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let without_rowid: bool = db
+        .query_row(
+            "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = 'audit'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    (lines, without_rowid)
+}
+
+#[test]
+fn the_audit_table_of_release_604adaf_moves_to_a_rowid_table_line_for_line_when_a_writer_opens_it()
+{
+    // That release keyed `audit` without a rowid; this one appends records to a rowid table
+    // (sql::schema says why). A writer's open moves every line, once; the log reads back the
+    // same.
+    let db = copy_of_the_old_file("audit");
+    let (before, without_rowid) = audit_lines(&db);
+    assert!(without_rowid, "the old release's table has no rowid");
+    assert!(before.len() >= 2, "{before:?}");
+    let mut reader = SqliteStore::open_read_only(db.to_str().unwrap()).unwrap();
+    let row = parties::resolve(&mut reader, "run-approval").expect("the old run loads");
+    let log = reader.log(&row.key).unwrap();
+    drop(reader);
+    for _ in 0..2 {
+        drop(SqliteStore::open(db.to_str().unwrap()).unwrap());
+        let (after, without_rowid) = audit_lines(&db);
+        assert!(!without_rowid, "moved to a rowid table");
+        assert_eq!(after, before, "every line kept, in order");
+    }
+    let mut store = SqliteStore::open(db.to_str().unwrap()).unwrap();
+    assert_eq!(store.log(&row.key).unwrap(), log);
+    assert_eq!(
+        row.tail.seq as usize,
+        log.len() - 1,
+        "the anchor ends the log"
+    );
+}

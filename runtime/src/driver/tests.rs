@@ -240,14 +240,14 @@ fn feed_of_an_accepted_input_commits_the_row_it_returns() {
     let moved = program_step(&mut d, &key);
     assert_eq!(
         load(&mut d, &key),
-        moved.row,
+        *moved.row,
         "what feed returns is what is stored"
     );
-    assert_eq!(moved.row.run, moved.transition.next);
+    assert_eq!(moved.row.run, moved.transition().next);
     assert_eq!((moved.row.pc, moved.row.tail.seq), (1, 1));
     assert_eq!(
         moved.row.checkpoint,
-        moved.transition.effects.checkpoint().copied()
+        moved.transition().effects.checkpoint().copied()
     );
     assert_eq!(
         moved.row.lease,
@@ -383,7 +383,7 @@ fn feed_of_a_request_answered_already_is_a_conflict() {
 fn carry_out_dispatches_after_the_commit_and_records_the_result() {
     let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
     let moved = program_step(&mut d, &key);
-    let commanded = *moved.transition.effects.dispatch().unwrap();
+    let commanded = *moved.transition().effects.dispatch().unwrap();
     d.carry_out(Box::new(moved)).unwrap();
     // Exactly the commanded call, under the tool key bound to the run (KEY-3).
     let expected = ToolRequest::Dispatch {
@@ -499,7 +499,7 @@ fn turn_goes_on_from_the_row_its_own_commit_wrote_without_loading_it_again() {
     let landed = d.landed.clone().expect("the last commit took");
     assert_eq!(
         load(&mut d, &key),
-        landed,
+        *landed,
         "and the row gone on from is the stored one"
     );
 }
@@ -509,7 +509,7 @@ fn a_lost_compare_and_set_leaves_no_row_to_go_on_from() {
     let (mut d, key) = driver(MemoryStore::new(), Recorder::default(), Flavor::Correct);
     let row = load(&mut d, &key);
     let mut d = refused_meanwhile(&d.store, &key);
-    d.landed = Some(row.clone());
+    d.landed = Some(std::sync::Arc::new(row.clone()));
     let event = program_event(&row);
     assert!(matches!(
         d.feed(&row, next_ms(&row), event, row.pc + 1, None)
@@ -533,7 +533,7 @@ fn turn_on_sqlite_goes_on_from_a_row_equal_to_the_one_it_would_load() {
         let _ = std::fs::remove_file(format!("{path}{suffix}"));
     }
     assert_eq!(
-        stored, landed,
+        stored, *landed,
         "the run and everything around it read back as written"
     );
 }
@@ -926,7 +926,7 @@ fn batch_killed_between_dispatches(second_sent: bool) -> (Driver<MemoryStore, Re
         d.feed(&row, next_ms(&row), event, row.pc, Some(id))
             .unwrap(),
     );
-    let commanded: Vec<Dispatch> = moved.transition.effects.dispatches().copied().collect();
+    let commanded: Vec<Dispatch> = moved.transition().effects.dispatches().copied().collect();
     assert_eq!(
         commanded.len(),
         2,

@@ -9,6 +9,7 @@ use crate::rng::now_ms;
 use crate::store::{Request, Row, RunKey, Store, Summary};
 use crate::tool::Tools;
 use resumable_kernel::{Event, Next, Resume};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Most actions one turn takes on one run before the worker moves on to the next.
@@ -57,7 +58,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
             let row = match self.landed.take() {
                 Some(row) if row.key == *key => row,
                 _ => match self.store.load(key)? {
-                    Some(row) => row,
+                    Some(row) => Arc::new(row),
                     None => return Ok(progressed),
                 },
             };
@@ -76,7 +77,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
                 return Ok(progressed);
             };
             inbox = matches!(action, Action::Request(_));
-            if !self.act(row, action, observed)? {
+            if !self.act(&row, action, observed)? {
                 return Ok(progressed);
             }
             progressed = true;
@@ -86,10 +87,15 @@ impl<S: Store, T: Tools> Driver<S, T> {
 
     /// Carries out one planned action; returns whether something was committed. The broken
     /// flavours each take the place of one piece of the correct path, here and nowhere else.
-    fn act(&mut self, row: Row, action: Action, observed: Option<u64>) -> Result<bool, DriveError> {
+    fn act(
+        &mut self,
+        row: &Row,
+        action: Action,
+        observed: Option<u64>,
+    ) -> Result<bool, DriveError> {
         let (event, pc, consumed) = match action {
             Action::Query(d) => {
-                return Ok(match self.reconcile(&row, &d, row.checkpoint)? {
+                return Ok(match self.reconcile(row, &d, row.checkpoint)? {
                     Some(moved) => {
                         self.carry_out(moved)?;
                         true
@@ -98,7 +104,7 @@ impl<S: Store, T: Tools> Driver<S, T> {
                 });
             }
             Action::Recover(d) if self.config.flavor == Flavor::RetryUnknownBlindly => {
-                return self.retry_blindly(&row, &d);
+                return self.retry_blindly(row, &d);
             }
             Action::Recover(_) => (Event::Recover, row.pc, None),
             Action::Expire => (Event::Expire, row.pc, None),
@@ -126,9 +132,9 @@ impl<S: Store, T: Tools> Driver<S, T> {
             }
         };
         if self.config.flavor == Flavor::DispatchBeforeCommit {
-            return self.feed_dispatching_first(&row, event, pc, consumed);
+            return self.feed_dispatching_first(row, event, pc, consumed);
         }
-        let fed = self.feed(&row, now_ms(), event, pc, consumed)?;
+        let fed = self.feed(row, now_ms(), event, pc, consumed)?;
         self.settle(&row.key, fed, consumed.is_some())
     }
 

@@ -24,8 +24,8 @@ pub struct Dialect {
     pub boolean: &'static str,
     /// An integer primary key numbered by the database, ascending.
     pub serial_key: &'static str,
-    /// What ends the definition of a table keyed by several columns (SQLite then keeps it in
-    /// its primary key's order).
+    /// What ends the definition of a table of small rows keyed by several columns (SQLite
+    /// then keeps it in its primary key's order, with no rowid).
     pub keyed_options: &'static str,
 }
 
@@ -39,6 +39,15 @@ pub struct Dialect {
 /// PostgreSQL can answer from such an index (SQLite reads the runs in key order, PostgreSQL
 /// reads them all and sorts them by key), while every commit that changes a run's status would update it. A store
 /// made by an earlier release has one, dropped here when the store is opened for writing.
+///
+/// `audit` is not keyed without a rowid, as the history's small rows are: SQLite stores a
+/// table without a rowid as an index whose key is the whole row, interior pages included,
+/// and advises it for rows under a twentieth of a page; a record is hundreds of bytes, so a
+/// few fill a page and appends split pages up the tree. With a rowid the records are
+/// appended in rowid order and only the key and position go to the primary key's index: a
+/// commit writes fewer pages (BENCHMARKS.md, "On a fast disk"). A store whose `audit` an
+/// earlier release made without a rowid has it moved when it is opened for writing
+/// (`sqlite.rs`).
 pub fn schema(d: &Dialect) -> String {
     let Dialect {
         int,
@@ -70,7 +79,7 @@ CREATE TABLE IF NOT EXISTS audit (
     seq {int} NOT NULL,
     line {bytes} NOT NULL,
     PRIMARY KEY (key, seq)
-){keyed_options};
+);
 CREATE TABLE IF NOT EXISTS inbox (
     id {serial_key},
     key TEXT NOT NULL,

@@ -63,10 +63,48 @@ pub fn connect(path: &str) -> Result<rusqlite::Connection, StoreError> {
 impl SqlStore<Sqlite> {
     /// Opens (creating if needed) the store at `path`, in WAL mode with fsync'd commits.
     pub fn open(path: &str) -> Result<SqliteStore, StoreError> {
-        let db = connect(path)?;
+        let mut db = connect(path)?;
         db.execute_batch(&sql::schema(&DIALECT)).map_err(backend)?;
+        give_audit_a_rowid(&mut db)?;
         Ok(SqlStore::new(Sqlite { db }))
     }
+}
+
+/// Whether the store's `audit` table is keyed without a rowid, as releases before the
+/// schema's rowid `audit` made it.
+fn audit_without_rowid(db: &rusqlite::Connection) -> Result<bool, StoreError> {
+    let sql = "SELECT count(*) FROM pragma_table_list WHERE schema = 'main' AND name = 'audit'
+        AND wr = 1";
+    let n: i64 = db.query_row(sql, [], |r| r.get(0)).map_err(backend)?;
+    Ok(n > 0)
+}
+
+/// Moves an `audit` table that an earlier release made without a rowid into the rowid
+/// table [`sql::schema`] makes now (why: its documentation), every line kept, in one
+/// transaction: the old table renamed, the schema's made, the lines copied in the log's
+/// order, the old table dropped. A worker that opens the store at the same time waits for
+/// the write lock and then finds the move made. Done once, when the store is first opened
+/// for writing by this release; a reader never moves it, and reads either table alike.
+fn give_audit_a_rowid(db: &mut rusqlite::Connection) -> Result<(), StoreError> {
+    if !audit_without_rowid(db)? {
+        return Ok(());
+    }
+    let tx = db
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    if !audit_without_rowid(&tx)? {
+        return Ok(()); // another process moved it while this one waited for the lock
+    }
+    tx.execute_batch("ALTER TABLE audit RENAME TO audit_without_rowid")
+        .map_err(backend)?;
+    tx.execute_batch(&sql::schema(&DIALECT)).map_err(backend)?;
+    tx.execute_batch(
+        "INSERT INTO audit (key, seq, line)
+            SELECT key, seq, line FROM audit_without_rowid ORDER BY key, seq;
+         DROP TABLE audit_without_rowid;",
+    )
+    .map_err(backend)?;
+    tx.commit().map_err(backend)
 }
 
 impl SqlStore<Sqlite> {
@@ -192,15 +230,27 @@ impl sql::Connection for Sqlite {
         work: &mut dyn FnMut(&mut dyn Sql) -> Result<Cas, StoreError>,
     ) -> Result<Cas, StoreError> {
         // IMMEDIATE takes the write lock at the start: two writers never both read, then
-        // both try to upgrade, and one fails with a deadlock.
-        let tx = self
-            .db
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
-        let cas = work(&mut InTransaction(&tx))?;
+        // both try to upgrade, and one fails with a deadlock. BEGIN and COMMIT are prepared
+        // once, as every other statement (a transaction of rusqlite's parses both each time).
+        execute(&self.db, "BEGIN IMMEDIATE", &[])?;
+        let open = Open(&self.db);
+        let cas = work(&mut InTransaction(open.0))?;
         if cas == Cas::Done {
-            tx.commit().map_err(backend)?;
+            execute(open.0, "COMMIT", &[])?;
         }
-        Ok(cas) // on a conflict, dropping the transaction rolls it back
+        Ok(cas) // on a conflict or a failure, `open` rolls the transaction back
+    }
+}
+
+/// A transaction open on a connection: rolled back when dropped, unless it was committed.
+struct Open<'c>(&'c rusqlite::Connection);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit() {
+            // Nothing of a transaction that did not commit may stay; a rollback that fails
+            // leaves SQLite to roll it back when the connection closes.
+            let _ = execute(self.0, "ROLLBACK", &[]);
+        }
     }
 }

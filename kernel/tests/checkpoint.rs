@@ -13,27 +13,6 @@ fn approval_checkpoint() -> (Run, Checkpoint, Call) {
     (run, cp, c)
 }
 
-/// The version 2 checkpoint holding the same facts as `cp` (which has no pending cancel).
-fn as_v2(cp: &Checkpoint) -> CheckpointV2 {
-    CheckpointV2 {
-        schema_version: SCHEMA_V2,
-        identity: cp.identity,
-        revision: cp.revision,
-        resource_version: cp.resource_version,
-        reason: cp.reason,
-        next_intent: cp.next_intent,
-        pending: cp.pending,
-        key_digest: cp.key_digest,
-        requester: cp.requester,
-        waiting_on: cp.waiting_on,
-        expires_at: cp.expires_at,
-        responsible: cp.responsible,
-        created_at: cp.created_at,
-        digest: Digest::default(),
-    }
-    .seal()
-}
-
 fn json(value: &serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(value).unwrap()
 }
@@ -42,27 +21,15 @@ fn json(value: &serde_json::Value) -> Vec<u8> {
 fn checkpoint_of_a_pending_approval_holds_the_call_its_key_and_who_decides() {
     let (run, cp, c) = approval_checkpoint();
     let expected = Checkpoint {
-        schema_version: SCHEMA_VERSION,
-        identity: *run.identity(),
         revision: Revision(1),
         resource_version: 1,
         reason: ReasonKind::PendingApproval,
         next_intent: Intent::Dispatch,
-        pending: Some(PendingCall {
-            call_id: c.call_id,
-            tool: c.tool,
-            args: c.args,
-            attempt: 0,
-        }),
-        key_digest: Some(checkpoint::key_digest(&c.key, &c.args)),
         requester: Some(REQUESTER),
-        waiting_on: None,
         expires_at: Time(50),
         responsible: APPROVER,
         created_at: Time(1),
-        batch: None,
-        cancel_requested_by: None,
-        digest: Digest::default(),
+        ..checkpoint_holding(*run.identity(), Some((&c, 0)))
     }
     .seal();
     assert_eq!(cp, expected);
@@ -93,22 +60,15 @@ fn checkpoint_of_each_wait_names_what_it_waits_on_and_where_it_re_enters() {
     ];
     for ((run, cp), reason, waiting_on, responsible) in cases {
         let expected = Checkpoint {
-            schema_version: SCHEMA_VERSION,
-            identity: *run.identity(),
             revision: Revision(1),
             resource_version: 1,
             reason,
             next_intent: Intent::Continue,
-            pending: None,
-            key_digest: None,
-            requester: None,
             waiting_on,
             expires_at: Time(50),
             responsible,
             created_at: Time(1),
-            batch: None,
-            cancel_requested_by: None,
-            digest: Digest::default(),
+            ..checkpoint_holding(*run.identity(), None)
         }
         .seal();
         assert_eq!(cp, expected);
@@ -119,33 +79,16 @@ fn checkpoint_of_each_wait_names_what_it_waits_on_and_where_it_re_enters() {
 fn checkpoint_of_an_unknown_outcome_holds_the_call_and_attempt_to_reconcile() {
     // A fencing retry moved the call to attempt 1 before the second restart.
     let c = with_contract(publish(), false, true, 3);
-    let (run, cp) = outcome_unknown(c);
-    let retry = Decision::Reconcile(QueryAnswer::NotCommitted);
-    let (run, _) = accept(&run, at(3, resume(cp, retry)));
-    let (run, fx) = accept(&run, at(4, Event::Recover));
-    let cp = *fx.checkpoint().unwrap();
+    let (run, _, cp) = unknown_after_a_retry(c);
     let expected = Checkpoint {
-        schema_version: SCHEMA_VERSION,
-        identity: *run.identity(),
         revision: Revision(4),
         resource_version: 0,
         reason: ReasonKind::OutcomeUnknown,
         next_intent: Intent::Reconcile,
-        pending: Some(PendingCall {
-            call_id: c.call_id,
-            tool: c.tool,
-            args: c.args,
-            attempt: 1,
-        }),
-        key_digest: Some(checkpoint::key_digest(&c.key, &c.args)),
-        requester: None,
-        waiting_on: None,
         expires_at: Time(4 + WINDOW),
         responsible: OPERATOR,
         created_at: Time(4),
-        batch: None,
-        cancel_requested_by: None,
-        digest: Digest::default(),
+        ..checkpoint_holding(*run.identity(), Some((&c, 1)))
     }
     .seal();
     assert_eq!(cp, expected);
@@ -172,15 +115,7 @@ fn checkpoint_of_an_unresolved_intervention_holds_the_unsettled_call() {
             Revision(3)
         )
     );
-    assert_eq!(
-        cp.pending,
-        Some(PendingCall {
-            call_id: c.call_id,
-            tool: c.tool,
-            args: c.args,
-            attempt: 0
-        })
-    );
+    assert_eq!(cp.pending, Some(pending_call(&c, 0)));
     assert_eq!(cp.key_digest, Some(checkpoint::key_digest(&c.key, &c.args)));
 }
 
@@ -358,29 +293,28 @@ fn checkpoint_key_digest_binds_the_key_to_the_arguments() {
     );
 }
 
-#[test]
-fn checkpoint_version_1_digest_differs_from_version_2_over_the_same_facts() {
-    // Domain separation: a version 1 digest never verifies as a version 2 one.
-    let (_, cp, _) = approval_checkpoint();
-    let v1 = as_v1(&cp);
-    assert_ne!(v1.digest, cp.digest);
+/// Asserts that `older`, the digest of a checkpoint of an earlier version over `cp`'s facts,
+/// is its own: it differs from `cp`'s, and `cp` carrying it does not verify.
+fn domain_separated(cp: Checkpoint, older: Digest) {
+    assert_ne!(older, cp.digest);
     let relabelled = Checkpoint {
-        digest: v1.digest,
+        digest: older,
         ..cp
     };
     assert!(relabelled.verify().is_err());
 }
 
 #[test]
+fn checkpoint_version_1_digest_differs_from_version_2_over_the_same_facts() {
+    // Domain separation: a version 1 digest never verifies as a version 2 one.
+    let (_, cp, _) = approval_checkpoint();
+    domain_separated(cp, as_v1(&cp).digest);
+}
+
+#[test]
 fn checkpoint_version_2_digest_differs_from_version_3_over_the_same_facts() {
     let (_, cp, _) = approval_checkpoint();
-    let v2 = as_v2(&cp);
-    assert_ne!(v2.digest, cp.digest);
-    let relabelled = Checkpoint {
-        digest: v2.digest,
-        ..cp
-    };
-    assert!(relabelled.verify().is_err());
+    domain_separated(cp, as_v2(&cp).digest);
 }
 
 #[test]
@@ -390,20 +324,11 @@ fn checkpoint_migrated_from_version_2_supplies_the_pending_cancel_and_resumes_th
     let (run, cp, c) = approval_checkpoint();
     let migrated = as_v2(&cp).migrate(None).unwrap();
     assert_eq!(migrated, cp);
-    let (next, _) = accept(
-        &run,
-        at(
-            2,
-            resume(migrated, Decision::Approve(approval(&migrated, &c))),
-        ),
-    );
+    let (next, _) = accept(&run, at(2, approving(migrated, &c)));
     assert_eq!(next.in_flight(), Some(&in_flight(c, 0, 1)));
     let wrong = as_v2(&cp).migrate(Some(CANCELLER)).unwrap();
     assert_eq!(
-        reject(
-            &run,
-            at(2, resume(wrong, Decision::Approve(approval(&wrong, &c))))
-        ),
+        reject(&run, at(2, approving(wrong, &c))),
         Rejection::CheckpointMismatch {
             field: CheckpointField::CancelRequestedBy
         }
@@ -431,13 +356,7 @@ fn checkpoint_migrated_from_version_1_is_sealed_and_resumes_the_run() {
         .unwrap();
     assert_eq!(migrated, cp);
     assert_eq!(migrated.verify(), Ok(()));
-    let (next, _) = accept(
-        &run,
-        at(
-            2,
-            resume(migrated, Decision::Approve(approval(&migrated, &c))),
-        ),
-    );
+    let (next, _) = accept(&run, at(2, approving(migrated, &c)));
     assert_eq!(next.in_flight(), Some(&in_flight(c, 0, 1)));
 }
 
@@ -445,38 +364,21 @@ fn checkpoint_migrated_from_version_1_is_sealed_and_resumes_the_run() {
 fn checkpoint_migrated_with_the_wrong_definition_or_resource_version_is_refused_on_resume() {
     let (run, cp, c) = approval_checkpoint();
     let v1 = as_v1(&cp);
-    let wrong_definition = (v1.migrate(Name::lit("demo@0"), 1))
-        .and_then(|v2| v2.migrate(None))
-        .unwrap();
+    let migrated = |definition, version| {
+        (v1.migrate(definition, version))
+            .and_then(|v2| v2.migrate(None))
+            .unwrap()
+    };
+    let wrong_definition = migrated(Name::lit("demo@0"), 1);
     assert_eq!(
-        reject(
-            &run,
-            at(
-                2,
-                resume(
-                    wrong_definition,
-                    Decision::Approve(approval(&wrong_definition, &c))
-                )
-            )
-        ),
+        reject(&run, at(2, approving(wrong_definition, &c))),
         Rejection::IdentityMismatch {
             field: IdentityField::Definition
         }
     );
-    let wrong_version = (v1.migrate(cp.identity.definition, 7))
-        .and_then(|v2| v2.migrate(None))
-        .unwrap();
+    let wrong_version = migrated(cp.identity.definition, 7);
     assert_eq!(
-        reject(
-            &run,
-            at(
-                2,
-                resume(
-                    wrong_version,
-                    Decision::Approve(approval(&wrong_version, &c))
-                )
-            )
-        ),
+        reject(&run, at(2, approving(wrong_version, &c))),
         Rejection::CheckpointMismatch {
             field: CheckpointField::ResourceVersion
         }

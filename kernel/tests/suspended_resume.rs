@@ -652,11 +652,8 @@ fn suspended_resume_duplicate_of_a_superseded_winner_is_only_stale() {
     // The run keeps the receipt of its last resume only: once a second resume wins, a
     // duplicate of the first is answered as stale.
     let c = with_contract(publish(), false, true, 3);
-    let (run, cp) = outcome_unknown(c);
+    let (run, cp, cp2) = unknown_after_a_retry(c);
     let first = Decision::Reconcile(QueryAnswer::NotCommitted);
-    let (run, _) = accept(&run, at(3, resume(cp, first)));
-    let (run, fx) = accept(&run, at(4, Event::Recover));
-    let cp2 = *fx.checkpoint().unwrap();
     let (run, _) = accept(&run, at(5, resume(cp2, first)));
     assert_eq!(
         reject(&run, at(6, resume(cp2, first))),

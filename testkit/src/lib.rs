@@ -86,6 +86,15 @@ pub fn first_dispatch(c: Call) -> Event {
     }
 }
 
+/// `c`'s tool answering `result` to `attempt`.
+pub fn tool_result(c: &Call, attempt: u8, result: &[u8]) -> Event {
+    Event::ToolResult {
+        call_id: c.call_id,
+        attempt,
+        result: Digest::of(result),
+    }
+}
+
 /// A completion with the digest of `result`.
 pub fn complete(result: &[u8]) -> Event {
     Event::Complete {
@@ -125,6 +134,12 @@ pub fn approval(cp: &Checkpoint, c: &Call) -> Approval {
 /// is at the version the checkpoint saw).
 pub fn resume(cp: Checkpoint, decision: Decision) -> Event {
     resume_at_version(cp, decision, cp.resource_version)
+}
+
+/// A resume from `cp` approving `c` with [`APPROVER`]'s approval bound to `cp`, with facts that
+/// agree with it.
+pub fn approving(cp: Checkpoint, c: &Call) -> Event {
+    resume(cp, Decision::Approve(approval(&cp, c)))
 }
 
 /// A resume from `cp` whose facts report the resource at `version`: honest facts after the
@@ -192,6 +207,42 @@ pub fn unknown_outcome(c: Call, since: u64, cancelled_by: Option<Name>) -> Suspe
     }
 }
 
+/// `c` as a checkpoint names its pending call, under `attempt`.
+pub fn pending_call(c: &Call, attempt: u8) -> PendingCall {
+    PendingCall {
+        call_id: c.call_id,
+        tool: c.tool,
+        args: c.args,
+        attempt,
+    }
+}
+
+/// An unsealed checkpoint of the current schema for `identity` that holds `call` (its pending
+/// call under the attempt given, and its key digest) or no call, and nothing a test has not
+/// stated yet: no requester, wait target, batch or pending cancel; revision, resource version
+/// and times 0; a manual intervention that continues, [`OPERATOR`] responsible. A test sets
+/// the fields it expects on it, then seals it.
+pub fn checkpoint_holding(identity: Identity, call: Option<(&Call, u8)>) -> Checkpoint {
+    Checkpoint {
+        schema_version: SCHEMA_VERSION,
+        identity,
+        revision: Revision(0),
+        resource_version: 0,
+        reason: ReasonKind::ManualIntervention,
+        next_intent: Intent::Continue,
+        pending: call.map(|(c, attempt)| pending_call(c, attempt)),
+        key_digest: call.map(|(c, _)| checkpoint::key_digest(&c.key, &c.args)),
+        requester: None,
+        waiting_on: None,
+        expires_at: Time(0),
+        responsible: OPERATOR,
+        created_at: Time(0),
+        batch: None,
+        cancel_requested_by: None,
+        digest: Digest::default(),
+    }
+}
+
 /// The version 1 checkpoint holding the same facts as `cp`, sealed.
 pub fn as_v1(cp: &Checkpoint) -> CheckpointV1 {
     CheckpointV1 {
@@ -212,6 +263,25 @@ pub fn as_v1(cp: &Checkpoint) -> CheckpointV1 {
         digest: Digest::default(),
     }
     .seal()
+}
+
+/// The version 2 checkpoint holding the same facts as `cp`, sealed: `cp`'s fields but the
+/// pending cancel and the batch, which version 2 did not record, read back under its schema.
+pub fn as_v2(cp: &Checkpoint) -> CheckpointV2 {
+    assert_eq!(
+        (cp.cancel_requested_by, cp.batch),
+        (None, None),
+        "a version 2 checkpoint records neither a pending cancel nor a batch"
+    );
+    let mut value = serde_json::to_value(cp).expect("a checkpoint serialises");
+    let fields = value
+        .as_object_mut()
+        .expect("a checkpoint is a JSON object");
+    fields.remove("cancel_requested_by");
+    fields.remove("batch");
+    fields.insert("schema_version".into(), SCHEMA_V2.into());
+    let v2: CheckpointV2 = serde_json::from_value(value).expect("the same facts, in version 2");
+    v2.seal()
 }
 
 /// Steps the kernel and expects acceptance; returns the next run and the effects.
@@ -260,6 +330,20 @@ pub fn audit(
         phase,
         reason,
     })
+}
+
+/// The audit record of a resume accepted at `at` with `decision`, leaving the run in `phase`
+/// at `revision` (spec AUD-1).
+pub fn resume_record(revision: u64, at: u64, decision: DecisionKind, phase: PhaseKind) -> Effect {
+    audit(revision, at, EventKind::Resume, Some(decision), phase, None)
+}
+
+/// The phase of a run running with `c` in flight under `attempt`, dispatched `dispatches`
+/// times.
+pub fn running_with(c: Call, attempt: u8, dispatches: u8) -> Phase {
+    Phase::Running {
+        in_flight: Some(in_flight(c, attempt, dispatches)),
+    }
 }
 
 /// Asserts that a cancel by [`CANCELLER`] at `at` failed the run `next`, at `revision`, with
@@ -398,6 +482,21 @@ pub fn unresolved_effect(c: Call) -> (Run, Checkpoint) {
         *fx.checkpoint()
             .expect("an intervention persists a checkpoint"),
     )
+}
+
+/// A run whose unknown outcome for `c` (dispatched t1, recovered t2) was answered "not
+/// committed" at t3, so that `c`'s query fencing it, attempt 1 went out, and whose worker
+/// restarted again at t4: revision 4, its outcome unknown again. Returns the run, the first
+/// unknown outcome's checkpoint and the second's.
+pub fn unknown_after_a_retry(c: Call) -> (Run, Checkpoint, Checkpoint) {
+    let (run, first) = outcome_unknown(c);
+    let retry = Decision::Reconcile(QueryAnswer::NotCommitted);
+    let (run, _) = accept(&run, at(3, resume(first, retry)));
+    let (run, fx) = accept(&run, at(4, Event::Recover));
+    let second = *fx
+        .checkpoint()
+        .expect("a restart in flight persists a checkpoint");
+    (run, first, second)
 }
 
 /// A run cancelled by [`CANCELLER`] at t2 while `c` was in flight (dispatched t1): revision 2,

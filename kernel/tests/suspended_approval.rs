@@ -12,32 +12,64 @@ fn fixture() -> (Run, Checkpoint, Call, Approval) {
     (run, cp, c, granted)
 }
 
+/// The fixture's approval, changed by `edit`.
+fn granted_but(edit: impl FnOnce(&mut Approval)) -> Approval {
+    let (_, _, _, mut granted) = fixture();
+    edit(&mut granted);
+    granted
+}
+
+/// Changes `field` of `a` so that the approval no longer binds to the fixture's call: an older
+/// revision, another call, other arguments, another requester.
+fn unbind(a: &mut Approval, field: ApprovalField) {
+    match field {
+        ApprovalField::Revision => a.revision = Revision(0),
+        ApprovalField::CallId => a.call_id = Name::lit("call-2"),
+        ApprovalField::Args => a.args = Digest::of(b"edited arguments"),
+        ApprovalField::Requester => a.requester = Name::lit("other-agent"),
+    }
+}
+
+/// The fields an approval binds to, in the order they are checked.
+const BINDING: [ApprovalField; 4] = [
+    ApprovalField::Revision,
+    ApprovalField::CallId,
+    ApprovalField::Args,
+    ApprovalField::Requester,
+];
+
+/// Asserts that the fixture's run refuses `a` at `t` with `expected`, as an approval and as a
+/// denial alike; `case` names the case on failure.
+#[track_caller]
+fn refuses_both(case: &str, t: u64, a: Approval, expected: Rejection) {
+    let (run, cp, _, _) = fixture();
+    for decision in [Decision::Approve(a), Decision::Deny(a)] {
+        let got = reject(&run, at(t, resume(cp, decision)));
+        assert_eq!(got, expected, "{case}, {}", decision.kind());
+    }
+}
+
+/// The fixture's run's refusal of an approval of its call at t2 under facts that say whether
+/// policy still permits it and whether it is within budget.
+fn refused_under(a: Approval, permitted: bool, within_budget: bool) -> Rejection {
+    let (run, cp, _, _) = fixture();
+    let decision = Decision::Approve(a);
+    reject(
+        &run,
+        at(2, with_facts(cp, decision, permitted, within_budget)),
+    )
+}
+
 #[test]
 fn suspended_approval_approve_dispatches_the_call_once_under_its_original_key() {
     // APR-1, WAL-1: the approved call is in flight in `next` and dispatched, attempt 0.
     let (run, cp, c, granted) = fixture();
     let (next, fx) = accept(&run, at(2, resume(cp, Decision::Approve(granted))));
-    assert_eq!(
-        next.phase(),
-        &Phase::Running {
-            in_flight: Some(in_flight(c, 0, 1))
-        }
-    );
+    assert_eq!(next.phase(), &running_with(c, 0, 1));
     assert_eq!(next.revision(), Revision(2));
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(
-                2,
-                2,
-                EventKind::Resume,
-                Some(DecisionKind::Approve),
-                PhaseKind::Running,
-                None
-            ),
-            Effect::Dispatch(dispatch_of(&run, &c, 0)),
-        ]
-    );
+    let approved = resume_record(2, 2, DecisionKind::Approve, PhaseKind::Running);
+    let sent = Effect::Dispatch(dispatch_of(&run, &c, 0));
+    assert_eq!(effects(&fx), vec![approved, sent]);
 }
 
 #[test]
@@ -45,22 +77,11 @@ fn suspended_approval_deny_fails_the_run_and_advances_the_revision() {
     // APR-4: a denial fails the run; the denied call never runs.
     let (run, cp, c, granted) = fixture();
     let (next, fx) = accept(&run, at(2, resume(cp, Decision::Deny(granted))));
-    assert_eq!(
-        next.phase(),
-        &Phase::Failed(FailCause::Denied { call_id: c.call_id })
-    );
+    let denied = FailCause::Denied { call_id: c.call_id };
+    assert_eq!(next.phase(), &Phase::Failed(denied));
     assert_eq!(next.revision(), Revision(2));
-    assert_eq!(
-        effects(&fx),
-        vec![audit(
-            2,
-            2,
-            EventKind::Resume,
-            Some(DecisionKind::Deny),
-            PhaseKind::Failed,
-            None
-        )]
-    );
+    let record = resume_record(2, 2, DecisionKind::Deny, PhaseKind::Failed);
+    assert_eq!(effects(&fx), vec![record]);
 }
 
 #[test]
@@ -106,21 +127,22 @@ fn suspended_approval_duplicate_of_a_winning_deny_is_already_applied_after_the_r
 }
 
 #[test]
-fn suspended_approval_for_an_older_revision_is_rejected_as_stale() {
-    // APR-1: approving is approving an action on a snapshot, not a standing pass.
-    let (run, cp, _, granted) = fixture();
-    let stale = Approval {
-        revision: Revision(0),
-        ..granted
-    };
-    for decision in [Decision::Approve(stale), Decision::Deny(stale)] {
-        assert_eq!(
-            reject(&run, at(2, resume(cp, decision))),
-            Rejection::ApprovalMismatch {
-                field: ApprovalField::Revision
-            }
-        );
+fn suspended_approval_bound_to_another_revision_call_arguments_or_requester_is_rejected() {
+    // APR-1: approving is approving an action on a snapshot, not a standing pass; KEY-2: an
+    // edited call is a new call that needs its own approval. A denial is bound alike, and an
+    // approval that binds to nothing is refused for that even once it has expired too.
+    for field in BINDING {
+        let expected = Rejection::ApprovalMismatch { field };
+        refuses_both(field.name(), 2, granted_but(|a| unbind(a, field)), expected);
     }
+    let expired_too = granted_but(|a| {
+        unbind(a, ApprovalField::Args);
+        a.expires_at = Time(1);
+    });
+    let not_binding = Rejection::ApprovalMismatch {
+        field: ApprovalField::Args,
+    };
+    refuses_both("other arguments, expired", 4, expired_too, not_binding);
 }
 
 #[test]
@@ -161,90 +183,18 @@ fn suspended_approval_from_an_earlier_suspension_of_the_same_call_id_is_rejected
 }
 
 #[test]
-fn suspended_approval_for_another_call_is_rejected() {
-    // KEY-2: an edited call is a new call that needs its own approval.
-    let (run, cp, _, granted) = fixture();
-    let other = Approval {
-        call_id: Name::lit("call-2"),
-        ..granted
-    };
-    assert_eq!(
-        reject(&run, at(2, resume(cp, Decision::Approve(other)))),
-        Rejection::ApprovalMismatch {
-            field: ApprovalField::CallId
-        }
-    );
-}
-
-#[test]
-fn suspended_approval_for_other_arguments_is_rejected() {
-    let (run, cp, _, granted) = fixture();
-    let other = Approval {
-        args: Digest::of(b"edited arguments"),
-        ..granted
-    };
-    assert_eq!(
-        reject(&run, at(2, resume(cp, Decision::Approve(other)))),
-        Rejection::ApprovalMismatch {
-            field: ApprovalField::Args
-        }
-    );
-}
-
-#[test]
-fn suspended_approval_for_another_requester_is_rejected() {
-    let (run, cp, _, granted) = fixture();
-    let other = Approval {
-        requester: Name::lit("other-agent"),
-        ..granted
-    };
-    assert_eq!(
-        reject(&run, at(2, resume(cp, Decision::Approve(other)))),
-        Rejection::ApprovalMismatch {
-            field: ApprovalField::Requester
-        }
-    );
-}
-
-#[test]
 fn suspended_approval_binding_is_checked_revision_call_arguments_requester_in_order() {
+    // Each approval binds to nothing from one field on; that first field is named.
     let (run, cp, _, granted) = fixture();
-    let all_wrong = Approval {
-        revision: Revision(0),
-        call_id: Name::lit("call-2"),
-        args: Digest::of(b"edited"),
-        requester: Name::lit("other-agent"),
-        ..granted
-    };
-    let expectations = [
-        (all_wrong, ApprovalField::Revision),
-        (
-            Approval {
-                revision: granted.revision,
-                ..all_wrong
-            },
-            ApprovalField::CallId,
-        ),
-        (
-            Approval {
-                revision: granted.revision,
-                call_id: granted.call_id,
-                ..all_wrong
-            },
-            ApprovalField::Args,
-        ),
-        (
-            Approval {
-                requester: Name::lit("other-agent"),
-                ..granted
-            },
-            ApprovalField::Requester,
-        ),
-    ];
-    for (a, field) in expectations {
+    for (i, first) in BINDING.into_iter().enumerate() {
+        let mut a = granted;
+        for field in &BINDING[i..] {
+            unbind(&mut a, *field);
+        }
         assert_eq!(
             reject(&run, at(2, resume(cp, Decision::Approve(a)))),
-            Rejection::ApprovalMismatch { field }
+            Rejection::ApprovalMismatch { field: first },
+            "{first}"
         );
     }
 }
@@ -252,132 +202,74 @@ fn suspended_approval_binding_is_checked_revision_call_arguments_requester_in_or
 #[test]
 fn suspended_approval_that_expired_is_rejected() {
     // APR-2: the approval expired at t3, although the suspension runs until t50.
-    let (run, cp, _, granted) = fixture();
-    let short = Approval {
+    let short = granted_but(|a| a.expires_at = Time(3));
+    let expired = Rejection::ApprovalExpired {
         expires_at: Time(3),
-        ..granted
+        now: Time(4),
     };
-    for decision in [Decision::Approve(short), Decision::Deny(short)] {
-        assert_eq!(
-            reject(&run, at(4, resume(cp, decision))),
-            Rejection::ApprovalExpired {
-                expires_at: Time(3),
-                now: Time(4)
-            }
-        );
-    }
+    refuses_both("expired at t3", 4, short, expired);
+    let (run, cp, _, _) = fixture();
     let (next, _) = accept(&run, at(3, resume(cp, Decision::Approve(short))));
     assert_eq!(next.phase().kind(), PhaseKind::Running);
 }
 
 #[test]
-fn suspended_approval_not_binding_and_expired_is_rejected_as_not_binding() {
-    let (run, cp, _, granted) = fixture();
-    let both = Approval {
-        args: Digest::of(b"edited"),
-        expires_at: Time(1),
-        ..granted
-    };
-    assert_eq!(
-        reject(&run, at(4, resume(cp, Decision::Approve(both)))),
-        Rejection::ApprovalMismatch {
-            field: ApprovalField::Args
-        }
-    );
-}
-
-#[test]
-fn suspended_approval_by_its_own_requester_is_rejected() {
-    // APR-3: a client cannot approve its own gated call, nor deny it in the approver's name.
-    let (run, cp, _, granted) = fixture();
-    let own = Approval {
-        approver: REQUESTER,
-        ..granted
-    };
-    for decision in [Decision::Approve(own), Decision::Deny(own)] {
-        assert_eq!(
-            reject(&run, at(2, resume(cp, decision))),
-            Rejection::SelfApproval { party: REQUESTER }
-        );
-    }
-}
-
-#[test]
-fn suspended_approval_by_its_own_requester_after_it_expired_is_rejected_as_expired() {
-    let (run, cp, _, granted) = fixture();
-    let own_late = Approval {
-        approver: REQUESTER,
-        expires_at: Time(1),
-        ..granted
-    };
-    assert_eq!(
-        reject(&run, at(2, resume(cp, Decision::Approve(own_late)))),
-        Rejection::ApprovalExpired {
-            expires_at: Time(1),
-            now: Time(2)
-        }
-    );
-}
-
-#[test]
-fn suspended_approval_by_a_party_other_than_the_recorded_approver_is_rejected() {
-    // APR-3, RES-6: only the party the kernel recorded decides.
-    let (run, cp, _, granted) = fixture();
-    let mallory = Approval {
-        approver: Name::lit("mallory"),
-        ..granted
-    };
-    for decision in [Decision::Approve(mallory), Decision::Deny(mallory)] {
-        assert_eq!(
-            reject(&run, at(2, resume(cp, decision))),
+fn suspended_approval_by_a_party_that_may_not_decide_is_rejected() {
+    // APR-3: a client cannot approve its own gated call, nor deny it in the approver's name;
+    // RES-6: only the party the kernel recorded decides. The approval's expiry is checked
+    // first: its own requester's, expired, is refused as expired.
+    let mallory = Name::lit("mallory");
+    let own_late = granted_but(|a| {
+        a.approver = REQUESTER;
+        a.expires_at = Time(1);
+    });
+    let cases = [
+        (
+            "its own requester",
+            granted_but(|a| a.approver = REQUESTER),
+            Rejection::SelfApproval { party: REQUESTER },
+        ),
+        (
+            "a party other than the recorded approver",
+            granted_but(|a| a.approver = mallory),
             Rejection::Unauthorised {
                 expected: APPROVER,
-                got: Name::lit("mallory")
-            }
-        );
+                got: mallory,
+            },
+        ),
+        (
+            "its own requester, after the approval expired",
+            own_late,
+            Rejection::ApprovalExpired {
+                expires_at: Time(1),
+                now: Time(2),
+            },
+        ),
+    ];
+    for (case, a, expected) in cases {
+        refuses_both(case, 2, a, expected);
     }
 }
 
 #[test]
-fn suspended_approval_by_an_unauthorised_party_without_permission_is_rejected_as_unauthorised() {
-    let (run, cp, _, granted) = fixture();
-    let mallory = Approval {
-        approver: Name::lit("mallory"),
-        ..granted
-    };
+fn suspended_approval_approve_is_rechecked_against_the_party_then_permission_then_budget() {
+    // RES-7: the approval is re-checked against current policy and budget, after the party
+    // (APR-3, RES-6): an unauthorised party is told so, whatever the policy says.
+    let (_, _, _, granted) = fixture();
+    let mallory = granted_but(|a| a.approver = Name::lit("mallory"));
     assert_eq!(
-        reject(
-            &run,
-            at(2, with_facts(cp, Decision::Approve(mallory), false, false))
-        ),
+        refused_under(mallory, false, false),
         Rejection::Unauthorised {
             expected: APPROVER,
             got: Name::lit("mallory")
         }
     );
-}
-
-#[test]
-fn suspended_approval_approve_after_permission_was_revoked_is_rejected() {
-    // RES-7: the approval is re-checked against current policy.
-    let (run, cp, _, granted) = fixture();
     assert_eq!(
-        reject(
-            &run,
-            at(2, with_facts(cp, Decision::Approve(granted), false, false))
-        ),
+        refused_under(granted, false, false),
         Rejection::PermissionRevoked
     );
-}
-
-#[test]
-fn suspended_approval_approve_beyond_the_budget_is_rejected() {
-    let (run, cp, _, granted) = fixture();
     assert_eq!(
-        reject(
-            &run,
-            at(2, with_facts(cp, Decision::Approve(granted), true, false))
-        ),
+        refused_under(granted, true, false),
         Rejection::BudgetExhausted
     );
 }

@@ -8,15 +8,15 @@ fn running() -> Run {
     new_run("run-a")
 }
 
+/// `run` after it dispatched `c` at `dispatched` and recorded its answer at `answered`.
+fn answered(run: Run, c: Call, dispatched: u64, answered: u64) -> Run {
+    let run = accept(&run, at(dispatched, first_dispatch(c))).0;
+    accept(&run, at(answered, tool_result(&c, 0, b"ok"))).0
+}
+
 /// A run that has recorded the result of `c` (dispatched at t1, answered at t2): revision 2.
 fn after_result_of(c: Call) -> Run {
-    let run = accept(&running(), at(1, first_dispatch(c))).0;
-    let answer = Event::ToolResult {
-        call_id: c.call_id,
-        attempt: 0,
-        result: Digest::of(b"ok"),
-    };
-    accept(&run, at(2, answer)).0
+    answered(running(), c, 1, 2)
 }
 
 fn suspend(wait: Wait, expires_at: u64, responsible: Name) -> Event {
@@ -28,16 +28,34 @@ fn suspend(wait: Wait, expires_at: u64, responsible: Name) -> Event {
     }
 }
 
+/// A wait for an approval of `c` for [`REQUESTER`], stating no earlier use of its id or key.
+fn approval_of(c: Call) -> Wait {
+    Wait::Approval {
+        call: c,
+        requester: REQUESTER,
+        prior: Prior::NONE,
+    }
+}
+
+/// `publish()` under a contract that allows it no attempt.
+fn never() -> Call {
+    with_contract(publish(), true, false, 0)
+}
+
+/// `c` edited: other arguments and another key, under the same call id.
+fn edited(c: Call) -> Call {
+    Call {
+        args: Digest::of(b"edited"),
+        key: IdempotencyKey::lit("idem-2"),
+        ..c
+    }
+}
+
 #[test]
 fn running_suspend_for_approval_waits_for_the_approver_and_persists_a_checkpoint() {
     // SUS-1, CKP-1: a reason, an expiry, a responsible party; a sealed checkpoint at r1.
     let c = publish();
-    let wait = Wait::Approval {
-        call: c,
-        requester: REQUESTER,
-        prior: Prior::NONE,
-    };
-    let (next, fx) = accept(&running(), at(1, suspend(wait, 50, APPROVER)));
+    let (next, fx) = accept(&running(), at(1, suspend(approval_of(c), 50, APPROVER)));
     let expected = Suspension {
         reason: Reason::PendingApproval {
             call: bound(c),
@@ -65,68 +83,52 @@ fn running_suspend_for_approval_waits_for_the_approver_and_persists_a_checkpoint
 }
 
 #[test]
-fn running_suspend_for_a_callback_waits_for_its_owner() {
-    let wait = Wait::Callback { callback: CALLBACK };
-    let (next, fx) = accept(&running(), at(3, suspend(wait, 9, OWNER)));
-    let expected = Suspension {
-        reason: Reason::ExternalCallback { callback: CALLBACK },
-        since: Time(3),
-        expires_at: Time(9),
-        responsible: OWNER,
+fn running_suspend_for_a_callback_a_resource_or_a_person_waits_for_its_party() {
+    // SUS-1: each wait names what it waits on and who answers it, from the suspend's time to
+    // its expiry; a person's has no unresolved effect. Each persists its checkpoint.
+    let person = Reason::ManualIntervention {
+        unresolved: None,
+        cancelled_by: None,
     };
-    assert_eq!(next.phase(), &Phase::Suspended(expected));
-    let reason = Some(ReasonKind::ExternalCallback);
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(1, 3, EventKind::Suspend, None, PhaseKind::Suspended, reason),
-            persisted(&next),
-        ]
-    );
-}
-
-#[test]
-fn running_suspend_for_a_resource_waits_for_it() {
-    let wait = Wait::Resource { resource: RESOURCE };
-    let (next, fx) = accept(&running(), at(1, suspend(wait, 2, OPERATOR)));
-    let expected = Suspension {
-        reason: Reason::ResourceWait { resource: RESOURCE },
-        since: Time(1),
-        expires_at: Time(2),
-        responsible: OPERATOR,
-    };
-    assert_eq!(next.phase(), &Phase::Suspended(expected));
-    let reason = Some(ReasonKind::ResourceWait);
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(1, 1, EventKind::Suspend, None, PhaseKind::Suspended, reason),
-            persisted(&next),
-        ]
-    );
-}
-
-#[test]
-fn running_suspend_for_a_person_waits_with_no_unresolved_effect() {
-    let (next, fx) = accept(&running(), at(1, suspend(Wait::Intervention, 60, OPERATOR)));
-    let expected = Suspension {
-        reason: Reason::ManualIntervention {
-            unresolved: None,
-            cancelled_by: None,
-        },
-        since: Time(1),
-        expires_at: Time(60),
-        responsible: OPERATOR,
-    };
-    assert_eq!(next.phase(), &Phase::Suspended(expected));
-    let reason = Some(ReasonKind::ManualIntervention);
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(1, 1, EventKind::Suspend, None, PhaseKind::Suspended, reason),
-            persisted(&next),
-        ]
-    );
+    let cases = [
+        (
+            Wait::Callback { callback: CALLBACK },
+            (3, 9, OWNER),
+            Reason::ExternalCallback { callback: CALLBACK },
+            ReasonKind::ExternalCallback,
+        ),
+        (
+            Wait::Resource { resource: RESOURCE },
+            (1, 2, OPERATOR),
+            Reason::ResourceWait { resource: RESOURCE },
+            ReasonKind::ResourceWait,
+        ),
+        (
+            Wait::Intervention,
+            (1, 60, OPERATOR),
+            person,
+            ReasonKind::ManualIntervention,
+        ),
+    ];
+    for (wait, (t, expires_at, responsible), reason, kind) in cases {
+        let (next, fx) = accept(&running(), at(t, suspend(wait, expires_at, responsible)));
+        let expected = Suspension {
+            reason,
+            since: Time(t),
+            expires_at: Time(expires_at),
+            responsible,
+        };
+        assert_eq!(next.phase(), &Phase::Suspended(expected), "{kind}");
+        let record = audit(
+            1,
+            t,
+            EventKind::Suspend,
+            None,
+            PhaseKind::Suspended,
+            Some(kind),
+        );
+        assert_eq!(effects(&fx), vec![record, persisted(&next)], "{kind}");
+    }
 }
 
 #[test]
@@ -145,71 +147,46 @@ fn running_suspend_expiring_now_or_earlier_is_rejected() {
 }
 
 #[test]
-fn running_suspend_for_approval_by_its_own_requester_is_rejected() {
-    // APR-3: the requester is never recorded as its approver.
-    let wait = Wait::Approval {
-        call: publish(),
-        requester: REQUESTER,
-        prior: Prior::NONE,
-    };
-    assert_eq!(
-        reject(&running(), at(1, suspend(wait, 50, REQUESTER))),
-        Rejection::SelfApproval { party: REQUESTER }
-    );
-}
-
-#[test]
-fn running_suspend_with_a_past_expiry_and_self_approval_reports_the_expiry_first() {
-    let wait = Wait::Approval {
-        call: with_contract(publish(), true, false, 0),
-        requester: REQUESTER,
-        prior: Prior::NONE,
-    };
-    assert_eq!(
-        reject(&running(), at(7, suspend(wait, 7, REQUESTER))),
-        Rejection::ExpiryNotInFuture {
-            expires_at: Time(7),
-            now: Time(7)
-        }
-    );
-}
-
-#[test]
-fn running_suspend_by_its_own_requester_for_a_call_allowing_no_attempt_reports_self_approval() {
-    // The party check comes before the call is bound.
-    let wait = Wait::Approval {
-        call: with_contract(publish(), true, false, 0),
-        requester: REQUESTER,
-        prior: Prior::NONE,
-    };
-    assert_eq!(
-        reject(&running(), at(1, suspend(wait, 50, REQUESTER))),
-        Rejection::SelfApproval { party: REQUESTER }
-    );
-}
-
-#[test]
-fn running_suspend_for_approval_of_a_call_allowing_no_attempt_is_rejected() {
-    let wait = Wait::Approval {
-        call: with_contract(publish(), true, false, 0),
-        requester: REQUESTER,
-        prior: Prior::NONE,
-    };
-    assert_eq!(
-        reject(&running(), at(1, suspend(wait, 50, APPROVER))),
-        Rejection::NoAttemptsAllowed
-    );
+fn running_suspend_for_approval_is_refused_for_its_expiry_then_its_party_then_its_call() {
+    // SUS-1: no suspension is born expired; APR-3: the requester is never recorded as its
+    // approver; and a call that allows no attempt could never run. The expiry is checked
+    // first, and the party before the call is bound.
+    let cases = [
+        (
+            "by its own requester",
+            (publish(), 1, 50, REQUESTER),
+            Rejection::SelfApproval { party: REQUESTER },
+        ),
+        (
+            "with a past expiry and self approval",
+            (never(), 7, 7, REQUESTER),
+            Rejection::ExpiryNotInFuture {
+                expires_at: Time(7),
+                now: Time(7),
+            },
+        ),
+        (
+            "by its own requester for a call allowing no attempt",
+            (never(), 1, 50, REQUESTER),
+            Rejection::SelfApproval { party: REQUESTER },
+        ),
+        (
+            "for a call allowing no attempt",
+            (never(), 1, 50, APPROVER),
+            Rejection::NoAttemptsAllowed,
+        ),
+    ];
+    for (case, (c, t, expires_at, party), expected) in cases {
+        let suspend = suspend(approval_of(c), expires_at, party);
+        assert_eq!(reject(&running(), at(t, suspend)), expected, "{case}");
+    }
 }
 
 #[test]
 fn running_suspend_for_approval_of_a_reused_call_id_is_rejected() {
     // KEY-2: an edited call is a new call; the old id cannot be approved again.
     let c = publish();
-    let edited = Call {
-        args: Digest::of(b"edited"),
-        key: IdempotencyKey::lit("idem-2"),
-        ..c
-    };
+    let edited = edited(c);
     let wait = Wait::Approval {
         call: edited,
         requester: REQUESTER,
@@ -254,78 +231,45 @@ fn running_dispatch_of_a_call_allowing_no_attempt_is_rejected() {
 }
 
 #[test]
-fn running_dispatch_reusing_the_last_call_id_is_rejected() {
-    // KEY-2: even with other arguments and another key, the id is spent.
-    let c = publish();
-    let edited = Call {
-        args: Digest::of(b"edited"),
-        key: IdempotencyKey::lit("idem-2"),
-        ..c
-    };
-    assert_eq!(
-        reject(
-            &after_result_of(c),
-            at(
-                3,
-                Event::Dispatch {
-                    call: edited,
-                    prior: spent(&c).prior(&edited),
-                    resource_version: None
-                }
-            )
-        ),
-        Rejection::CallIdReused { call_id: c.call_id }
-    );
-}
-
-#[test]
-fn running_dispatch_reusing_a_key_with_other_arguments_is_rejected() {
-    // KEY-1: a key is bound to its payload digest.
+fn running_dispatch_reusing_the_last_call_id_or_its_key_is_refused() {
+    // KEY-2: even with other arguments and another key, the id is spent. KEY-1: a key is
+    // bound to its payload digest. REC-4: the key's committed result is recorded; it is
+    // reused, never executed again, whatever call id the same request comes back under.
     let c = publish();
     let other = Call {
         call_id: Name::lit("call-2"),
         args: Digest::of(b"other payload"),
         ..c
     };
-    assert_eq!(
-        reject(
-            &after_result_of(c),
-            at(
-                3,
-                Event::Dispatch {
-                    call: other,
-                    prior: spent(&c).prior(&other),
-                    resource_version: None
-                }
-            )
-        ),
-        Rejection::KeyConflict { key: c.key }
-    );
-}
-
-#[test]
-fn running_dispatch_reusing_a_committed_key_with_the_same_arguments_is_refused() {
-    // REC-4: the key's committed result is recorded; it is reused, never executed again,
-    // whatever call id the same request comes back under.
-    let c = publish();
     let again = Call {
         call_id: Name::lit("call-2"),
         ..c
     };
-    assert_eq!(
-        reject(
-            &after_result_of(c),
-            at(
-                3,
-                Event::Dispatch {
-                    call: again,
-                    prior: spent(&c).prior(&again),
-                    resource_version: None
-                }
-            )
+    let cases = [
+        (
+            "the last call id",
+            edited(c),
+            Rejection::CallIdReused { call_id: c.call_id },
         ),
-        Rejection::KeyCommitted { key: c.key }
-    );
+        (
+            "its key, with other arguments",
+            other,
+            Rejection::KeyConflict { key: c.key },
+        ),
+        (
+            "its committed key",
+            again,
+            Rejection::KeyCommitted { key: c.key },
+        ),
+    ];
+    for (case, call, expected) in cases {
+        let dispatch = spent(&c).dispatch(call);
+        assert_eq!(
+            reject(&after_result_of(c), at(3, dispatch)),
+            expected,
+            "{case}"
+        );
+    }
 }
 
 #[test]
@@ -333,12 +277,7 @@ fn running_dispatch_reusing_a_key_a_person_dropped_with_the_same_arguments_is_ac
     // KEY-1 binds the key to its payload, and the key never committed: a person made sure
     // of it and went ahead ("continue"), so the same request may go out again.
     let c = publish();
-    let run = accept(&running(), at(1, first_dispatch(c))).0;
-    let run = accept(&run, at(2, Event::Recover)).0;
-    let cp = Checkpoint::of(&run).unwrap();
-    let unknown = Decision::Reconcile(QueryAnswer::Unknown);
-    let run = accept(&run, at(3, resume(cp, unknown))).0;
-    let cp = Checkpoint::of(&run).unwrap();
+    let (run, cp) = unresolved_effect(c);
     let go_ahead = Decision::Intervene {
         by: OPERATOR,
         resolution: Resolution::Continue,
@@ -349,17 +288,7 @@ fn running_dispatch_reusing_a_key_a_person_dropped_with_the_same_arguments_is_ac
         ..c
     };
     let bound = Index(vec![HistoryEntry::bound(&c)]);
-    let (next, fx) = accept(
-        &run,
-        at(
-            5,
-            Event::Dispatch {
-                call: again,
-                prior: bound.prior(&again),
-                resource_version: None,
-            },
-        ),
-    );
+    let (next, fx) = accept(&run, at(5, bound.dispatch(again)));
     assert_eq!(next.in_flight(), Some(&in_flight(again, 0, 1)));
     assert_eq!(fx.dispatch(), Some(&dispatch_of(&run, &again, 0)));
 }
@@ -373,58 +302,13 @@ fn running_dispatch_checks_attempts_then_call_id_then_key() {
         ..c
     };
     assert_eq!(
-        reject(
-            &run,
-            at(
-                3,
-                Event::Dispatch {
-                    call: reused_conflicting,
-                    prior: spent(&c).prior(&reused_conflicting),
-                    resource_version: None,
-                }
-            )
-        ),
+        reject(&run, at(3, spent(&c).dispatch(reused_conflicting))),
         Rejection::CallIdReused { call_id: c.call_id }
     );
     let no_attempt = with_contract(reused_conflicting, true, false, 0);
     assert_eq!(
-        reject(
-            &run,
-            at(
-                3,
-                Event::Dispatch {
-                    call: no_attempt,
-                    prior: spent(&c).prior(&no_attempt),
-                    resource_version: None
-                }
-            )
-        ),
+        reject(&run, at(3, spent(&c).dispatch(no_attempt))),
         Rejection::NoAttemptsAllowed
-    );
-}
-
-#[test]
-fn running_tool_result_with_nothing_in_flight_is_rejected() {
-    let answer = Event::ToolResult {
-        call_id: publish().call_id,
-        attempt: 0,
-        result: Digest::of(b"late"),
-    };
-    assert_eq!(
-        reject(&running(), at(1, answer)),
-        Rejection::NoDispatchInFlight {
-            phase: PhaseKind::Running
-        }
-    );
-}
-
-#[test]
-fn running_recover_with_nothing_in_flight_is_rejected() {
-    assert_eq!(
-        reject(&running(), at(1, Event::Recover)),
-        Rejection::NothingInFlight {
-            phase: PhaseKind::Running
-        }
     );
 }
 
@@ -434,23 +318,12 @@ fn running_resume_is_rejected_as_not_suspended() {
     // needs a suspended run. It is forged here at the current revision.
     let c = publish();
     let (run, cp) = pending(c);
-    let (run, _) = accept(
-        &run,
-        at(2, resume(cp, Decision::Approve(approval(&cp, &c)))),
-    );
-    let answer = Event::ToolResult {
-        call_id: c.call_id,
-        attempt: 0,
-        result: Digest::of(b"ok"),
-    };
-    let (run, _) = accept(&run, at(3, answer));
+    let (run, _) = accept(&run, at(2, approving(cp, &c)));
+    let (run, _) = accept(&run, at(3, tool_result(&c, 0, b"ok")));
     assert_eq!(run.phase(), &Phase::Running { in_flight: None });
     let forged = resealed(cp, |cp| cp.revision = run.revision());
     assert_eq!(
-        reject(
-            &run,
-            at(4, resume(forged, Decision::Approve(approval(&forged, &c))))
-        ),
+        reject(&run, at(4, approving(forged, &c))),
         Rejection::NotSuspended {
             phase: PhaseKind::Running
         }
@@ -458,13 +331,22 @@ fn running_resume_is_rejected_as_not_suspended() {
 }
 
 #[test]
-fn running_expire_is_rejected_as_not_suspended() {
-    assert_eq!(
-        reject(&running(), at(1_000, Event::Expire)),
-        Rejection::NotSuspended {
-            phase: PhaseKind::Running
-        }
-    );
+fn running_tool_result_recover_and_expire_are_rejected_for_what_the_run_is_not_waiting_on() {
+    // With nothing in flight there is no answer to take and nothing to recover; a running
+    // run has no suspension to expire.
+    let phase = PhaseKind::Running;
+    let cases = [
+        (
+            at(1, tool_result(&publish(), 0, b"late")),
+            Rejection::NoDispatchInFlight { phase },
+        ),
+        (at(1, Event::Recover), Rejection::NothingInFlight { phase }),
+        (at(1_000, Event::Expire), Rejection::NotSuspended { phase }),
+    ];
+    for (input, expected) in cases {
+        let kind = input.event.kind();
+        assert_eq!(reject(&running(), input), expected, "{kind:?}");
+    }
 }
 
 #[test]
@@ -474,32 +356,27 @@ fn running_cancel_fails_the_run_as_cancelled() {
 }
 
 #[test]
-fn running_complete_completes_the_run_with_its_result() {
+fn running_complete_or_fail_ends_the_run_with_its_result_or_error() {
     let result = Digest::of(b"final");
-    let (next, fx) = accept(&running(), at(1, Event::Complete { result }));
-    assert_eq!(next.phase(), &Phase::Completed { result });
-    assert_eq!(
-        effects(&fx),
-        vec![audit(
-            1,
-            1,
-            EventKind::Complete,
-            None,
-            PhaseKind::Completed,
-            None
-        )]
-    );
-}
-
-#[test]
-fn running_fail_fails_the_run_with_its_error() {
     let code = Name::lit("E500");
-    let (next, fx) = accept(&running(), at(1, Event::Fail { code }));
-    assert_eq!(next.phase(), &Phase::Failed(FailCause::Error { code }));
-    assert_eq!(
-        effects(&fx),
-        vec![audit(1, 1, EventKind::Fail, None, PhaseKind::Failed, None)]
-    );
+    let cases = [
+        (
+            Event::Complete { result },
+            Phase::Completed { result },
+            (EventKind::Complete, PhaseKind::Completed),
+        ),
+        (
+            Event::Fail { code },
+            Phase::Failed(FailCause::Error { code }),
+            (EventKind::Fail, PhaseKind::Failed),
+        ),
+    ];
+    for (event, phase, (event_kind, kind)) in cases {
+        let (next, fx) = accept(&running(), at(1, event));
+        assert_eq!(next.phase(), &phase);
+        let record = audit(1, 1, event_kind, None, kind, None);
+        assert_eq!(effects(&fx), vec![record], "{kind}");
+    }
 }
 
 #[test]
@@ -507,19 +384,7 @@ fn running_input_of_any_kind_from_the_past_is_rejected() {
     // CLK-1: a run at t5 refuses every kind of input dated t4.
     let c = publish();
     let (_, cp) = pending(c);
-    let run = accept(&new_run("run-approval"), at(5, first_dispatch(c))).0;
-    let run = accept(
-        &run,
-        at(
-            5,
-            Event::ToolResult {
-                call_id: c.call_id,
-                attempt: 0,
-                result: Digest::of(b"ok"),
-            },
-        ),
-    )
-    .0;
+    let run = answered(new_run("run-approval"), c, 5, 5);
     // The resume's checkpoint is sealed at the run's revision, so that it passes the
     // checkpoint guards that come before the clock (spec 4.1, guard 2).
     let current = resealed(cp, |cp| cp.revision = run.revision());
@@ -539,13 +404,7 @@ fn running_input_of_any_kind_from_the_past_is_rejected() {
 #[test]
 fn running_input_at_the_same_time_as_the_last_is_accepted() {
     // CLK-1 forbids going backwards, not standing still: several inputs may share a tick.
-    let run = accept(&running(), at(5, first_dispatch(publish()))).0;
-    let answer = Event::ToolResult {
-        call_id: publish().call_id,
-        attempt: 0,
-        result: Digest::of(b"ok"),
-    };
-    let (next, _) = accept(&run, at(5, answer));
+    let next = answered(running(), publish(), 5, 5);
     assert_eq!(next.updated_at(), Time(5));
     assert_eq!(next.revision(), Revision(2));
 }
@@ -568,13 +427,7 @@ fn running_input_at_the_end_of_the_revision_counter_is_rejected() {
 
 #[test]
 fn running_input_from_the_past_at_the_end_of_the_revision_counter_reports_the_clock_first() {
-    let run = accept(&running(), at(5, first_dispatch(publish()))).0;
-    let answer = Event::ToolResult {
-        call_id: publish().call_id,
-        attempt: 0,
-        result: Digest::of(b"ok"),
-    };
-    let run = with_revision(&accept(&run, at(5, answer)).0, u64::MAX);
+    let run = with_revision(&answered(running(), publish(), 5, 5), u64::MAX);
     assert_eq!(
         reject(&run, at(4, Event::Cancel { by: CANCELLER })),
         Rejection::ClockRegressed {
@@ -612,11 +465,7 @@ fn running_dispatch_reusing_an_older_call_id_or_key_is_refused_over_the_whole_hi
     let mut run = running();
     for (t, c) in [(1, first), (3, second)] {
         run = index.accept(&run, at(t, index.dispatch(c)));
-        let answer = Event::ToolResult {
-            call_id: c.call_id,
-            attempt: 0,
-            result: Digest::of(b"ok"),
-        };
+        let answer = tool_result(&c, 0, b"ok");
         run = index.accept(&run, at(t + 1, answer));
     }
     assert_eq!(
@@ -659,11 +508,7 @@ fn running_run_of_ten_thousand_calls_stays_the_same_size_and_still_refuses_a_reu
         t += 1;
         run = index.accept(&run, at(t, index.dispatch(c)));
         t += 1;
-        let answer = Event::ToolResult {
-            call_id: c.call_id,
-            attempt: 0,
-            result: Digest::of(b"ok"),
-        };
+        let answer = tool_result(&c, 0, b"ok");
         run = index.accept(&run, at(t, answer));
         if i == 0 || i == 9_998 {
             sizes.push(serde_json::to_string(&run).unwrap().len());

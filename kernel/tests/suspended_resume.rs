@@ -23,21 +23,49 @@ fn approve(cp: &Checkpoint, c: &Call) -> Decision {
     Decision::Approve(approval(cp, c))
 }
 
-fn resume_with(cp: Checkpoint, decision: Decision, resource_version: u64) -> Event {
-    Event::Resume(Resume {
-        checkpoint: cp,
-        decision,
-        facts: Facts {
-            resource_version,
-            ..facts()
-        },
-    })
+/// The fixture's checkpoint changed by `edit` and sealed again, as a forger would.
+fn forged(edit: impl FnOnce(&mut Checkpoint)) -> Checkpoint {
+    let (_, cp, _) = fixture();
+    resealed(cp, edit)
+}
+
+/// The fixture's checkpoint changed by `edit` and not sealed again.
+fn unsealed(edit: impl FnOnce(&mut Checkpoint)) -> Checkpoint {
+    let (_, mut cp, _) = fixture();
+    edit(&mut cp);
+    cp
+}
+
+/// The fixture's run's refusal at `t` of a resume from `cp` that approves its call, the
+/// approval bound to `cp`'s revision, with facts that agree with `cp`.
+fn refusal(t: u64, cp: Checkpoint) -> Rejection {
+    let (run, _, c) = fixture();
+    reject(&run, at(t, approving(cp, &c)))
+}
+
+/// A run whose unknown outcome of `publish()` (its checkpoint at r2, returned) was superseded
+/// by a cancel at t3, r3.
+fn cancelled_after_recovery() -> (Run, Checkpoint) {
+    let (run, old) = outcome_unknown(publish());
+    let (run, _) = accept(&run, at(3, Event::Cancel { by: CANCELLER }));
+    (run, old)
+}
+
+fn unknown() -> Decision {
+    Decision::Reconcile(QueryAnswer::Unknown)
+}
+
+/// The fixture's run after its approval won at t2 (r1 to r2), with the checkpoint it was
+/// resumed from.
+fn won() -> (Run, Checkpoint, Call) {
+    let (run, cp, c) = fixture();
+    let (run, _) = accept(&run, at(2, approving(cp, &c)));
+    (run, cp, c)
 }
 
 #[test]
 fn suspended_resume_from_another_tenant_session_run_or_definition_is_rejected_naming_it() {
     // ID-1: each identity field is checked, and the rejection names the field only.
-    let (run, cp, c) = fixture();
     let edits: [IdentityEdit; 4] = [
         (IdentityField::Tenant, |i| i.tenant = Name::lit("tenant-b")),
         (IdentityField::Session, |i| {
@@ -49,8 +77,7 @@ fn suspended_resume_from_another_tenant_session_run_or_definition_is_rejected_na
         }),
     ];
     for (field, edit) in edits {
-        let forged = resealed(cp, |cp| edit(&mut cp.identity));
-        let rejection = reject(&run, at(2, resume(forged, approve(&forged, &c))));
+        let rejection = refusal(2, forged(|cp| edit(&mut cp.identity)));
         assert_eq!(rejection, Rejection::IdentityMismatch { field });
         // Neither the run's values nor the offered ones are echoed back.
         let told = format!("{rejection} {rejection:?}");
@@ -68,7 +95,6 @@ fn suspended_resume_from_another_tenant_session_run_or_definition_is_rejected_na
 
 #[test]
 fn suspended_resume_checks_identity_fields_in_order_tenant_session_run_definition() {
-    let (run, cp, c) = fixture();
     let cases: [IdentityEdit; 3] = [
         (IdentityField::Tenant, |i| {
             i.tenant = Name::lit("tenant-b");
@@ -84,62 +110,44 @@ fn suspended_resume_checks_identity_fields_in_order_tenant_session_run_definitio
         }),
     ];
     for (field, edit) in cases {
-        let forged = resealed(cp, |cp| edit(&mut cp.identity));
+        let forged = forged(|cp| edit(&mut cp.identity));
+        assert_eq!(refusal(2, forged), Rejection::IdentityMismatch { field });
+    }
+}
+
+#[test]
+fn suspended_resume_failing_identity_and_revision_or_clock_is_rejected_for_identity() {
+    // ID-1 before RES-3 and CLK-1: a stranger learns nothing about the run's revision or time.
+    let old_of_another_tenant = forged(|cp| {
+        cp.identity.tenant = Name::lit("tenant-b");
+        cp.revision = Revision(0);
+    });
+    let of_another_run = forged(|cp| cp.identity.run = Name::lit("run-other"));
+    let cases = [
+        (2, old_of_another_tenant, IdentityField::Tenant),
+        (0, of_another_run, IdentityField::Run),
+    ];
+    for (t, forged, field) in cases {
         assert_eq!(
-            reject(&run, at(2, resume(forged, approve(&forged, &c)))),
-            Rejection::IdentityMismatch { field }
+            refusal(t, forged),
+            Rejection::IdentityMismatch { field },
+            "t{t}"
         );
     }
 }
 
 #[test]
-fn suspended_resume_failing_identity_and_revision_is_rejected_for_identity() {
-    // ID-1 before RES-3: a stranger learns nothing about the run's revision.
-    let (run, cp, c) = fixture();
-    let forged = resealed(cp, |cp| {
-        cp.identity.tenant = Name::lit("tenant-b");
-        cp.revision = Revision(0);
-    });
+fn suspended_resume_from_the_past_is_rejected_after_the_schema() {
+    // CLK-1: the run was suspended at t1. The checkpoint's schema, digest and revision come
+    // before the clock (spec 4.1, guard 2).
+    let (_, cp, _) = fixture();
+    let regressed = Rejection::ClockRegressed {
+        last: Time(1),
+        got: Time(0),
+    };
+    assert_eq!(refusal(0, cp), regressed);
     assert_eq!(
-        reject(&run, at(2, resume(forged, approve(&forged, &c)))),
-        Rejection::IdentityMismatch {
-            field: IdentityField::Tenant
-        }
-    );
-}
-
-#[test]
-fn suspended_resume_failing_identity_and_clock_is_rejected_for_identity() {
-    let (run, cp, c) = fixture();
-    let forged = resealed(cp, |cp| cp.identity.run = Name::lit("run-other"));
-    assert_eq!(
-        reject(&run, at(0, resume(forged, approve(&forged, &c)))),
-        Rejection::IdentityMismatch {
-            field: IdentityField::Run
-        }
-    );
-}
-
-#[test]
-fn suspended_resume_from_the_past_is_rejected() {
-    // CLK-1: the run was suspended at t1.
-    let (run, cp, c) = fixture();
-    assert_eq!(
-        reject(&run, at(0, resume(cp, approve(&cp, &c)))),
-        Rejection::ClockRegressed {
-            last: Time(1),
-            got: Time(0)
-        }
-    );
-}
-
-#[test]
-fn suspended_resume_from_the_past_with_a_newer_schema_is_rejected_for_the_schema() {
-    // The checkpoint's schema, digest and revision come before the clock (spec 4.1, guard 2).
-    let (run, cp, c) = fixture();
-    let newer = resealed(cp, |cp| cp.schema_version = 4);
-    assert_eq!(
-        reject(&run, at(0, resume(newer, approve(&newer, &c)))),
+        refusal(0, forged(|cp| cp.schema_version = 4)),
         Rejection::SchemaTooNew {
             supported: SCHEMA_VERSION,
             got: 4
@@ -148,191 +156,85 @@ fn suspended_resume_from_the_past_with_a_newer_schema_is_rejected_for_the_schema
 }
 
 #[test]
-fn suspended_resume_from_the_past_with_a_stale_revision_is_rejected_as_stale() {
-    let c = publish();
-    let (run, old) = outcome_unknown(c);
-    let (run, _) = accept(&run, at(3, Event::Cancel { by: CANCELLER }));
-    assert_eq!(
-        reject(
-            &run,
-            at(0, resume(old, Decision::Reconcile(QueryAnswer::Unknown)))
-        ),
-        Rejection::StaleRevision {
-            current: Revision(3),
-            got: Revision(2)
-        }
-    );
-}
-
-#[test]
-fn suspended_resume_from_a_newer_schema_is_rejected() {
-    // CKP-3: this kernel cannot know what a newer schema means.
-    let (run, cp, c) = fixture();
-    for got in [4, u16::MAX] {
-        let newer = resealed(cp, |cp| cp.schema_version = got);
-        assert_eq!(
-            reject(&run, at(2, resume(newer, approve(&newer, &c)))),
-            Rejection::SchemaTooNew {
-                supported: SCHEMA_VERSION,
-                got
-            }
-        );
-    }
-}
-
-#[test]
-fn suspended_resume_from_an_older_schema_requires_an_explicit_migration() {
-    // CKP-3: never a silent coercion.
-    let (run, cp, c) = fixture();
-    for got in [SCHEMA_V1, SCHEMA_V2] {
-        let older = resealed(cp, |cp| cp.schema_version = got);
-        assert_eq!(
-            reject(&run, at(2, resume(older, approve(&older, &c)))),
-            Rejection::MigrationRequired {
-                got,
-                current: SCHEMA_VERSION
-            }
-        );
-    }
-}
-
-#[test]
-fn suspended_resume_from_schema_0_is_refused_as_unknown_not_as_needing_migration() {
-    // CKP-3: no kernel ever wrote version 0, and no migration reads it.
-    let (run, cp, c) = fixture();
-    let zero = resealed(cp, |cp| cp.schema_version = 0);
-    assert_eq!(
-        reject(&run, at(2, resume(zero, approve(&zero, &c)))),
-        Rejection::UnknownSchema { got: 0 }
-    );
-}
-
-#[test]
-fn suspended_resume_checks_the_schema_before_the_digest() {
-    let (run, cp, c) = fixture();
-    let garbage = Digest([0xab; 32]);
-    for (schema, expected) in [
-        (
-            4,
-            Rejection::SchemaTooNew {
-                supported: SCHEMA_VERSION,
-                got: 4,
-            },
-        ),
+fn suspended_resume_from_another_schema_is_refused_naming_why_before_its_digest_is_checked() {
+    // CKP-3: this kernel cannot know what a newer schema means; an older one requires an
+    // explicit migration, never a silent coercion; and no kernel ever wrote version 0, nor
+    // does a migration read it. The schema is checked before the digest: unsealed, with a
+    // garbage digest, each checkpoint is refused for its schema all the same.
+    let too_new = |got| Rejection::SchemaTooNew {
+        supported: SCHEMA_VERSION,
+        got,
+    };
+    let migrate = |got| Rejection::MigrationRequired {
+        got,
+        current: SCHEMA_VERSION,
+    };
+    let cases = [
+        (4, too_new(4)),
+        (u16::MAX, too_new(u16::MAX)),
+        (SCHEMA_V1, migrate(SCHEMA_V1)),
+        (SCHEMA_V2, migrate(SCHEMA_V2)),
         (0, Rejection::UnknownSchema { got: 0 }),
-        (
-            SCHEMA_V1,
-            Rejection::MigrationRequired {
-                got: SCHEMA_V1,
-                current: SCHEMA_VERSION,
-            },
-        ),
-    ] {
-        let unsealed = Checkpoint {
-            schema_version: schema,
-            digest: garbage,
-            ..cp
-        };
-        assert_eq!(
-            reject(&run, at(2, resume(unsealed, approve(&unsealed, &c)))),
-            expected
-        );
+    ];
+    for (schema, expected) in cases {
+        let sealed = forged(|cp| cp.schema_version = schema);
+        assert_eq!(refusal(2, sealed), expected, "{schema}");
+        let garbage = unsealed(|cp| {
+            cp.schema_version = schema;
+            cp.digest = Digest([0xab; 32]);
+        });
+        assert_eq!(refusal(2, garbage), expected, "{schema}, unsealed");
     }
 }
 
 #[test]
-fn suspended_resume_with_a_garbage_digest_is_rejected_with_both_digests() {
-    // CKP-2: the evidence is the digest of the fields and the digest carried.
-    let (run, cp, c) = fixture();
-    let garbage = Digest([0x5a; 32]);
-    let forged = Checkpoint {
-        digest: garbage,
-        ..cp
-    };
-    assert_eq!(
-        reject(&run, at(2, resume(forged, approve(&forged, &c)))),
-        Rejection::DigestMismatch {
-            expected: cp.digest,
-            found: garbage
-        }
-    );
-}
-
-#[test]
-fn suspended_resume_from_a_tampered_checkpoint_is_rejected_for_its_digest() {
-    // CKP-2: a field edited without resealing; here the expiry, pushed back.
-    let (run, cp, c) = fixture();
-    let tampered = Checkpoint {
-        expires_at: Time(5_000),
-        ..cp
-    };
-    assert_eq!(
-        reject(&run, at(2, resume(tampered, approve(&tampered, &c)))),
-        Rejection::DigestMismatch {
-            expected: tampered.compute_digest(),
-            found: cp.digest
-        }
-    );
-}
-
-#[test]
-fn suspended_resume_with_a_stale_revision_not_resealed_is_rejected_for_its_digest() {
-    // The digest is checked before the revision.
-    let (run, cp, c) = fixture();
-    let old = Checkpoint {
-        revision: Revision(0),
-        ..cp
-    };
-    assert_eq!(
-        reject(&run, at(2, resume(old, approve(&old, &c)))),
-        Rejection::DigestMismatch {
-            expected: old.compute_digest(),
-            found: cp.digest
-        }
-    );
-}
-
-#[test]
-fn suspended_resume_with_a_stale_revision_is_rejected() {
-    // RES-3: the unknown outcome's checkpoint at r2 was superseded by the cancel's at r3.
-    let c = publish();
-    let (run, old) = outcome_unknown(c);
-    let (run, _) = accept(&run, at(3, Event::Cancel { by: CANCELLER }));
-    assert_eq!(
-        reject(
-            &run,
-            at(4, resume(old, Decision::Reconcile(QueryAnswer::Unknown)))
+fn suspended_resume_from_a_checkpoint_edited_and_not_resealed_is_rejected_for_its_digest() {
+    // CKP-2: the evidence is the digest of the fields and the digest carried. A field edited
+    // without resealing (the expiry, pushed back; a stale revision, for the digest is checked
+    // before the revision) fails as a garbage digest does.
+    let (_, cp, _) = fixture();
+    let garbage = unsealed(|cp| cp.digest = Digest([0x5a; 32]));
+    let pushed_back = unsealed(|cp| cp.expires_at = Time(5_000));
+    let old = unsealed(|cp| cp.revision = Revision(0));
+    let cases = [
+        ("a garbage digest", garbage, (cp.digest, garbage.digest)),
+        (
+            "a pushed back expiry",
+            pushed_back,
+            (pushed_back.compute_digest(), cp.digest),
         ),
-        Rejection::StaleRevision {
-            current: Revision(3),
-            got: Revision(2)
-        }
+        ("a stale revision", old, (old.compute_digest(), cp.digest)),
+    ];
+    for (case, tampered, (expected, found)) in cases {
+        let mismatch = Rejection::DigestMismatch { expected, found };
+        assert_eq!(refusal(2, tampered), mismatch, "{case}");
+    }
+}
+
+#[test]
+fn suspended_resume_with_a_stale_revision_is_rejected_before_the_clock_and_the_resource() {
+    // RES-3: the unknown outcome's checkpoint at r2 was superseded by the cancel's at r3. The
+    // revision comes before the clock, and before the resource version.
+    let (run, old) = cancelled_after_recovery();
+    assert_eq!(
+        reject(&run, at(4, resume(old, unknown()))),
+        stale_revision(3, 2)
     );
+    assert_eq!(
+        reject(&run, at(0, resume(old, unknown()))),
+        stale_revision(3, 2)
+    );
+    let moved = resume_at_version(old, unknown(), 99);
+    assert_eq!(reject(&run, at(4, moved)), stale_revision(3, 2));
 }
 
 #[test]
 fn suspended_resume_with_a_revision_from_the_future_is_rejected() {
-    let (run, cp, c) = fixture();
-    let future = resealed(cp, |cp| cp.revision = Revision(2));
+    let future = forged(|cp| cp.revision = Revision(2));
     assert_eq!(
-        reject(&run, at(2, resume(future, approve(&future, &c)))),
+        refusal(2, future),
         Rejection::FutureRevision {
             current: Revision(1),
-            got: Revision(2)
-        }
-    );
-}
-
-#[test]
-fn suspended_resume_with_a_stale_revision_and_a_changed_resource_is_rejected_as_stale() {
-    let c = publish();
-    let (run, old) = outcome_unknown(c);
-    let (run, _) = accept(&run, at(3, Event::Cancel { by: CANCELLER }));
-    let decision = Decision::Reconcile(QueryAnswer::Unknown);
-    assert_eq!(
-        reject(&run, at(4, resume_with(old, decision, 99))),
-        Rejection::StaleRevision {
-            current: Revision(3),
             got: Revision(2)
         }
     );
@@ -343,7 +245,7 @@ fn suspended_resume_after_the_resource_changed_is_rejected() {
     // RES-3: the driver's current resource version differs from the checkpoint's.
     let (run, cp, c) = fixture();
     assert_eq!(
-        reject(&run, at(2, resume_with(cp, approve(&cp, &c), 2))),
+        reject(&run, at(2, resume_at_version(cp, approve(&cp, &c), 2))),
         Rejection::ResourceChanged {
             checkpoint: 1,
             current: 2
@@ -358,9 +260,8 @@ fn suspended_resume_with_a_changed_resource_on_a_running_run_is_rejected_for_the
     let run = call_in_flight(c);
     let (_, fx) = accept(&run, at(2, Event::Recover));
     let forged = resealed(*fx.checkpoint().unwrap(), |cp| cp.revision = run.revision());
-    let decision = Decision::Reconcile(QueryAnswer::Unknown);
     assert_eq!(
-        reject(&run, at(2, resume_with(forged, decision, 9))),
+        reject(&run, at(2, resume_at_version(forged, unknown(), 9))),
         Rejection::NotSuspended {
             phase: PhaseKind::Running
         }
@@ -371,7 +272,6 @@ fn suspended_resume_with_a_changed_resource_on_a_running_run_is_rejected_for_the
 fn suspended_resume_from_a_checkpoint_differing_from_the_run_is_rejected_naming_the_field() {
     // RES-4: a sealed, current checkpoint that does not describe the run's suspension, e.g.
     // another action (the seed's case), is refused field by field.
-    let (run, cp, c) = fixture();
     let other_tool = |cp: &mut Checkpoint| {
         cp.pending = cp.pending.map(|p| PendingCall {
             tool: Name::lit("delete:demo"),
@@ -380,7 +280,7 @@ fn suspended_resume_from_a_checkpoint_differing_from_the_run_is_rejected_naming_
     };
     let other_attempt =
         |cp: &mut Checkpoint| cp.pending = cp.pending.map(|p| PendingCall { attempt: 1, ..p });
-    let edits: [CheckpointEdit; 11] = [
+    let edits: [CheckpointEdit; 12] = [
         (CheckpointField::Reason, &|cp| {
             cp.reason = ReasonKind::ExternalCallback
         }),
@@ -408,40 +308,27 @@ fn suspended_resume_from_a_checkpoint_differing_from_the_run_is_rejected_naming_
             cp.responsible = Name::lit("mallory")
         }),
         (CheckpointField::CreatedAt, &|cp| cp.created_at = Time(0)),
+        // The driver's facts agree with the forged checkpoint, but the run recorded version 1.
+        (CheckpointField::ResourceVersion, &|cp| {
+            cp.resource_version = 2
+        }),
     ];
     for (field, edit) in edits {
-        let forged = resealed(cp, |cp| edit(cp));
-        assert_eq!(
-            reject(&run, at(2, resume(forged, approve(&forged, &c)))),
-            Rejection::CheckpointMismatch { field },
-            "{field:?}"
-        );
+        let forged = forged(edit);
+        let mismatch = Rejection::CheckpointMismatch { field };
+        assert_eq!(refusal(2, forged), mismatch, "{field:?}");
     }
 }
 
 #[test]
-fn suspended_resume_from_a_checkpoint_with_another_resource_version_is_rejected() {
-    // The driver's facts agree with the forged checkpoint, but the run recorded version 1.
-    let (run, cp, c) = fixture();
-    let forged = resealed(cp, |cp| cp.resource_version = 2);
-    assert_eq!(
-        reject(&run, at(2, resume(forged, approve(&forged, &c)))),
-        Rejection::CheckpointMismatch {
-            field: CheckpointField::ResourceVersion
-        }
-    );
-}
-
-#[test]
 fn suspended_resume_names_the_first_differing_checkpoint_field() {
-    let (run, cp, c) = fixture();
-    let forged = resealed(cp, |cp| {
+    let forged = forged(|cp| {
         cp.expires_at = Time(5_000);
         cp.responsible = Name::lit("mallory");
         cp.created_at = Time(0);
     });
     assert_eq!(
-        reject(&run, at(2, resume(forged, approve(&forged, &c)))),
+        refusal(2, forged),
         Rejection::CheckpointMismatch {
             field: CheckpointField::ExpiresAt
         }
@@ -449,29 +336,21 @@ fn suspended_resume_names_the_first_differing_checkpoint_field() {
 }
 
 #[test]
-fn suspended_resume_with_an_extended_expiry_after_the_expiry_is_rejected_as_a_mismatch() {
-    // RES-4 before RES-5: a forged expiry cannot buy time.
-    let (run, cp, c) = fixture();
-    let forged = resealed(cp, |cp| cp.expires_at = Time(5_000));
-    assert_eq!(
-        reject(&run, at(60, resume(forged, approve(&forged, &c)))),
-        Rejection::CheckpointMismatch {
-            field: CheckpointField::ExpiresAt
-        }
-    );
-}
-
-#[test]
-fn suspended_resume_after_the_expiry_is_rejected() {
-    // RES-5: the suspension expired at t50.
-    let (run, cp, c) = fixture();
-    assert_eq!(
-        reject(&run, at(51, resume(cp, approve(&cp, &c)))),
-        Rejection::Expired {
-            expires_at: Time(50),
-            now: Time(51)
-        }
-    );
+fn suspended_resume_after_the_expiry_is_rejected_after_the_checkpoint_and_before_the_decision() {
+    // RES-5: the suspension expired at t50. RES-4 comes before it: a forged expiry cannot buy
+    // time; the decision comes after it.
+    let extended = forged(|cp| cp.expires_at = Time(5_000));
+    let mismatch = Rejection::CheckpointMismatch {
+        field: CheckpointField::ExpiresAt,
+    };
+    assert_eq!(refusal(60, extended), mismatch);
+    let (run, cp, _) = fixture();
+    let expired = Rejection::Expired {
+        expires_at: Time(50),
+        now: Time(51),
+    };
+    assert_eq!(refusal(51, cp), expired);
+    assert_eq!(reject(&run, at(51, resume(cp, unknown()))), expired);
 }
 
 #[test]
@@ -479,19 +358,6 @@ fn suspended_resume_at_the_expiry_is_accepted() {
     let (run, cp, c) = fixture();
     let (next, _) = accept(&run, at(50, resume(cp, approve(&cp, &c))));
     assert_eq!(next.in_flight(), Some(&in_flight(c, 0, 1)));
-}
-
-#[test]
-fn suspended_resume_after_the_expiry_with_a_wrong_decision_is_rejected_as_expired() {
-    let (run, cp, _) = fixture();
-    let wrong = Decision::Reconcile(QueryAnswer::Unknown);
-    assert_eq!(
-        reject(&run, at(51, resume(cp, wrong))),
-        Rejection::Expired {
-            expires_at: Time(50),
-            now: Time(51)
-        }
-    );
 }
 
 #[test]
@@ -566,59 +432,40 @@ fn suspended_resume_with_a_decision_for_another_reason_is_rejected() {
 fn suspended_resume_duplicate_of_the_winning_decision_is_already_applied() {
     // RES-2: a caller whose reply was lost learns that it won, and what it produced, even
     // after the run moved on (here: the tool answered and the run suspended again).
-    let (run, cp, c) = fixture();
-    let (run, _) = accept(&run, at(2, resume(cp, approve(&cp, &c))));
-    let duplicate = at(3, resume(cp, approve(&cp, &c)));
-    let won = Rejection::AlreadyApplied {
-        from: Revision(1),
-        to: Revision(2),
-    };
-    assert_eq!(reject(&run, duplicate), won);
-    let answer = Event::ToolResult {
-        call_id: c.call_id,
-        attempt: 0,
-        result: Digest::of(b"ok"),
-    };
-    let (run, _) = accept(&run, at(3, answer));
+    let (run, cp, c) = won();
+    assert_eq!(
+        reject(&run, at(3, approving(cp, &c))),
+        already_applied(1, 2)
+    );
+    let (run, _) = accept(&run, at(3, tool_result(&c, 0, b"ok")));
     let (run, _) = accept(&run, at(4, first_dispatch(call("c-2", "t", "k-2"))));
     assert_eq!(run.revision(), Revision(4));
-    assert_eq!(reject(&run, at(5, resume(cp, approve(&cp, &c)))), won);
+    assert_eq!(
+        reject(&run, at(5, approving(cp, &c))),
+        already_applied(1, 2)
+    );
 }
 
 #[test]
 fn suspended_resume_duplicate_with_other_facts_is_still_already_applied() {
     // The revision guard comes before the resource version: facts are not the decision.
-    let (run, cp, c) = fixture();
-    let (run, _) = accept(&run, at(2, resume(cp, approve(&cp, &c))));
-    assert_eq!(
-        reject(&run, at(3, resume_with(cp, approve(&cp, &c), 42))),
-        Rejection::AlreadyApplied {
-            from: Revision(1),
-            to: Revision(2)
-        }
-    );
+    let (run, cp, c) = won();
+    let other_facts = resume_at_version(cp, approve(&cp, &c), 42);
+    assert_eq!(reject(&run, at(3, other_facts)), already_applied(1, 2));
 }
 
 #[test]
 fn suspended_resume_with_another_decision_after_the_winner_is_already_resumed() {
     // RES-2: two approvers, two recovery workers: the loser learns it lost, and to what.
-    let (run, cp, c) = fixture();
-    let (run, _) = accept(&run, at(2, resume(cp, approve(&cp, &c))));
+    let (run, cp, c) = won();
     let later_expiry = Approval {
         expires_at: Time(2_000),
         ..approval(&cp, &c)
     };
-    for other in [
-        Decision::Deny(approval(&cp, &c)),
-        Decision::Approve(later_expiry),
-    ] {
-        assert_eq!(
-            reject(&run, at(3, resume(cp, other))),
-            Rejection::AlreadyResumed {
-                from: Revision(1),
-                to: Revision(2)
-            }
-        );
+    let denied = Decision::Deny(approval(&cp, &c));
+    for other in [denied, Decision::Approve(later_expiry)] {
+        let lost = reject(&run, at(3, resume(cp, other)));
+        assert_eq!(lost, already_resumed(1, 2), "{}", other.kind());
     }
 }
 
@@ -627,9 +474,8 @@ fn suspended_resume_from_another_checkpoint_of_the_winning_revision_learns_nothi
     // RES-2: only a caller holding the very checkpoint the winning resume was taken from is
     // told how its decision fared; one holding a resealed checkpoint of that revision (naming
     // another tool and another responsible party) is told only that it is stale.
-    let (run, cp, c) = fixture();
-    let (run, _) = accept(&run, at(2, resume(cp, approve(&cp, &c))));
-    let forged = resealed(cp, |cp| {
+    let (run, cp, c) = won();
+    let forged = forged(|cp| {
         cp.responsible = Name::lit("mallory");
         cp.pending = cp.pending.map(|p| PendingCall {
             tool: Name::lit("delete:demo"),
@@ -637,13 +483,8 @@ fn suspended_resume_from_another_checkpoint_of_the_winning_revision_learns_nothi
         });
     });
     for decision in [approve(&cp, &c), Decision::Deny(approval(&cp, &c))] {
-        assert_eq!(
-            reject(&run, at(3, resume(forged, decision))),
-            Rejection::StaleRevision {
-                current: Revision(2),
-                got: Revision(1)
-            }
-        );
+        let refused = reject(&run, at(3, resume(forged, decision)));
+        assert_eq!(refused, stale_revision(2, 1), "{}", decision.kind());
     }
 }
 
@@ -657,18 +498,9 @@ fn suspended_resume_duplicate_of_a_superseded_winner_is_only_stale() {
     let (run, _) = accept(&run, at(5, resume(cp2, first)));
     assert_eq!(
         reject(&run, at(6, resume(cp2, first))),
-        Rejection::AlreadyApplied {
-            from: Revision(4),
-            to: Revision(5)
-        }
+        already_applied(4, 5)
     );
-    assert_eq!(
-        reject(&run, at(6, resume(cp, first))),
-        Rejection::StaleRevision {
-            current: Revision(5),
-            got: Revision(2)
-        }
-    );
+    assert_eq!(reject(&run, at(6, resume(cp, first))), stale_revision(5, 2));
 }
 
 #[test]

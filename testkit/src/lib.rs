@@ -365,6 +365,32 @@ pub fn assert_cancelled(next: &Run, fx: &Effects, revision: u64, at: u64) {
     assert_eq!(effects(fx), vec![failed]);
 }
 
+/// The refusal of a resume from a checkpoint of revision `got` while the run is at `current`
+/// (spec RES-3).
+pub fn stale_revision(current: u64, got: u64) -> Rejection {
+    Rejection::StaleRevision {
+        current: Revision(current),
+        got: Revision(got),
+    }
+}
+
+/// The answer to a duplicate of the resume that moved the run from `from` to `to` (spec RES-2).
+pub fn already_applied(from: u64, to: u64) -> Rejection {
+    Rejection::AlreadyApplied {
+        from: Revision(from),
+        to: Revision(to),
+    }
+}
+
+/// The answer to another decision on the checkpoint a winning resume, from `from` to `to`,
+/// was taken from (spec RES-2).
+pub fn already_resumed(from: u64, to: u64) -> Rejection {
+    Rejection::AlreadyResumed {
+        from: Revision(from),
+        to: Revision(to),
+    }
+}
+
 /// The checkpoint a transition into or within a suspension must persist (spec CKP-1).
 pub fn persisted(next: &Run) -> Effect {
     Effect::PersistCheckpoint(Checkpoint::of(next).expect("the run is suspended"))

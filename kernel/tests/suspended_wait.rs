@@ -21,128 +21,106 @@ fn resumed(decision: DecisionKind, phase: PhaseKind) -> Effect {
 }
 
 #[test]
-fn suspended_callback_arrival_resumes_the_run() {
-    let (run, cp) = awaiting_callback();
-    let (next, fx) = accept(&run, at(5, resume(cp, callback(CALLBACK))));
-    assert_eq!(next.phase(), &Phase::Running { in_flight: None });
-    assert_eq!(next.revision(), Revision(2));
-    assert_eq!(
-        effects(&fx),
-        vec![resumed(DecisionKind::Callback, PhaseKind::Running)]
-    );
-}
-
-#[test]
-fn suspended_callback_of_another_name_is_rejected() {
-    // Brief 3.12: a resume aimed at the wrong target fails loudly.
-    let (run, cp) = awaiting_callback();
-    let other = Name::lit("webhook-8");
-    assert_eq!(
-        reject(&run, at(5, resume(cp, callback(other)))),
-        Rejection::WaitMismatch {
-            expected: CALLBACK,
-            got: other
-        }
-    );
-}
-
-#[test]
-fn suspended_callback_of_another_name_without_permission_is_rejected_as_a_mismatch() {
-    let (run, cp) = awaiting_callback();
-    let other = Name::lit("webhook-8");
-    assert_eq!(
-        reject(&run, at(5, with_facts(cp, callback(other), false, false))),
-        Rejection::WaitMismatch {
-            expected: CALLBACK,
-            got: other
-        }
-    );
-}
-
-#[test]
-fn suspended_callback_is_rechecked_against_permission_then_budget() {
-    // RES-7: the run goes on to new work, so current policy is re-checked.
-    let (run, cp) = awaiting_callback();
-    assert_eq!(
-        reject(
-            &run,
-            at(5, with_facts(cp, callback(CALLBACK), false, false))
-        ),
-        Rejection::PermissionRevoked
-    );
-    assert_eq!(
-        reject(&run, at(5, with_facts(cp, callback(CALLBACK), true, false))),
-        Rejection::BudgetExhausted
-    );
-}
-
-#[test]
-fn suspended_resource_ready_resumes_the_run() {
-    let (run, cp) = awaiting_resource();
+fn suspended_callback_resource_ready_and_intervention_resume_the_run_or_abandon_it() {
+    // Each wait is answered by its own decision: the callback, the resource, a person's
+    // go-ahead resume the run; a person who abandons it fails it.
     let ready = Decision::ResourceReady { resource: RESOURCE };
-    let (next, fx) = accept(&run, at(5, resume(cp, ready)));
-    assert_eq!(next.phase(), &Phase::Running { in_flight: None });
-    assert_eq!(
-        effects(&fx),
-        vec![resumed(DecisionKind::ResourceReady, PhaseKind::Running)]
+    let running = (Phase::Running { in_flight: None }, PhaseKind::Running);
+    let abandoned = (
+        Phase::Failed(FailCause::Abandoned { by: OPERATOR }),
+        PhaseKind::Failed,
     );
-}
-
-#[test]
-fn suspended_resource_ready_for_another_resource_is_rejected() {
-    let (run, cp) = awaiting_resource();
-    let other = Name::lit("cpu-pool");
-    assert_eq!(
-        reject(
-            &run,
-            at(5, resume(cp, Decision::ResourceReady { resource: other }))
+    let cases = [
+        (
+            awaiting_callback(),
+            callback(CALLBACK),
+            running,
+            DecisionKind::Callback,
         ),
-        Rejection::WaitMismatch {
-            expected: RESOURCE,
-            got: other
-        }
-    );
+        (
+            awaiting_resource(),
+            ready,
+            running,
+            DecisionKind::ResourceReady,
+        ),
+        (
+            awaiting_person(),
+            intervene(OPERATOR, Resolution::Continue),
+            running,
+            DecisionKind::Intervene,
+        ),
+        (
+            awaiting_person(),
+            intervene(OPERATOR, Resolution::Abandon),
+            abandoned,
+            DecisionKind::Intervene,
+        ),
+    ];
+    for ((run, cp), decision, (phase, ended), kind) in cases {
+        let (next, fx) = accept(&run, at(5, resume(cp, decision)));
+        assert_eq!(next.phase(), &phase, "{kind}");
+        assert_eq!(next.revision(), Revision(2), "{kind}");
+        assert_eq!(effects(&fx), vec![resumed(kind, ended)], "{kind}");
+    }
 }
 
 #[test]
-fn suspended_resource_ready_is_rechecked_against_permission_then_budget() {
-    let (run, cp) = awaiting_resource();
+fn suspended_callback_or_resource_of_another_name_is_rejected_before_permission() {
+    // Brief 3.12: a resume aimed at the wrong target fails loudly, whatever the policy says.
+    let (webhook, pool) = (Name::lit("webhook-8"), Name::lit("cpu-pool"));
+    let other_pool = Decision::ResourceReady { resource: pool };
+    let cases = [
+        (
+            awaiting_callback(),
+            callback(webhook),
+            true,
+            (CALLBACK, webhook),
+        ),
+        (
+            awaiting_callback(),
+            callback(webhook),
+            false,
+            (CALLBACK, webhook),
+        ),
+        (awaiting_resource(), other_pool, true, (RESOURCE, pool)),
+    ];
+    for ((run, cp), decision, permitted, (expected, got)) in cases {
+        let input = with_facts(cp, decision, permitted, permitted);
+        let mismatch = Rejection::WaitMismatch { expected, got };
+        assert_eq!(reject(&run, at(5, input)), mismatch, "{got}, {permitted}");
+    }
+}
+
+#[test]
+fn suspended_decisions_that_lead_to_new_work_are_rechecked_against_permission_then_budget() {
+    // RES-7: the run goes on to new work after a callback, a ready resource or a person's
+    // go-ahead, so current policy is re-checked; abandoning leads to none, and is not.
     let ready = Decision::ResourceReady { resource: RESOURCE };
-    assert_eq!(
-        reject(&run, at(5, with_facts(cp, ready, false, true))),
-        Rejection::PermissionRevoked
-    );
-    assert_eq!(
-        reject(&run, at(5, with_facts(cp, ready, true, false))),
-        Rejection::BudgetExhausted
-    );
-}
-
-#[test]
-fn suspended_intervention_continue_resumes_the_run() {
+    let go_on = intervene(OPERATOR, Resolution::Continue);
+    let cases = [
+        (awaiting_callback(), callback(CALLBACK), false),
+        (awaiting_resource(), ready, true),
+        (awaiting_person(), go_on, true),
+    ];
+    for ((run, cp), decision, within_budget) in cases {
+        let case = decision.kind();
+        let revoked = with_facts(cp, decision, false, within_budget);
+        assert_eq!(
+            reject(&run, at(5, revoked)),
+            Rejection::PermissionRevoked,
+            "{case}"
+        );
+        let beyond = with_facts(cp, decision, true, false);
+        assert_eq!(
+            reject(&run, at(5, beyond)),
+            Rejection::BudgetExhausted,
+            "{case}"
+        );
+    }
     let (run, cp) = awaiting_person();
-    let decision = intervene(OPERATOR, Resolution::Continue);
-    let (next, fx) = accept(&run, at(5, resume(cp, decision)));
-    assert_eq!(next.phase(), &Phase::Running { in_flight: None });
-    assert_eq!(
-        effects(&fx),
-        vec![resumed(DecisionKind::Intervene, PhaseKind::Running)]
-    );
-}
-
-#[test]
-fn suspended_intervention_abandon_fails_the_run() {
-    let (run, cp) = awaiting_person();
-    let decision = intervene(OPERATOR, Resolution::Abandon);
-    let (next, fx) = accept(&run, at(5, resume(cp, decision)));
-    assert_eq!(
-        next.phase(),
-        &Phase::Failed(FailCause::Abandoned { by: OPERATOR })
-    );
-    assert_eq!(
-        effects(&fx),
-        vec![resumed(DecisionKind::Intervene, PhaseKind::Failed)]
-    );
+    let give_up = intervene(OPERATOR, Resolution::Abandon);
+    let (next, _) = accept(&run, at(5, with_facts(cp, give_up, false, false)));
+    assert_eq!(next.phase().kind(), PhaseKind::Failed);
 }
 
 #[test]
@@ -224,43 +202,11 @@ fn suspended_intervention_continue_after_the_resource_moved_is_refused_but_aband
 }
 
 #[test]
-fn suspended_intervention_committed_after_the_resource_moved_records_the_result() {
-    // Bug found by the model first (resource-blocks-answers): the call's own commit moved the
-    // resource, and the person reporting that commit must not be refused for it.
-    let c = publish();
-    let (run, cp) = unresolved_effect(c);
-    let result = Digest::of(b"committed");
-    let decision = intervene(OPERATOR, Resolution::Committed { result });
-    let (next, _) = accept(
-        &run,
-        at(5, resume_at_version(cp, decision, cp.resource_version + 1)),
-    );
-    assert_eq!(next.last_call().map(|o| o.result), Some(result));
-    assert_eq!(next.resource_version(), cp.resource_version + 1);
-}
-
-#[test]
-fn suspended_intervention_continue_is_rechecked_but_abandon_is_not() {
-    // RES-7: continuing leads to new work; abandoning leads to none.
-    let (run, cp) = awaiting_person();
-    let go_on = intervene(OPERATOR, Resolution::Continue);
-    assert_eq!(
-        reject(&run, at(5, with_facts(cp, go_on, false, true))),
-        Rejection::PermissionRevoked
-    );
-    assert_eq!(
-        reject(&run, at(5, with_facts(cp, go_on, true, false))),
-        Rejection::BudgetExhausted
-    );
-    let give_up = intervene(OPERATOR, Resolution::Abandon);
-    let (next, _) = accept(&run, at(5, with_facts(cp, give_up, false, false)));
-    assert_eq!(next.phase().kind(), PhaseKind::Failed);
-}
-
-#[test]
-fn suspended_intervention_on_an_unresolved_effect_records_a_commit_without_dispatching() {
+fn suspended_intervention_on_an_unresolved_effect_records_a_commit_without_rechecking_anything() {
     // REC-4: the person confirmed the commit; the result is recorded and reused, the call is
-    // not executed again. No new work starts, so no re-check applies.
+    // not executed again. No new work starts, so no re-check applies. And (a bug the model
+    // found first, resource-blocks-answers) the call's own commit may have moved the
+    // resource: the person reporting that commit must not be refused for it.
     let c = publish();
     let (run, cp) = unresolved_effect(c);
     let result = Digest::of(b"committed");
@@ -268,20 +214,19 @@ fn suspended_intervention_on_an_unresolved_effect_records_a_commit_without_dispa
     let (next, fx) = accept(&run, at(5, with_facts(cp, decision, false, false)));
     assert_eq!(next.phase(), &Phase::Running { in_flight: None });
     assert_eq!(next.last_call(), Some(&outcome(&c, result)));
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(
-                4,
-                5,
-                EventKind::Resume,
-                Some(DecisionKind::Intervene),
-                PhaseKind::Running,
-                None
-            ),
-            spends(&c),
-        ]
+    let record = audit(
+        4,
+        5,
+        EventKind::Resume,
+        Some(DecisionKind::Intervene),
+        PhaseKind::Running,
+        None,
     );
+    assert_eq!(effects(&fx), vec![record, spends(&c)]);
+    let moved = cp.resource_version + 1;
+    let (next, _) = accept(&run, at(5, resume_at_version(cp, decision, moved)));
+    assert_eq!(next.last_call().map(|o| o.result), Some(result));
+    assert_eq!(next.resource_version(), moved);
 }
 
 #[test]

@@ -80,96 +80,44 @@ fn suspended_reconcile_committed_records_the_result_and_never_dispatches_again()
 }
 
 #[test]
-fn suspended_reconcile_not_committed_on_a_deduping_tool_retries_under_the_same_key() {
-    // REC-3: the tool dedupes, so the same key and attempt cannot commit twice.
-    let c = tool(DEDUPES, 3);
-    let (run, cp) = outcome_unknown(c);
-    let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
-    assert_eq!(
-        next.phase(),
-        &Phase::Running {
-            in_flight: Some(in_flight(c, 0, 2))
-        }
-    );
-    assert_eq!(
-        effects(&fx),
-        vec![
-            reconciled(PhaseKind::Running, None),
-            Effect::Dispatch(dispatch_of(&run, &c, 0)),
-        ]
-    );
-}
-
-#[test]
-fn suspended_reconcile_not_committed_on_a_fencing_query_retries_under_a_fresh_attempt() {
-    // REC-3: the old key is fenced; only a fresh attempt key can commit now.
-    let c = tool(FENCES, 3);
-    let (run, cp) = outcome_unknown(c);
-    let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
-    assert_eq!(
-        next.phase(),
-        &Phase::Running {
-            in_flight: Some(in_flight(c, 1, 2))
-        }
-    );
-    assert_eq!(
-        effects(&fx),
-        vec![
-            reconciled(PhaseKind::Running, None),
-            Effect::Dispatch(dispatch_of(&run, &c, 1)),
-        ]
-    );
-}
-
-#[test]
-fn suspended_reconcile_not_committed_on_a_deduping_and_fencing_tool_uses_a_fresh_attempt() {
-    // Both are safe by the brief's table; the kernel prefers the fence.
-    let c = tool(BOTH, 3);
-    let (run, cp) = outcome_unknown(c);
-    let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
-    assert_eq!(next.in_flight(), Some(&in_flight(c, 1, 2)));
-    assert_eq!(fx.dispatch(), Some(&dispatch_of(&run, &c, 1)));
-}
-
-#[test]
-fn suspended_reconcile_not_committed_with_neither_dedupe_nor_fence_hands_it_to_a_person() {
-    // REC-3: the original may still commit late; never retry automatically.
-    let c = tool(NEITHER, 3);
-    let (run, cp) = outcome_unknown(c);
-    let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
-    assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1));
-    let reason = Some(ReasonKind::ManualIntervention);
-    assert_eq!(
-        effects(&fx),
-        vec![reconciled(PhaseKind::Suspended, reason), persisted(&next)]
-    );
-}
-
-#[test]
-fn suspended_reconcile_unknown_hands_it_to_a_person_under_every_contract() {
-    // REC-2: an unknown outcome is never retried blindly.
-    for contract in [DEDUPES, FENCES, BOTH, NEITHER] {
+fn suspended_reconcile_not_committed_retries_under_the_same_key_or_a_fresh_attempt() {
+    // REC-3: a deduping tool cannot commit the same key and attempt twice, so the retry goes
+    // out under them; a fencing query fences the old key, so only a fresh attempt can commit
+    // now; a tool that does both is safe either way, by the brief's table, and the kernel
+    // prefers the fence.
+    for (contract, attempt) in [(DEDUPES, 0), (FENCES, 1), (BOTH, 1)] {
         let c = tool(contract, 3);
         let (run, cp) = outcome_unknown(c);
-        let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::Unknown))));
-        assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1), "{contract:?}");
-        let reason = Some(ReasonKind::ManualIntervention);
-        assert_eq!(
-            effects(&fx),
-            vec![reconciled(PhaseKind::Suspended, reason), persisted(&next)]
-        );
+        let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
+        assert_eq!(next.phase(), &running_with(c, attempt, 2), "{contract:?}");
+        let retry = Effect::Dispatch(dispatch_of(&run, &c, attempt));
+        let expected = vec![reconciled(PhaseKind::Running, None), retry];
+        assert_eq!(effects(&fx), expected, "{contract:?}");
     }
 }
 
 #[test]
-fn suspended_reconcile_not_committed_with_no_attempt_left_hands_it_to_a_person() {
-    // REC-3: bounded by max_attempts; one attempt was all the contract allowed.
+fn suspended_reconcile_that_cannot_retry_hands_it_to_a_person() {
+    // REC-2: an unknown outcome is never retried blindly, under any contract. REC-3: with
+    // neither dedupe nor fence the original may still commit late, so a "not committed" is
+    // never retried automatically; and retries are bounded by max_attempts (here one attempt
+    // was all the contract allowed).
+    let mut cases = vec![(NEITHER, 3, QueryAnswer::NotCommitted)];
+    for contract in [DEDUPES, FENCES, BOTH, NEITHER] {
+        cases.push((contract, 3, QueryAnswer::Unknown));
+    }
     for contract in [DEDUPES, FENCES, BOTH] {
-        let c = tool(contract, 1);
+        cases.push((contract, 1, QueryAnswer::NotCommitted));
+    }
+    for (contract, max_attempts, a) in cases {
+        let c = tool(contract, max_attempts);
         let (run, cp) = outcome_unknown(c);
-        let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
-        assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1), "{contract:?}");
-        assert_eq!(fx.dispatch(), None);
+        let (next, fx) = accept(&run, at(3, resume(cp, answer(a))));
+        let case = format!("{contract:?} of {max_attempts}, {a:?}");
+        assert_eq!(next.phase(), &handed_to_a_person(c, 0, 1), "{case}");
+        let reason = Some(ReasonKind::ManualIntervention);
+        let expected = vec![reconciled(PhaseKind::Suspended, reason), persisted(&next)];
+        assert_eq!(effects(&fx), expected, "{case}");
     }
 }
 
@@ -263,32 +211,23 @@ fn suspended_reconcile_committed_after_a_cancel_in_flight_records_the_result_and
 fn suspended_reconcile_not_committed_after_a_cancel_fails_only_if_the_query_fences() {
     // CAN-2: a fenced attempt can never commit, so the cancel takes effect; without a fence
     // the late original could still commit, so a person settles it, the cancel carried.
-    for contract in [FENCES, BOTH] {
+    for contract in [FENCES, BOTH, DEDUPES, NEITHER] {
         let c = tool(contract, 3);
         let (run, cp) = cancelled_in_flight(c);
         let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
-        assert_eq!(
-            next.phase(),
-            &Phase::Failed(FailCause::Cancelled { by: CANCELLER }),
-            "{contract:?}"
-        );
-        assert_eq!(next.last_call(), None);
-        assert_eq!(effects(&fx), vec![reconciled(PhaseKind::Failed, None)]);
-    }
-    for contract in [DEDUPES, NEITHER] {
-        let c = tool(contract, 3);
-        let (run, cp) = cancelled_in_flight(c);
-        let (next, fx) = accept(&run, at(3, resume(cp, answer(QueryAnswer::NotCommitted))));
-        assert_eq!(
-            next.phase(),
-            &handed_over_with(c, 0, 1, Some(CANCELLER)),
-            "{contract:?}"
-        );
-        assert_eq!(fx.dispatch(), None);
-        assert_eq!(
-            fx.checkpoint().map(|cp| cp.cancel_requested_by),
-            Some(Some(CANCELLER))
-        );
+        let (_, fences) = contract;
+        if fences {
+            let cancelled = Phase::Failed(FailCause::Cancelled { by: CANCELLER });
+            assert_eq!(next.phase(), &cancelled, "{contract:?}");
+            assert_eq!(next.last_call(), None);
+            assert_eq!(effects(&fx), vec![reconciled(PhaseKind::Failed, None)]);
+        } else {
+            let handed_over = handed_over_with(c, 0, 1, Some(CANCELLER));
+            assert_eq!(next.phase(), &handed_over, "{contract:?}");
+            assert_eq!(fx.dispatch(), None);
+            let carried = fx.checkpoint().map(|cp| cp.cancel_requested_by);
+            assert_eq!(carried, Some(Some(CANCELLER)));
+        }
     }
 }
 

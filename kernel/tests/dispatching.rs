@@ -4,26 +4,18 @@
 use resumable_kernel::*;
 use resumable_testkit::*;
 
-fn answer(c: &Call, attempt: u8, result: &[u8]) -> Event {
-    Event::ToolResult {
-        call_id: c.call_id,
-        attempt,
-        result: Digest::of(result),
-    }
-}
-
 #[test]
 fn dispatching_tool_result_records_the_result_with_the_next_revision() {
     // WAL-2: the result and the next revision land together; REC-4 reuses it from then on.
     let c = publish();
-    let (next, fx) = accept(&call_in_flight(c), at(2, answer(&c, 0, b"ok")));
+    let (next, fx) = accept(&call_in_flight(c), at(2, tool_result(&c, 0, b"ok")));
     assert_eq!(next.phase(), &Phase::Running { in_flight: None });
     assert_eq!(next.revision(), Revision(2));
     assert_eq!(next.last_call(), Some(&outcome(&c, Digest::of(b"ok"))));
     assert_eq!(
         effects(&fx),
         vec![
-            audit(2, 2, EventKind::ToolResult, None, PhaseKind::Running, None),
+            record(2, 2, EventKind::ToolResult, PhaseKind::Running),
             spends(&c),
         ]
     );
@@ -35,7 +27,7 @@ fn after_a_result_the_steps_that_record_none_spend_no_key_again() {
     // result as its last call afterwards; no later step, which records no result, adds to the
     // history.
     let c = publish();
-    let (after, _) = accept(&call_in_flight(c), at(2, answer(&c, 0, b"ok")));
+    let (after, _) = accept(&call_in_flight(c), at(2, tool_result(&c, 0, b"ok")));
     assert!(after.last_call().is_some());
     let (waiting, fx) = accept(
         &after,
@@ -56,32 +48,20 @@ fn after_a_result_the_steps_that_record_none_spend_no_key_again() {
 }
 
 #[test]
-fn dispatching_tool_result_for_another_call_is_rejected() {
+fn dispatching_tool_result_for_another_call_or_attempt_is_rejected() {
+    // The answer must be the in-flight call's, under its attempt.
     let c = publish();
     let other = call("call-2", "publish:demo", "idem-1");
-    assert_eq!(
-        reject(&call_in_flight(c), at(2, answer(&other, 0, b"ok"))),
-        Rejection::ResultMismatch {
+    for (call, attempt) in [(other, 0), (c, 1)] {
+        let mismatch = Rejection::ResultMismatch {
             call_id: c.call_id,
             attempt: 0,
-            got_call: other.call_id,
-            got_attempt: 0
-        }
-    );
-}
-
-#[test]
-fn dispatching_tool_result_for_another_attempt_is_rejected() {
-    let c = publish();
-    assert_eq!(
-        reject(&call_in_flight(c), at(2, answer(&c, 1, b"ok"))),
-        Rejection::ResultMismatch {
-            call_id: c.call_id,
-            attempt: 0,
-            got_call: c.call_id,
-            got_attempt: 1
-        }
-    );
+            got_call: call.call_id,
+            got_attempt: attempt,
+        };
+        let answer = tool_result(&call, attempt, b"ok");
+        assert_eq!(reject(&call_in_flight(c), at(2, answer)), mismatch);
+    }
 }
 
 #[test]
@@ -99,7 +79,7 @@ fn dispatching_late_result_of_a_fenced_attempt_is_rejected_after_the_retry() {
     );
     assert_eq!(run.in_flight(), Some(&in_flight(c, 1, 2)));
     assert_eq!(
-        reject(&run, at(4, answer(&c, 0, b"late"))),
+        reject(&run, at(4, tool_result(&c, 0, b"late"))),
         Rejection::ResultMismatch {
             call_id: c.call_id,
             attempt: 1,
@@ -107,44 +87,33 @@ fn dispatching_late_result_of_a_fenced_attempt_is_rejected_after_the_retry() {
             got_attempt: 0
         }
     );
-    let (next, _) = accept(&run, at(4, answer(&c, 1, b"ok")));
+    let (next, _) = accept(&run, at(4, tool_result(&c, 1, b"ok")));
     assert_eq!(next.last_call().map(|o| o.result), Some(Digest::of(b"ok")));
 }
 
 #[test]
-fn dispatching_recover_suspends_with_an_unknown_outcome_and_queries_the_tool() {
-    // REC-1: a restart never re-dispatches; it asks the tool's status query.
+fn dispatching_recover_or_cancel_suspends_with_an_unknown_outcome_and_queries_the_tool() {
+    // REC-1: a restart never re-dispatches; it asks the tool's status query. CAN-1: the
+    // effect may have happened, so a cancel takes effect once it is reconciled.
     let c = publish();
-    let (next, fx) = accept(&call_in_flight(c), at(7, Event::Recover));
-    let expected = unknown_outcome(c, 7, None);
-    assert_eq!(next.phase(), &Phase::Suspended(expected));
-    let reason = Some(ReasonKind::OutcomeUnknown);
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(2, 7, EventKind::Recover, None, PhaseKind::Suspended, reason),
-            persisted(&next),
-            Effect::Query(dispatch_of(&next, &c, 0)),
-        ]
-    );
-}
-
-#[test]
-fn dispatching_cancel_waits_for_reconciliation() {
-    // CAN-1: the effect may have happened; the cancel takes effect once it is reconciled.
-    let c = publish();
-    let (next, fx) = accept(&call_in_flight(c), at(2, Event::Cancel { by: CANCELLER }));
-    let expected = unknown_outcome(c, 2, Some(CANCELLER));
-    assert_eq!(next.phase(), &Phase::Suspended(expected));
-    let reason = Some(ReasonKind::OutcomeUnknown);
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(2, 2, EventKind::Cancel, None, PhaseKind::Suspended, reason),
-            persisted(&next),
-            Effect::Query(dispatch_of(&next, &c, 0)),
-        ]
-    );
+    let cases = [
+        (7, Event::Recover, EventKind::Recover, None),
+        (
+            2,
+            Event::Cancel { by: CANCELLER },
+            EventKind::Cancel,
+            Some(CANCELLER),
+        ),
+    ];
+    for (t, event, kind, cancelled_by) in cases {
+        let (next, fx) = accept(&call_in_flight(c), at(t, event));
+        let expected = unknown_outcome(c, t, cancelled_by);
+        assert_eq!(next.phase(), &Phase::Suspended(expected), "{kind:?}");
+        let record = suspended_record(2, t, kind, ReasonKind::OutcomeUnknown);
+        let query = Effect::Query(dispatch_of(&next, &c, 0));
+        let expected = vec![record, persisted(&next), query];
+        assert_eq!(effects(&fx), expected, "{kind:?}");
+    }
 }
 
 #[test]
@@ -203,7 +172,7 @@ fn dispatching_input_from_the_past_is_rejected() {
     // CLK-1 applies before the in-flight rules.
     let c = publish();
     let run = accept(&new_run("run-in-flight"), at(5, first_dispatch(c))).0;
-    for event in [answer(&c, 0, b"ok"), Event::Recover, Event::Expire] {
+    for event in [tool_result(&c, 0, b"ok"), Event::Recover, Event::Expire] {
         assert_eq!(
             reject(&run, at(4, event)),
             Rejection::ClockRegressed {
@@ -233,12 +202,7 @@ fn dispatching_recover_near_the_end_of_time_opens_a_suspension_that_can_still_ex
             event: Event::Expire,
         },
     );
-    assert_eq!(
-        ended.phase(),
-        &Phase::Failed(FailCause::Expired {
-            unresolved: Some(in_flight(c, 0, 1))
-        })
-    );
+    assert_eq!(ended.phase(), &expired_unresolved(c));
     assert_eq!(
         reject(
             &run,

@@ -53,6 +53,16 @@ fn every_reason() -> Vec<Case> {
     ]
 }
 
+/// The waits with no effect unresolved: for an approval, a callback, a resource, a person.
+fn plain_waits() -> [Run; 4] {
+    [
+        pending(publish()).0,
+        awaiting_callback().0,
+        awaiting_resource().0,
+        awaiting_person().0,
+    ]
+}
+
 #[test]
 fn suspended_suspend_is_rejected_as_already_suspended() {
     // SUS-2: a second suspend while one is pending is refused, naming the pending reason.
@@ -141,13 +151,7 @@ fn suspended_expire_before_or_at_the_expiry_is_rejected() {
 #[test]
 fn suspended_expire_after_the_expiry_fails_an_approval_callback_resource_or_person_wait() {
     // EXP-1: no suspension waits forever.
-    let waits = [
-        pending(publish()).0,
-        awaiting_callback().0,
-        awaiting_resource().0,
-        awaiting_person().0,
-    ];
-    for run in waits {
+    for run in plain_waits() {
         let (next, fx) = accept(&run, at(51, Event::Expire));
         assert_eq!(
             next.phase(),
@@ -156,14 +160,7 @@ fn suspended_expire_after_the_expiry_fails_an_approval_callback_resource_or_pers
         assert_eq!(next.revision(), Revision(2));
         assert_eq!(
             effects(&fx),
-            vec![audit(
-                2,
-                51,
-                EventKind::Expire,
-                None,
-                PhaseKind::Failed,
-                None
-            )]
+            vec![record(2, 51, EventKind::Expire, PhaseKind::Failed)]
         );
     }
 }
@@ -184,29 +181,12 @@ fn suspended_expire_of_an_unknown_outcome_escalates_to_manual_intervention() {
         responsible: OPERATOR,
     };
     assert_eq!(next.phase(), &Phase::Suspended(expected));
-    let reason = Some(ReasonKind::ManualIntervention);
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(
-                3,
-                103,
-                EventKind::Expire,
-                None,
-                PhaseKind::Suspended,
-                reason
-            ),
-            persisted(&next),
-        ]
-    );
+    let reason = ReasonKind::ManualIntervention;
+    let record = suspended_record(3, 103, EventKind::Expire, reason);
+    assert_eq!(effects(&fx), vec![record, persisted(&next)]);
     // The escalation expires too, and then the run fails naming the unsettled effect.
     let (last, _) = accept(&next, at(204, Event::Expire));
-    assert_eq!(
-        last.phase(),
-        &Phase::Failed(FailCause::Expired {
-            unresolved: Some(in_flight(c, 0, 1))
-        })
-    );
+    assert_eq!(last.phase(), &expired_unresolved(c));
 }
 
 #[test]
@@ -214,23 +194,9 @@ fn suspended_expire_of_an_unresolved_intervention_fails_naming_the_effect() {
     let c = publish();
     let (run, _) = unresolved_effect(c);
     let (next, fx) = accept(&run, at(104, Event::Expire));
-    assert_eq!(
-        next.phase(),
-        &Phase::Failed(FailCause::Expired {
-            unresolved: Some(in_flight(c, 0, 1))
-        })
-    );
-    assert_eq!(
-        effects(&fx),
-        vec![audit(
-            4,
-            104,
-            EventKind::Expire,
-            None,
-            PhaseKind::Failed,
-            None
-        )]
-    );
+    assert_eq!(next.phase(), &expired_unresolved(c));
+    let failed = record(4, 104, EventKind::Expire, PhaseKind::Failed);
+    assert_eq!(effects(&fx), vec![failed]);
 }
 
 #[test]
@@ -255,13 +221,7 @@ fn suspended_expire_of_an_unknown_outcome_with_a_pending_cancel_carries_the_canc
 
 #[test]
 fn suspended_cancel_fails_an_approval_callback_resource_or_person_wait() {
-    let waits = [
-        pending(publish()).0,
-        awaiting_callback().0,
-        awaiting_resource().0,
-        awaiting_person().0,
-    ];
-    for run in waits {
+    for run in plain_waits() {
         let (next, fx) = accept(&run, at(5, Event::Cancel { by: CANCELLER }));
         assert_cancelled(&next, &fx, 2, 5);
     }
@@ -276,14 +236,8 @@ fn suspended_cancel_of_an_unknown_outcome_waits_for_the_reconcile_answer() {
     let (next, fx) = accept(&run, at(5, Event::Cancel { by: CANCELLER }));
     let expected = unknown_outcome(c, 2, Some(CANCELLER));
     assert_eq!(next.phase(), &Phase::Suspended(expected));
-    let reason = Some(ReasonKind::OutcomeUnknown);
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(3, 5, EventKind::Cancel, None, PhaseKind::Suspended, reason),
-            persisted(&next),
-        ]
-    );
+    let record = suspended_record(3, 5, EventKind::Cancel, ReasonKind::OutcomeUnknown);
+    assert_eq!(effects(&fx), vec![record, persisted(&next)]);
 }
 
 #[test]
@@ -311,14 +265,8 @@ fn suspended_cancel_of_an_unresolved_intervention_is_recorded_until_the_person_s
         ..s
     };
     assert_eq!(next.phase(), &Phase::Suspended(expected));
-    let reason = Some(ReasonKind::ManualIntervention);
-    assert_eq!(
-        effects(&fx),
-        vec![
-            audit(4, 5, EventKind::Cancel, None, PhaseKind::Suspended, reason),
-            persisted(&next),
-        ]
-    );
+    let record = suspended_record(4, 5, EventKind::Cancel, ReasonKind::ManualIntervention);
+    assert_eq!(effects(&fx), vec![record, persisted(&next)]);
     assert_eq!(
         reject(&next, at(6, Event::Cancel { by: OPERATOR })),
         Rejection::CancelPending

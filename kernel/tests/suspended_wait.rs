@@ -17,7 +17,7 @@ fn intervene(by: Name, resolution: Resolution) -> Decision {
 }
 
 fn resumed(decision: DecisionKind, phase: PhaseKind) -> Effect {
-    audit(2, 5, EventKind::Resume, Some(decision), phase, None)
+    resume_record(2, 5, decision, phase)
 }
 
 #[test]
@@ -214,14 +214,7 @@ fn suspended_intervention_on_an_unresolved_effect_records_a_commit_without_reche
     let (next, fx) = accept(&run, at(5, with_facts(cp, decision, false, false)));
     assert_eq!(next.phase(), &Phase::Running { in_flight: None });
     assert_eq!(next.last_call(), Some(&outcome(&c, result)));
-    let record = audit(
-        4,
-        5,
-        EventKind::Resume,
-        Some(DecisionKind::Intervene),
-        PhaseKind::Running,
-        None,
-    );
+    let record = resume_record(4, 5, DecisionKind::Intervene, PhaseKind::Running);
     assert_eq!(effects(&fx), vec![record, spends(&c)]);
     let moved = cp.resource_version + 1;
     let (next, _) = accept(&run, at(5, resume_at_version(cp, decision, moved)));

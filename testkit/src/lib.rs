@@ -332,6 +332,25 @@ pub fn audit(
     })
 }
 
+/// The audit record of an input of kind `event` accepted at `at` that leaves the run in
+/// `phase` at `revision`, neither resumed nor suspended (spec AUD-1).
+pub fn record(revision: u64, at: u64, event: EventKind, phase: PhaseKind) -> Effect {
+    audit(revision, at, event, None, phase, None)
+}
+
+/// The audit record of an input of kind `event` accepted at `at` that leaves the run
+/// suspended for `reason` at `revision` (spec AUD-1).
+pub fn suspended_record(revision: u64, at: u64, event: EventKind, reason: ReasonKind) -> Effect {
+    audit(
+        revision,
+        at,
+        event,
+        None,
+        PhaseKind::Suspended,
+        Some(reason),
+    )
+}
+
 /// The audit record of a resume accepted at `at` with `decision`, leaving the run in `phase`
 /// at `revision` (spec AUD-1).
 pub fn resume_record(revision: u64, at: u64, decision: DecisionKind, phase: PhaseKind) -> Effect {
@@ -354,14 +373,7 @@ pub fn assert_cancelled(next: &Run, fx: &Effects, revision: u64, at: u64) {
         &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
     );
     assert_eq!(next.revision(), Revision(revision));
-    let failed = audit(
-        revision,
-        at,
-        EventKind::Cancel,
-        None,
-        PhaseKind::Failed,
-        None,
-    );
+    let failed = record(revision, at, EventKind::Cancel, PhaseKind::Failed);
     assert_eq!(effects(fx), vec![failed]);
 }
 
@@ -424,6 +436,14 @@ pub fn in_flight(c: Call, attempt: u8, dispatches: u8) -> InFlight {
         attempt,
         dispatches,
     }
+}
+
+/// The phase of a run that expired with `c`'s effect unsettled: attempt 0, sent once (spec
+/// EXP-1).
+pub fn expired_unresolved(c: Call) -> Phase {
+    Phase::Failed(FailCause::Expired {
+        unresolved: Some(in_flight(c, 0, 1)),
+    })
 }
 
 /// `c` with another tool contract.
@@ -585,6 +605,16 @@ pub fn one_of_each_kind(cp: Checkpoint, t: u64) -> Vec<Input> {
         at(t, complete(b"r")),
         at(t, fail("E1")),
     ]
+}
+
+/// Asserts that `run` refuses an input of every kind at `t` (the resume carrying `cp`) with
+/// `expected`, naming the run's phase and the kind of an input that was not.
+#[track_caller]
+pub fn refuses_every_kind(run: &Run, cp: Checkpoint, t: u64, expected: Rejection) {
+    for input in one_of_each_kind(cp, t) {
+        let kind = input.event.kind();
+        assert_eq!(reject(run, input), expected, "{:?} {kind:?}", run.phase());
+    }
 }
 
 /// A run's call history as a driver's store keeps it, for tests that bind many calls: the

@@ -56,6 +56,51 @@ fn decisions(cp: Checkpoint, ds: &[CallDecision]) -> Event {
     )
 }
 
+/// A resume from `cp` carrying `verdict` on `c` alone.
+fn decide_one(cp: Checkpoint, c: &Call, verdict: Verdict) -> Event {
+    decisions(cp, &[decide(&cp, c, verdict)])
+}
+
+/// A resume from `cp` answering its reconcile query with `answer`.
+fn reconcile(cp: Checkpoint, answer: QueryAnswer) -> Event {
+    resume(cp, Decision::Reconcile(answer))
+}
+
+/// The calls of [`two`] approved together at t2: both in flight, the run running.
+fn both_in_flight() -> (Run, Call, Call) {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let both = [
+        decide(&cp, &a, Verdict::Approve),
+        decide(&cp, &b, Verdict::Approve),
+    ];
+    (accept(&run, at(2, decisions(cp, &both))).0, a, b)
+}
+
+/// The batch of [`two`] after call-a alone was approved at t2, with the batch's checkpoint
+/// and that decision.
+fn a_approved() -> (Run, Checkpoint, CallDecision) {
+    let (a, b) = two();
+    let (run, cp) = batch_of(&[a, b]);
+    let first = decide(&cp, &a, Verdict::Approve);
+    (accept(&run, at(2, decisions(cp, &[first]))).0, cp, first)
+}
+
+/// The agent's proposal of `c`, stating that its key was bound before, to its arguments, by
+/// a call that did not commit.
+fn key_bound_before(c: Call) -> Proposal {
+    Proposal {
+        prior: Prior {
+            call_id_used: false,
+            key: Some(KeyUse {
+                args: c.args,
+                committed: false,
+            }),
+        },
+        ..proposal(c)
+    }
+}
+
 fn state(run: &Run, c: &Call) -> SlotState {
     run.batch()
         .and_then(|b| b.slot(&c.call_id).map(|s| s.state))
@@ -140,10 +185,7 @@ fn bat_2_decisions_arrive_one_at_a_time_on_the_same_checkpoint_and_duplicates_ge
     assert_eq!(state(&run, &a), SlotState::Approved);
     assert_eq!(
         reject(&run, at(3, decisions(cp, &[first]))),
-        Rejection::AlreadyApplied {
-            from: Revision(1),
-            to: Revision(2)
-        }
+        already_applied(1, 2)
     );
     let other = decide(
         &cp,
@@ -154,10 +196,7 @@ fn bat_2_decisions_arrive_one_at_a_time_on_the_same_checkpoint_and_duplicates_ge
     );
     assert_eq!(
         reject(&run, at(3, decisions(cp, &[other]))),
-        Rejection::AlreadyResumed {
-            from: Revision(1),
-            to: Revision(2)
-        }
+        already_resumed(1, 2)
     );
     // A decision bound to any other revision binds to nothing.
     let mut stale = decide(&cp, &b, Verdict::Approve);
@@ -168,10 +207,7 @@ fn bat_2_decisions_arrive_one_at_a_time_on_the_same_checkpoint_and_duplicates_ge
             field: ApprovalField::Revision
         }
     );
-    let (run, fx) = accept(
-        &run,
-        at(4, decisions(cp, &[decide(&cp, &b, Verdict::Approve)])),
-    );
+    let (run, fx) = accept(&run, at(4, decide_one(cp, &b, Verdict::Approve)));
     let sent: Vec<Name> = fx.dispatches().map(|d| d.call_id).collect();
     assert_eq!(sent, [a.call_id, b.call_id]);
     assert_eq!(run.phase(), &Phase::Running { in_flight: None });
@@ -196,13 +232,7 @@ fn bat_2_a_decision_names_a_call_of_the_batch_once_and_binds_to_its_arguments() 
     );
     let stranger = call("call-z", "publish", "idem-z");
     assert_eq!(
-        reject(
-            &run,
-            at(
-                2,
-                decisions(cp, &[decide(&cp, &stranger, Verdict::Approve)])
-            )
-        ),
+        reject(&run, at(2, decide_one(cp, &stranger, Verdict::Approve))),
         Rejection::ApprovalMismatch {
             field: ApprovalField::CallId
         }
@@ -243,13 +273,7 @@ fn bat_3_rejected_and_responded_calls_never_run_and_their_outcomes_are_kept() {
             decision: VerdictKind::Respond
         }
     );
-    let ask = Call {
-        contract: ToolContract {
-            allowed: Allowed::ALL,
-            ..b.contract
-        },
-        ..b
-    };
+    let ask = ask(b);
     let (run, cp) = batch_of(&[a, ask]);
     let both = [
         decide(&cp, &a, Verdict::Reject { reason }),
@@ -269,14 +293,8 @@ fn bat_3_rejected_and_responded_calls_never_run_and_their_outcomes_are_kept() {
 fn bat_3_a_denial_fails_the_run_at_once_and_an_open_batch_that_expires_runs_nothing() {
     let (a, b) = two();
     let (run, cp) = batch_of(&[a, b]);
-    let (approved, _) = accept(
-        &run,
-        at(2, decisions(cp, &[decide(&cp, &a, Verdict::Approve)])),
-    );
-    let (denied, fx) = accept(
-        &approved,
-        at(3, decisions(cp, &[decide(&cp, &b, Verdict::Deny)])),
-    );
+    let (approved, _) = accept(&run, at(2, decide_one(cp, &a, Verdict::Approve)));
+    let (denied, fx) = accept(&approved, at(3, decide_one(cp, &b, Verdict::Deny)));
     assert_eq!(fx.dispatch(), None);
     assert_eq!(
         denied.phase(),
@@ -290,14 +308,8 @@ fn bat_3_a_denial_fails_the_run_at_once_and_an_open_batch_that_expires_runs_noth
     );
     // A late decision learns the batch was resumed by another input.
     assert_eq!(
-        reject(
-            &expired,
-            at(52, decisions(cp, &[decide(&cp, &b, Verdict::Approve)]))
-        ),
-        Rejection::AlreadyResumed {
-            from: Revision(1),
-            to: Revision(3)
-        }
+        reject(&expired, at(52, decide_one(cp, &b, Verdict::Approve))),
+        already_resumed(1, 3)
     );
 }
 
@@ -352,33 +364,18 @@ fn bat_5_an_edited_call_runs_with_the_approvers_arguments_under_a_fresh_key_only
         checkpoint::key_digest(&a.key, &edited)
     );
     // A key an earlier call bound cannot be rebound by an edit.
-    let known = Proposal {
-        prior: Prior {
-            call_id_used: false,
-            key: Some(KeyUse {
-                args: a.args,
-                committed: false,
-            }),
-        },
-        ..proposal(a)
-    };
+    let known = key_bound_before(a);
     let (run, fx) = accept(&new_run("run-batch"), at(1, suspend_batch(&[known])));
     let cp = *fx.checkpoint().unwrap();
     assert_eq!(
         reject(
             &run,
-            at(
-                2,
-                decisions(cp, &[decide(&cp, &a, Verdict::Edit { args: edited })])
-            )
+            at(2, decide_one(cp, &a, Verdict::Edit { args: edited }))
         ),
         Rejection::EditKeyBound { key: a.key }
     );
     // Approved as proposed, it runs under the key as bound.
-    let (_, fx) = accept(
-        &run,
-        at(2, decisions(cp, &[decide(&cp, &a, Verdict::Approve)])),
-    );
+    let (_, fx) = accept(&run, at(2, decide_one(cp, &a, Verdict::Approve)));
     assert_eq!(
         fx.dispatch().map(|d| (d.key, d.args)),
         Some((a.key, a.args))
@@ -387,24 +384,10 @@ fn bat_5_an_edited_call_runs_with_the_approvers_arguments_under_a_fresh_key_only
 
 #[test]
 fn bat_4_results_arrive_in_any_order_and_the_run_waits_for_all() {
-    let (a, b) = two();
-    let (run, cp) = batch_of(&[a, b]);
-    let both = [
-        decide(&cp, &a, Verdict::Approve),
-        decide(&cp, &b, Verdict::Approve),
-    ];
-    let (run, _) = accept(&run, at(2, decisions(cp, &both)));
+    let (run, a, b) = both_in_flight();
     assert!(matches!(run.next(), Next::Results { dispatches } if dispatches.len() == 2));
     assert_eq!(
-        reject(
-            &run,
-            at(
-                3,
-                Event::Complete {
-                    result: Digest::of(b"done")
-                }
-            )
-        ),
+        reject(&run, at(3, complete(b"done"))),
         Rejection::DispatchInFlight { call_id: a.call_id }
     );
     let result = |c: &Call, attempt| Event::ToolResult {
@@ -426,13 +409,7 @@ fn bat_4_results_arrive_in_any_order_and_the_run_waits_for_all() {
 
 #[test]
 fn bat_4_a_restart_makes_each_call_unknown_and_each_is_reconciled_in_turn() {
-    let (a, b) = two();
-    let (run, cp) = batch_of(&[a, b]);
-    let both = [
-        decide(&cp, &a, Verdict::Approve),
-        decide(&cp, &b, Verdict::Approve),
-    ];
-    let (run, _) = accept(&run, at(2, decisions(cp, &both)));
+    let (run, a, b) = both_in_flight();
     let (run, fx) = accept(&run, at(3, Event::Recover));
     assert_eq!(fx.query().map(|q| q.call_id), Some(a.call_id));
     assert_eq!(state(&run, &a), SlotState::Held);
@@ -446,41 +423,19 @@ fn bat_4_a_restart_makes_each_call_unknown_and_each_is_reconciled_in_turn() {
     assert_eq!(fx.query().map(|q| q.call_id), Some(b.call_id));
     let cp = *fx.checkpoint().unwrap();
     // call-b's query fences: a fresh attempt is dispatched, and its answer settles it.
-    let (run, fx) = accept(
-        &run,
-        at(
-            5,
-            resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)),
-        ),
-    );
+    let (run, fx) = accept(&run, at(5, reconcile(cp, QueryAnswer::NotCommitted)));
     assert_eq!(
         fx.dispatch().map(|d| (d.call_id, d.attempt)),
         Some((b.call_id, 1))
     );
-    let (run, _) = accept(
-        &run,
-        at(
-            6,
-            Event::ToolResult {
-                call_id: b.call_id,
-                attempt: 1,
-                result: Digest::of(b"sent"),
-            },
-        ),
-    );
+    let (run, _) = accept(&run, at(6, tool_result(&b, 1, b"sent")));
     assert_eq!(run.next(), Next::Agent);
     assert!(matches!(state(&run, &b), SlotState::Committed { .. }));
 }
 
 #[test]
 fn bat_4_a_cancel_while_calls_are_in_flight_waits_for_every_one_to_be_settled() {
-    let (a, b) = two();
-    let (run, cp) = batch_of(&[a, b]);
-    let both = [
-        decide(&cp, &a, Verdict::Approve),
-        decide(&cp, &b, Verdict::Approve),
-    ];
-    let (run, _) = accept(&run, at(2, decisions(cp, &both)));
+    let (run, _, b) = both_in_flight();
     let (run, fx) = accept(&run, at(3, Event::Cancel { by: CANCELLER }));
     assert_eq!(
         run.suspension().unwrap().reason.cancelled_by(),
@@ -497,13 +452,7 @@ fn bat_4_a_cancel_while_calls_are_in_flight_waits_for_every_one_to_be_settled() 
         Some(CANCELLER)
     );
     let cp = *fx.checkpoint().unwrap();
-    let (run, _) = accept(
-        &run,
-        at(
-            5,
-            resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)),
-        ),
-    );
+    let (run, _) = accept(&run, at(5, reconcile(cp, QueryAnswer::NotCommitted)));
     assert_eq!(
         run.phase(),
         &Phase::Failed(FailCause::Cancelled { by: CANCELLER })
@@ -523,16 +472,13 @@ fn pol_1_a_policy_without_deny_refuses_denials_and_the_seed_default_allows_them(
     let (run, fx) = accept(&run, at(1, suspend_for_approval(c, 50)));
     let cp = *fx.checkpoint().unwrap();
     assert_eq!(
-        reject(&run, at(2, resume(cp, Decision::Deny(approval(&cp, &c))))),
+        reject(&run, at(2, denying(cp, &c))),
         Rejection::DecisionNotAllowed {
             decision: VerdictKind::Deny
         }
     );
     let (seed_like, cp) = pending(c);
-    let (denied, _) = accept(
-        &seed_like,
-        at(2, resume(cp, Decision::Deny(approval(&cp, &c)))),
-    );
+    let (denied, _) = accept(&seed_like, at(2, denying(cp, &c)));
     assert_eq!(
         denied.phase(),
         &Phase::Failed(FailCause::Denied { call_id: c.call_id })
@@ -544,25 +490,13 @@ fn a_batch_of_one_with_the_default_policy_gives_the_single_approvals_verdicts() 
     let c = publish();
     let (single, cp) = pending(c);
     let (batch, bcp) = batch_of(&[c]);
-    let (s, sfx) = accept(
-        &single,
-        at(2, resume(cp, Decision::Approve(approval(&cp, &c)))),
-    );
-    let (b, bfx) = accept(
-        &batch,
-        at(2, decisions(bcp, &[decide(&bcp, &c, Verdict::Approve)])),
-    );
+    let (s, sfx) = accept(&single, at(2, approving(cp, &c)));
+    let (b, bfx) = accept(&batch, at(2, decide_one(bcp, &c, Verdict::Approve)));
     let sent = |d: Option<&Dispatch>| d.map(|d| (d.call_id, d.tool, d.args, d.key, d.attempt));
     assert_eq!(sent(sfx.dispatch()), sent(bfx.dispatch()));
     assert_eq!(s.phase().kind(), b.phase().kind());
-    let (s, _) = accept(
-        &single,
-        at(2, resume(cp, Decision::Deny(approval(&cp, &c)))),
-    );
-    let (b, _) = accept(
-        &batch,
-        at(2, decisions(bcp, &[decide(&bcp, &c, Verdict::Deny)])),
-    );
+    let (s, _) = accept(&single, at(2, denying(cp, &c)));
+    let (b, _) = accept(&batch, at(2, decide_one(bcp, &c, Verdict::Deny)));
     assert_eq!(s.phase(), b.phase());
 }
 
@@ -581,24 +515,13 @@ fn a_dispatch_records_the_resource_version_the_agent_observed() {
     let cp = *fx.checkpoint().unwrap();
     assert_eq!(cp.resource_version, 7);
     // The resource has not moved since the agent saw it: the fenced retry goes ahead.
-    let (_, fx) = accept(
-        &run,
-        at(
-            3,
-            resume(cp, Decision::Reconcile(QueryAnswer::NotCommitted)),
-        ),
-    );
+    let (_, fx) = accept(&run, at(3, reconcile(cp, QueryAnswer::NotCommitted)));
     assert_eq!(fx.dispatch().map(|d| d.attempt), Some(1));
 }
 
 #[test]
 fn a_run_holding_a_batch_reads_back_and_one_without_writes_no_new_field() {
-    let (a, b) = two();
-    let (run, cp) = batch_of(&[a, b]);
-    let (run, _) = accept(
-        &run,
-        at(2, decisions(cp, &[decide(&cp, &a, Verdict::Approve)])),
-    );
+    let (run, _, _) = a_approved();
     let json = serde_json::to_string(&run).unwrap();
     let back: Run = serde_json::from_str(&json).unwrap();
     assert_eq!(back, run);
@@ -672,36 +595,36 @@ fn a_decided_slot_reads_back_its_whole_decision_though_the_run_keeps_only_what_i
 
 #[test]
 fn res_2_evidence_on_a_batch_goes_only_to_a_holder_of_its_very_checkpoint() {
-    let (a, b) = two();
-    let (run, cp) = batch_of(&[a, b]);
-    let first = decide(&cp, &a, Verdict::Approve);
-    let (run, _) = accept(&run, at(2, decisions(cp, &[first])));
-    // Another checkpoint of the batch's revision (resealed with another expiry): no evidence.
+    let (run, cp, first) = a_approved();
+    let second = decide(&cp, &two().1, Verdict::Approve);
+    // Another checkpoint of the batch's revision (resealed with another expiry): no evidence;
+    // and a checkpoint of the run's current revision is not the batch's either.
     let other = resealed(cp, |c| c.expires_at = Time(49));
-    assert_eq!(
-        reject(&run, at(3, decisions(other, &[first]))),
-        Rejection::StaleRevision {
-            current: Revision(2),
-            got: Revision(1)
-        }
-    );
-    let second = decide(&cp, &b, Verdict::Approve);
-    assert_eq!(
-        reject(&run, at(3, decisions(other, &[second]))),
-        Rejection::StaleRevision {
-            current: Revision(2),
-            got: Revision(1)
-        }
-    );
-    // A checkpoint of the run's current revision is not the batch's either.
     let current = resealed(cp, |c| c.revision = Revision(2));
-    assert_eq!(
-        reject(&run, at(3, decisions(current, &[second]))),
-        Rejection::StaleRevision {
-            current: Revision(2),
-            got: Revision(2)
-        }
-    );
+    let cases = [
+        (
+            "the winner, on another checkpoint",
+            other,
+            first,
+            stale_revision(2, 1),
+        ),
+        (
+            "another call, on another checkpoint",
+            other,
+            second,
+            stale_revision(2, 1),
+        ),
+        (
+            "another call, at the current revision",
+            current,
+            second,
+            stale_revision(2, 2),
+        ),
+    ];
+    for (case, held, decision, expected) in cases {
+        let refused = reject(&run, at(3, decisions(held, &[decision])));
+        assert_eq!(refused, expected, "{case}");
+    }
 }
 
 #[test]
@@ -795,17 +718,8 @@ fn apr_4_a_denial_beside_an_approval_an_edit_and_an_answer_records_the_denial_al
         ),
     ];
     let (next, fx) = accept(&run, at(2, decisions(cp, &ds)));
-    assert_eq!(
-        effects(&fx),
-        [audit(
-            2,
-            2,
-            EventKind::Resume,
-            Some(DecisionKind::Batch),
-            PhaseKind::Failed,
-            None
-        )]
-    );
+    let record = resume_record(2, 2, DecisionKind::Batch, PhaseKind::Failed);
+    assert_eq!(effects(&fx), [record]);
     assert_eq!(
         next.phase(),
         &Phase::Failed(FailCause::Denied { call_id: d.call_id })
@@ -825,18 +739,12 @@ fn apr_4_a_denial_beside_an_approval_an_edit_and_an_answer_records_the_denial_al
     // learn that the batch was resumed by another decision.
     assert_eq!(
         reject(&next, at(3, decisions(cp, &[denial]))),
-        Rejection::AlreadyApplied {
-            from: Revision(1),
-            to: Revision(2)
-        }
+        already_applied(1, 2)
     );
     for other in [ds[0], ds[1], ds[3]] {
         assert_eq!(
             reject(&next, at(3, decisions(cp, &[other]))),
-            Rejection::AlreadyResumed {
-                from: Revision(1),
-                to: Revision(2)
-            }
+            already_resumed(1, 2)
         );
     }
 }
@@ -900,7 +808,7 @@ fn pol_1_a_single_approval_no_decision_could_answer_is_refused_at_suspend() {
     // Either one left is enough: a denial is an answer.
     let (run, fx) = accept(&run_allowing(&[Deny]), at(1, suspend_for_approval(c, 50)));
     let cp = *fx.checkpoint().unwrap();
-    let (run, _) = accept(&run, at(2, resume(cp, Decision::Deny(approval(&cp, &c)))));
+    let (run, _) = accept(&run, at(2, denying(cp, &c)));
     assert!(run.phase().is_terminal());
     accept(&approve_only, at(1, suspend_for_approval(c, 50)));
 }
@@ -975,16 +883,7 @@ fn pol_1_a_batch_call_no_decision_could_answer_is_refused_at_suspend() {
         run.suspension().map(|s| s.reason),
         Some(Reason::PendingBatch)
     );
-    let known = Proposal {
-        prior: Prior {
-            call_id_used: false,
-            key: Some(KeyUse {
-                args: a.args,
-                committed: false,
-            }),
-        },
-        ..proposal(edits)
-    };
+    let known = key_bound_before(edits);
     assert_eq!(
         reject(&new_run("run-batch"), at(1, suspend_batch(&[known]))),
         Rejection::NoDecisionAllowed { call_id: a.call_id }

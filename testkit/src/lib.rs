@@ -142,6 +142,12 @@ pub fn approving(cp: Checkpoint, c: &Call) -> Event {
     resume(cp, Decision::Approve(approval(&cp, c)))
 }
 
+/// A resume from `cp` denying `c` with [`APPROVER`]'s approval bound to `cp`, with facts that
+/// agree with it.
+pub fn denying(cp: Checkpoint, c: &Call) -> Event {
+    resume(cp, Decision::Deny(approval(&cp, c)))
+}
+
 /// A resume from `cp` whose facts report the resource at `version`: honest facts after the
 /// resource moved (or not), current policy permitting.
 pub fn resume_at_version(cp: Checkpoint, decision: Decision, version: u64) -> Event {

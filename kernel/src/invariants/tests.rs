@@ -232,6 +232,20 @@ fn violates(result: Result<(), Violation>, id: SpecId) {
     }
 }
 
+/// Asserts that `check` accepts `honest`, and reports `id` once `edit` has broken it.
+#[track_caller]
+fn breaks(
+    check: fn(&Run) -> Result<(), Violation>,
+    honest: Run,
+    id: SpecId,
+    edit: impl FnOnce(&mut Run),
+) {
+    assert_eq!(check(&honest), Ok(()));
+    let mut broken = honest;
+    edit(&mut broken);
+    violates(check(&broken), id);
+}
+
 // -------------------------------------------------------------------------------------------
 // Violation, require.
 // -------------------------------------------------------------------------------------------
@@ -317,20 +331,19 @@ fn sus_1_expiry_can_be_passed() {
 
 #[test]
 fn sus_1_begins_no_later_than_last_input() {
-    let mut run = suspended();
+    let run = suspended();
     assert_eq!(run.suspension().unwrap().since, run.updated_at);
-    assert_eq!(sus_1(&run), Ok(()));
-    suspension_mut(&mut run).since = Time(run.updated_at.0 + 1);
-    violates(sus_1(&run), SpecId::Sus1);
+    breaks(sus_1, run, SpecId::Sus1, |run| {
+        suspension_mut(run).since = Time(run.updated_at.0 + 1)
+    });
     assert_eq!(sus_1(&new_run()), Ok(()));
 }
 
 #[test]
 fn apr_3_requester_is_not_approver() {
-    let mut run = suspended();
-    assert_eq!(apr_3(&run), Ok(()));
-    suspension_mut(&mut run).responsible = AGENT;
-    violates(apr_3(&run), SpecId::Apr3);
+    breaks(apr_3, suspended(), SpecId::Apr3, |run| {
+        suspension_mut(run).responsible = AGENT
+    });
     // Other suspensions have no requester: the check does not apply.
     let mut run = batch_suspend().next;
     suspension_mut(&mut run).responsible = AGENT;
@@ -376,10 +389,9 @@ fn in_flight_dispatches_within_budget() {
 
 #[test]
 fn key_1_running_in_flight() {
-    let mut run = dispatched();
-    assert_eq!(key_1(&run), Ok(()));
-    in_flight_mut(&mut run).dispatches = 0;
-    violates(key_1(&run), SpecId::Rec3);
+    breaks(key_1, dispatched(), SpecId::Rec3, |run| {
+        in_flight_mut(run).dispatches = 0
+    });
     assert_eq!(key_1(&new_run()), Ok(()));
 }
 
@@ -455,10 +467,8 @@ fn res_2_receipt_points_into_the_past() {
 
 #[test]
 fn bat_1_suspended_for_a_batch_it_does_not_hold() {
-    let mut run = batch_suspend().next;
-    assert_eq!(bat_1(&run), Ok(()));
-    run.batch = None;
-    violates(bat_1(&run), SpecId::Bat1);
+    let honest = batch_suspend().next;
+    breaks(bat_1, honest, SpecId::Bat1, |run| run.batch = None);
     assert_eq!(bat_1(&new_run()), Ok(()));
 }
 
@@ -476,10 +486,9 @@ fn bat_1_open_exactly_while_suspended_for_it() {
 
 #[test]
 fn bat_1_empty_batch() {
-    let mut run = batch_in_flight();
-    assert_eq!(bat_1(&run), Ok(()));
-    batch_mut(&mut run).slots = List::new();
-    violates(bat_1(&run), SpecId::Bat1);
+    breaks(bat_1, batch_in_flight(), SpecId::Bat1, |run| {
+        batch_mut(run).slots = List::new()
+    });
 }
 
 #[test]

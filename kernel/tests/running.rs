@@ -192,9 +192,9 @@ fn running_dispatch_records_the_intent_and_commands_the_dispatch() {
     let (next, fx) = accept(&run, at(1, first_dispatch(c)));
     assert_eq!(next.phase(), &running_with(c, 0, 1));
     assert_eq!(next.revision(), Revision(1));
-    let record = record(1, 1, EventKind::Dispatch, PhaseKind::Running);
+    let dispatched = record(1, 1, EventKind::Dispatch, PhaseKind::Running);
     let sent = Effect::Dispatch(dispatch_of(&run, &c, 0));
-    assert_eq!(effects(&fx), vec![record, binds(&c), sent]);
+    assert_eq!(effects(&fx), vec![dispatched, binds(&c), sent]);
 }
 
 #[test]

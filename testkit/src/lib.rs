@@ -536,8 +536,8 @@ pub fn unresolved_effect(c: Call) -> (Run, Checkpoint) {
     )
 }
 
-/// A run whose unknown outcome for `c` (dispatched t1, recovered t2) was answered "not
-/// committed" at t3, so that `c`'s query fencing it, attempt 1 went out, and whose worker
+/// A run of `c`, a call whose query fences, whose unknown outcome (dispatched t1, recovered
+/// t2) was answered "not committed" at t3, so that attempt 1 went out, and whose worker
 /// restarted again at t4: revision 4, its outcome unknown again. Returns the run, the first
 /// unknown outcome's checkpoint and the second's.
 pub fn unknown_after_a_retry(c: Call) -> (Run, Checkpoint, Checkpoint) {

@@ -19,25 +19,6 @@ fn granted_but(edit: impl FnOnce(&mut Approval)) -> Approval {
     granted
 }
 
-/// Changes `field` of `a` so that the approval no longer binds to the fixture's call: an older
-/// revision, another call, other arguments, another requester.
-fn unbind(a: &mut Approval, field: ApprovalField) {
-    match field {
-        ApprovalField::Revision => a.revision = Revision(0),
-        ApprovalField::CallId => a.call_id = Name::lit("call-2"),
-        ApprovalField::Args => a.args = Digest::of(b"edited arguments"),
-        ApprovalField::Requester => a.requester = Name::lit("other-agent"),
-    }
-}
-
-/// The fields an approval binds to, in the order they are checked.
-const BINDING: [ApprovalField; 4] = [
-    ApprovalField::Revision,
-    ApprovalField::CallId,
-    ApprovalField::Args,
-    ApprovalField::Requester,
-];
-
 /// Asserts that the fixture's run refuses `a` at `t` with `expected`, as an approval and as a
 /// denial alike; `case` names the case on failure.
 #[track_caller]

@@ -130,6 +130,25 @@ pub fn approval(cp: &Checkpoint, c: &Call) -> Approval {
     }
 }
 
+/// The fields an approval binds to, in the order they are checked (spec APR-1).
+pub const BINDING: [ApprovalField; 4] = [
+    ApprovalField::Revision,
+    ApprovalField::CallId,
+    ApprovalField::Args,
+    ApprovalField::Requester,
+];
+
+/// Changes `field` of `a` so that the approval no longer binds to the call it was made for:
+/// an older revision, another call, other arguments, another requester.
+pub fn unbind(a: &mut Approval, field: ApprovalField) {
+    match field {
+        ApprovalField::Revision => a.revision = Revision(0),
+        ApprovalField::CallId => a.call_id = Name::lit("call-2"),
+        ApprovalField::Args => a.args = Digest::of(b"edited arguments"),
+        ApprovalField::Requester => a.requester = Name::lit("other-agent"),
+    }
+}
+
 /// A resume from `cp`, with facts that agree with it (current policy permits, the resource
 /// is at the version the checkpoint saw).
 pub fn resume(cp: Checkpoint, decision: Decision) -> Event {

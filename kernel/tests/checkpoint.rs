@@ -370,19 +370,24 @@ fn checkpoint_migrated_with_the_wrong_definition_or_resource_version_is_refused_
             .unwrap()
     };
     let wrong_definition = migrated(Name::lit("demo@0"), 1);
-    assert_eq!(
-        reject(&run, at(2, approving(wrong_definition, &c))),
-        Rejection::IdentityMismatch {
-            field: IdentityField::Definition
-        }
-    );
     let wrong_version = migrated(cp.identity.definition, 7);
-    assert_eq!(
-        reject(&run, at(2, approving(wrong_version, &c))),
-        Rejection::CheckpointMismatch {
-            field: CheckpointField::ResourceVersion
-        }
-    );
+    let cases = [
+        (
+            wrong_definition,
+            Rejection::IdentityMismatch {
+                field: IdentityField::Definition,
+            },
+        ),
+        (
+            wrong_version,
+            Rejection::CheckpointMismatch {
+                field: CheckpointField::ResourceVersion,
+            },
+        ),
+    ];
+    for (wrong, expected) in cases {
+        assert_eq!(reject(&run, at(2, approving(wrong, &c))), expected);
+    }
 }
 
 #[test]

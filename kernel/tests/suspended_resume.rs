@@ -458,12 +458,12 @@ fn suspended_resume_duplicate_with_other_facts_is_still_already_applied() {
 fn suspended_resume_with_another_decision_after_the_winner_is_already_resumed() {
     // RES-2: two approvers, two recovery workers: the loser learns it lost, and to what.
     let (run, cp, c) = won();
+    let granted = approval(&cp, &c);
     let later_expiry = Approval {
         expires_at: Time(2_000),
-        ..approval(&cp, &c)
+        ..granted
     };
-    let denied = Decision::Deny(approval(&cp, &c));
-    for other in [denied, Decision::Approve(later_expiry)] {
+    for other in [Decision::Deny(granted), Decision::Approve(later_expiry)] {
         let lost = reject(&run, at(3, resume(cp, other)));
         assert_eq!(lost, already_resumed(1, 2), "{}", other.kind());
     }

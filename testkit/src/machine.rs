@@ -127,9 +127,21 @@ type Tamper = fn(&mut Checkpoint);
 /// reconcile answer.
 pub fn seed_simulation<M: Machine>(m: &M) {
     let publish = call("call-1", "publish:demo", "idem-run-approval");
-    let run = new_run_on(m, "run-approval");
+    let (run, checkpoint) = seed_suspended(m, publish);
+    seed_refusals(m, &run, checkpoint, publish);
+    seed_approved(m, &run, checkpoint, publish);
+    seed_unknown(m);
+}
 
-    // Suspended at revision 1, with the idempotency key bound to the arguments.
+/// The seed's approval of `publish` on `checkpoint`.
+fn seed_approval(checkpoint: &Checkpoint, publish: &Call) -> Decision {
+    Decision::Approve(approval(checkpoint, publish))
+}
+
+/// Suspended at revision 1 for the approval of `publish`, with the idempotency key bound to
+/// its arguments; a second suspend while one is pending is refused.
+fn seed_suspended<M: Machine>(m: &M, publish: Call) -> (M::Run, Checkpoint) {
+    let run = new_run_on(m, "run-approval");
     let (run, fx) = accept_on(m, &run, at(1, suspend_for_approval(publish, 50)));
     let checkpoint = checkpoint_of(&fx);
     assert_eq!(m.phase(&run).kind(), PhaseKind::Suspended);
@@ -143,7 +155,6 @@ pub fn seed_simulation<M: Machine>(m: &M) {
         ))
     );
 
-    // A second suspend while one is pending is refused.
     let again = call("call-2", "publish:again", "idem-run-approval-2");
     assert_eq!(
         reject_on(m, &run, at(2, suspend_for_approval(again, 50))),
@@ -151,11 +162,12 @@ pub fn seed_simulation<M: Machine>(m: &M) {
             reason: ReasonKind::PendingApproval
         }
     );
+    (run, checkpoint)
+}
 
-    let approve = |cp: &Checkpoint| Decision::Approve(approval(cp, &publish));
-
-    // A checkpoint naming another run or another action, or of an older revision, is refused
-    // (each resealed, so only the field edited differs).
+/// A checkpoint naming another run or another action, or of an older revision, is refused
+/// (each resealed, so only the field edited differs).
+fn seed_refusals<M: Machine>(m: &M, run: &M::Run, checkpoint: Checkpoint, publish: Call) {
     let tampered: [(&str, Tamper, Rejection); 3] = [
         (
             "another run",
@@ -187,12 +199,16 @@ pub fn seed_simulation<M: Machine>(m: &M) {
         let mut cp = checkpoint;
         edit(&mut cp);
         let cp = cp.seal();
-        let got = reject_on(m, &run, at(2, resume(cp, approve(&cp))));
+        let got = reject_on(m, run, at(2, resume(cp, seed_approval(&cp, &publish))));
         assert_eq!(got, refused, "{}: a checkpoint of {what}", m.name());
     }
+}
 
-    // Approved: the action is dispatched once, under the original key; running at revision 2.
-    let (run, fx) = accept_on(m, &run, at(2, resume(checkpoint, approve(&checkpoint))));
+/// Approved: the action is dispatched once, under the original key, running at revision 2;
+/// the same approval again is a duplicate of the winner, not a second execution.
+fn seed_approved<M: Machine>(m: &M, run: &M::Run, checkpoint: Checkpoint, publish: Call) {
+    let approve = seed_approval(&checkpoint, &publish);
+    let (run, fx) = accept_on(m, run, at(2, resume(checkpoint, approve)));
     let sent: Vec<Dispatch> = (fx.iter())
         .filter_map(|e| match e {
             Effect::Dispatch(d) => Some(d),
@@ -211,16 +227,18 @@ pub fn seed_simulation<M: Machine>(m: &M) {
     assert_eq!(m.phase(&run).kind(), PhaseKind::Running);
     assert_eq!(m.revision(&run), Revision(2));
 
-    // The same approval again is a duplicate of the winner, not a second execution.
     assert_eq!(
-        reject_on(m, &run, at(3, resume(checkpoint, approve(&checkpoint)))),
+        reject_on(m, &run, at(3, resume(checkpoint, approve))),
         Rejection::AlreadyApplied {
             from: Revision(1),
             to: Revision(2)
         }
     );
+}
 
-    // An unknown reconcile answer keeps the run suspended, for manual intervention.
+/// An unknown reconcile answer keeps the run suspended, for manual intervention, and the
+/// call is never retried.
+fn seed_unknown<M: Machine>(m: &M) {
     let (unknown, cp) = outcome_unknown_on(m, call("call-9", "publish:demo", "idem-run-unknown"));
     let (unknown, fx) = accept_on(
         m,

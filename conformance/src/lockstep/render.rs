@@ -3,7 +3,7 @@
 
 use super::{Divergence, Observation, Row, Said};
 use resumable_kernel::{
-    Decision, Digest, Effects, Event, Input, Phase, QueryAnswer, Resolution, Wait,
+    Decision, Digest, Effects, Event, Input, Phase, QueryAnswer, Resolution, Resume, Wait,
 };
 use std::fmt::Write as _;
 
@@ -75,43 +75,14 @@ fn decision(d: &Decision) -> String {
 pub fn input(i: &Input) -> String {
     let what = match &i.event {
         Event::Suspend {
-            wait,
+            wait: w,
             expires_at,
             responsible,
             resource_version,
-        } => {
-            let wait = match wait {
-                Wait::Approval {
-                    call, requester, ..
-                } => format!(
-                    "approval of {} (key {}, args {}) asked by {requester}",
-                    call.call_id,
-                    call.key,
-                    short(&call.args)
-                ),
-                Wait::Callback { callback } => format!("callback {callback}"),
-                Wait::Intervention => "intervention".to_owned(),
-                Wait::Resource { resource } => format!("resource {resource}"),
-                Wait::Batch { calls } => {
-                    let each: Vec<String> = calls
-                        .iter()
-                        .map(|p| {
-                            format!(
-                                "{} (key {}, args {}) asked by {}",
-                                p.call.call_id,
-                                p.call.key,
-                                short(&p.call.args),
-                                p.requester
-                            )
-                        })
-                        .collect();
-                    format!("batch [{}]", each.join("; "))
-                }
-            };
-            format!(
-                "suspend for {wait}, responsible {responsible}, until {expires_at}, resource v{resource_version}"
-            )
-        }
+        } => format!(
+            "suspend for {}, responsible {responsible}, until {expires_at}, resource v{resource_version}",
+            wait(w)
+        ),
         Event::Dispatch { call, .. } => format!(
             "dispatch {} (key {}, args {}, max {} attempts)",
             call.call_id,
@@ -125,40 +96,76 @@ pub fn input(i: &Input) -> String {
             result,
         } => format!("tool_result {call_id}#{attempt} = {}", short(result)),
         Event::Recover => "recover".to_owned(),
-        Event::Resume(r) => {
-            let cp = &r.checkpoint;
-            let sealed = if cp.verify().is_ok() {
-                "sealed"
-            } else {
-                "digest broken"
-            };
-            format!(
-                "resume {} from checkpoint r{} of {}/{}/{} (schema {}, {sealed}), facts v{}{}{}",
-                decision(&r.decision),
-                cp.revision.0,
-                cp.identity.tenant,
-                cp.identity.session,
-                cp.identity.run,
-                cp.schema_version,
-                r.facts.resource_version,
-                if r.facts.permitted {
-                    ""
-                } else {
-                    ", not permitted"
-                },
-                if r.facts.within_budget {
-                    ""
-                } else {
-                    ", over budget"
-                },
-            )
-        }
+        Event::Resume(r) => resume(r),
         Event::Expire => "expire".to_owned(),
         Event::Cancel { by } => format!("cancel by {by}"),
         Event::Complete { result } => format!("complete = {}", short(result)),
         Event::Fail { code } => format!("fail {code}"),
     };
     format!("{} {what}", i.at)
+}
+
+/// What a suspension waits for, in the words of [`input`].
+fn wait(w: &Wait) -> String {
+    match w {
+        Wait::Approval {
+            call, requester, ..
+        } => format!(
+            "approval of {} (key {}, args {}) asked by {requester}",
+            call.call_id,
+            call.key,
+            short(&call.args)
+        ),
+        Wait::Callback { callback } => format!("callback {callback}"),
+        Wait::Intervention => "intervention".to_owned(),
+        Wait::Resource { resource } => format!("resource {resource}"),
+        Wait::Batch { calls } => {
+            let each: Vec<String> = calls
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} (key {}, args {}) asked by {}",
+                        p.call.call_id,
+                        p.call.key,
+                        short(&p.call.args),
+                        p.requester
+                    )
+                })
+                .collect();
+            format!("batch [{}]", each.join("; "))
+        }
+    }
+}
+
+/// A resumption: its decision, the checkpoint it names (and whether its seal holds), the
+/// facts the caller observed.
+fn resume(r: &Resume) -> String {
+    let cp = &r.checkpoint;
+    let sealed = if cp.verify().is_ok() {
+        "sealed"
+    } else {
+        "digest broken"
+    };
+    format!(
+        "resume {} from checkpoint r{} of {}/{}/{} (schema {}, {sealed}), facts v{}{}{}",
+        decision(&r.decision),
+        cp.revision.0,
+        cp.identity.tenant,
+        cp.identity.session,
+        cp.identity.run,
+        cp.schema_version,
+        r.facts.resource_version,
+        if r.facts.permitted {
+            ""
+        } else {
+            ", not permitted"
+        },
+        if r.facts.within_budget {
+            ""
+        } else {
+            ", over budget"
+        },
+    )
 }
 
 /// A phase in one line: the same words the scenario traces use.

@@ -18,7 +18,9 @@
 //! The second mutant is the reference with double suspend allowed (spec SUS-2): it accepts an
 //! input the kernel refuses. That direction a replay does catch, and lockstep catches it too.
 
-use resumable_conformance::lockstep::pair_world::{check, check_with, LockstepReport, Probes};
+use resumable_conformance::lockstep::pair_world::{
+    self, check, check_with, LockstepReport, Probes,
+};
 use resumable_conformance::lockstep::{Disagreement, Observable, Observation, Pair};
 use resumable_kernel::{
     Decision, Effects, Event, Identity, Input, Policy, Rejection, Resume, Run, Time,
@@ -86,18 +88,12 @@ impl Observable for SelfApprovingKernel {
 }
 
 /// A small world that offers both inputs the mutants differ on: the requester approving its
-/// own call, and the agent asking to suspend again while its first request waits.
+/// own call, and the agent asking to suspend again while its first request waits: the
+/// whole-world lockstep check's default world without its crash.
 fn world() -> Config {
     Config {
-        workers: 1,
         crashes: 0,
-        approvers: 1,
-        self_approval: true,
-        duplicates: 1,
-        losses: 0,
-        query_unknown: false,
-        max_time: 3,
-        ..Config::default()
+        ..pair_world::default_config()
     }
 }
 

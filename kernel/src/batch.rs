@@ -375,6 +375,28 @@ impl<D: Copy> Batch<D> {
     pub fn slot(&self, call_id: &Name) -> Option<&Slot<D>> {
         self.slots.iter().find(|s| s.call.call.call_id == *call_id)
     }
+
+    /// The same batch, each slot holding `decided(slot)` of its decision.
+    fn map<E: Copy>(&self, mut decided: impl FnMut(&Slot<D>) -> Option<E>) -> Batch<E> {
+        let mut slots = List::new();
+        for s in self.slots.iter() {
+            let _ = slots.push(Slot {
+                call: s.call,
+                requester: s.requester,
+                proposed: s.proposed,
+                fresh: s.fresh,
+                decided: decided(s),
+                state: s.state,
+            });
+        }
+        Batch {
+            opened: self.opened,
+            checkpoint: self.checkpoint,
+            resource_version: self.resource_version,
+            closed: self.closed,
+            slots,
+        }
+    }
 }
 
 /// What a decision on one call of a batch adds to the call's slot, as the run keeps it: the
@@ -446,24 +468,7 @@ impl KeptBatch {
 
     /// The batch whole, each recorded decision with its approval.
     pub(crate) fn view(&self) -> Batch {
-        let mut slots = List::new();
-        for s in self.calls.slots.iter() {
-            let _ = slots.push(Slot {
-                call: s.call,
-                requester: s.requester,
-                proposed: s.proposed,
-                fresh: s.fresh,
-                decided: self.decision(s),
-                state: s.state,
-            });
-        }
-        Batch {
-            opened: self.calls.opened,
-            checkpoint: self.calls.checkpoint,
-            resource_version: self.calls.resource_version,
-            closed: self.calls.closed,
-            slots,
-        }
+        self.calls.map(|s| self.decision(s))
     }
 
     /// The batch `whole` as the run keeps it, or why it cannot be: a decision recorded in a
@@ -472,41 +477,23 @@ impl KeptBatch {
     #[cfg_attr(not(feature = "serde"), allow(dead_code))]
     pub(crate) fn keep(whole: &Batch) -> Result<KeptBatch, &'static str> {
         let mut kept = KeptBatch {
-            calls: Batch {
-                opened: whole.opened,
-                checkpoint: whole.checkpoint,
-                resource_version: whole.resource_version,
-                closed: whole.closed,
-                slots: List::new(),
-            },
+            calls: whole.map(|_| None),
             approver: None,
         };
         for (i, s) in whole.slots.iter().enumerate() {
-            let _ = kept.calls.slots.push(Slot {
-                call: s.call,
-                requester: s.requester,
-                proposed: s.proposed,
-                fresh: s.fresh,
-                decided: None,
-                state: s.state,
-            });
             if let Some((d, at)) = s.decided {
                 kept.record(i, &d, at);
             }
         }
         // What the kept form drops of each decision must be what it gives back: the batch
         // keeps the last approver recorded, so a slot whose decision names another is seen.
-        match whole
-            .slots
-            .iter()
-            .zip(kept.view().slots.iter())
-            .all(|(a, b)| a == b)
-        {
-            true => Ok(kept),
-            false => Err(
+        if whole.slots.iter().eq(kept.view().slots.iter()) {
+            Ok(kept)
+        } else {
+            Err(
                 "a decision recorded in a batch's slot binds to another call, arguments, \
                  requester, revision or approver than the slot's and the batch's",
-            ),
+            )
         }
     }
 }
